@@ -1,0 +1,1 @@
+"""Typer commands: each parses its arguments, calls one service function and prints."""

@@ -1,0 +1,75 @@
+"""The ``padformer-edge`` command: the root Typer app and its global options.
+
+Command groups live in sibling modules and are attached here, so this file is the one
+place that lists what the CLI offers. ``main`` turns a ``UserError`` into one red line
+and exit status 2 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from padformer_edge import __version__
+from padformer_edge.cli import config_cmd
+from padformer_edge.errors import UserError
+from padformer_edge.log import configure_logging
+
+app = typer.Typer(
+    name="padformer-edge",
+    help="Pose-agnostic visual inspection for factory lines, built on PADFormer.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(config_cmd.app, name="config")
+
+_stderr = Console(stderr=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"padformer-edge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+    log_format: str = typer.Option(
+        "auto", "--log-format", help="auto (console on a terminal, else json), console or json."
+    ),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
+) -> None:
+    """Pose-agnostic visual inspection for factory lines, built on PADFormer."""
+    if log_format not in ("auto", "console", "json"):
+        raise UserError(f"--log-format must be auto, console or json, not '{log_format}'.")
+    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    """Console-script entry point: run the app, showing user errors as one line."""
+    try:
+        app(standalone_mode=False)
+    except UserError as err:
+        _stderr.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _stderr.print("aborted.")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        _stderr.print("interrupted.")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit codes
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,31 @@
+"""``padformer-edge config``: validate YAML files before a daemon or a training run uses them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from padformer_edge.config import CONFIG_KINDS, check_config
+
+app = typer.Typer(help="Validate configuration files.", no_args_is_help=True)
+
+
+@app.command("check")
+def check(
+    file: Path = typer.Argument(..., help="The YAML file to validate."),
+    kind: str | None = typer.Option(
+        None, "--kind", help="Which schema the file follows; detected from its keys if omitted."
+    ),
+) -> None:
+    """Validate FILE; print the kind it was checked as, or one line per problem."""
+    detected, _ = check_config(file, kind)
+    typer.echo(f"{file}: valid {detected} config.")
+
+
+@app.command("kinds")
+def kinds() -> None:
+    """List the config kinds this version knows."""
+    for name, model in sorted(CONFIG_KINDS.items()):
+        doc = (model.__doc__ or "").strip().splitlines()
+        typer.echo(f"{name}\t{doc[0] if doc else ''}")

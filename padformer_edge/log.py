@@ -1,0 +1,48 @@
+"""structlog set-up shared by every command and the daemon.
+
+A person at a terminal gets coloured key=value lines; anything else (systemd's journal,
+a pipe, a file) gets one JSON object per line so that logs can be searched and shipped
+without parsing prose.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+LogFormat = Literal["auto", "console", "json"]
+
+
+def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
+    """Route structlog (and stdlib logging) to stderr in the chosen format."""
+    if fmt == "auto":
+        fmt = "console" if sys.stderr.isatty() else "json"
+    numeric_level = logging.getLevelName(level.upper())
+    if not isinstance(numeric_level, int):
+        numeric_level = logging.INFO
+    shared = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer = (
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if fmt == "console"
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(level=numeric_level, stream=sys.stderr, format="%(name)s: %(message)s")
+
+
+def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
+    """A structlog logger; ``name`` is bound as ``logger`` so events can be filtered."""
+    logger = structlog.get_logger()
+    return logger.bind(logger=name) if name else logger

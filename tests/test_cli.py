@@ -1,0 +1,39 @@
+"""The CLI as a user runs it: a real subprocess, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from padformer_edge import __version__
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "padformer_edge", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"padformer-edge {__version__}"
+
+
+def test_help_lists_config_group() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "config" in result.stdout
+
+
+def test_config_check_bad_file_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("- not\n- a mapping\n")
+    result = run_cli("config", "check", str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "top level must be a mapping" in result.stderr
