@@ -1,0 +1,65 @@
+"""Helpers every benchmark shares: a markdown table, one JSON line, and README sections.
+
+Numbers in README are never typed by hand: a benchmark run with ``--write-readme``
+replaces the block between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` with the
+table it just measured, together with the command that produced it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table; floats are shown with 4 significant digits."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_summary() -> str:
+    """One line describing where the numbers were measured."""
+    import os
+
+    try:
+        import torch
+
+        torch_info = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+        if torch.cuda.is_available():
+            torch_info += f", {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        torch_info = "no torch"
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, {torch_info}"
+
+
+def print_json_line(name: str, payload: dict[str, Any]) -> None:
+    """The one machine-readable line every benchmark ends with."""
+    print(json.dumps({"benchmark": name, **payload}, sort_keys=True))
+
+
+def update_readme_section(name: str, body: str, command: str | None = None) -> None:
+    """Replace the README block named ``name`` with ``body`` (and the command that made it)."""
+    command = command or "python " + " ".join(sys.argv)
+    text = README.read_text(encoding="utf-8")
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\nMeasured with `{command}` on {machine_summary()}:\n\n{body}\n{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    README.write_text(text, encoding="utf-8")
