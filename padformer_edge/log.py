@@ -42,7 +42,10 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
     logging.basicConfig(level=numeric_level, stream=sys.stderr, format="%(name)s: %(message)s")
 
 
-def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
-    """A structlog logger; ``name`` is bound as ``logger`` so events can be filtered."""
-    logger = structlog.get_logger()
-    return logger.bind(logger=name) if name else logger
+def get_logger(name: str | None = None) -> structlog.typing.FilteringBoundLogger:
+    """A lazy structlog logger; ``name`` is bound as ``component`` so events can be filtered.
+
+    The proxy resolves its configuration on first use, so a module-level logger still
+    honours the ``--log-format`` and ``--log-level`` chosen later by the CLI.
+    """
+    return structlog.get_logger(component=name) if name else structlog.get_logger()
