@@ -67,13 +67,27 @@ def min_mask_pixels(size: int) -> int:
 def render_defect_view(
     renderer: Renderer, model: Model3D, kind: str, pose: CameraPose, rng: np.random.Generator
 ) -> tuple[Frame, Frame, np.ndarray]:
-    """One draw of a defect for one pose: (clean frame, defective frame, mask)."""
+    """One draw of a defect for one pose: (clean frame, defective frame, mask).
+
+    The defective image takes the defect's pixels from the defective render and all
+    others from the plain model's render, so outside the mask a test image is exactly
+    what a good view of that pose looks like (a refined mesh may rasterise a few
+    interior pixels differently; those must not become unlabelled anomalies).
+    """
     scene = GENERATORS[kind](model, pose, rng)
     clean = renderer.render(scene.clean, pose)
     defective = renderer.render(scene.defective, pose)
     for temporary in {id(m): m for m in scene.clean + scene.defective if m is not model}.values():
         renderer.forget(temporary)
-    return clean, defective, defect_mask(clean, defective)
+    mask = defect_mask(clean, defective)
+    plain = clean if scene.clean == [model] else renderer.render([model], pose)
+    inside = mask[..., None]
+    composite = Frame(
+        np.where(inside, defective.rgb, plain.rgb),
+        np.where(mask, defective.depth, plain.depth),
+        np.where(mask, defective.covered, plain.covered),
+    )
+    return plain, composite, mask
 
 
 def _write_png(path: Path, image: np.ndarray) -> None:

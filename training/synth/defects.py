@@ -89,7 +89,7 @@ def refine_near(part: Part, centre: np.ndarray, reach: float, max_edge: float) -
         np.hstack(columns), part.faces, max_edge, max_iter=16
     )
     uv = points[:, 9:11] if part.uv is not None else None
-    return part.with_geometry(points[:, 3:6], faces, _unit(points[:, 6:9]), uv)
+    return part.with_geometry(points[:, 3:6], faces, points[:, 6:9], uv)
 
 
 def _touches(part: Part, centre: np.ndarray, radius: float) -> bool:

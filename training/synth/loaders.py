@@ -53,7 +53,7 @@ def load_model(spec: str) -> Model3D:
     name, path, builtin = resolve_spec(spec)
     color = builtin.color if builtin else None
     try:
-        parts = _urdf_parts(path) if path.suffix.lower() == ".urdf" else _mesh_parts(path, color)
+        parts = read_parts(path, color)
     except UserError:
         raise
     except Exception as err:  # trimesh and pybullet raise many types for broken files
@@ -62,6 +62,11 @@ def load_model(spec: str) -> Model3D:
     if not parts or sum(p.area for p in parts) <= 0:
         raise UserError(f"mesh file {path} contains no triangles; export the part with faces.")
     return normalised(name, parts)
+
+
+def read_parts(path: Path, color: tuple[float, float, float, float] | None = None) -> list[Part]:
+    """The parts of a mesh file or URDF in the file's own units and frame."""
+    return _urdf_parts(path) if path.suffix.lower() == ".urdf" else _mesh_parts(path, color)
 
 
 def _mesh_parts(path: Path, color: tuple[float, float, float, float] | None) -> list[Part]:
@@ -96,6 +101,19 @@ def _pose_matrix(position: tuple[float, ...], orientation: tuple[float, ...]) ->
     return matrix
 
 
+def _link_frame(body: int, link: int, client: int) -> np.ndarray:
+    """World pose of a URDF link frame, the frame pybullet's visual offsets are given in.
+
+    pybullet tracks bodies by their centre of mass; the link frame is that pose composed
+    with the inverse of the link's local inertial frame.
+    """
+    if link >= 0:
+        return _pose_matrix(*pybullet.getLinkState(body, link, physicsClientId=client)[4:6])
+    centre_of_mass = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
+    inertial = pybullet.getDynamicsInfo(body, -1, physicsClientId=client)[3:5]
+    return _pose_matrix(*centre_of_mass) @ np.linalg.inv(_pose_matrix(*inertial))
+
+
 def _urdf_parts(path: Path) -> list[Part]:
     client = pybullet.connect(pybullet.DIRECT)
     try:
@@ -106,11 +124,7 @@ def _urdf_parts(path: Path) -> list[Part]:
         parts: list[Part] = []
         for shape in pybullet.getVisualShapeData(body, physicsClientId=client):
             link, geometry, dims, mesh_file, local_pos, local_orn, rgba = shape[1:8]
-            if link == -1:
-                frame = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
-            else:
-                frame = pybullet.getLinkState(body, link, physicsClientId=client)[:2]
-            world = _pose_matrix(*frame) @ _pose_matrix(local_pos, local_orn)
+            world = _link_frame(body, link, client) @ _pose_matrix(local_pos, local_orn)
             for part in _primitive(geometry, dims, mesh_file):
                 # a textured mesh keeps its own colours; primitives take the URDF's rgba
                 colour = part.color if part.texture is not None else tuple(map(float, rgba))

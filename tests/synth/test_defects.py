@@ -1,0 +1,86 @@
+"""Defects are real 3D geometry: Missing takes pixels away, Burrs add some, Stains recolour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.synth.camera import sample_pose
+from training.synth.dataset import defect_mask, min_mask_pixels, render_defect_view
+from training.synth.defects import refine_near, sample_anchor
+from training.synth.loaders import load_model
+from training.synth.renderer import Renderer
+
+SIZE, DRAWS = 96, 8
+
+
+@pytest.fixture(scope="module")
+def renderer() -> Renderer:
+    with Renderer(SIZE) as r:
+        yield r
+
+
+@pytest.mark.parametrize("name", ["duck", "mug", "r2d2"])
+def test_missing_only_ever_removes_surface(renderer: Renderer, name: str) -> None:
+    model, rng = load_model(f"builtin:{name}"), np.random.default_rng(0)
+    shrunk = visible = 0
+    for _ in range(DRAWS):
+        clean, cut, mask = render_defect_view(renderer, model, "Missing", sample_pose(rng), rng)
+        assert not (cut.covered & ~clean.covered).any(), "a cut must not add object pixels"
+        if not mask.any():
+            continue
+        visible += 1
+        # what is seen through the cut lies behind the surface that was removed
+        assert (cut.depth[mask] >= clean.depth[mask] - 1e-4).mean() > 0.98
+        shrunk += int((clean.covered & ~cut.covered).sum())
+    assert visible > 0 and shrunk > 0, "no cut ever reached the silhouette"
+
+
+@pytest.mark.parametrize("name", ["duck", "bunny"])
+def test_burrs_grow_out_of_the_silhouette(renderer: Renderer, name: str) -> None:
+    model, rng = load_model(f"builtin:{name}"), np.random.default_rng(1)
+    grown = []
+    for _ in range(DRAWS):
+        clean, burred, mask = render_defect_view(renderer, model, "Burrs", sample_pose(rng), rng)
+        assert not (clean.covered & ~burred.covered).any(), "a burr must not remove pixels"
+        assert not (burred.depth[mask] > clean.depth[mask] + 1e-4).any(), "burrs sit in front"
+        grown.append(int((burred.covered & ~clean.covered).sum()))
+    assert max(grown) > 0
+
+
+def test_stains_recolour_the_surface_without_changing_its_outline(renderer: Renderer) -> None:
+    model, rng = load_model("builtin:soccerball"), np.random.default_rng(2)
+    visible = 0
+    for _ in range(DRAWS):
+        clean, stained, mask = render_defect_view(renderer, model, "Stains", sample_pose(rng), rng)
+        if mask.sum() < min_mask_pixels(SIZE):
+            continue  # the dataset re-draws these
+        visible += 1
+        outline_change = (clean.covered != stained.covered).sum()
+        assert outline_change <= 0.1 * mask.sum()
+        colour = np.abs(clean.rgb.astype(int) - stained.rgb).max(axis=2)
+        assert (colour[mask] > 4).mean() > 0.5
+    assert visible > 0
+
+
+def test_masks_cover_exactly_the_changed_pixels(renderer: Renderer) -> None:
+    model, rng = load_model("builtin:duck"), np.random.default_rng(3)
+    for kind in ("Burrs", "Missing", "Stains"):
+        pose = sample_pose(rng)
+        clean, defective, mask = render_defect_view(renderer, model, kind, pose, rng)
+        assert np.array_equal(clean.rgb, renderer.render([model], pose).rgb)
+        assert np.array_equal(defective.rgb[~mask], clean.rgb[~mask])
+    assert not defect_mask(clean, clean).any()
+
+
+@pytest.mark.parametrize("name", ["duck", "lego", "r2d2"])
+def test_refining_the_mesh_keeps_its_shape(renderer: Renderer, name: str) -> None:
+    model, rng = load_model(f"builtin:{name}"), np.random.default_rng(4)
+    pose = sample_pose(rng)
+    anchor = sample_anchor(model, pose, rng)
+    refined = model.with_parts([refine_near(p, anchor.point, 0.3, 0.03) for p in model.parts])
+    assert refined.face_count > model.face_count
+    before, after = renderer.render([model], pose), renderer.render([refined], pose)
+    renderer.forget(refined)
+    assert np.array_equal(before.covered, after.covered)
+    assert np.abs(before.depth - after.depth).max() < 1e-3
