@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from padformer_edge.errors import UserError
@@ -47,18 +48,20 @@ def synth(
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:
     """Render good and defective (Burrs, Missing, Stains) views with pixel-exact masks."""
-    from training.synth import BUILTINS, ViewCounts, render_dataset
-
     if list_builtins:
+        from training.synth.builtins import BUILTINS  # the catalogue only: no renderer needed
+
         for name, builtin in BUILTINS.items():
             typer.echo(f"builtin:{name}\t{builtin.description}")
         return
+    from training.synth import ViewCounts, render_dataset
+
     if not mesh or out is None:
         raise UserError("pass at least one --mesh and an --out folder (or --list-builtins).")
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     started = time.perf_counter()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=True) as bar:
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("rendering", total=None)
         result = render_dataset(
             mesh,

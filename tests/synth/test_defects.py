@@ -82,5 +82,7 @@ def test_refining_the_mesh_keeps_its_shape(renderer: Renderer, name: str) -> Non
     assert refined.face_count > model.face_count
     before, after = renderer.render([model], pose), renderer.render([refined], pose)
     renderer.forget(refined)
-    assert np.array_equal(before.covered, after.covered)
-    assert np.abs(before.depth - after.depth).max() < 1e-3
+    # splitting a silhouette edge may flip a few boundary pixels, never a region
+    assert (before.covered != after.covered).sum() <= 0.005 * before.covered.sum()
+    both = before.covered & after.covered
+    assert np.abs(before.depth - after.depth)[both].max() < 1e-3

@@ -7,12 +7,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import PIL.Image
+import pybullet
 import pytest
 import trimesh
 
 from padformer_edge.errors import UserError
 from training.synth import BUILTINS, ViewCounts, builtin_names, render_dataset
-from training.synth.bullet import pybullet
 from training.synth.camera import FOV_DEGREES, sample_pose
 from training.synth.loaders import load_model, read_parts
 from training.synth.renderer import Renderer

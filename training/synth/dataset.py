@@ -36,7 +36,6 @@ FORMAT_VERSION = 1
 COLOUR_TOLERANCE = 4  # 8-bit levels; below this a change is invisible and not a defect
 DEPTH_TOLERANCE = 1e-3  # unit-sphere units; a quarter of the stain decal's lift
 MAX_DRAWS = 40
-log = get_logger("training.synth")
 
 
 @dataclass(frozen=True)
@@ -219,6 +218,7 @@ def render_dataset(
         raise UserError(f"image size {size} is out of range; choose --size from 32 to 2048.")
     if min(counts.train, counts.test_good, counts.test_per_defect) < 1:
         raise UserError("every view count must be at least 1; raise the --*-views options.")
+    log = get_logger("training.synth")  # at call time, so the CLI's logging set-up applies
     out = Path(out)
     wanted = manifest(meshes, counts, size, seed, background)
     if _check_output(out, wanted):

@@ -24,6 +24,7 @@ from training.synth.model3d import Model3D, Part
 
 DEFECT_KINDS = ("Burrs", "Missing", "Stains")
 STAIN_LIFT = 0.004  # decal height above the surface: above depth noise, far below a pixel
+FACING = 0.35  # cosine between the surface normal and the direction to the camera
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def sample_anchor(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> Anchor:
-    """A random surface point, area-weighted, preferring points that face the camera."""
+    """A random surface point, area-weighted, preferring points that face the camera.
+
+    Points seen at a grazing angle would give a sliver of a defect that no inspector
+    could judge, so up to 32 draws look for one within about 70 degrees of the view axis.
+    """
     areas = np.array([p.area for p in model.parts])
     candidates = []
     for _ in range(32):
@@ -64,7 +69,7 @@ def sample_anchor(model: Model3D, pose: CameraPose, rng: np.random.Generator) ->
             normal = -normal  # trust the shading normals' side when winding disagrees
         vertex = int(part.faces[face][np.argmin(np.linalg.norm(corner - point, axis=1))])
         anchor = Anchor(index, point, normal, vertex)
-        if np.dot(normal, pose.position - point) > 0:
+        if np.dot(normal, _unit(pose.position - point)) > FACING:
             return anchor
         candidates.append(anchor)
     return candidates[0]
@@ -106,7 +111,7 @@ def _random_colour(rng: np.random.Generator) -> tuple[float, float, float, float
 def make_stain(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
     """An irregular coloured blob lying on the surface, as a decal lifted along the normals."""
     anchor = sample_anchor(model, pose, rng)
-    radius = rng.uniform(0.07, 0.16)
+    radius = rng.uniform(0.09, 0.2)
     harmonics = [(k, rng.uniform(0.06, 0.18), rng.uniform(0, 2 * math.pi)) for k in (2, 3, 5)]
     tangent = _unit(np.cross(anchor.normal, rng.normal(size=3)))
     bitangent = np.cross(anchor.normal, tangent)
@@ -136,9 +141,9 @@ def make_burr(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> Def
     base_colour = model.parts[anchor.part].color_at_vertex(anchor.vertex)
     pieces = []
     for _ in range(int(rng.integers(1, 5))):
-        height = rng.uniform(0.12, 0.28)
+        height = rng.uniform(0.14, 0.3)
         if rng.uniform() < 0.6:
-            piece = trimesh.creation.cone(height * rng.uniform(0.2, 0.35), height, sections=12)
+            piece = trimesh.creation.cone(height * rng.uniform(0.25, 0.4), height, sections=12)
         else:
             piece = trimesh.creation.icosphere(2, radius=height * 0.5)
             piece.apply_scale([1.0, rng.uniform(0.6, 1.0), rng.uniform(0.7, 1.2)])

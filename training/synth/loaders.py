@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pybullet
 import trimesh
 
 from padformer_edge.errors import UserError
 from training.synth.builtins import BUILTINS, Builtin
-from training.synth.bullet import pybullet
 from training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
 
 MESH_SUFFIXES = (".obj", ".stl", ".ply", ".glb", ".gltf", ".off", ".dae")

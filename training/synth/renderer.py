@@ -13,8 +13,8 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pybullet
 
-from training.synth.bullet import pybullet
 from training.synth.camera import FOV_DEGREES, CameraPose
 from training.synth.model3d import Model3D
 
