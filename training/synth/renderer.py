@@ -16,9 +16,10 @@ import numpy as np
 import pybullet
 
 from training.synth.camera import FOV_DEGREES, CameraPose
-from training.synth.model3d import Model3D
+from training.synth.model3d import Model3D, Part
 
 NEAR, FAR = 0.05, 10.0
+MAX_FACES_PER_BODY = 40_000  # pybullet refuses visual meshes of more than about 130k vertices
 PARKED = (1000.0, 1000.0, 1000.0)
 
 
@@ -66,31 +67,29 @@ class Renderer:
         return self._texture_ids[key]
 
     def _create(self, model: Model3D) -> list[int]:
-        bodies = []
-        for part in model.parts:
-            kwargs = {"uvs": part.uv.tolist()} if part.uv is not None else {}
-            shape = pybullet.createVisualShape(
-                pybullet.GEOM_MESH,
-                vertices=part.vertices.tolist(),
-                indices=part.faces.ravel().tolist(),
-                normals=part.normals.tolist(),
-                rgbaColor=list(part.color),
-                specularColor=[0.15, 0.15, 0.15],
-                physicsClientId=self._client,
-                **kwargs,
+        return [self._create_body(chunk) for part in model.parts for chunk in _chunks(part)]
+
+    def _create_body(self, part: Part) -> int:
+        kwargs = {"uvs": part.uv.tolist()} if part.uv is not None else {}
+        shape = pybullet.createVisualShape(
+            pybullet.GEOM_MESH,
+            vertices=part.vertices.tolist(),
+            indices=part.faces.ravel().tolist(),
+            normals=part.normals.tolist(),
+            rgbaColor=list(part.color),
+            specularColor=[0.15, 0.15, 0.15],
+            physicsClientId=self._client,
+            **kwargs,
+        )
+        body = pybullet.createMultiBody(
+            baseVisualShapeIndex=shape, basePosition=PARKED, physicsClientId=self._client
+        )
+        if part.texture is not None and part.uv is not None:
+            texture = self._texture(part.texture)
+            pybullet.changeVisualShape(
+                body, -1, textureUniqueId=texture, physicsClientId=self._client
             )
-            body = pybullet.createMultiBody(
-                baseVisualShapeIndex=shape, basePosition=PARKED, physicsClientId=self._client
-            )
-            if part.texture is not None and part.uv is not None:
-                pybullet.changeVisualShape(
-                    body,
-                    -1,
-                    textureUniqueId=self._texture(part.texture),
-                    physicsClientId=self._client,
-                )
-            bodies.append(body)
-        return bodies
+        return body
 
     def forget(self, model: Model3D) -> None:
         """Delete the bodies of a model that will not be rendered again (a one-off defect)."""
@@ -139,3 +138,17 @@ class Renderer:
         depth = (FAR * NEAR / (FAR - (FAR - NEAR) * buffer)).astype(np.float32)
         depth[~covered] = FAR
         return Frame(rgb, depth, covered)
+
+
+def _chunks(part: Part) -> list[Part]:
+    """Split a part too large for one pybullet visual shape into independent pieces."""
+    if len(part.faces) <= MAX_FACES_PER_BODY:
+        return [part]
+    pieces = []
+    for start in range(0, len(part.faces), MAX_FACES_PER_BODY):
+        used, faces = np.unique(part.faces[start : start + MAX_FACES_PER_BODY], return_inverse=True)
+        uv = part.uv[used] if part.uv is not None else None
+        pieces.append(
+            part.with_geometry(part.vertices[used], faces.reshape(-1, 3), part.normals[used], uv)
+        )
+    return pieces
