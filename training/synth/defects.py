@@ -165,13 +165,24 @@ def make_burr(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> Def
     return DefectScene([model], [model, model.with_parts(pieces)])
 
 
+def _inner_wall(part: Part, colour: np.ndarray) -> Part:
+    """The part's surface seen from inside: reversed winding, inverted normals, darker.
+
+    The renderer culls back faces, so a hole in a closed shell would show the background
+    through a solid object. With this wall behind it, the hole shows the inside of the
+    part instead; from outside the wall is always back-facing and draws nothing.
+    """
+    return Part(part.vertices, part.faces[:, ::-1].copy(), -part.normals, color=(*colour, 1.0))
+
+
 def make_missing(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
     """A chunk carved out: every triangle inside a ball around a surface point is removed.
 
-    The clean reference is the refined but uncut model, so the mask holds the cut only and
-    not the (invisible) change in triangulation.
+    The clean reference is the refined, uncut model with the same inner walls, so the mask
+    holds the cut only and not the (invisible) change in triangulation.
     """
     anchor = sample_anchor(model, pose, rng)
+    inside = 0.55 * model.parts[anchor.part].color_at_vertex(anchor.vertex)
     radius = rng.uniform(0.12, 0.25)
     centre = anchor.point - rng.uniform(0.0, 0.4) * radius * anchor.normal
     refined, cut = [], []
@@ -182,8 +193,9 @@ def make_missing(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> 
             continue
         fine = refine_near(part, centre, radius * 1.2, radius / 4)
         keep = np.linalg.norm(fine.vertices[fine.faces].mean(axis=1) - centre, axis=1) > radius
-        refined.append(fine)
-        cut.append(fine.with_geometry(fine.vertices, fine.faces[keep], fine.normals, fine.uv))
+        wall = _inner_wall(fine, inside)
+        refined += [fine, wall]
+        cut += [fine.with_geometry(fine.vertices, fine.faces[keep], fine.normals, fine.uv), wall]
     return DefectScene([model.with_parts(refined)], [model.with_parts(cut)])
 
 
