@@ -33,7 +33,7 @@ def synth(
     mesh: list[str] = typer.Option(
         [],
         "--mesh",
-        help="Mesh file (OBJ, STL, PLY, GLB/GLTF, URDF) or builtin:NAME; "
+        help="Mesh file (OBJ, STL, PLY, OFF, GLB/GLTF, URDF) or builtin:NAME; "
         "repeat for several classes.",
     ),
     out: Path | None = typer.Option(None, "--out", help="Dataset folder to create."),

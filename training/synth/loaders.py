@@ -20,7 +20,7 @@ from padformer_edge.errors import UserError
 from training.synth.builtins import BUILTINS, Builtin
 from training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
 
-MESH_SUFFIXES = (".obj", ".stl", ".ply", ".glb", ".gltf", ".off", ".dae")
+MESH_SUFFIXES = (".obj", ".stl", ".ply", ".glb", ".gltf", ".off")
 BUILTIN_PREFIX = "builtin:"
 
 
