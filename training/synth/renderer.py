@@ -40,7 +40,7 @@ class Renderer:
         self.background = np.asarray(background, dtype=np.uint8)
         self._client = pybullet.connect(pybullet.DIRECT)
         self._textures = tempfile.TemporaryDirectory(prefix="padformer-synth-tex-")
-        self._texture_ids: dict[int, int] = {}
+        self._texture_ids: dict[int, tuple[np.ndarray, int]] = {}
         self._bodies: dict[int, tuple[Model3D, list[int]]] = {}
         self._projection = pybullet.computeProjectionMatrixFOV(
             FOV_DEGREES, 1.0, NEAR, FAR, physicsClientId=self._client
@@ -59,12 +59,15 @@ class Renderer:
         self.close()
 
     def _texture(self, image: np.ndarray) -> int:
+        """pybullet texture id of an image, loaded once; the entry keeps the image alive so
+        that its ``id`` cannot be reused by another class's texture."""
         key = id(image)
         if key not in self._texture_ids:
             path = Path(self._textures.name) / f"{len(self._texture_ids)}.png"
             cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
-            self._texture_ids[key] = pybullet.loadTexture(str(path), physicsClientId=self._client)
-        return self._texture_ids[key]
+            texture = pybullet.loadTexture(str(path), physicsClientId=self._client)
+            self._texture_ids[key] = (image, texture)
+        return self._texture_ids[key][1]
 
     def _create(self, model: Model3D) -> list[int]:
         return [self._create_body(chunk) for part in model.parts for chunk in _chunks(part)]
