@@ -1,0 +1,55 @@
+"""``padformer-edge synth`` run as a real subprocess, the way a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "padformer_edge", "--log-format", "json", "synth", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_synth_renders_a_dataset(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    result = _cli(
+        "--mesh", "builtin:lego", "--out", str(out), "--train-views", "2",
+        "--test-views-per-defect", "1", "--good-test-views", "1", "--size", "48",
+        "--background", "#000000",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 class(es) x 6 images" in result.stdout
+    image = cv2.imread(str(out / "lego" / "train" / "good" / "0.png"))
+    assert image.shape == (48, 48, 3) and (image[0, 0] == 0).all()
+
+
+def test_list_builtins_prints_only_the_catalogue() -> None:
+    result = _cli("--list-builtins")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) >= 6 and all(line.startswith("builtin:") for line in lines)
+
+
+def test_user_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = _cli("--mesh", str(tmp_path / "gone.stl"), "--out", str(tmp_path / "o"))
+    bad_colour = _cli("--mesh", "builtin:mug", "--out", str(tmp_path / "o"), "--background", "x")
+    for result in (missing, bad_colour):
+        assert result.returncode == 2
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in result.stderr
+    assert "gone.stl does not exist" in missing.stderr
+    assert not (tmp_path / "o").exists()

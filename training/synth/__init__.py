@@ -1,0 +1,11 @@
+"""Synthetic pose-agnostic anomaly benchmark: MAD-Sim-layout datasets rendered from any
+textured 3D model (or a built-in one) with defects made in 3D and pixel-exact masks.
+
+Other code calls ``render_dataset``; ``builtin_names`` lists the stable built-in classes.
+"""
+
+from training.synth.builtins import BUILTINS, builtin_names
+from training.synth.dataset import ViewCounts, render_dataset
+from training.synth.defects import DEFECT_KINDS
+
+__all__ = ["BUILTINS", "DEFECT_KINDS", "ViewCounts", "builtin_names", "render_dataset"]

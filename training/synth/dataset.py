@@ -1,0 +1,252 @@
+"""Render a MAD-Sim-layout dataset: good training views, good and defective test views,
+pixel-exact masks, NeRF-style camera poses and a manifest saying how it was made.
+
+Everything is rendered into a hidden temporary folder beside the output and moved into
+place at the end, so an interrupted or failed run never leaves half a dataset behind.
+Each class draws from its own random stream (seed + class name), so the bytes of one
+class do not depend on which other classes were rendered with it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
+from training.synth.defects import DEFECT_KINDS, GENERATORS
+from training.synth.loaders import file_digest, load_model, resolve_spec
+from training.synth.model3d import Model3D
+from training.synth.renderer import Frame, Renderer
+
+FORMAT_VERSION = 1
+COLOUR_TOLERANCE = 4  # 8-bit levels; below this a change is invisible and not a defect
+DEPTH_TOLERANCE = 1e-3  # unit-sphere units; a quarter of the stain decal's lift
+MAX_DRAWS = 40
+
+
+@dataclass(frozen=True)
+class ViewCounts:
+    """How many images each class gets."""
+
+    train: int = 200
+    test_per_defect: int = 30
+    test_good: int = 30
+
+    @property
+    def per_class(self) -> int:
+        return self.train + self.test_good + self.test_per_defect * len(DEFECT_KINDS)
+
+
+def defect_mask(clean: Frame, defective: Frame) -> np.ndarray:
+    """Pixels where the defective render differs from the clean one: colour, depth or cover."""
+    colour = np.abs(clean.rgb.astype(np.int16) - defective.rgb).max(axis=2) > COLOUR_TOLERANCE
+    depth = np.abs(clean.depth - defective.depth) > DEPTH_TOLERANCE
+    return colour | depth | (clean.covered != defective.covered)
+
+
+def min_mask_pixels(size: int) -> int:
+    """A defect must cover 0.1 % of the image (at least 12 pixels) to count as visible."""
+    return max(12, math.ceil(0.001 * size * size))
+
+
+def render_defect_view(
+    renderer: Renderer, model: Model3D, kind: str, pose: CameraPose, rng: np.random.Generator
+) -> tuple[Frame, Frame, np.ndarray]:
+    """One draw of a defect for one pose: (clean frame, defective frame, mask).
+
+    The defective image takes the defect's pixels from the defective render and all
+    others from the plain model's render, so outside the mask a test image is exactly
+    what a good view of that pose looks like (a refined mesh may rasterise a few
+    interior pixels differently; those must not become unlabelled anomalies).
+    """
+    scene = GENERATORS[kind](model, pose, rng)
+    clean = renderer.render(scene.clean, pose)
+    defective = renderer.render(scene.defective, pose)
+    for temporary in {id(m): m for m in scene.clean + scene.defective if m is not model}.values():
+        renderer.forget(temporary)
+    mask = defect_mask(clean, defective)
+    plain = clean if scene.clean == [model] else renderer.render([model], pose)
+    inside = mask[..., None]
+    composite = Frame(
+        np.where(inside, defective.rgb, plain.rgb),
+        np.where(mask, defective.depth, plain.depth),
+        np.where(mask, defective.covered, plain.covered),
+    )
+    return plain, composite, mask
+
+
+def _write_png(path: Path, image: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixels = cv2.cvtColor(image, cv2.COLOR_RGB2BGR) if image.ndim == 3 else image
+    if not cv2.imwrite(str(path), pixels):
+        raise UserError(f"cannot write {path}; check free space and permissions.")
+
+
+def _frame_entry(file_path: str, pose: CameraPose) -> dict[str, Any]:
+    matrix = np.round(pose.camera_to_world, 6).tolist()
+    return {"file_path": file_path, "transform_matrix": matrix}
+
+
+def _render_class(
+    renderer: Renderer,
+    model: Model3D,
+    folder: Path,
+    counts: ViewCounts,
+    seed: int,
+    advance: Callable[[], None],
+) -> None:
+    rng = np.random.default_rng([seed, zlib.crc32(model.name.encode())])
+    frames = []
+    for split, count in (("train", counts.train), ("test", counts.test_good)):
+        for n in range(count):
+            pose = sample_pose(rng)
+            _write_png(folder / split / "good" / f"{n}.png", renderer.render([model], pose).rgb)
+            frames.append(_frame_entry(f"{split}/good/{n}", pose))
+            advance()
+    needed = min_mask_pixels(renderer.size)
+    for kind in DEFECT_KINDS:
+        for n in range(counts.test_per_defect):
+            for _ in range(MAX_DRAWS):
+                pose = sample_pose(rng)
+                _, defective, mask = render_defect_view(renderer, model, kind, pose, rng)
+                if mask.sum() >= needed:
+                    break
+            else:
+                raise UserError(
+                    f"model '{model.name}': no visible {kind} defect in {MAX_DRAWS} draws; "
+                    "the mesh is probably far too thin or degenerate, export a solid part."
+                )
+            _write_png(folder / "test" / kind / f"{n}.png", defective.rgb)
+            _write_png(
+                folder / "ground_truth" / kind / f"{n}_mask.png", mask.astype(np.uint8) * 255
+            )
+            frames.append(_frame_entry(f"test/{kind}/{n}", pose))
+            advance()
+    transforms = {"camera_angle_x": math.radians(FOV_DEGREES), "frames": frames}
+    (folder / "transforms.json").write_text(json.dumps(transforms, indent=1) + "\n")
+
+
+def manifest(
+    meshes: Sequence[str],
+    counts: ViewCounts,
+    size: int,
+    seed: int,
+    background: tuple[int, int, int],
+) -> dict[str, Any]:
+    """What ``dataset.json`` records: enough to tell whether a folder holds this dataset."""
+    classes = []
+    for spec in meshes:
+        name, path, _ = resolve_spec(spec)
+        classes.append({"name": name, "mesh": spec, "sha256": file_digest(path)})
+    names = [c["name"] for c in classes]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UserError(
+            f"two meshes would make the same class {duplicates[0]!r}; rename one of the files."
+        )
+    return {
+        "generator": "padformer-edge synth",
+        "layout": "MAD-Sim",
+        "format_version": FORMAT_VERSION,
+        "renderer": {"name": "pybullet TinyRenderer", "pybullet": version("pybullet")},
+        "seed": seed,
+        "size": size,
+        "background": list(background),
+        "camera_fov_degrees": FOV_DEGREES,
+        "counts": {
+            "train_good": counts.train,
+            "test_good": counts.test_good,
+            "test_per_defect": counts.test_per_defect,
+        },
+        "defect_kinds": list(DEFECT_KINDS),
+        "classes": classes,
+    }
+
+
+def _check_output(out: Path, wanted: dict[str, Any]) -> bool:
+    """True when ``out`` already holds exactly this dataset; raise when it holds another."""
+    if not out.exists():
+        return False
+    if not out.is_dir():
+        raise UserError(f"output {out} is a file; choose a folder for --out.")
+    if not any(out.iterdir()):
+        return False
+    try:
+        existing = json.loads((out / "dataset.json").read_text())
+    except (OSError, ValueError):
+        existing = None
+    if existing == wanted:
+        return True
+    raise UserError(
+        f"output folder {out} already holds a different dataset or other files; "
+        "choose another --out or delete it first."
+    )
+
+
+def render_dataset(
+    meshes: Sequence[str],
+    out: str | Path,
+    counts: ViewCounts = ViewCounts(),
+    size: int = 256,
+    seed: int = 0,
+    background: tuple[int, int, int] = (255, 255, 255),
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Render one class per mesh spec (a path or ``builtin:NAME``) into ``out``; return it.
+
+    ``progress(done, total)`` is called after every image. When ``out`` already holds the
+    same dataset (same meshes, counts, size, seed, background and renderer) nothing is
+    rendered again.
+    """
+    if not meshes:
+        raise UserError("no mesh given; pass --mesh PATH or --mesh builtin:NAME.")
+    if not 32 <= size <= 2048:
+        raise UserError(f"image size {size} is out of range; choose --size from 32 to 2048.")
+    if min(counts.train, counts.test_good, counts.test_per_defect) < 1:
+        raise UserError("every view count must be at least 1; raise the --*-views options.")
+    log = get_logger("training.synth")  # at call time, so the CLI's logging set-up applies
+    out = Path(out)
+    wanted = manifest(meshes, counts, size, seed, background)
+    if _check_output(out, wanted):
+        log.info("synth.already_rendered", out=str(out))
+        return out
+    models = [load_model(spec) for spec in meshes]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.rendering-", dir=out.parent))
+    total, done = counts.per_class * len(models), 0
+
+    def advance() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    try:
+        with Renderer(size, background) as renderer:
+            for model in models:
+                log.info("synth.class", name=model.name, faces=model.face_count)
+                _render_class(renderer, model, staging / model.name, counts, seed, advance)
+                renderer.clear()
+        (staging / "dataset.json").write_text(json.dumps(wanted, indent=1) + "\n")
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("synth.done", out=str(out), images=total)
+    return out
