@@ -72,6 +72,9 @@ def resolve_url(db: str | None = None) -> URL:
             f"database URL '{raw}' names {url.get_backend_name()}; "
             "only sqlite and postgresql are supported."
         )
+    if url.drivername == "postgresql":
+        # The driver the ``postgresql`` extra installs; SQLAlchemy 2.1 would pick psycopg 3.
+        url = url.set(drivername="postgresql+psycopg2")
     if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
         raise UserError(
             f"database URL '{raw}' has no file; the history must live in a "
@@ -111,7 +114,13 @@ def open_engine(
     url = url if isinstance(url, URL) else resolve_url(url)
     path = sqlite_path(url)
     if path is None:
-        engine = create_engine(url, pool_pre_ping=True)
+        try:
+            engine = create_engine(url, pool_pre_ping=True)
+        except ModuleNotFoundError as err:
+            raise UserError(
+                f"the database driver {err.name} is not installed; install it "
+                "with pip install 'padformer-edge[postgresql]'."
+            ) from err
         if read_only:
             event.listen(engine, "connect", _postgres_read_only)
         return engine

@@ -108,28 +108,29 @@ class GroupStats:
         return self.anomalies / self.done if self.done else None
 
 
-def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any]:
+def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any] | None:
+    """The SQL expression rows are grouped by; ``None`` for one overall group."""
     at = Inspection.discovered_at
-    postgres = engine.dialect.name == "postgresql"
     if by == "camera":
         return Inspection.camera
     if by == "product":
         return Inspection.product
     if by in ("hour", "day"):
-        if postgres:
+        if engine.dialect.name == "postgresql":
             pattern = 'YYYY-MM-DD"T"HH24":00Z"' if by == "hour" else "YYYY-MM-DD"
             return func.to_char(func.timezone("UTC", at), pattern)
         return func.strftime("%Y-%m-%dT%H:00Z" if by == "hour" else "%Y-%m-%d", at)
-    return literal("all")
+    return None
 
 
 def _percentiles(
-    engine: Engine, key: ColumnElement[Any], metric: Any, where: list[ColumnElement[bool]]
+    engine: Engine, key: ColumnElement[Any] | None, metric: Any, where: list[ColumnElement[bool]]
 ) -> dict[tuple[str, int], float]:
     """Nearest-rank p50 and p95 of ``metric`` per group, as {(group, 50|95): value}."""
+    label = literal("all") if key is None else key
     ranked = (
         select(
-            key.label("grp"),
+            label.label("grp"),
             metric.label("v"),
             func.row_number().over(partition_by=key, order_by=metric).label("rn"),
             func.count().over(partition_by=key).label("n"),
@@ -160,20 +161,17 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
     def count_if(condition: ColumnElement[bool]) -> Any:
         return func.sum(case((condition, 1), else_=0))
 
-    query = (
-        select(
-            key.label("grp"),
-            func.count(),
-            count_if(status == Status.done),
-            count_if(and_(status == Status.done, Inspection.is_anomaly.is_(True))),
-            count_if(status == Status.failed),
-            count_if(status == Status.skipped),
-            count_if(status.in_([Status.pending, Status.processing])),
-        )
-        .where(*where)
-        .group_by(key)
-        .order_by(key)
-    )
+    query = select(
+        (literal("all") if key is None else key).label("grp"),
+        func.count(),
+        count_if(status == Status.done),
+        count_if(and_(status == Status.done, Inspection.is_anomaly.is_(True))),
+        count_if(status == Status.failed),
+        count_if(status == Status.skipped),
+        count_if(status.in_([Status.pending, Status.processing])),
+    ).where(*where)
+    if key is not None:
+        query = query.group_by(key).order_by(key)
     with engine.connect() as conn:
         counts = conn.execute(query).all()
     done_only = [*where, Inspection.status == Status.done]
