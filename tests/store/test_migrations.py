@@ -72,7 +72,8 @@ def test_readers_cannot_write(sqlite_file: Path) -> None:
 
 def test_readers_refuse_a_database_without_schema(tmp_path: Path) -> None:
     path = tmp_path / "empty.sqlite3"
-    open_engine(str(path)).dispose()
+    with open_engine(str(path)).connect():  # the file exists, with no schema in it
+        pass
     with pytest.raises(UserError, match="db upgrade"):
         open_checked(str(path))
     with pytest.raises(UserError, match="no database"):
