@@ -27,7 +27,8 @@ from padformer_edge.store.timespec import parse_age, parse_time
 app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
 DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
 GROUPS = ("all", "camera", "product", "hour", "day")
-_out = Console()
+# A pipe gets a wide table rather than one folded to 80 columns.
+_out = Console(width=None if sys.stdout.isatty() else 200)
 
 
 def _when(text: str | None, option: str) -> datetime | None:

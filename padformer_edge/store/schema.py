@@ -45,6 +45,10 @@ def head_revision() -> str:
     return head
 
 
+def _first_line(error: BaseException | None) -> str:
+    return (str(error).strip().splitlines() or ["unknown error"])[0]
+
+
 def current_revision(engine: Engine) -> str | None:
     """The revision stamped in the database; ``None`` for an empty one."""
     try:
@@ -52,8 +56,8 @@ def current_revision(engine: Engine) -> str | None:
             return MigrationContext.configure(conn).get_current_revision()
     except DBAPIError as err:
         raise UserError(
-            f"cannot read the database {describe(engine.url)} ({err.orig}); "
-            "check the --db URL and that the file is a padformer-edge database."
+            f"cannot read the database {describe(engine.url)} ({_first_line(err.orig)}); "
+            "check the --db URL and that it names a padformer-edge database."
         ) from err
 
 
