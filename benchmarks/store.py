@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import insert  # noqa: E402
+from sqlalchemy import insert
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section  # noqa: E402
-from padformer_edge.store import (  # noqa: E402
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.store import (
     AlertRequest,
     DetectionOutcome,
     Filters,
@@ -40,8 +40,8 @@ from padformer_edge.store import (  # noqa: E402
     stats,
     upgrade,
 )
-from padformer_edge.store.models import Inspection, Status  # noqa: E402
-from padformer_edge.store.schema import open_checked  # noqa: E402
+from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.schema import open_checked
 
 BATCH = 8
 
@@ -53,13 +53,28 @@ def daemon_writes(path: Path, images: int, synchronous: str) -> float:
     started = time.perf_counter()
     for first in range(0, images, BATCH):
         for i in range(first, min(first + BATCH, images)):
-            enqueue(engine, camera=f"cam-{i % 8}", product="bolt", source_path=f"/cams/{i}.png",
-                    sha256=hashlib.sha256(str(i).encode()).hexdigest(), size_bytes=500_000)
+            enqueue(
+                engine,
+                camera=f"cam-{i % 8}",
+                product="bolt",
+                source_path=f"/cams/{i}.png",
+                sha256=hashlib.sha256(str(i).encode()).hexdigest(),
+                size_bytes=500_000,
+            )
         for row in claim_batch(engine, BATCH):
             alerts = [AlertRequest("mqtt", {"id": row.id})] if row.id % 20 == 0 else []
-            complete(engine, row.id, DetectionOutcome(
-                score=0.1, threshold=1.0, heatmap_path=f"/heatmaps/{row.id}.png",
-                model_sha256="0" * 64, detect_ms=40.0, alerts=alerts))
+            complete(
+                engine,
+                row.id,
+                DetectionOutcome(
+                    score=0.1,
+                    threshold=1.0,
+                    heatmap_path=f"/heatmaps/{row.id}.png",
+                    model_sha256="0" * 64,
+                    detect_ms=40.0,
+                    alerts=alerts,
+                ),
+            )
     rate = images / (time.perf_counter() - started)
     engine.dispose()
     return rate
@@ -74,14 +89,31 @@ def fill(path: Path, rows: int, chunk: int = 50_000) -> float:
     started = time.perf_counter()
     for first in range(0, rows, chunk):
         with engine.begin() as conn:
-            conn.execute(insert(Inspection), [dict(
-                camera=f"cam-{i % 8}", product=("bolt", "nut", "gear")[i % 3],
-                source_path=f"/cams/{i}.png", sha256=f"{i:064x}", size_bytes=500_000,
-                status=Status.done, attempts=1, score=(i * 7919 % 1000) / 100.0, threshold=9.5,
-                is_anomaly=(i * 7919 % 1000) >= 950, heatmap_path=f"/heatmaps/{i}.png",
-                model_sha256="0" * 64, detect_ms=30.0 + (i % 97) / 10.0, queue_ms=5.0,
-                discovered_at=start_time + step * i, started_at=start_time + step * i,
-                finished_at=start_time + step * i) for i in range(first, min(first + chunk, rows))])
+            conn.execute(
+                insert(Inspection),
+                [
+                    dict(
+                        camera=f"cam-{i % 8}",
+                        product=("bolt", "nut", "gear")[i % 3],
+                        source_path=f"/cams/{i}.png",
+                        sha256=f"{i:064x}",
+                        size_bytes=500_000,
+                        status=Status.done,
+                        attempts=1,
+                        score=(i * 7919 % 1000) / 100.0,
+                        threshold=9.5,
+                        is_anomaly=(i * 7919 % 1000) >= 950,
+                        heatmap_path=f"/heatmaps/{i}.png",
+                        model_sha256="0" * 64,
+                        detect_ms=30.0 + (i % 97) / 10.0,
+                        queue_ms=5.0,
+                        discovered_at=start_time + step * i,
+                        started_at=start_time + step * i,
+                        finished_at=start_time + step * i,
+                    )
+                    for i in range(first, min(first + chunk, rows))
+                ],
+            )
     engine.dispose()
     return time.perf_counter() - started
 
@@ -117,9 +149,12 @@ def main() -> None:
         last_week = datetime(2026, 1, 24, tzinfo=UTC)
         queries: dict[str, Callable[[], object]] = {
             "results list (newest 50)": lambda: list_inspections(reader, Filters()),
-            "results list --camera cam-3": lambda: list_inspections(reader, Filters(camera="cam-3")),
+            "results list --camera cam-3": lambda: list_inspections(
+                reader, Filters(camera="cam-3")
+            ),
             "results list --anomalies --min-score 9.9": lambda: list_inspections(
-                reader, Filters(anomalies_only=True, min_score=9.9)),
+                reader, Filters(anomalies_only=True, min_score=9.9)
+            ),
             "results stats": lambda: stats(reader),
             "results stats --by camera": lambda: stats(reader, "camera"),
             "results stats --by hour --since 7d": lambda: stats(reader, "hour", last_week),
@@ -130,20 +165,31 @@ def main() -> None:
         export_rate = exported / (time.perf_counter() - started)
     write_rows = [
         ["daemon writes, synchronous=FULL (product)", f"{full:.0f} inspections/s", ""],
-        ["daemon writes, synchronous=NORMAL", f"{normal:.0f} inspections/s",
-         f"FULL is {full / normal:.2f}x NORMAL"],
+        [
+            "daemon writes, synchronous=NORMAL",
+            f"{normal:.0f} inspections/s",
+            f"FULL is {full / normal:.2f}x NORMAL",
+        ],
     ]
     query_rows = [[name, f"{ms:.1f} ms", ""] for name, ms in latency.items()]
     query_rows.append(["results export --format jsonl (all rows)", f"{export_rate:.0f} rows/s", ""])
-    table = markdown_table([f"operation ({args.rows:,} rows for queries)", "result", "ratio"],
-                           write_rows + query_rows)
+    table = markdown_table(
+        [f"operation ({args.rows:,} rows for queries)", "result", "ratio"], write_rows + query_rows
+    )
     print(table)
     print(f"(bulk fill of {args.rows:,} rows took {fill_s:.0f} s)")
-    print_json_line("store", {
-        "rows": args.rows, "images": args.images, "inserts_per_s_full": round(full, 1),
-        "inserts_per_s_normal": round(normal, 1), "full_over_normal": round(full / normal, 3),
-        "latency_ms": {k: round(v, 2) for k, v in latency.items()},
-        "export_rows_per_s": round(export_rate, 1)})
+    print_json_line(
+        "store",
+        {
+            "rows": args.rows,
+            "images": args.images,
+            "inserts_per_s_full": round(full, 1),
+            "inserts_per_s_normal": round(normal, 1),
+            "full_over_normal": round(full / normal, 3),
+            "latency_ms": {k: round(v, 2) for k, v in latency.items()},
+            "export_rows_per_s": round(export_rate, 1),
+        },
+    )
     if args.write_readme:
         update_readme_section("store-benchmark", table)
 

@@ -18,7 +18,9 @@ DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file 
 def upgrade(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     backup_dir: Path | None = typer.Option(
-        None, "--backup-dir", help="Where the pre-upgrade backup goes; default <state>/backups."
+        None,
+        "--backup-dir",
+        help="Where the pre-upgrade backup goes; default backups/ beside the database.",
     ),
 ) -> None:
     """Create the database or bring it to the newest schema (after a backup if it had data)."""
@@ -42,7 +44,9 @@ def current(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
 def backup(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
     to: Path | None = typer.Option(
-        None, "--to", help="Backup file; default <state>/backups/<name>-<UTC time>.sqlite3."
+        None,
+        "--to",
+        help="Backup file; default backups/<name>-<UTC time>.sqlite3 beside the database.",
     ),
 ) -> None:
     """Copy a SQLite database consistently while the daemon keeps writing."""

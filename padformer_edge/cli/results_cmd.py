@@ -199,14 +199,19 @@ def export(
     if fmt not in ("csv", "jsonl"):
         raise UserError(f"--format '{fmt}' is not supported; use csv or jsonl.")
     engine = schema.open_checked(db)
+    filters = history.Filters(since=_when(since, "--since"))
     partial = file.with_name(file.name + ".partial")
     try:
         with open(partial, "w", encoding="utf-8", newline="") as out:
-            count = history.export(engine, out, fmt, history.Filters(since=_when(since, "--since")))  # type: ignore[arg-type]
+            count = history.export(engine, out, fmt, filters)  # type: ignore[arg-type]
     except OSError as err:
+        partial.unlink(missing_ok=True)
         raise UserError(
             f"cannot write {file} ({err.strerror}); check the folder exists and is writable."
         ) from err
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, file)
     typer.echo(f"exported {count} inspections to {file}")
 

@@ -124,7 +124,8 @@ def backup(engine: Engine, destination: Path | None = None) -> Path:
         raise UserError(f"there is no database at {source} to back up; check --db.")
     if destination is None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        destination = state_dir() / "backups" / f"{source.stem}-{stamp}.sqlite3"
+        # Next to the database: the same disk, permissions and owner as what it copies.
+        destination = source.parent / "backups" / f"{source.stem}-{stamp}.sqlite3"
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(destination.name + ".partial")
     partial.unlink(missing_ok=True)
@@ -159,11 +160,9 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
         if current == head:
             return head
         if path is not None and current is not None:
+            folder = backup_dir or path.parent / "backups"
             target = (
-                None
-                if backup_dir is None
-                else backup_dir
-                / (f"{path.stem}-before-{head}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.sqlite3")
+                folder / f"{path.stem}-before-{head}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.sqlite3"
             )
             saved = backup(engine, target)
             log.info("db.backup", path=str(saved), revision=current)
