@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
 from padformer_edge.store import head_revision, open_engine
@@ -29,11 +30,9 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 @pytest.fixture
-def seeded_db(sqlite_file: Path, tmp_path: Path) -> tuple[str, Seeded]:
-    engine = open_engine(str(sqlite_file))
-    seeded = seed_history(engine, tmp_path / "heatmaps")
-    engine.dispose()
-    return str(sqlite_file), seeded
+def seeded_db(db_url: str, engine: Engine, tmp_path: Path) -> tuple[str, Seeded]:
+    """The seeded history on each configured backend, and the --db value naming it."""
+    return db_url, seed_history(engine, tmp_path / "heatmaps")
 
 
 def test_db_upgrade_and_current_through_the_environment(tmp_path: Path) -> None:
