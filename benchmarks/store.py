@@ -1,11 +1,12 @@
 """Result-store speed: the daemon's write pattern, and history queries on a big database.
 
 Part 1 runs the daemon's per-image transactions (enqueue, claim a batch, complete with an
-alert for one image in twenty) on a fresh SQLite file with ``synchronous=FULL`` (what the
+alert for one image in twenty) on fresh SQLite files with ``synchronous=FULL`` (what the
 product uses) and ``NORMAL`` (what it would gain by risking the last commits on power
-loss), and reports both and their ratio. Part 2 fills a file with ``--rows`` finished
-inspections (default 1,000,000, spread over 30 days and 8 cameras) and times the
-``results`` queries on a read-only engine, median of three runs after a warm-up.
+loss), in interleaved rounds, and reports the median rate of each and their ratio.
+Part 2 fills a file with ``--rows`` finished inspections (default 1,000,000, spread over
+30 days and 8 cameras) and times the ``results`` queries on a read-only engine, median
+of three runs after a warm-up.
 
     python benchmarks/store.py [--rows 1000000] [--images 2000] [--write-readme]
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import insert
+from sqlalchemy import Engine, insert
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
 from padformer_edge.store import (
@@ -46,13 +47,11 @@ from padformer_edge.store.schema import open_checked
 BATCH = 8
 
 
-def daemon_writes(path: Path, images: int, synchronous: str) -> float:
+def daemon_writes(engine: Engine, first: int, count: int) -> float:
     """Inspections per second through enqueue -> claim_batch -> complete."""
-    engine = open_engine(str(path), synchronous=synchronous)
-    upgrade(engine)
     started = time.perf_counter()
-    for first in range(0, images, BATCH):
-        for i in range(first, min(first + BATCH, images)):
+    for start in range(first, first + count, BATCH):
+        for i in range(start, min(start + BATCH, first + count)):
             enqueue(
                 engine,
                 camera=f"cam-{i % 8}",
@@ -75,9 +74,24 @@ def daemon_writes(path: Path, images: int, synchronous: str) -> float:
                     alerts=alerts,
                 ),
             )
-    rate = images / (time.perf_counter() - started)
-    engine.dispose()
-    return rate
+    return count / (time.perf_counter() - started)
+
+
+def compare_synchronous(folder: Path, images: int, rounds: int = 6) -> dict[str, float]:
+    """Median rate per setting over interleaved rounds, so load drift hits both alike."""
+    engines = {}
+    for mode in ("FULL", "NORMAL"):
+        engines[mode] = open_engine(str(folder / f"{mode.lower()}.sqlite3"), synchronous=mode)
+        upgrade(engines[mode])
+    per_round = images // rounds
+    rates: dict[str, list[float]] = {mode: [] for mode in engines}
+    for r in range(rounds):
+        order = ("FULL", "NORMAL") if r % 2 == 0 else ("NORMAL", "FULL")
+        for mode in order:
+            rates[mode].append(daemon_writes(engines[mode], r * per_round, per_round))
+    for engine in engines.values():
+        engine.dispose()
+    return {mode: statistics.median(values) for mode, values in rates.items()}
 
 
 def fill(path: Path, rows: int, chunk: int = 50_000) -> float:
@@ -141,8 +155,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        full = daemon_writes(folder / "full.sqlite3", args.images, "FULL")
-        normal = daemon_writes(folder / "normal.sqlite3", args.images, "NORMAL")
+        rates = compare_synchronous(folder, args.images)
+        full, normal = rates["FULL"], rates["NORMAL"]
         big = folder / "big.sqlite3"
         fill_s = fill(big, args.rows)
         reader = open_checked(str(big))
