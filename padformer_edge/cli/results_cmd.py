@@ -27,6 +27,8 @@ from padformer_edge.store.timespec import parse_age, parse_time
 app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
 DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
 GROUPS = ("all", "camera", "product", "hour", "day")
+LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
+                "detect_ms", "source_path"]  # fmt: skip
 # A pipe gets a wide table rather than one folded to 80 columns.
 _out = Console(width=None if sys.stdout.isatty() else 200)
 
@@ -87,14 +89,16 @@ def list_(
     if as_json and as_csv:
         raise UserError("--json and --csv exclude each other; pick one.")
     filters = history.Filters(
-        camera,
-        product,
-        _when(since, "--since"),
-        _when(until, "--until"),
-        _status(status),
-        anomalies,
-        min_score,
+        camera=camera,
+        product=product,
+        since=_when(since, "--since"),
+        until=_when(until, "--until"),
+        status=_status(status),
+        anomalies_only=anomalies,
+        min_score=min_score,
     )
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise UserError(f"--since {since} is not before --until {until}; swap or widen them.")
     rows = [
         history.record(r) for r in history.list_inspections(schema.open_checked(db), filters, limit)
     ]
@@ -105,17 +109,7 @@ def list_(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        headers = [
-            "id",
-            "discovered_at",
-            "camera",
-            "product",
-            "status",
-            "score",
-            "is_anomaly",
-            "detect_ms",
-            "source_path",
-        ]
+        headers = LIST_COLUMNS
         for r in rows:  # seconds are precise enough on screen; --json keeps the rest
             r["discovered_at"] = r["discovered_at"][:19].replace("T", " ")
         _table(None, headers, [[r[h] for h in headers] for r in rows])

@@ -97,6 +97,7 @@ def test_show_stats_export_and_prune(seeded_db: tuple[str, Seeded], tmp_path: Pa
         (["export", "--format", "xml", "out.xml"], "--format 'xml' is not supported"),
         (["prune", "--older-than", "soon"], "--older-than 'soon' is not an age"),
         (["show", "999"], "there is no inspection 999"),
+        (["list", "--since", "1h", "--until", "2h"], "--since 1h is not before --until 2h"),
     ],
 )
 def test_bad_input_is_one_clear_line(
