@@ -126,29 +126,31 @@ def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any] | None:
 def _percentiles(
     engine: Engine, key: ColumnElement[Any] | None, metric: Any, where: list[ColumnElement[bool]]
 ) -> dict[tuple[str, int], float]:
-    """Nearest-rank p50 and p95 of ``metric`` per group, as {(group, 50|95): value}."""
-    label = literal("all") if key is None else key
+    """Nearest-rank p50 and p95 of ``metric`` per group, as {(group, 50|95): value}.
+
+    Group sizes come from a cheap GROUP BY first, so the ranking pass needs only
+    ``row_number()``; a ``count() OVER`` would make SQLite buffer every partition again.
+    """
+    label = (literal("all") if key is None else key).label("grp")
+    where = [metric.is_not(None), *where]
+    sizes = select(label, func.count()).where(*where)
     ranked = (
-        select(
-            label.label("grp"),
-            metric.label("v"),
-            func.row_number().over(partition_by=key, order_by=metric).label("rn"),
-            func.count().over(partition_by=key).label("n"),
-        )
-        .where(metric.is_not(None), *where)
+        select(label, metric.label("v"),
+               func.row_number().over(partition_by=key, order_by=metric).label("rn"))
+        .where(*where)
         .subquery()
-    )
-    rank50 = (ranked.c.n * 50 + 99) // 100
-    rank95 = (ranked.c.n * 95 + 99) // 100
-    query = select(ranked.c.grp, ranked.c.rn, rank50, rank95, ranked.c.v).where(
-        (ranked.c.rn == rank50) | (ranked.c.rn == rank95)
-    )
-    out: dict[tuple[str, int], float] = {}
+    )  # fmt: skip
     with engine.connect() as conn:
-        for group, rn, r50, r95, value in conn.execute(query):
-            for percent, rank in ((50, r50), (95, r95)):
-                if rn == rank:
-                    out[(str(group), percent)] = value
+        counts = conn.execute(sizes if key is None else sizes.group_by(key)).all()
+        ranks = {str(g): ((n * 50 + 99) // 100, (n * 95 + 99) // 100) for g, n in counts if n}
+        wanted = sorted({rank for pair in ranks.values() for rank in pair})
+        rows = conn.execute(select(ranked.c.grp, ranked.c.rn, ranked.c.v)
+                            .where(ranked.c.rn.in_(wanted))).all()  # fmt: skip
+    out: dict[tuple[str, int], float] = {}
+    for group, rn, value in rows:
+        for percent, rank in zip((50, 95), ranks[str(group)], strict=True):
+            if rn == rank:
+                out[(str(group), percent)] = value
     return out
 
 
