@@ -82,12 +82,17 @@ def test_readers_never_block_or_lose_rows_beside_a_busy_writer(
             "-m", "padformer_edge", "results", "export", "--db", str(sqlite_file), str(out)
         )
         cli_out, cli_err = cli.communicate(timeout=120)
+        # A second writer (nothing is old enough to go, but it still takes the write lock).
+        pruner = _spawn("-m", "padformer_edge", "results", "prune", "--older-than", "30d",
+                        "--db", str(sqlite_file))  # fmt: skip
+        prune_out, prune_err = pruner.communicate(timeout=120)
         reader_out, reader_err = reader.communicate(timeout=120)
     finally:
         stop.set()
         writer.join()
     assert reader.returncode == 0 and "locked" not in reader_err, reader_err
     assert cli.returncode == 0 and "locked" not in cli_err, cli_err
+    assert pruner.returncode == 0 and prune_out.startswith("pruned 0 inspections"), prune_err
     rounds = [json.loads(line) for line in reader_out.splitlines()]
     assert len(rounds) >= 2 and all(r["contiguous"] for r in rounds)
     exported = [r["exported"] for r in rounds]
