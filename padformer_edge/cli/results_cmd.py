@@ -1,0 +1,230 @@
+"""``padformer-edge results``: the inspection history, for people and for scripts.
+
+Every command opens the database read-only (``prune`` excepted) and refuses one whose
+schema is not at head. Tables are for terminals; ``--json`` and ``--csv`` are for pipes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from padformer_edge.errors import UserError
+from padformer_edge.store import history, schema
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Status
+from padformer_edge.store.timespec import parse_age, parse_time
+
+app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
+DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
+GROUPS = ("all", "camera", "product", "hour", "day")
+LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
+                "detect_ms", "source_path"]  # fmt: skip
+# A pipe gets a wide table rather than one folded to 80 columns.
+_out = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _when(text: str | None, option: str) -> datetime | None:
+    return parse_time(text, option) if text else None
+
+
+def _status(text: str | None) -> Status | None:
+    if text is None:
+        return None
+    try:
+        return Status(text)
+    except ValueError as err:
+        names = ", ".join(s.value for s in Status)
+        raise UserError(f"--status '{text}' is not a status; choose one of {names}.") from err
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _table(title: str | None, headers: list[str], rows: list[list[Any]]) -> None:
+    if not rows:
+        _out.print("no inspections match.")
+        return
+    table = Table(title=title)
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(v) for v in row))
+    _out.print(table)
+
+
+@app.command("list")
+def list_(
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    camera: str | None = typer.Option(None, "--camera"),
+    product: str | None = typer.Option(None, "--product"),
+    since: str | None = typer.Option(
+        None, "--since", help="ISO 8601 (UTC unless offset) or 2h, 7d."
+    ),
+    until: str | None = typer.Option(None, "--until", help="ISO 8601 or an age; exclusive."),
+    status: str | None = typer.Option(
+        None, "--status", help="pending, processing, done, failed, skipped."
+    ),
+    anomalies: bool = typer.Option(False, "--anomalies", help="Only rows judged anomalous."),
+    min_score: float | None = typer.Option(None, "--min-score"),
+    limit: int = typer.Option(50, "--limit", min=1),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array of every field."),
+    as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row, every field."),
+) -> None:
+    """Inspections, newest first."""
+    if as_json and as_csv:
+        raise UserError("--json and --csv exclude each other; pick one.")
+    filters = history.Filters(
+        camera=camera,
+        product=product,
+        since=_when(since, "--since"),
+        until=_when(until, "--until"),
+        status=_status(status),
+        anomalies_only=anomalies,
+        min_score=min_score,
+    )
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise UserError(f"--since {since} is not before --until {until}; swap or widen them.")
+    rows = [
+        history.record(r) for r in history.list_inspections(schema.open_checked(db), filters, limit)
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=history.COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        headers = LIST_COLUMNS
+        for r in rows:  # seconds are precise enough on screen; --json keeps the rest
+            r["discovered_at"] = r["discovered_at"][:19].replace("T", " ")
+        _table(None, headers, [[r[h] for h in headers] for r in rows])
+
+
+@app.command("show")
+def show(
+    inspection_id: int = typer.Argument(..., metavar="ID"),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object with its alerts."),
+) -> None:
+    """Every field of one inspection, its heatmap path and the alerts it raised."""
+    row = history.get_inspection(schema.open_checked(db), inspection_id)
+    if row is None:
+        raise UserError(f"there is no inspection {inspection_id}; 'results list' shows the ids.")
+    fields = history.record(row)
+    alerts = [
+        {
+            "id": a.id,
+            "sink": a.sink,
+            "state": a.state.value,
+            "attempts": a.attempts,
+            "next_attempt_at": a.next_attempt_at.isoformat(),
+            "last_error": a.last_error,
+            "sent_at": a.sent_at.isoformat() if a.sent_at else None,
+            "payload": json.loads(a.payload),
+        }
+        for a in row.alerts
+    ]
+    if as_json:
+        typer.echo(json.dumps({**fields, "alerts": alerts}, indent=1))
+        return
+    _table(f"inspection {inspection_id}", ["field", "value"], [[k, v] for k, v in fields.items()])
+    if alerts:
+        headers = ["id", "sink", "state", "attempts", "sent_at", "last_error"]
+        _table("alerts", headers, [[a[h] for h in headers] for a in alerts])
+    else:
+        _out.print("no alerts.")
+
+
+@app.command("stats")
+def stats(
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    by: str = typer.Option("all", "--by", help="all, camera, product, hour or day (UTC)."),
+    since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 24h."),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
+) -> None:
+    """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
+    if by not in GROUPS:
+        raise UserError(f"--by '{by}' is not a grouping; choose one of {', '.join(GROUPS)}.")
+    groups = history.stats(schema.open_checked(db), by, _when(since, "--since"))  # type: ignore[arg-type]
+    rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    headers = [
+        "group",
+        "total",
+        "done",
+        "anomalies",
+        "anomaly_rate",
+        "failed",
+        "skipped",
+        "queued",
+        "score_p50",
+        "score_p95",
+        "detect_ms_p50",
+        "detect_ms_p95",
+    ]
+    _table(f"inspections by {by}", headers, [[r[h] for h in headers] for r in rows])
+
+
+@app.command("export")
+def export(
+    file: Path = typer.Argument(..., help="Output file; written whole or not at all."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    fmt: str = typer.Option("csv", "--format", help="csv or jsonl."),
+    since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
+) -> None:
+    """Stream every inspection (oldest first) to FILE in constant memory."""
+    if fmt not in ("csv", "jsonl"):
+        raise UserError(f"--format '{fmt}' is not supported; use csv or jsonl.")
+    engine = schema.open_checked(db)
+    filters = history.Filters(since=_when(since, "--since"))
+    partial = file.with_name(file.name + ".partial")
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as out:
+            count = history.export(engine, out, fmt, filters)  # type: ignore[arg-type]
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise UserError(
+            f"cannot write {file} ({err.strerror}); check the folder exists and is writable."
+        ) from err
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, file)
+    typer.echo(f"exported {count} inspections to {file}")
+
+
+@app.command("prune")
+def prune(
+    older_than: str = typer.Option(..., "--older-than", help="An age like 30d or 12h."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    keep_anomalies: bool = typer.Option(False, "--keep-anomalies", help="Keep anomalous rows."),
+) -> None:
+    """Delete finished inspections older than an age, with their alerts and heatmap files."""
+    cutoff = datetime.now(UTC) - parse_age(older_than)
+    schema.open_checked(db)  # exists and is at head, checked without taking the write lock
+    result = history.prune(open_engine(db), cutoff, keep_anomalies=keep_anomalies)
+    typer.echo(
+        f"pruned {result.rows} inspections and {result.heatmaps_deleted} heatmap files"
+        + (
+            f" ({result.heatmaps_missing} heatmaps were already gone)"
+            if result.heatmaps_missing
+            else ""
+        )
+    )

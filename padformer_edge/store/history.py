@@ -1,0 +1,267 @@
+"""Questions people ask of the inspection history, answered inside the database.
+
+Filters, grouping and percentiles are SQL (window functions exist on SQLite and
+PostgreSQL alike), so a million-row history costs the database an index scan rather than
+costing Python a million objects. Export streams rows through a server-side cursor and
+never holds more than one batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from sqlalchemy import ColumnElement, Engine, Select, and_, case, delete, func, literal, select
+from sqlalchemy.orm import Session, selectinload
+
+from padformer_edge.store.models import Inspection, Status
+
+GroupBy = Literal["all", "camera", "product", "hour", "day"]
+ExportFormat = Literal["csv", "jsonl"]
+COLUMNS = [c.name for c in Inspection.__table__.columns]
+FINISHED = (Status.done, Status.failed, Status.skipped)
+
+
+@dataclass(frozen=True)
+class Filters:
+    camera: str | None = None
+    product: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    status: Status | None = None
+    anomalies_only: bool = False
+    min_score: float | None = None
+
+    def clauses(self) -> list[ColumnElement[bool]]:
+        wanted = [
+            (self.camera, lambda v: Inspection.camera == v),
+            (self.product, lambda v: Inspection.product == v),
+            (self.since, lambda v: Inspection.discovered_at >= v),
+            (self.until, lambda v: Inspection.discovered_at < v),
+            (self.status, lambda v: Inspection.status == v),
+            (self.min_score, lambda v: Inspection.score >= v),
+        ]
+        clauses = [make(value) for value, make in wanted if value is not None]
+        if self.anomalies_only:
+            clauses.append(Inspection.is_anomaly.is_(True))
+        return clauses
+
+
+def record(values: Any) -> dict[str, Any]:
+    """One inspection as plain JSON-ready values (ISO times, status as text)."""
+    mapping = values if isinstance(values, dict) else {c: getattr(values, c) for c in COLUMNS}
+    out = {}
+    for name in COLUMNS:
+        value = mapping[name]
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, Status):
+            value = value.value
+        out[name] = value
+    return out
+
+
+def list_inspections(engine: Engine, filters: Filters, limit: int = 50) -> list[Inspection]:
+    """Newest first (by discovery time), at most ``limit`` rows."""
+    query = (
+        select(Inspection)
+        .where(*filters.clauses())
+        .order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
+        .limit(limit)
+    )
+    with Session(engine) as session:
+        return list(session.scalars(query))
+
+
+def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
+    """One row with its alerts loaded, usable after the session closes."""
+    with Session(engine) as session:
+        return session.scalars(
+            select(Inspection)
+            .where(Inspection.id == inspection_id)
+            .options(selectinload(Inspection.alerts))
+        ).one_or_none()
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    group: str
+    total: int
+    done: int
+    anomalies: int
+    failed: int
+    skipped: int
+    queued: int
+    score_p50: float | None
+    score_p95: float | None
+    detect_ms_p50: float | None
+    detect_ms_p95: float | None
+
+    @property
+    def anomaly_rate(self) -> float | None:
+        """Anomalies among the inspected (done) rows; failures are not verdicts."""
+        return self.anomalies / self.done if self.done else None
+
+
+def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any] | None:
+    """The SQL expression rows are grouped by; ``None`` for one overall group."""
+    at = Inspection.discovered_at
+    if by == "camera":
+        return Inspection.camera
+    if by == "product":
+        return Inspection.product
+    if by in ("hour", "day"):
+        if engine.dialect.name == "postgresql":
+            pattern = 'YYYY-MM-DD"T"HH24":00Z"' if by == "hour" else "YYYY-MM-DD"
+            return func.to_char(func.timezone("UTC", at), pattern)
+        return func.strftime("%Y-%m-%dT%H:00Z" if by == "hour" else "%Y-%m-%d", at)
+    return None
+
+
+def _percentiles(
+    engine: Engine, key: ColumnElement[Any] | None, metric: Any, where: list[ColumnElement[bool]]
+) -> dict[tuple[str, int], float]:
+    """Nearest-rank p50 and p95 of ``metric`` per group, as {(group, 50|95): value}.
+
+    Group sizes come from a cheap GROUP BY first, so the ranking pass needs only
+    ``row_number()``; a ``count() OVER`` would make SQLite buffer every partition again.
+    """
+    label = (literal("all") if key is None else key).label("grp")
+    where = [metric.is_not(None), *where]
+    sizes = select(label, func.count()).where(*where)
+    ranked = (
+        select(label, metric.label("v"),
+               func.row_number().over(partition_by=key, order_by=metric).label("rn"))
+        .where(*where)
+        .subquery()
+    )  # fmt: skip
+    with engine.connect() as conn:
+        counts = conn.execute(sizes if key is None else sizes.group_by(key)).all()
+        ranks = {str(g): ((n * 50 + 99) // 100, (n * 95 + 99) // 100) for g, n in counts if n}
+        wanted = sorted({rank for pair in ranks.values() for rank in pair})
+        rows = conn.execute(select(ranked.c.grp, ranked.c.rn, ranked.c.v)
+                            .where(ranked.c.rn.in_(wanted))).all()  # fmt: skip
+    out: dict[tuple[str, int], float] = {}
+    for group, rn, value in rows:
+        for percent, rank in zip((50, 95), ranks[str(group)], strict=True):
+            if rn == rank:
+                out[(str(group), percent)] = value
+    return out
+
+
+def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) -> list[GroupStats]:
+    """Counts, anomaly rate, failures and score/detect-time percentiles per group."""
+    key = _group_key(engine, by)
+    where = Filters(since=since).clauses()
+    status = Inspection.status
+
+    def count_if(condition: ColumnElement[bool]) -> Any:
+        return func.sum(case((condition, 1), else_=0))
+
+    query = select(
+        (literal("all") if key is None else key).label("grp"),
+        func.count(),
+        count_if(status == Status.done),
+        count_if(and_(status == Status.done, Inspection.is_anomaly.is_(True))),
+        count_if(status == Status.failed),
+        count_if(status == Status.skipped),
+        count_if(status.in_([Status.pending, Status.processing])),
+    ).where(*where)
+    if key is not None:
+        query = query.group_by(key).order_by(key)
+    with engine.connect() as conn:
+        counts = conn.execute(query).all()
+    done_only = [*where, Inspection.status == Status.done]
+    scores = _percentiles(engine, key, Inspection.score, done_only)
+    times = _percentiles(engine, key, Inspection.detect_ms, done_only)
+    return [
+        GroupStats(
+            str(g),
+            int(total),
+            int(done or 0),
+            int(anom or 0),
+            int(failed or 0),
+            int(skipped or 0),
+            int(queued or 0),
+            scores.get((str(g), 50)),
+            scores.get((str(g), 95)),
+            times.get((str(g), 50)),
+            times.get((str(g), 95)),
+        )
+        for g, total, done, anom, failed, skipped, queued in counts
+    ]
+
+
+def iter_records(engine: Engine, filters: Filters, batch: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every matching row, oldest first, fetched ``batch`` rows at a time."""
+    query: Select[Any] = (
+        select(Inspection.__table__).where(*filters.clauses()).order_by(Inspection.id)
+    )
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=batch).execute(query)
+        for row in result.mappings():
+            yield record(dict(row))
+
+
+def export(engine: Engine, out: IO[str], fmt: ExportFormat, filters: Filters) -> int:
+    """Write matching rows to ``out`` as CSV (with header) or JSON lines; return the count."""
+    writer = csv.DictWriter(out, fieldnames=COLUMNS) if fmt == "csv" else None
+    if writer is not None:
+        writer.writeheader()
+    count = 0
+    for row in iter_records(engine, filters):
+        if writer is not None:
+            writer.writerow(row)
+        else:
+            out.write(json.dumps(row) + "\n")
+        count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    rows: int
+    heatmaps_deleted: int
+    heatmaps_missing: int
+
+
+def prune(
+    engine: Engine, older_than: datetime, *, keep_anomalies: bool = False, batch: int = 1000
+) -> PruneResult:
+    """Delete finished rows discovered before ``older_than``, their alerts and heatmaps.
+
+    Queued and in-flight rows are never pruned: they are work, not history. Rows go in
+    batches of short transactions so the daemon's writer waits milliseconds, not the
+    length of the whole prune. A batch's heatmaps are removed right after its commit, so
+    a crash in between can leave orphan image files but never a row whose heatmap is gone.
+    """
+    condition = [Inspection.discovered_at < older_than, Inspection.status.in_(FINISHED)]
+    if keep_anomalies:
+        condition.append(Inspection.is_anomaly.is_not(True))
+    rows = deleted = missing = 0
+    while True:
+        with engine.begin() as conn:
+            found = conn.execute(
+                select(Inspection.id, Inspection.heatmap_path)
+                .where(*condition)
+                .order_by(Inspection.id)
+                .limit(batch)
+            ).all()
+            if not found:
+                break
+            conn.execute(delete(Inspection).where(Inspection.id.in_([i for i, _ in found])))
+        rows += len(found)
+        for _, heatmap in found:
+            if not heatmap:
+                continue
+            try:
+                Path(heatmap).unlink()
+                deleted += 1
+            except FileNotFoundError:
+                missing += 1
+    return PruneResult(rows, deleted, missing)

@@ -1,0 +1,248 @@
+"""The daemon's side of the store: the inspections table used as a durable work queue.
+
+Every function is one short write transaction (``BEGIN IMMEDIATE`` on SQLite), so a
+crash at any point leaves each row in a state the next start knows how to resume:
+``pending`` rows are claimed again, ``processing`` rows are requeued by
+``requeue_interrupted``. A result and its alerts are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
+
+
+@dataclass(frozen=True)
+class AlertRequest:
+    """An alert to queue for ``sink`` with a JSON-serialisable payload."""
+
+    sink: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DetectionOutcome:
+    """What the worker learnt about one image; ``queue_ms`` is derived from the row."""
+
+    score: float
+    threshold: float
+    heatmap_path: str | None
+    model_sha256: str
+    detect_ms: float
+    alerts: Sequence[AlertRequest] = field(default_factory=tuple)
+
+    @property
+    def is_anomaly(self) -> bool:
+        return self.score > self.threshold
+
+
+def _session(engine: Engine) -> Session:
+    # Rows handed back stay readable after the transaction closes.
+    return Session(engine, expire_on_commit=False)
+
+
+def enqueue(
+    engine: Engine,
+    *,
+    camera: str,
+    product: str,
+    source_path: str,
+    sha256: str,
+    size_bytes: int,
+    discovered_at: datetime | None = None,
+) -> Inspection:
+    """Queue a file as ``pending``; the same path and content again returns the first row.
+
+    Intake sees a file several times (events, then the reconciliation scan): an
+    ``INSERT .. ON CONFLICT DO NOTHING`` makes that harmless even across processes.
+    """
+    values = dict(
+        camera=camera,
+        product=product,
+        source_path=source_path,
+        sha256=sha256,
+        size_bytes=size_bytes,
+        status=Status.pending,
+        attempts=0,
+        discovered_at=discovered_at or utc_now(),
+    )
+    dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+    statement = (
+        dialect.insert(Inspection)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["source_path", "sha256"])
+    )
+    with _session(engine) as session, session.begin():
+        session.execute(statement)
+        return session.scalars(
+            select(Inspection).where(
+                Inspection.source_path == source_path, Inspection.sha256 == sha256
+            )
+        ).one()
+
+
+def claim_batch(engine: Engine, limit: int) -> list[Inspection]:
+    """Move up to ``limit`` oldest pending rows to ``processing`` and return them."""
+    now = utc_now()
+    with _session(engine) as session, session.begin():
+        rows = list(
+            session.scalars(
+                select(Inspection)
+                .where(Inspection.status == Status.pending)
+                .order_by(Inspection.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        )
+        for row in rows:
+            row.status, row.attempts, row.started_at = Status.processing, row.attempts + 1, now
+            row.error = None
+        return rows
+
+
+def _processing(session: Session, inspection_id: int) -> Inspection:
+    row = session.get(Inspection, inspection_id, with_for_update=True)
+    if row is None:
+        raise LookupError(f"inspection {inspection_id} does not exist")
+    if row.status != Status.processing:
+        raise ValueError(f"inspection {inspection_id} is {row.status.value}, not processing")
+    return row
+
+
+def complete(engine: Engine, inspection_id: int, outcome: DetectionOutcome) -> Inspection:
+    """Store a result and queue its alerts in one transaction."""
+    now = utc_now()
+    with _session(engine) as session, session.begin():
+        row = _processing(session, inspection_id)
+        row.status, row.finished_at, row.error = Status.done, now, None
+        row.score, row.threshold, row.is_anomaly = (
+            outcome.score,
+            outcome.threshold,
+            outcome.is_anomaly,
+        )
+        row.heatmap_path, row.model_sha256 = outcome.heatmap_path, outcome.model_sha256
+        row.detect_ms = outcome.detect_ms
+        if row.started_at is not None:
+            row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)
+        session.add_all(
+            Alert(
+                inspection_id=row.id,
+                sink=a.sink,
+                payload=json.dumps(a.payload),
+                state=AlertState.pending,
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+            )
+            for a in outcome.alerts
+        )
+        return row
+
+
+def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) -> Inspection:
+    """Record a failed attempt: back to ``pending`` for another try, or ``failed`` for good."""
+    with _session(engine) as session, session.begin():
+        row = _processing(session, inspection_id)
+        row.error = reason
+        if row.attempts >= max_attempts:
+            row.status, row.finished_at = Status.failed, utc_now()
+        else:
+            row.status, row.started_at = Status.pending, None
+        return row
+
+
+def skip(engine: Engine, inspection_id: int, reason: str) -> Inspection:
+    """Close a row that should not be inspected (no references for its product, say)."""
+    with _session(engine) as session, session.begin():
+        row = session.get(Inspection, inspection_id, with_for_update=True)
+        if row is None:
+            raise LookupError(f"inspection {inspection_id} does not exist")
+        if row.status not in (Status.pending, Status.processing):
+            raise ValueError(f"inspection {inspection_id} is already {row.status.value}")
+        row.status, row.error, row.finished_at = Status.skipped, reason, utc_now()
+        return row
+
+
+def requeue_interrupted(engine: Engine, *, max_attempts: int) -> tuple[int, int]:
+    """On start: rows a previous run left ``processing`` go back to ``pending``.
+
+    A row whose attempts are already used up becomes ``failed`` instead, so an image
+    that crashes the daemon itself cannot put it into a restart loop. Returns
+    (requeued, failed).
+    """
+    base = update(Inspection).where(Inspection.status == Status.processing)
+    with _session(engine) as session, session.begin():
+        failed = session.execute(
+            base.where(Inspection.attempts >= max_attempts).values(
+                status=Status.failed,
+                finished_at=utc_now(),
+                error="interrupted while processing on every attempt",
+            )
+        ).rowcount
+        requeued = session.execute(base.values(status=Status.pending, started_at=None)).rowcount
+    return requeued, failed
+
+
+def due_alerts(engine: Engine, *, limit: int = 100, now: datetime | None = None) -> list[Alert]:
+    """Pending alerts whose next attempt is due, oldest first."""
+    with _session(engine) as session, session.begin():
+        return list(
+            session.scalars(
+                select(Alert)
+                .where(
+                    Alert.state == AlertState.pending, Alert.next_attempt_at <= (now or utc_now())
+                )
+                .order_by(Alert.next_attempt_at, Alert.id)
+                .limit(limit)
+            )
+        )
+
+
+def _alert(session: Session, alert_id: int) -> Alert:
+    alert = session.get(Alert, alert_id, with_for_update=True)
+    if alert is None:
+        raise LookupError(f"alert {alert_id} does not exist")
+    return alert
+
+
+def mark_alert_sent(engine: Engine, alert_id: int) -> Alert:
+    with _session(engine) as session, session.begin():
+        alert = _alert(session, alert_id)
+        alert.state, alert.sent_at = AlertState.sent, utc_now()
+        alert.attempts += 1
+        return alert
+
+
+def mark_alert_failed(
+    engine: Engine,
+    alert_id: int,
+    error: str,
+    *,
+    max_attempts: int,
+    base_delay_s: float = 5.0,
+    max_delay_s: float = 3600.0,
+) -> Alert:
+    """Count a failed delivery; retry after an exponential delay, or give up as ``dead``.
+
+    The delay doubles per attempt and is capped, so a sink that is down for an hour is
+    not hammered, and one back up is retried within ``max_delay_s``.
+    """
+    with _session(engine) as session, session.begin():
+        alert = _alert(session, alert_id)
+        alert.attempts += 1
+        alert.last_error = error
+        if alert.attempts >= max_attempts:
+            alert.state = AlertState.dead
+        else:
+            delay = min(base_delay_s * 2 ** (alert.attempts - 1), max_delay_s)
+            alert.next_attempt_at = utc_now() + timedelta(seconds=delay)
+        return alert

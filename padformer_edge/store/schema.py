@@ -1,0 +1,185 @@
+"""Schema versions: upgrade, check, back up, and the daemon's migrate-on-start.
+
+The schema only ever changes through the Alembic revisions in ``migrations/``. Readers
+refuse a database that is not at head rather than guess at columns; the daemon upgrades
+on start, under a file lock (two daemons started together must not both migrate) and
+after an online backup (a migration that goes wrong must not cost the history).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from filelock import FileLock
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+import migrations
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.store.engine import describe, open_engine, sqlite_path, state_dir
+
+log = get_logger(__name__)
+# Alembic narrates every step at INFO; the store logs the outcome as one structured event.
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def alembic_config() -> Config:
+    """Alembic configured in code, pointing at the installed ``migrations`` package."""
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "migrations/versions holds no revision"
+    return head
+
+
+def _first_line(error: BaseException | None) -> str:
+    return (str(error).strip().splitlines() or ["unknown error"])[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision stamped in the database; ``None`` for an empty one."""
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except DBAPIError as err:
+        raise UserError(
+            f"cannot read the database {describe(engine.url)} ({_first_line(err.orig)}); "
+            "check the --db URL and that it names a padformer-edge database."
+        ) from err
+
+
+def _run(engine: Engine, action: str, revision: str) -> None:
+    config = alembic_config()
+    with engine.connect() as conn:
+        # The driver connection, because any statement through SQLAlchemy would first
+        # begin a transaction, and SQLite ignores this pragma inside one. Batch migrations
+        # rebuild tables; with foreign keys on, dropping the old inspections table would
+        # cascade-delete every alert.
+        raw = conn.connection.driver_connection if conn.dialect.name == "sqlite" else None
+        if raw is not None:
+            raw.execute("PRAGMA foreign_keys = OFF")
+        config.attributes["connection"] = conn
+        try:
+            getattr(command, action)(config, revision)
+            broken = raw.execute("PRAGMA foreign_key_check").fetchall() if raw else []
+        finally:
+            if raw is not None:
+                raw.execute("PRAGMA foreign_keys = ON")
+        if broken:
+            raise RuntimeError(f"migration left dangling foreign keys: {broken[:5]}")
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    _run(engine, "upgrade", revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    _run(engine, "downgrade", revision)
+
+
+def require_head(engine: Engine, db_hint: str = "") -> None:
+    """Refuse to read a database whose schema this version does not know."""
+    current, head = current_revision(engine), head_revision()
+    if current == head:
+        return
+    where = f" --db {db_hint}" if db_hint else ""
+    if current is None:
+        raise UserError(
+            f"the database {describe(engine.url)} has no schema yet; run "
+            f"'padformer-edge db upgrade{where}' first."
+        )
+    raise UserError(
+        f"the database {describe(engine.url)} is at schema {current} but this version needs "
+        f"{head}; run 'padformer-edge db upgrade{where}' (stop the daemon first)."
+    )
+
+
+def backup(engine: Engine, destination: Path | None = None) -> Path:
+    """An online, consistent copy of a SQLite database; the daemon may keep writing.
+
+    SQLite's backup API copies a snapshot under a read lock, which WAL lets run beside
+    the writer. The copy is written to a temporary name, synced and renamed, so a
+    half-written backup never carries the final name.
+    """
+    source = sqlite_path(engine.url)
+    if source is None:
+        raise UserError(
+            "'db backup' copies SQLite files only; back up PostgreSQL with "
+            "pg_dump or the server's own backups."
+        )
+    if not source.exists():
+        raise UserError(f"there is no database at {source} to back up; check --db.")
+    if destination is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        # Next to the database: the same disk, permissions and owner as what it copies.
+        destination = source.parent / "backups" / f"{source.stem}-{stamp}.sqlite3"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(destination.name + ".partial")
+    partial.unlink(missing_ok=True)
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(partial)
+    try:
+        src.backup(dst)
+        # A single self-contained file: the copy must not depend on a -wal beside it.
+        dst.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        dst.close()
+        src.close()
+    with open(partial, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(partial, destination)
+    return destination
+
+
+def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
+    """What the daemon calls before it takes work: lock, back up if behind, upgrade.
+
+    Returns the head revision. The backup is skipped for an empty database (nothing to
+    lose) and for PostgreSQL (the server's backups own that).
+    """
+    path = sqlite_path(engine.url)
+    lock_path = (
+        path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"
+    )
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(lock_path):
+        current, head = current_revision(engine), head_revision()
+        if current == head:
+            return head
+        if path is not None and current is not None:
+            folder = backup_dir or path.parent / "backups"
+            target = (
+                folder / f"{path.stem}-before-{head}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.sqlite3"
+            )
+            saved = backup(engine, target)
+            log.info("db.backup", path=str(saved), revision=current)
+        upgrade(engine)
+        log.info("db.upgraded", from_revision=current, to_revision=head)
+    return head
+
+
+def integrity_errors(engine: Engine) -> list[str]:
+    """SQLite's own consistency check; an empty list means the file is sound."""
+    with engine.connect() as conn:
+        rows = [r[0] for r in conn.execute(text("PRAGMA integrity_check")).all()]
+    return [] if rows == ["ok"] else rows
+
+
+def open_checked(db: str | None = None) -> Engine:
+    """A read-only engine for CLI readers, refusing a database that is not at head."""
+    engine = open_engine(db, read_only=True)
+    require_head(engine, db or "")
+    return engine

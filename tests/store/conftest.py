@@ -1,0 +1,64 @@
+"""Fixtures for the result-store tests: a migrated database on every configured backend.
+
+SQLite always runs (a real file in the test's temp dir). PostgreSQL runs too when
+``PADFORMER_EDGE_TEST_PG_URL`` names a database the tests may wipe; without it those
+cases are skipped with that reason printed by ``-ra``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from padformer_edge.store import open_engine, upgrade
+from padformer_edge.store.models import Base
+
+PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"
+
+
+def _wipe_postgres(url: str) -> None:
+    engine = open_engine(url)
+    with engine.begin() as conn:
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty database: a new SQLite file, or the wiped test PostgreSQL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "results.sqlite3")
+        return
+    url = os.environ.get(PG_ENV)
+    if not url:
+        pytest.skip(
+            f"{PG_ENV} is not set; set it to a throw-away PostgreSQL database URL "
+            "to run the store suite against PostgreSQL"
+        )
+    _wipe_postgres(url)
+    yield url
+    _wipe_postgres(url)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """A writer engine on a database migrated to head."""
+    writer = open_engine(db_url)
+    upgrade(writer)
+    yield writer
+    writer.dispose()
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Iterator[Path]:
+    """A migrated SQLite file, for tests about files, processes and locks."""
+    path = tmp_path / "results.sqlite3"
+    writer = open_engine(str(path))
+    upgrade(writer)
+    writer.dispose()
+    yield path

@@ -1,0 +1,120 @@
+"""Schema versions: upgrade and downgrade, models agree with head, migrate-on-start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from filelock import FileLock, Timeout
+from sqlalchemy import inspect, text
+
+from padformer_edge.errors import UserError
+from padformer_edge.store import (
+    current_revision,
+    enqueue,
+    head_revision,
+    migrate_on_start,
+    open_checked,
+    open_engine,
+    schema,
+    upgrade,
+)
+from padformer_edge.store.models import Base
+
+from .seed import digest
+
+TABLES = {"inspections", "alerts"}
+
+
+def test_upgrade_empty_to_head_and_downgrade_back(db_url: str) -> None:
+    engine = open_engine(db_url)
+    assert current_revision(engine) is None
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    assert set(inspect(engine).get_table_names()) >= TABLES
+    schema.downgrade(engine, "base")
+    assert current_revision(engine) is None
+    assert not TABLES & set(inspect(engine).get_table_names())
+    upgrade(engine)  # and up again: downgrade left nothing behind that blocks it
+    assert current_revision(engine) == head_revision()
+
+
+def test_models_and_head_schema_agree(db_url: str) -> None:
+    engine = open_engine(db_url)
+    upgrade(engine)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_sqlite_connections_carry_the_durability_settings(sqlite_file: Path) -> None:
+    engine = open_engine(str(sqlite_file))
+    with engine.connect() as conn:
+        pragma = {
+            name: conn.execute(text(f"PRAGMA {name}")).scalar()
+            for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+        }
+    assert pragma == {
+        "journal_mode": "wal",
+        "synchronous": 2,
+        "foreign_keys": 1,
+        "busy_timeout": 30_000,
+    }
+
+
+def test_readers_cannot_write(sqlite_file: Path) -> None:
+    reader = open_checked(str(sqlite_file))
+    with pytest.raises(Exception, match="readonly"), reader.begin() as conn:
+        conn.execute(text("DELETE FROM inspections"))
+
+
+def test_readers_refuse_a_database_without_schema(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite3"
+    with open_engine(str(path)).connect():  # the file exists, with no schema in it
+        pass
+    with pytest.raises(UserError, match="db upgrade"):
+        open_checked(str(path))
+    with pytest.raises(UserError, match="no database"):
+        open_checked(str(tmp_path / "missing.sqlite3"))
+
+
+def test_migrate_on_start_backs_up_then_upgrades_under_the_lock(
+    sqlite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = open_engine(str(sqlite_file))
+    for i in range(3):
+        enqueue(
+            engine,
+            camera="c",
+            product="p",
+            source_path=f"/{i}.png",
+            sha256=digest(str(i)),
+            size_bytes=1,
+        )
+    lock = FileLock(str(sqlite_file) + ".migrate.lock")
+    ran: list[str] = []
+
+    def pretend_upgrade(_engine: object, revision: str = "head") -> None:
+        with pytest.raises(Timeout):  # a second daemon starting now would have to wait
+            lock.acquire(timeout=0)
+        ran.append(revision)
+
+    # Only one revision exists, so "behind" is staged by announcing a newer head.
+    monkeypatch.setattr(schema, "head_revision", lambda: "9999")
+    monkeypatch.setattr(schema, "upgrade", pretend_upgrade)
+    backups = tmp_path / "backups"
+    assert migrate_on_start(engine, backups) == "9999"
+    assert ran == ["head"]
+    (copy,) = backups.iterdir()
+    saved = open_engine(str(copy), read_only=True)
+    assert schema.integrity_errors(saved) == []
+    with saved.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 3
+
+
+def test_migrate_on_start_is_a_no_op_at_head(sqlite_file: Path, tmp_path: Path) -> None:
+    engine = open_engine(str(sqlite_file))
+    assert migrate_on_start(engine, tmp_path / "backups") == head_revision()
+    assert not (tmp_path / "backups").exists()
