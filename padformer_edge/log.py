@@ -36,10 +36,19 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_current_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=numeric_level, stream=sys.stderr, format="%(name)s: %(message)s")
+
+
+def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:
+    """Write to whatever ``sys.stderr`` is when the event is logged, not when configured.
+
+    Test runners and the daemon's supervisor may swap the stream; a logger bound to the
+    old object would write into a closed file.
+    """
+    return structlog.PrintLogger(file=sys.stderr)
 
 
 def get_logger(name: str | None = None) -> structlog.typing.FilteringBoundLogger:
