@@ -30,6 +30,7 @@ from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit
 from padformer_edge.detect.masks import make_masks
 from padformer_edge.detect.scoring import build_metric, score_query
 from padformer_edge.errors import UserError
+from padformer_edge.model import PADFormer, ReferenceCache
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Detector:
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: PADFormer,
         references: Sequence[np.ndarray],
         *,
         passes: int = 15,
@@ -81,7 +82,7 @@ class Detector:
         self.cache = self.encode_references(references)
 
     @torch.inference_mode()
-    def encode_references(self, references: Sequence[np.ndarray]) -> object:
+    def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
         """Encode the references once, as a batch-1 cache that broadcasts to any batch."""
         if len(references) == 0:
             raise UserError(

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from padformer_edge.errors import UserError
+from padformer_edge.model import PADFormer
 
 ErrorMetricName = Literal["lab", "rgb", "feature"]
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
@@ -82,7 +83,7 @@ class FeatureMetric:
     """Squared distance between encoder patch features of the query and of each
     reconstruction, upsampled bilinearly from the patch grid to the query resolution."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: PADFormer) -> None:
         self.model = model
 
     def features(self, images_model: torch.Tensor) -> torch.Tensor:
@@ -100,7 +101,7 @@ class FeatureMetric:
         return upsample(distance.unsqueeze(1), size).squeeze(1)
 
 
-def build_metric(name: str, model: torch.nn.Module) -> ErrorMetric:
+def build_metric(name: str, model: PADFormer) -> ErrorMetric:
     """The metric called ``name``; an unknown name is a user error."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]

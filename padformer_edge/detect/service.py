@@ -7,7 +7,7 @@ fails in a second rather than after the first hundred images were scored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +91,7 @@ def detect_files(
     queries = [read_image(path) for path in paths]
     reference_images = load_references(references)
     model, _ = load_checkpoint(checkpoint)
-    detector = Detector(model, reference_images, **vars(options))
+    detector = Detector(model, reference_images, **asdict(options))
     names = heatmap_names(paths)
     group = max(1, options.max_batch // options.passes)
     results = []
