@@ -127,3 +127,9 @@ def test_checkpoint_of_another_format_is_a_user_error(workspace, tmp_path):
     with pytest.raises(UserError, match="not a safetensors file"):
         detect_files(pickle_file, workspace / "refs",
                      [workspace / "queries" / "a" / "part.png"], FAST)  # fmt: skip
+
+
+def test_image_too_small_to_score_is_named(workspace, tmp_path):
+    small = write_png(tmp_path / "thumb.png", product_image(3, 40))
+    with pytest.raises(UserError, match=r"image .*thumb\.png is only 40x3 pixels"):
+        detect_files(workspace / "tiny.safetensors", workspace / "refs", [small], FAST)

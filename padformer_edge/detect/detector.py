@@ -28,7 +28,7 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import make_masks
-from padformer_edge.detect.scoring import build_metric, score_query
+from padformer_edge.detect.scoring import MIN_SIDE, build_metric, score_query
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
 
@@ -127,7 +127,7 @@ class Detector:
         if len(images) == 0:
             return []
         for index, image in enumerate(images):
-            check_rgb_array(image, f"query {index}")
+            check_rgb_array(image, f"query {index}", MIN_SIDE)
         started = time.perf_counter()
         full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
         model_in = torch.stack([self.to_model_input(image) for image in images])

@@ -54,20 +54,24 @@ def list_images(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
 
 
-def check_rgb_array(image: np.ndarray, what: str) -> None:
-    """Reject arrays that are not ``H x W x 3`` ``uint8``; callers pass decoded images."""
+def check_rgb_array(image: np.ndarray, what: str, min_side: int = 1) -> None:
+    """Reject arrays that are not ``H x W x 3`` ``uint8`` with sides of ``min_side`` or more."""
     if (
         not isinstance(image, np.ndarray)
         or image.dtype != np.uint8
         or image.ndim != 3
         or image.shape[2] != 3
-        or min(image.shape[:2]) < 1
     ):
         shape = getattr(image, "shape", None)
         dtype = getattr(image, "dtype", type(image).__name__)
         raise UserError(
             f"{what} must be an RGB uint8 array of shape HxWx3, not {dtype} of "
             f"shape {shape}; decode it with read_image."
+        )
+    if min(image.shape[:2]) < min_side:
+        raise UserError(
+            f"{what} is only {image.shape[1]}x{image.shape[0]} pixels; detection needs at least "
+            f"{min_side} pixels on each side."
         )
 
 

@@ -27,6 +27,7 @@ ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
+MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 
 

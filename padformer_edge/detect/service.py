@@ -14,7 +14,13 @@ import numpy as np
 
 from padformer_edge.detect.detector import Detection, Detector
 from padformer_edge.detect.heatmap import write_heatmap
-from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
+from padformer_edge.detect.images import (
+    IMAGE_SUFFIXES,
+    check_rgb_array,
+    list_images,
+    read_image,
+)
+from padformer_edge.detect.scoring import MIN_SIDE
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -89,6 +95,8 @@ def detect_files(
         raise UserError("no query images were given; name at least one image file to inspect.")
     paths = [Path(p) for p in images]
     queries = [read_image(path) for path in paths]
+    for path, image in zip(paths, queries, strict=True):
+        check_rgb_array(image, f"image {path}", MIN_SIDE)
     reference_images = load_references(references)
     model, _ = load_checkpoint(checkpoint)
     detector = Detector(model, reference_images, **asdict(options))
