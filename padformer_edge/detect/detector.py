@@ -102,8 +102,11 @@ class Detector:
 
     def to_model_input(self, image: np.ndarray) -> torch.Tensor:
         """An RGB array as the model's normalised ``[3, S, S]`` input."""
-        unit = to_unit_tensor(image, self.device).unsqueeze(0)
-        return self.model.normalize(resize_square(unit, self.img_size))[0]
+        return self.fit(to_unit_tensor(image, self.device).unsqueeze(0))[0]
+
+    def fit(self, unit: torch.Tensor) -> torch.Tensor:
+        """``[B, 3, H, W]`` in [0, 1] squeezed to the model's size and normalised."""
+        return self.model.normalize(resize_square(unit, self.img_size))
 
     @torch.inference_mode()
     def reconstruct(self, queries: torch.Tensor) -> torch.Tensor:
@@ -130,7 +133,7 @@ class Detector:
             check_rgb_array(image, f"query {index}", MIN_SIDE)
         started = time.perf_counter()
         full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
-        model_in = torch.stack([self.to_model_input(image) for image in images])
+        model_in = torch.cat([self.fit(query) for query in full])
         synchronize(self.device)
         prepared = time.perf_counter()
         recon = self.reconstruct(model_in).view(
