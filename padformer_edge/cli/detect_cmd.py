@@ -13,7 +13,7 @@ from padformer_edge.detect.service import DetectOptions, detect_files
 
 
 def detect(
-    images: list[Path] = typer.Argument(..., help="Query image files to inspect."),
+    images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
     model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
     references: Path = typer.Option(
         ..., "--references", "-r", help="Folder of good images of the product, one size."
@@ -33,7 +33,7 @@ def detect(
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
-    """Score IMAGES against the references; print file, score and time per image."""
+    """Score each IMAGE against the references; print file, score and time per image."""
     options = DetectOptions(
         passes, mask_ratio, metric, schedule, seed, device, precision, batch_size
     )
