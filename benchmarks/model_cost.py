@@ -8,7 +8,8 @@ For each preset and N references (batch 1):
 FLOPs come from ``torch.utils.flop_counter`` (matmuls, convolutions, attention; the STN's
 ``grid_sample`` and the top-k are not counted). The ``croco`` rows switch selection off
 (every position attends to all N*M aligned reference tokens) to show what the top-k saves.
-Times are the best of ``--repeats`` calls at ``--threads`` threads.
+Times are this process's CPU milliseconds (summed over ``--threads`` threads, median of
+``--repeats`` calls); the JSON line adds the fastest wall-clock time of each.
 
     PYTHONPATH=. python -m benchmarks.model_cost [--presets paper small] [--write-readme]
 """
@@ -16,9 +17,15 @@ Times are the best of ``--repeats`` calls at ``--threads`` threads.
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
+
+# Idle OpenMP threads must sleep, not spin: spinning threads burn CPU time while other
+# jobs hold the cores, which would make the CPU-time figures measure the machine's load.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -33,16 +40,18 @@ def count_flops(fn: Callable[[], object]) -> int:
     return counter.get_total_flops()
 
 
-def best_seconds(fn: Callable[[], object], repeats: int) -> float:
-    """Fastest of ``repeats`` timed calls after a warm-up: the run least disturbed by
-    other processes on a shared machine."""
+def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(median process CPU seconds, fastest wall seconds) of ``repeats`` calls after a
+    warm-up. CPU time hardly moves with other jobs' load on a shared machine; the fastest
+    wall time is the call they disturbed least."""
     fn()
-    times = []
+    cpu, wall = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
+    return statistics.median(cpu), min(wall)
 
 
 def measure(preset: str, refs: int, repeats: int, **overrides) -> dict:
@@ -60,7 +69,9 @@ def measure(preset: str, refs: int, repeats: int, **overrides) -> dict:
             "pass": lambda: model.reconstruct(query, cache, mask),
         }
         row = {f"{k}_gflops": count_flops(fn) / 1e9 for k, fn in steps.items()}
-        row |= {f"{k}_ms": best_seconds(fn, repeats) * 1e3 for k, fn in steps.items()}
+        for name, fn in steps.items():
+            cpu, wall = timed(fn, repeats)
+            row |= {f"{name}_cpu_ms": cpu * 1e3, f"{name}_wall_ms": wall * 1e3}
     row["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
     return row
 
@@ -82,11 +93,11 @@ def main() -> None:
         r = measure(preset, refs, args.repeats, **overrides)
         results.append({"preset": preset, "refs": refs, "variant": variant, **r})
         rows.append([preset, variant, refs, f"{r['params_m']:.2f}", r["train_fwd_gflops"],
-                     r["ref_encode_gflops"], r["pass_gflops"], r["train_fwd_ms"],
-                     r["ref_encode_ms"], r["pass_ms"]])  # fmt: skip
+                     r["ref_encode_gflops"], r["pass_gflops"], r["train_fwd_cpu_ms"],
+                     r["ref_encode_cpu_ms"], r["pass_cpu_ms"]])  # fmt: skip
         print(f"measured {preset} {variant} N={refs}", file=sys.stderr, flush=True)
     headers = ["preset", "variant", "N", "params (M)", "train fwd GFLOPs", "ref encode GFLOPs",
-               "pass GFLOPs", "train fwd ms", "ref encode ms", "pass ms"]  # fmt: skip
+               "pass GFLOPs", "train fwd CPU ms", "ref encode CPU ms", "pass CPU ms"]  # fmt: skip
     table = markdown_table(headers, rows)
     print(table)
     print_json_line("model_cost", {"threads": args.threads, "results": results})
