@@ -1,0 +1,59 @@
+"""``padformer-edge detect``: score image files against good references, write heatmaps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from padformer_edge.detect.service import DetectOptions, detect_files
+
+
+def detect(
+    images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
+    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
+    references: Path = typer.Option(
+        ..., "--references", "-r", help="Folder of good images of the product, one size."
+    ),
+    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
+    mask_ratio: float = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden."),
+    schedule: str = typer.Option("random", "--schedule", help="random or balanced masks."),
+    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the mask schedule."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA."),
+    batch_size: int = typer.Option(32, "--batch-size", help="Most passes per model call."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for heatmap PNGs."),
+    raw: bool = typer.Option(False, "--raw", help="Also write each float32 map as .npy."),
+    heatmap_max: float | None = typer.Option(
+        None, "--heatmap-max", help="Map value drawn as full red (default: each map's max)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
+) -> None:
+    """Score each IMAGE against the references; print file, score and time per image."""
+    options = DetectOptions(
+        passes, mask_ratio, metric, schedule, seed, device, precision, batch_size
+    )
+    results = detect_files(model, references, images, options, out, raw, heatmap_max)
+    if as_json:
+        for result in results:
+            typer.echo(
+                json.dumps(
+                    {
+                        "file": str(result.path),
+                        "score": result.score,
+                        "seconds": result.seconds,
+                        "heatmap": str(result.heatmap) if result.heatmap else None,
+                        "raw_map": str(result.raw_map) if result.raw_map else None,
+                    }
+                )
+            )
+        return
+    table = Table("file", "score", "time (s)", *(["heatmap"] if out else []))
+    for result in results:
+        row = [str(result.path), f"{result.score:.4g}", f"{result.seconds:.3f}"]
+        table.add_row(*row, *([str(result.heatmap)] if out else []))
+    Console().print(table)

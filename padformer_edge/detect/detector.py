@@ -1,0 +1,161 @@
+"""Multi-pass anomaly detection of query images against a fixed set of good references.
+
+The references are encoded once, when the detector is built, and shared by every later
+query through the model's broadcasting ``ReferenceCache``: on a line the reference set
+of a product is fixed, so re-encoding it per query (or per pass) would only burn time.
+All passes of all queries given to one ``detect`` call are stacked into as few model
+calls as ``max_batch`` allows.
+
+Every query gets the same mask schedule, fixed by ``seed``: a query's score then depends
+on its own pixels only, not on which other images shared its batch, and the same image
+always gets the same score bits on one machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from padformer_edge.detect.device import (
+    check_precision,
+    model_precision,
+    resolve_device,
+    synchronize,
+)
+from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
+from padformer_edge.detect.masks import make_masks
+from padformer_edge.detect.scoring import MIN_SIDE, build_metric, score_query
+from padformer_edge.errors import UserError
+from padformer_edge.model import PADFormer, ReferenceCache
+
+
+@dataclass
+class Detection:
+    """The result for one query image.
+
+    ``anomaly_map`` has the query's own ``H x W`` (float32, 0 where filtered out);
+    ``pass_mean_error`` / ``pass_max_error`` summarise each pass's raw error map;
+    ``timings`` are seconds: ``prepare`` (tensor conversion and resize), ``reconstruct``
+    (this query's share of the batched model calls), ``score`` and ``total``.
+    """
+
+    score: float
+    anomaly_map: np.ndarray
+    pass_mean_error: list[float]
+    pass_max_error: list[float]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Detector:
+    """Scores query images with a PADFormer and N cached good references."""
+
+    def __init__(
+        self,
+        model: PADFormer,
+        references: Sequence[np.ndarray],
+        *,
+        passes: int = 15,
+        mask_ratio: float = 0.4,
+        metric: str = "lab",
+        schedule: str = "random",
+        seed: int = 0,
+        device: str = "cpu",
+        precision: str = "fp32",
+        max_batch: int = 32,
+    ) -> None:
+        if max_batch < 1:
+            raise UserError(f"max batch {max_batch} must be at least 1.")
+        self.device = resolve_device(device)
+        check_precision(precision, self.device)
+        self.precision = precision
+        self.model = model.to(self.device).eval()
+        self.img_size: int = model.config.img_size
+        self.passes, self.max_batch = passes, max_batch
+        self.masks = make_masks(schedule, passes, model.config.num_patches, mask_ratio, seed).to(
+            self.device
+        )
+        self.metric = build_metric(metric, self.model)
+        self.cache = self.encode_references(references)
+
+    @torch.inference_mode()
+    def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
+        """Encode the references once, as a batch-1 cache that broadcasts to any batch."""
+        if len(references) == 0:
+            raise UserError(
+                "no reference images were given; pass at least one good image of the product."
+            )
+        for index, image in enumerate(references):
+            check_rgb_array(image, f"reference {index}")
+        sizes = {image.shape[:2] for image in references}
+        if len(sizes) > 1:
+            raise UserError(
+                f"reference images differ in size ({sorted(sizes)}); use "
+                "references taken by one camera setting."
+            )
+        refs = torch.stack([self.to_model_input(image) for image in references])
+        with model_precision(self.precision, self.device):
+            return self.model.encode_references(refs.unsqueeze(0))
+
+    def to_model_input(self, image: np.ndarray) -> torch.Tensor:
+        """An RGB array as the model's normalised ``[3, S, S]`` input."""
+        return self.fit(to_unit_tensor(image, self.device).unsqueeze(0))[0]
+
+    def fit(self, unit: torch.Tensor) -> torch.Tensor:
+        """``[B, 3, H, W]`` in [0, 1] squeezed to the model's size and normalised."""
+        return self.model.normalize(resize_square(unit, self.img_size))
+
+    @torch.inference_mode()
+    def reconstruct(self, queries: torch.Tensor) -> torch.Tensor:
+        """``[Q * P, 3, S, S]`` reconstructions in [0, 1]: every pass of every query,
+        query-major, computed in chunks of at most ``max_batch`` rows."""
+        rows = queries.shape[0] * self.passes
+        out = []
+        for start in range(0, rows, self.max_batch):
+            index = torch.arange(start, min(rows, start + self.max_batch), device=self.device)
+            query_index, pass_index = index // self.passes, index % self.passes
+            with model_precision(self.precision, self.device):
+                recon = self.model.reconstruct(
+                    queries[query_index], self.cache, self.masks[pass_index]
+                )
+            out.append(self.model.denormalize(recon.float()).clamp_(0.0, 1.0))
+        return torch.cat(out)
+
+    @torch.inference_mode()
+    def detect(self, images: Sequence[np.ndarray]) -> list[Detection]:
+        """Score every image (RGB ``uint8``, any size); one ``Detection`` per image."""
+        if len(images) == 0:
+            return []
+        for index, image in enumerate(images):
+            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        started = time.perf_counter()
+        full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
+        model_in = torch.cat([self.fit(query) for query in full])
+        synchronize(self.device)
+        prepared = time.perf_counter()
+        recon = self.reconstruct(model_in).view(
+            len(images), self.passes, 3, self.img_size, self.img_size
+        )
+        synchronize(self.device)
+        reconstructed = time.perf_counter()
+        prepare_share = (prepared - started) / len(images)
+        recon_share = (reconstructed - prepared) / len(images)
+        detections = []
+        for index, query in enumerate(full):
+            score_start = time.perf_counter()
+            scored = score_query(self.metric, query, model_in[index : index + 1], recon[index])
+            anomaly_map = scored.anomaly_map.float().cpu().numpy()
+            score_time = time.perf_counter() - score_start
+            timings = {
+                "prepare": prepare_share,
+                "reconstruct": recon_share,
+                "score": score_time,
+                "total": prepare_share + recon_share + score_time,
+            }
+            detections.append(
+                Detection(scored.score, anomaly_map, scored.pass_mean, scored.pass_max, timings)
+            )
+        return detections

@@ -1,0 +1,95 @@
+"""Decoding image files and fitting image arrays to the model's square input.
+
+Files are decoded with OpenCV from their bytes rather than from a path so that names
+with non-ASCII characters (common on shared factory drives) decode like any other.
+Everything past this module works on RGB ``uint8`` arrays of shape ``H x W x 3``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.errors import UserError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+
+
+class ImageReadError(UserError):
+    """An image file that is missing, unreadable or not a decodable picture."""
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """Decode ``path`` into an RGB ``uint8`` array of shape ``H x W x 3``."""
+    path = Path(path)
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+    except FileNotFoundError as err:
+        raise ImageReadError(f"image {path} does not exist; check the path.") from err
+    except OSError as err:
+        raise ImageReadError(
+            f"image {path} cannot be read ({err.strerror}); fix its permissions or copy it again."
+        ) from err
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ImageReadError(
+            f"image {path} is not a decodable picture; replace it with a "
+            "complete PNG, JPEG, BMP, TIFF or WebP file."
+        )
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def list_images(folder: str | Path) -> list[Path]:
+    """The image files directly inside ``folder``, sorted by name for a stable order."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(
+            f"reference folder {folder} does not exist; pass a folder of good "
+            "images of the product."
+        )
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def check_rgb_array(image: np.ndarray, what: str, min_side: int = 1) -> None:
+    """Reject arrays that are not ``H x W x 3`` ``uint8`` with sides of ``min_side`` or more."""
+    if (
+        not isinstance(image, np.ndarray)
+        or image.dtype != np.uint8
+        or image.ndim != 3
+        or image.shape[2] != 3
+    ):
+        shape = getattr(image, "shape", None)
+        dtype = getattr(image, "dtype", type(image).__name__)
+        raise UserError(
+            f"{what} must be an RGB uint8 array of shape HxWx3, not {dtype} of "
+            f"shape {shape}; decode it with read_image."
+        )
+    if min(image.shape[:2]) < min_side:
+        raise UserError(
+            f"{what} is only {image.shape[1]}x{image.shape[0]} pixels; detection needs at least "
+            f"{min_side} pixels on each side."
+        )
+
+
+def to_unit_tensor(image: np.ndarray, device: torch.device) -> torch.Tensor:
+    """An ``H x W x 3`` ``uint8`` array as a ``[3, H, W]`` float tensor in ``[0, 1]``."""
+    tensor = torch.from_numpy(np.ascontiguousarray(image)).to(device)
+    return tensor.permute(2, 0, 1).float().div_(255.0)
+
+
+def resize_square(images: torch.Tensor, size: int) -> torch.Tensor:
+    """Resize ``[B, 3, H, W]`` to ``size x size``, anti-aliased when shrinking.
+
+    Any aspect ratio is squeezed rather than cropped or padded: cropping would leave parts
+    of the product uninspected and padding would spend patches on empty borders. Queries
+    and references go through the same squeeze, so the model compares like with like.
+    """
+    if images.shape[-2:] == (size, size):
+        return images
+    return F.interpolate(
+        images, size=(size, size), mode="bilinear", align_corners=False, antialias=True
+    ).clamp_(0.0, 1.0)

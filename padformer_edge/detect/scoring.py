@@ -1,0 +1,181 @@
+"""From a query and its per-pass reconstructions to an anomaly map and a score.
+
+Each pass ``i`` gives an error map ``E_i`` at the query's own resolution. The map keeps
+the mean error over passes only where the variance over passes is above its median:
+errors that every mask pattern reproduces are systematic (blur, texture the model cannot
+render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
+The image score is the maximum of that map.
+
+Passes are folded in chunks with an exact pairwise mean/variance merge, so a 20 MP camera
+frame never needs all passes' colour maps in memory at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, get_args
+
+import kornia
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.errors import UserError
+from padformer_edge.model import PADFormer
+
+ErrorMetricName = Literal["lab", "rgb", "feature"]
+ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
+
+BLUR_KERNEL = 7
+BLUR_SIGMA = 1.4
+MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
+MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
+
+
+def blur(images: torch.Tensor) -> torch.Tensor:
+    """The paper's query smoothing: Gaussian, sigma 1.4, 7x7, per channel."""
+    return kornia.filters.gaussian_blur2d(
+        images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
+    )
+
+
+def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear resize of ``[B, C, h, w]`` to ``size`` (a no-op at that size already)."""
+    if tuple(images.shape[-2:]) == tuple(size):
+        return images
+    return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
+
+
+class ErrorMetric(Protocol):
+    """A way to compare reconstructions with their query, one error map per pass."""
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        """What every pass is compared with; computed once per query."""
+        ...
+
+    def errors(
+        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+    ) -> torch.Tensor:
+        """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``)."""
+        ...
+
+
+class ColourMetric:
+    """Squared distance in a colour space, between the blurred query and each upsampled
+    reconstruction (``lab``: CIELAB through kornia, the paper's choice; ``rgb``: the same
+    with no colour conversion, for the metric ablation)."""
+
+    def __init__(self, space: Literal["lab", "rgb"]) -> None:
+        self.space = space
+
+    def convert(self, images01: torch.Tensor) -> torch.Tensor:
+        return kornia.color.rgb_to_lab(images01) if self.space == "lab" else images01
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return blur(self.convert(query01))
+
+    def errors(
+        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+    ) -> torch.Tensor:
+        recon = self.convert(upsample(recon01, size).clamp_(0.0, 1.0))
+        return (target - recon).square_().sum(dim=1)
+
+
+class FeatureMetric:
+    """Squared distance between encoder patch features of the query and of each
+    reconstruction, upsampled bilinearly from the patch grid to the query resolution."""
+
+    def __init__(self, model: PADFormer) -> None:
+        self.model = model
+
+    def features(self, images_model: torch.Tensor) -> torch.Tensor:
+        feats = self.model.encode_features(images_model).float()
+        grid = self.model.config.grid_size
+        return feats.transpose(1, 2).reshape(feats.shape[0], feats.shape[2], grid, grid)
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return self.features(query_model)
+
+    def errors(
+        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+    ) -> torch.Tensor:
+        distance = (self.features(self.model.normalize(recon01)) - target).square_().sum(1)
+        return upsample(distance.unsqueeze(1), size).squeeze(1)
+
+
+def build_metric(name: str, model: PADFormer) -> ErrorMetric:
+    """The metric called ``name``; an unknown name is a user error."""
+    if name in ("lab", "rgb"):
+        return ColourMetric(name)  # type: ignore[arg-type]
+    if name == "feature":
+        return FeatureMetric(model)
+    raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
+
+
+@dataclass
+class PassMoments:
+    """Running count, mean and sum of squared deviations of error maps over passes."""
+
+    count: int
+    mean: torch.Tensor
+    sq_dev: torch.Tensor
+
+    @classmethod
+    def of(cls, errors: torch.Tensor) -> PassMoments:
+        mean = errors.mean(dim=0)
+        return cls(errors.shape[0], mean, (errors - mean).square_().sum(dim=0))
+
+    def merge(self, other: PassMoments) -> PassMoments:
+        """Exact combination of two disjoint groups of passes (Chan et al.)."""
+        count = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / count)
+        sq_dev = self.sq_dev + other.sq_dev + delta.square() * (self.count * other.count / count)
+        return PassMoments(count, mean, sq_dev)
+
+    @property
+    def variance(self) -> torch.Tensor:
+        """Population variance (divide by the number of passes), as the paper defines it."""
+        return self.sq_dev / self.count
+
+
+def consistency_filter(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
+    """Keep ``mean`` where ``variance`` is strictly above its median, zero elsewhere.
+
+    The median is the lower middle value (``kthvalue``, which unlike ``quantile`` has no
+    size limit), and ties at it are dropped, so at least half of the pixels are always
+    zeroed: a map whose variance is flat everywhere has nothing inconsistent to report.
+    """
+    flat = variance.reshape(-1)
+    median = flat.kthvalue((flat.numel() + 1) // 2).values
+    return torch.where(variance > median, mean, torch.zeros_like(mean))
+
+
+@dataclass
+class ScoredQuery:
+    """The anomaly map of one query, its score and per-pass error summaries."""
+
+    anomaly_map: torch.Tensor
+    score: float
+    pass_mean: list[float]
+    pass_max: list[float]
+
+
+def score_query(
+    metric: ErrorMetric, query01: torch.Tensor, query_model: torch.Tensor, recon01: torch.Tensor
+) -> ScoredQuery:
+    """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes."""
+    size = (query01.shape[-2], query01.shape[-1])
+    target = metric.target(query01, query_model)
+    chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
+    moments: PassMoments | None = None
+    pass_mean: list[float] = []
+    pass_max: list[float] = []
+    for start in range(0, recon01.shape[0], chunk):
+        errors = metric.errors(target, recon01[start : start + chunk], size)
+        pass_mean += errors.mean(dim=(1, 2)).tolist()
+        pass_max += errors.amax(dim=(1, 2)).tolist()
+        part = PassMoments.of(errors)
+        moments = part if moments is None else moments.merge(part)
+    assert moments is not None  # recon01 always holds at least two passes
+    anomaly_map = consistency_filter(moments.mean, moments.variance)
+    return ScoredQuery(anomaly_map, float(anomaly_map.max()), pass_mean, pass_max)

@@ -1,0 +1,135 @@
+"""``padformer-edge detect`` end to end: real checkpoint, real PNG files, real process."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from padformer_edge.cli.app import app
+from padformer_edge.detect.service import DetectOptions, detect_files
+from padformer_edge.errors import UserError
+from padformer_edge.model import build_model
+from padformer_edge.model.checkpoint import save_checkpoint
+from tests.detect_images import product_image, with_defect
+
+REPO = Path(__file__).resolve().parent.parent
+FAST = DetectOptions(passes=3, device="cpu")
+
+
+def write_png(path: Path, rgb: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    return path
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("detect_cli")
+    torch.manual_seed(0)
+    save_checkpoint(root / "tiny.safetensors", build_model("tiny"), {"note": "random weights"})
+    for seed in range(3):
+        write_png(root / "refs" / f"good_{seed}.png", product_image(60, 80, seed=seed))
+    good = product_image(60, 80, seed=9)
+    write_png(root / "queries" / "a" / "part.png", good)
+    write_png(root / "queries" / "b" / "part.png", with_defect(good, (20, 30, 10, 10)))
+    return root
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "padformer_edge", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_scores_images_and_writes_heatmaps(workspace):
+    out = workspace / "heatmaps"
+    result = run_cli(
+        "detect", "--model", str(workspace / "tiny.safetensors"),
+        "--references", str(workspace / "refs"), "--passes", "3", "--device", "cpu",
+        "--out", str(out), "--raw", "--json",
+        str(workspace / "queries" / "a" / "part.png"),
+        str(workspace / "queries" / "b" / "part.png"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [Path(r["file"]).parent.name for r in rows] == ["a", "b"]
+    assert [Path(r["heatmap"]).name for r in rows] == ["part.heatmap.png", "part-2.heatmap.png"]
+    for row in rows:
+        assert row["score"] >= 0 and row["seconds"] > 0
+        assert cv2.imread(row["heatmap"]).shape == (60, 80, 3)
+        assert np.load(row["raw_map"]).shape == (60, 80)
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_cli_reports_a_user_error_as_one_line_and_status_2(workspace):
+    broken = workspace / "broken.png"
+    broken.write_bytes(b"\x89PNG truncated")
+    result = run_cli("detect", "-m", str(workspace / "tiny.safetensors"),
+                     "-r", str(workspace / "refs"), str(broken))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "broken.png is not a decodable picture" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_table_output_lists_file_score_and_time(workspace):
+    query = workspace / "queries" / "a" / "part.png"
+    result = CliRunner().invoke(app, [
+        "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
+        "--passes", "2", "--device", "cpu", str(query),
+    ], env={"COLUMNS": "300"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any("file" in line and "score" in line and "time (s)" in line for line in lines)
+    assert any(str(query) in line for line in lines)
+
+
+def test_empty_reference_folder_is_a_user_error(workspace, tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no pictures here")
+    with pytest.raises(UserError, match="holds no images"):
+        detect_files(workspace / "tiny.safetensors", tmp_path / "empty",
+                     [workspace / "queries" / "a" / "part.png"], FAST)  # fmt: skip
+
+
+def test_reference_of_another_size_is_named(workspace, tmp_path):
+    refs = tmp_path / "refs"
+    write_png(refs / "a.png", product_image(60, 80))
+    write_png(refs / "b.png", product_image(61, 80))
+    with pytest.raises(UserError, match=r"reference .*b\.png is 80x61 pixels but a\.png is 80x60"):
+        detect_files(workspace / "tiny.safetensors", refs,
+                     [workspace / "queries" / "a" / "part.png"], FAST)  # fmt: skip
+
+
+def test_checkpoint_of_another_format_is_a_user_error(workspace, tmp_path):
+    from safetensors.torch import save_file
+
+    foreign = tmp_path / "foreign.safetensors"
+    save_file({"weight": torch.zeros(2, 2)}, str(foreign))
+    with pytest.raises(UserError, match="not a padformer-edge checkpoint"):
+        detect_files(foreign, workspace / "refs",
+                     [workspace / "queries" / "a" / "part.png"], FAST)  # fmt: skip
+    pickle_file = tmp_path / "model.pth"
+    pickle_file.write_bytes(b"PK\x03\x04 a torch zip pickle")
+    with pytest.raises(UserError, match="not a safetensors file"):
+        detect_files(pickle_file, workspace / "refs",
+                     [workspace / "queries" / "a" / "part.png"], FAST)  # fmt: skip
+
+
+def test_image_too_small_to_score_is_named(workspace, tmp_path):
+    small = write_png(tmp_path / "thumb.png", product_image(3, 40))
+    with pytest.raises(UserError, match=r"image .*thumb\.png is only 40x3 pixels"):
+        detect_files(workspace / "tiny.safetensors", workspace / "refs", [small], FAST)

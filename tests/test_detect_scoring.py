@@ -1,0 +1,88 @@
+"""LAB error, the variance filter and the pass statistics of detection scoring."""
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from padformer_edge.detect.scoring import (
+    ColourMetric,
+    PassMoments,
+    consistency_filter,
+    score_query,
+)
+
+
+def as_tensor(image01: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(image01).permute(2, 0, 1).unsqueeze(0).float()
+
+
+def test_lab_error_of_uniform_red_against_black_matches_hand_value():
+    red = np.zeros((16, 16, 3), np.float32)
+    red[..., 0] = 1.0
+    black = np.zeros_like(red)
+    metric = ColourMetric("lab")
+    errors = metric.errors(metric.target(as_tensor(red), None), as_tensor(black), (16, 16))
+    # sRGB red is L*=53.24, a*=80.09, b*=67.20 under D65; black is the origin.
+    expected = 53.24**2 + 80.09**2 + 67.20**2
+    assert errors.shape == (1, 16, 16)
+    assert errors.min().item() == pytest.approx(expected, rel=2e-3)
+    assert errors.max().item() == pytest.approx(expected, rel=2e-3)
+
+
+def test_lab_error_matches_opencv_route_with_upsampling():
+    rng = np.random.default_rng(3)
+    query = rng.random((24, 40, 3), dtype=np.float32)
+    recon_small = rng.random((12, 20, 3), dtype=np.float32)
+    metric = ColourMetric("lab")
+    ours = metric.errors(metric.target(as_tensor(query), None), as_tensor(recon_small), (24, 40))
+
+    # Independent route: OpenCV LAB, OpenCV blur (reflect-101 borders, as torch's reflect)
+    # and OpenCV's half-pixel-centred bilinear resize.
+    recon = cv2.resize(recon_small, (40, 24), interpolation=cv2.INTER_LINEAR)
+    query_lab = cv2.cvtColor(query, cv2.COLOR_RGB2Lab)
+    blurred = cv2.GaussianBlur(query_lab, (7, 7), 1.4, borderType=cv2.BORDER_REFLECT_101)
+    expected = ((blurred - cv2.cvtColor(recon, cv2.COLOR_RGB2Lab)) ** 2).sum(axis=2)
+    # OpenCV's float LAB uses interpolated tables (up to ~0.4 units off the exact formula),
+    # so compare colour distances: within 1 LAB unit, under one just-noticeable difference.
+    np.testing.assert_allclose(np.sqrt(ours[0].numpy()), np.sqrt(expected), atol=1.0)
+    assert np.abs(np.sqrt(ours[0].numpy()) - np.sqrt(expected)).mean() < 0.2
+
+
+def test_variance_filter_zeroes_half_and_keeps_the_highest_variance():
+    generator = torch.Generator().manual_seed(0)
+    mean = torch.rand(31, 47, generator=generator) + 0.1
+    variance = torch.rand(31, 47, generator=generator)
+    kept = consistency_filter(mean, variance) != 0
+    assert (~kept).sum() >= kept.numel() / 2
+    assert variance[kept].min() > variance[~kept].max()
+    assert torch.equal(consistency_filter(mean, variance)[kept], mean[kept])
+
+
+def test_variance_filter_zeroes_everything_when_variance_is_flat():
+    mean = torch.rand(8, 8)
+    assert consistency_filter(mean, torch.full((8, 8), 0.5)).count_nonzero() == 0
+
+
+def test_chunked_moments_equal_direct_mean_and_population_variance():
+    errors = torch.rand(15, 9, 7, dtype=torch.float64)
+    merged = PassMoments.of(errors[:4]).merge(PassMoments.of(errors[4:11]))
+    merged = merged.merge(PassMoments.of(errors[11:]))
+    variance, mean = torch.var_mean(errors, dim=0, correction=0)
+    torch.testing.assert_close(merged.mean, mean)
+    torch.testing.assert_close(merged.variance, variance)
+
+
+def test_score_is_the_maximum_of_the_filtered_map_and_chunking_changes_nothing(monkeypatch):
+    generator = torch.Generator().manual_seed(1)
+    query = torch.rand(1, 3, 20, 30, generator=generator)
+    recon = torch.rand(6, 3, 10, 10, generator=generator)
+    metric = ColourMetric("lab")
+    whole = score_query(metric, query, None, recon)
+    monkeypatch.setattr("padformer_edge.detect.scoring.MAX_CHUNK_VALUES", 3 * 20 * 30 * 2)
+    chunked = score_query(metric, query, None, recon)
+    assert whole.score == pytest.approx(whole.anomaly_map.max().item())
+    assert whole.anomaly_map.shape == (20, 30)
+    assert len(whole.pass_mean) == len(whole.pass_max) == 6
+    torch.testing.assert_close(chunked.anomaly_map, whole.anomaly_map, rtol=1e-5, atol=1e-4)
+    assert chunked.pass_max == whole.pass_max
