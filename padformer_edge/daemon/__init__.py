@@ -1,0 +1,1 @@
+"""The line-PC side: watch camera folders, inspect, store results, deliver alerts."""
