@@ -1,0 +1,173 @@
+"""Checkpoints as single safetensors files, and encoder import from MAE / timm weights.
+
+A padformer-edge checkpoint is one ``.safetensors`` file: the tensors, plus header
+strings holding a format tag, the preset name, the full ``ModelConfig`` as JSON, a
+sha256 of the tensors and the caller's metadata. Loading never unpickles anything, so a
+checkpoint from an untrusted source cannot run code on the line PC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+
+from padformer_edge.errors import UserError
+from padformer_edge.model.config import ModelConfig
+from padformer_edge.model.padformer import PADFormer
+
+FORMAT_TAG = "padformer-edge/1"
+
+# Keys an MAE or timm file may hold that the encoder deliberately does not take: MAE's own
+# decoder and mask token, a classification head, and the position table (ours is fixed
+# sin-cos, rebuilt from the config, which is what MAE saves anyway).
+_IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes: the model checksum stored next to every result."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
+    """sha256 over names, dtypes, shapes and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+def save_checkpoint(path: str | Path, model: PADFormer, metadata: dict | None = None) -> None:
+    """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file."""
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    try:
+        user = json.dumps(metadata or {}, sort_keys=True)
+    except TypeError as err:
+        raise ValueError(f"checkpoint metadata must be JSON-serialisable: {err}") from None
+    header = {
+        "format": FORMAT_TAG,
+        "preset": model.preset_name,
+        "config": json.dumps(model.config.to_dict(), sort_keys=True),
+        "weights_sha256": tensors_sha256(tensors),
+        "metadata": user,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=header)
+
+
+def read_header(path: str | Path) -> dict[str, str]:
+    """The header strings of a padformer-edge checkpoint, or a UserError saying why not."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"checkpoint {path} does not exist; give the path of a .safetensors file.")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            header = fh.metadata() or {}
+    except (SafetensorError, OSError, ValueError) as err:
+        raise UserError(
+            f"checkpoint {path} is not a safetensors file ({err}); "
+            "give a file written by padformer-edge."
+        ) from None
+    if header.get("format") != FORMAT_TAG:
+        raise UserError(
+            f"checkpoint {path} is a safetensors file but not a padformer-edge checkpoint "
+            f"(no '{FORMAT_TAG}' format tag); use load_encoder_weights for MAE/timm weights."
+        )
+    return header
+
+
+def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, dict]:
+    """(model in eval mode on ``device``, the caller's metadata) from a checkpoint file."""
+    header = read_header(path)
+    try:
+        config = ModelConfig.from_dict(json.loads(header["config"]))
+        metadata = json.loads(header.get("metadata", "{}"))
+    except (KeyError, ValueError, TypeError) as err:
+        raise UserError(f"checkpoint {path} has a broken header ({err}); re-export it.") from None
+    tensors = load_file(str(path))
+    if tensors_sha256(tensors) != header.get("weights_sha256"):
+        raise UserError(f"checkpoint {path} is corrupt (weights checksum differs); copy it again.")
+    model = PADFormer(config, preset_name=header.get("preset", "custom"))
+    result = model.load_state_dict(tensors, strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        raise UserError(
+            f"checkpoint {path} does not match its own config "
+            f"({_key_summary(result.missing_keys, result.unexpected_keys)}); re-export it."
+        )
+    return model.to(device).eval(), metadata
+
+
+def _key_summary(missing: list[str], unexpected: list[str], shown: int = 5) -> str:
+    parts = []
+    for label, keys in (("missing", missing), ("unexpected", unexpected)):
+        if keys:
+            head = ", ".join(keys[:shown]) + (", ..." if len(keys) > shown else "")
+            parts.append(f"{len(keys)} {label} keys: {head}")
+    return "; ".join(parts)
+
+
+def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        try:
+            return load_file(str(path))
+        except (SafetensorError, OSError, ValueError) as err:
+            raise UserError(
+                f"weights file {path} is not a readable safetensors file ({err})."
+            ) from None
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for non-checkpoint bytes
+        raise UserError(
+            f"weights file {path} is not a torch checkpoint that loads without pickle ({err})."
+        ) from None
+    if isinstance(obj, dict) and isinstance(obj.get("model"), dict):
+        obj = obj["model"]
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise UserError(
+            f"weights file {path} holds no state dict; expected MAE's {{'model': state_dict}}."
+        )
+    return obj
+
+
+def load_encoder_weights(model: PADFormer, path: str | Path) -> list[str]:
+    """Copy an MAE (``{"model": ...}``) or timm safetensors encoder into ``model.encoder``.
+
+    Returns the checkpoint keys that were deliberately skipped (MAE decoder, heads, the
+    position table). Any missing, unexpected or wrongly shaped key is a UserError listing
+    them, because a half-loaded backbone would silently train from a worse start.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"weights file {path} does not exist; give an MAE .pth or timm file.")
+    state = {k.removeprefix("module."): v for k, v in _read_state_dict(path).items()}
+    ignored = sorted(k for k in state if k.startswith(_IGNORED_PREFIXES))
+    wanted = {k: v for k, v in state.items() if k not in set(ignored)}
+    own = model.encoder.state_dict()
+    missing = sorted(set(own) - set(wanted))
+    unexpected = sorted(set(wanted) - set(own))
+    shapes = sorted(
+        f"{k} {list(wanted[k].shape)} vs {list(own[k].shape)}"
+        for k in set(own) & set(wanted)
+        if wanted[k].shape != own[k].shape
+    )
+    if missing or unexpected or shapes:
+        detail = _key_summary(missing, unexpected)
+        if shapes:
+            detail += ("; " if detail else "") + f"{len(shapes)} shape mismatches: "
+            detail += ", ".join(shapes[:3])
+        raise UserError(
+            f"weights file {path} does not fit the encoder of preset "
+            f"'{model.preset_name}' ({detail}); use a checkpoint of the same ViT size."
+        )
+    model.encoder.load_state_dict(wanted, strict=True)
+    return ignored

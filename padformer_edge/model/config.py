@@ -1,0 +1,103 @@
+"""Model hyper-parameters as one frozen dataclass, and the named presets.
+
+A checkpoint stores ``ModelConfig.to_dict()`` in its header, so a model can always be
+rebuilt from the file alone; the dataclass is frozen so a config can be shared by a
+model, a cache and a checkpoint without one of them changing it under the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything that fixes the shape and behaviour of a PADFormer network."""
+
+    img_size: int = 224
+    patch_size: int = 16
+    embed_dim: int = 768
+    depth: int = 12
+    num_heads: int = 12
+    decoder_embed_dim: int = 512
+    decoder_depth: int = 8
+    decoder_num_heads: int = 16
+    mlp_ratio: float = 4.0
+    num_global_tokens: int = 32
+    top_k: int = 10
+    sim_weight: float = 0.3
+    sim_sigma: float = 2.0
+    mask_ratio: float = 0.4
+    use_stn: bool = True
+    use_selection: bool = True
+    use_aat: bool = True
+    norm_mean: tuple[float, float, float] = IMAGENET_MEAN
+    norm_std: tuple[float, float, float] = IMAGENET_STD
+
+    def __post_init__(self) -> None:
+        if self.img_size % self.patch_size:
+            raise ValueError(
+                f"img_size {self.img_size} must be a multiple of patch_size {self.patch_size}."
+            )
+        if self.embed_dim % self.num_heads or self.decoder_embed_dim % self.decoder_num_heads:
+            raise ValueError("embed dims must be divisible by their number of heads.")
+        if not 0.0 <= self.mask_ratio < 1.0:
+            raise ValueError(f"mask_ratio must be in [0, 1), not {self.mask_ratio}.")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be at least 1, not {self.top_k}.")
+
+    @property
+    def grid_size(self) -> int:
+        return self.img_size // self.patch_size
+
+    @property
+    def num_patches(self) -> int:
+        return self.grid_size**2
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values (tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        """Inverse of ``to_dict``; unknown keys are an error, missing ones take defaults."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys: {', '.join(unknown)}.")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**values)
+
+
+PAPER = ModelConfig()
+"""ViT-B/16 encoder at 224 px and the 8-layer, 512-wide decoder of the paper."""
+
+TINY = ModelConfig(
+    img_size=64,
+    patch_size=8,
+    embed_dim=32,
+    depth=1,
+    num_heads=2,
+    decoder_embed_dim=32,
+    decoder_depth=1,
+    decoder_num_heads=2,
+    mlp_ratio=2.0,
+)
+"""64 px, 8x8 grid, 32 wide, one layer each side: for fast tests, never for real use."""
+
+SMALL = ModelConfig(
+    img_size=128,
+    patch_size=16,
+    embed_dim=192,
+    depth=4,
+    num_heads=3,
+    decoder_embed_dim=256,
+    decoder_depth=4,
+    decoder_num_heads=8,
+)
+"""Provisional CPU sizing (128 px, patch 16 -> 8x8); to be replaced by a measured choice."""
+
+PRESETS: dict[str, ModelConfig] = {"paper": PAPER, "small": SMALL, "tiny": TINY}

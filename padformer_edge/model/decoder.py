@@ -1,0 +1,113 @@
+"""The cross-attention decoder: query tokens rebuilt from references and learned priors.
+
+Each layer is post-norm (Alg. 1 of the supplement): self-attention over the query, then
+alignment + selection of reference tokens, then position-specific cross-attention, then
+an MLP. The anomaly-agnostic tokens (32 global, M local) are one memory bank shared by
+all layers; local tokens carry the decoder position table so each keeps its location.
+"""
+
+from __future__ import annotations
+
+import torch
+from timm.layers import Mlp
+from timm.models.vision_transformer import Attention
+from torch import nn
+
+from padformer_edge.model.attention import PositionSpecificCrossAttention
+from padformer_edge.model.config import ModelConfig
+from padformer_edge.model.encoder import gather_tokens
+from padformer_edge.model.posembed import sincos_2d
+from padformer_edge.model.selection import select_top_k
+from padformer_edge.model.stn import FeatureSTN
+
+
+def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
+    """[..., M, D] -> [..., D, grid, grid]."""
+    return tokens.transpose(-1, -2).unflatten(-1, (grid, grid))
+
+
+def maps_to_tokens(maps: torch.Tensor) -> torch.Tensor:
+    """[..., D, h, w] -> [..., h * w, D]."""
+    return maps.flatten(-2).transpose(-1, -2)
+
+
+class DecoderLayer(nn.Module):
+    """Self-attention -> align + select -> cross-attention -> MLP, each add & norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        dim, heads = cfg.decoder_embed_dim, cfg.decoder_num_heads
+        self.cfg = cfg
+        self.self_attn = Attention(dim, heads, qkv_bias=True)
+        self.norm1 = nn.LayerNorm(dim)
+        self.stn = FeatureSTN(dim, cfg.grid_size) if cfg.use_stn else None
+        self.cross_attn = PositionSpecificCrossAttention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = Mlp(dim, int(dim * cfg.mlp_ratio))
+        self.norm3 = nn.LayerNorm(dim)
+
+    def align(self, query: torch.Tensor, refs: torch.Tensor) -> torch.Tensor:
+        """References [B, N, M, D] warped into the frame of query tokens [B, M, D]."""
+        if self.stn is None:
+            return refs
+        g = self.cfg.grid_size
+        return maps_to_tokens(self.stn(tokens_to_maps(query, g), tokens_to_maps(refs, g)))
+
+    def forward(
+        self, h: torch.Tensor, refs: torch.Tensor, aat: torch.Tensor | None
+    ) -> torch.Tensor:
+        """h [B, 1 + M, D] (CLS first), refs [B, N, M, D], aat [32 + M, D] or None."""
+        h = self.norm1(h + self.self_attn(h))
+        cls, q = h[:, :1], h[:, 1:]
+        pool = self.align(q, refs)
+        if self.cfg.use_selection:
+            index = select_top_k(q, pool, self.cfg.top_k, self.cfg.sim_weight, self.cfg.sim_sigma)
+            shared = None if aat is None else aat.unsqueeze(0)
+            update = self.cross_attn(q, shared, pool.flatten(1, 2), index)
+        else:  # CroCo-style ablation: every position sees every aligned reference token
+            shared = pool.flatten(1, 2)
+            if aat is not None:
+                shared = torch.cat([aat.unsqueeze(0).expand(q.shape[0], -1, -1), shared], 1)
+            update = self.cross_attn(q, shared)
+        # The CLS token only takes part in self-attention; cross-attention is per patch.
+        h = torch.cat([cls, self.norm2(q + update)], dim=1)
+        return self.norm3(h + self.mlp(h))
+
+
+class ReconstructionDecoder(nn.Module):
+    """Encoder tokens of the visible query + reference tokens -> pixels of every patch."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        dim = cfg.decoder_embed_dim
+        self.cfg = cfg
+        self.query_embed = nn.Linear(cfg.embed_dim, dim)
+        self.ref_embed = nn.Linear(cfg.embed_dim, dim)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.register_buffer("pos_embed", sincos_2d(dim, cfg.grid_size), persistent=False)
+        if cfg.use_aat:
+            self.global_tokens = nn.Parameter(torch.zeros(cfg.num_global_tokens, dim))
+            self.local_tokens = nn.Parameter(torch.zeros(cfg.num_patches, dim))
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, cfg.patch_size**2 * 3)
+
+    def anomaly_agnostic_tokens(self) -> torch.Tensor | None:
+        """[32 + M, D]: global priors, then position-tagged local priors."""
+        if not self.cfg.use_aat:
+            return None
+        return torch.cat([self.global_tokens, self.local_tokens + self.pos_embed[0, 1:]], 0)
+
+    def forward(
+        self, latent: torch.Tensor, ids_restore: torch.Tensor, refs: torch.Tensor
+    ) -> torch.Tensor:
+        """latent [B, 1 + V, d] (CLS first), refs [B, N, M, D'] -> patches [B, M, p*p*3]."""
+        x = self.query_embed(latent)
+        b, m = ids_restore.shape
+        fill = self.mask_token.expand(b, m + 1 - x.shape[1], -1)
+        patches = gather_tokens(torch.cat([x[:, 1:], fill], dim=1), ids_restore)
+        h = torch.cat([x[:, :1], patches], dim=1) + self.pos_embed
+        aat = self.anomaly_agnostic_tokens()
+        for layer in self.layers:
+            h = layer(h, refs, aat)
+        return self.head(self.norm(h)[:, 1:])

@@ -1,0 +1,74 @@
+"""The shared ViT encoder and the MAE-style masking it applies to the query.
+
+Parameter names follow MAE and timm (``patch_embed.proj``, ``cls_token``, ``blocks.i``,
+``norm``) so an official MAE or timm checkpoint loads into it key for key.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from timm.layers import PatchEmbed
+from timm.models.vision_transformer import Block
+from torch import nn
+
+from padformer_edge.model.config import ModelConfig
+from padformer_edge.model.posembed import sincos_2d
+
+
+def random_mask(
+    batch: int, num_patches: int, ratio: float, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Bool [batch, num_patches], True = masked, exactly ``int(num_patches * ratio)`` per row."""
+    device = generator.device if generator is not None else "cpu"
+    noise = torch.rand(batch, num_patches, generator=generator, device=device)
+    ranks = noise.argsort(dim=1).argsort(dim=1)
+    return ranks < int(num_patches * ratio)
+
+
+def shuffle_ids(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(ids_shuffle, ids_restore, visible count) for a mask with the same count per row.
+
+    ``ids_shuffle`` lists visible patches first (in patch order), then masked ones;
+    ``ids_restore`` is its inverse permutation.
+    """
+    masked = mask.sum(dim=1)
+    if masked.numel() and bool((masked != masked[0]).any()):
+        raise ValueError("every row of a mask must mask the same number of patches.")
+    ids_shuffle = mask.to(torch.uint8).argsort(dim=1, stable=True)
+    ids_restore = ids_shuffle.argsort(dim=1)
+    visible = mask.shape[1] - (int(masked[0]) if masked.numel() else 0)
+    return ids_shuffle, ids_restore, visible
+
+
+def gather_tokens(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """x[b, ids[b, i]] for token tensors [B, L, D]."""
+    return torch.gather(x, 1, ids.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+
+
+class ViTEncoder(nn.Module):
+    """Patch embedding, CLS token, fixed position table, transformer blocks, final norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.patch_embed = PatchEmbed(cfg.img_size, cfg.patch_size, 3, cfg.embed_dim)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.embed_dim))
+        self.register_buffer("pos_embed", sincos_2d(cfg.embed_dim, cfg.grid_size), persistent=False)
+        norm = partial(nn.LayerNorm, eps=1e-6)
+        self.blocks = nn.ModuleList(
+            Block(cfg.embed_dim, cfg.num_heads, cfg.mlp_ratio, qkv_bias=True, norm_layer=norm)
+            for _ in range(cfg.depth)
+        )
+        self.norm = norm(cfg.embed_dim)
+
+    def forward(self, images: torch.Tensor, ids_keep: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, 1 + L, D] with CLS first; ``ids_keep`` [B, L] picks the visible patches."""
+        x = self.patch_embed(images) + self.pos_embed[:, 1:]
+        if ids_keep is not None:
+            x = gather_tokens(x, ids_keep)
+        cls = (self.cls_token + self.pos_embed[:, :1]).expand(x.shape[0], -1, -1)
+        x = torch.cat([cls, x], dim=1)
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)

@@ -1,0 +1,167 @@
+"""PADFormer: reconstruct a masked query image from N reference images of the product.
+
+Detection encodes a reference set once (``encode_references``) and reuses the cache for
+every masked pass (``reconstruct``); training calls ``forward``, which does both. All
+images enter normalised (``normalize``) and the output is normalised pixels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from padformer_edge.errors import UserError
+from padformer_edge.model.config import PRESETS, ModelConfig
+from padformer_edge.model.decoder import ReconstructionDecoder
+from padformer_edge.model.encoder import ViTEncoder, random_mask, shuffle_ids
+
+
+@dataclass
+class ReferenceCache:
+    """Encoded references, reusable across queries; batch 1 is shared by any query batch."""
+
+    features: torch.Tensor
+    """[B, N, M, embed_dim] encoder features, CLS dropped."""
+    tokens: torch.Tensor
+    """[B, N, M, decoder_embed_dim] the same, projected for the decoder."""
+
+    @property
+    def num_references(self) -> int:
+        return self.features.shape[1]
+
+    def to(self, device: torch.device | str) -> ReferenceCache:
+        return ReferenceCache(self.features.to(device), self.tokens.to(device))
+
+
+class PADFormer(nn.Module):
+    """Shared ViT encoder + reference-conditioned cross-attention decoder."""
+
+    def __init__(self, config: ModelConfig, preset_name: str = "custom") -> None:
+        super().__init__()
+        self.config = config
+        self.preset_name = preset_name
+        self.encoder = ViTEncoder(config)
+        self.decoder = ReconstructionDecoder(config)
+        shape = (1, 3, 1, 1)
+        self.register_buffer("mean", torch.tensor(config.norm_mean).view(shape), False)
+        self.register_buffer("std", torch.tensor(config.norm_std).view(shape), False)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """MAE's recipe: xavier linears (patch embed as a linear too), small-normal tokens."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+        proj = self.encoder.patch_embed.proj.weight
+        nn.init.xavier_uniform_(proj.view(proj.shape[0], -1))
+        tokens = [self.encoder.cls_token, self.decoder.mask_token]
+        if self.config.use_aat:
+            tokens += [self.decoder.global_tokens, self.decoder.local_tokens]
+        for token in tokens:
+            nn.init.normal_(token, std=0.02)
+        for layer in self.decoder.layers:
+            if layer.stn is not None:
+                layer.stn.reset_identity()
+
+    # -- pixels -------------------------------------------------------------------------
+    def normalize(self, x01: torch.Tensor) -> torch.Tensor:
+        """Float RGB in [0, 1], [B, 3, H, W] -> model input."""
+        return (x01 - self.mean) / self.std
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        """Inverse of ``normalize``."""
+        return x * self.std + self.mean
+
+    def patchify(self, imgs: torch.Tensor) -> torch.Tensor:
+        """[B, 3, H, W] -> [B, M, p*p*3], each patch row-major with channels last."""
+        p, g = self.config.patch_size, self.config.grid_size
+        x = imgs.reshape(imgs.shape[0], 3, g, p, g, p)
+        return torch.einsum("bchpwq->bhwpqc", x).reshape(imgs.shape[0], g * g, p * p * 3)
+
+    def unpatchify(self, x: torch.Tensor) -> torch.Tensor:
+        """Inverse of ``patchify``."""
+        p, g = self.config.patch_size, self.config.grid_size
+        x = x.reshape(x.shape[0], g, g, p, p, 3)
+        return torch.einsum("bhwpqc->bchpwq", x).reshape(x.shape[0], 3, g * p, g * p)
+
+    # -- masking ------------------------------------------------------------------------
+    def random_mask(self, batch: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Bool [batch, M], True = masked, exactly ``int(M * mask_ratio)`` per row."""
+        mask = random_mask(batch, self.config.num_patches, self.config.mask_ratio, generator)
+        return mask.to(self.mean.device)
+
+    # -- encoding -----------------------------------------------------------------------
+    def _check_images(self, images: torch.Tensor, name: str, dims: int) -> None:
+        size = self.config.img_size
+        if images.dim() != dims or tuple(images.shape[-3:]) != (3, size, size):
+            lead = "B, N, " if dims == 5 else "B, "
+            raise ValueError(
+                f"{name} must have shape [{lead}3, {size}, {size}], got {list(images.shape)}."
+            )
+
+    def encode_features(self, images: torch.Tensor) -> torch.Tensor:
+        """[B, M, embed_dim] encoder features of whole (unmasked) images, CLS dropped."""
+        self._check_images(images, "images", 4)
+        return self.encoder(images)[:, 1:]
+
+    def encode_references(self, refs: torch.Tensor) -> ReferenceCache:
+        """Encode each of the [B, N, 3, H, W] references once for any number of passes."""
+        self._check_images(refs, "refs", 5)
+        features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
+        return ReferenceCache(features, self.decoder.ref_embed(features))
+
+    # -- reconstruction -----------------------------------------------------------------
+    def reconstruct(
+        self, query: torch.Tensor, cache: ReferenceCache, mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Normalised [B, 3, H, W] prediction of every query patch, given a [B, M] mask."""
+        self._check_images(query, "query", 4)
+        b, m = query.shape[0], self.config.num_patches
+        if mask.shape != (b, m) or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor of shape [{b}, {m}].")
+        refs = cache.tokens
+        if refs.shape[0] not in (1, b):
+            raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
+        ids_shuffle, ids_restore, visible = shuffle_ids(mask)
+        latent = self.encoder(query, ids_shuffle[:, :visible])
+        patches = self.decoder(latent, ids_restore, refs.expand(b, -1, -1, -1))
+        return self.unpatchify(patches)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        refs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(reconstruction, mask used) for a training step; draws a mask if none is given."""
+        if mask is None:
+            mask = self.random_mask(query.shape[0], generator)
+        return self.reconstruct(query, self.encode_references(refs), mask), mask
+
+
+def build_model(preset: str, **overrides) -> PADFormer:
+    """A freshly initialised model from a named preset, with config fields overridden."""
+    if preset not in PRESETS:
+        raise UserError(
+            f"unknown model preset '{preset}'; choose one of {', '.join(sorted(PRESETS))}."
+        )
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise UserError(
+            f"unknown model setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+        )
+    try:
+        config = dataclasses.replace(PRESETS[preset], **overrides)
+    except ValueError as err:
+        raise UserError(f"invalid model settings for preset '{preset}': {err}") from None
+    return PADFormer(config, preset_name=preset)
