@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from padformer_edge import __version__
-from padformer_edge.cli import config_cmd
+from padformer_edge.cli import config_cmd, train_cmd
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
 
@@ -25,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(config_cmd.app, name="config")
+app.command("train")(train_cmd.train)
 
 _stderr = Console(stderr=True)
 
