@@ -4,7 +4,8 @@ For each preset and stage, a one-stage recipe runs ``--steps`` optimizer steps o
 generated dataset (drawn shapes written as PNG and decoded by the loader, so decoding,
 warping and reference reading are included). The first step is excluded (allocation and
 worker start-up). Run with ``--write-readme`` to refresh the README table; the CPU is
-shared on the build machine, so compare rows measured in the same run.
+shared on the build machine, so compare rows measured in the same run. ``--threads``
+(default 1) is the recipe key ``cpu_threads``.
 
     python benchmarks/train_speed.py [--presets small paper] [--steps 6] [--write-readme]
 """
@@ -97,7 +98,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--num-refs", type=int, default=4)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads for the model")
+    # One thread by default: on a CPU shared with other jobs, OpenMP threads that spin-wait
+    # on each other make two threads several times slower than one, and noisier.
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the model")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

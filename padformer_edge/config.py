@@ -261,3 +261,4 @@ class TrainConfig(StrictModel):
     checkpoint: TrainCheckpointSection = TrainCheckpointSection()
     seed: int = 0
     device: str = "auto"
+    cpu_threads: int | None = Field(None, ge=1)  # torch threads per process; None = torch's

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,13 @@ from training.schedule import WarmupCosine
 STAGES = ("within_view", "cross_view")
 LAST_WEIGHTS, LAST_RESUME, FINAL_WEIGHTS = "last.safetensors", "last.resume.pt", "model.safetensors"
 # Recipe parts that may change between a run and its resumption without changing results.
-_RESUME_FREE_KEYS = {("data", "root"), ("data", "num_workers"), ("checkpoint", "out"), ("device",)}
+_RESUME_FREE_KEYS = {
+    ("data", "root"),
+    ("data", "num_workers"),
+    ("checkpoint", "out"),
+    ("device",),
+    ("cpu_threads",),
+}
 
 
 @dataclass
@@ -152,6 +159,7 @@ class _Run:
                 "both stages have 0 epochs; set stages.within_view or cross_view epochs."
             )
         self.global_step = 0
+        self.position: dict[str, Any] | None = None  # where a resume point would restart
         self.reports = {s: StageReport() for s in self.stages}
 
     # --- data -------------------------------------------------------------------------------
@@ -261,25 +269,24 @@ class _Run:
         os.replace(tmp, path)
         return path
 
-    def _write_resume_point(self, position: dict[str, Any]) -> None:
-        if not self.ctx.is_main:
+    def _write_resume_point(self) -> None:
+        """Weights as ``last.safetensors`` plus everything else needed to continue exactly."""
+        if not self.ctx.is_main or self.position is None:
             return
-        weights = self._write_weights(
-            LAST_WEIGHTS,
-            self.stages[position["stage_index"]]
-            if position["stage_index"] < len(self.stages)
-            else "done",
-        )
+        index = self.position["stage_index"]
+        stage = self.stages[index] if index < len(self.stages) else "done"
+        weights = self._write_weights(LAST_WEIGHTS, stage)
+        has_optimizer = self.position["has_optimizer"]
         save_resume(
             self.out / LAST_RESUME,
             {
-                **position,
+                **self.position,
                 "global_step": self.global_step,
                 "weights_sha256": file_sha256(weights),
                 "recipe": json.dumps(_recipe_fingerprint(self.config), sort_keys=True),
-                "optimizer": self.optimizer.state_dict() if position.get("has_optimizer") else {},
-                "scheduler": self.scheduler.state_dict() if position.get("has_optimizer") else {},
-                "scaler": self.scaler.state_dict() if position.get("has_optimizer") else {},
+                "optimizer": self.optimizer.state_dict() if has_optimizer else {},
+                "scheduler": self.scheduler.state_dict() if has_optimizer else {},
+                "scaler": self.scaler.state_dict() if has_optimizer else {},
                 "rng": capture_rng(),
             },
         )
@@ -304,130 +311,135 @@ class _Run:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    def train(self, resume: bool) -> TrainSummary:
+    def _optimizer_step(self, batches: Iterator, stage: str) -> tuple[dict[str, float], float]:
+        """``accumulate`` micro-batches, then one clipped update; (mean loss terms, lr used)."""
         optim = self.config.optim
+        self.optimizer.zero_grad(set_to_none=True)
+        terms = [
+            self._micro_step(next(batches), stage, micro, sync=micro == optim.accumulate - 1)
+            for micro in range(optim.accumulate)
+        ]
+        self.scaler.unscale_(self.optimizer)
+        if optim.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), optim.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        lr = self.scheduler.get_last_lr()[0]
+        self.scheduler.step()
+        self.global_step += 1
+        mean = {k: float(np.mean([t[k] for t in terms])) for k in terms[0]}
+        return mean, lr
+
+    def _run_stage(self, stage_index: int, state: dict[str, Any] | None) -> None:
+        """Train one stage from the start, or from ``state``'s position within it."""
+        optim, stage = self.config.optim, self.stages[stage_index]
+        samples = self._samples(stage)
+        per_epoch = self._steps_per_epoch(samples)
+        epochs = getattr(self.config.stages, stage).epochs
+        total = per_epoch * epochs
+        self.optimizer, self.scheduler, self.scaler = self._optimizer(total)
+        start_epoch, start_step = 0, 0
+        if state is not None:
+            if state["stage_index"] == stage_index and state["has_optimizer"]:
+                self.optimizer.load_state_dict(state["optimizer"])
+                self.scheduler.load_state_dict(state["scheduler"])
+                self.scaler.load_state_dict(state["scaler"])
+                start_epoch, start_step = state["epoch"], state["step_in_epoch"]
+            restore_rng(state["rng"])
+        report = self.reports[stage]
+        report.total_steps = total
+        stage_step = start_epoch * per_epoch + start_step
+        self.position = {
+            "stage_index": stage_index,
+            "epoch": start_epoch,
+            "step_in_epoch": start_step,
+            "has_optimizer": True,
+        }
+        self.reporter.stage_started(
+            stage,
+            total,
+            stage_step,
+            epochs=epochs,
+            steps_per_epoch=per_epoch,
+            num_refs=self.num_refs,
+            train_images=len(samples),
+            device=str(self.ctx.device),
+            world_size=self.ctx.world_size,
+        )
+        self.model.train()
+        started = time.perf_counter()
+        for epoch in range(start_epoch, epochs):
+            first = start_step if epoch == start_epoch else 0
+            batches = iter(
+                self._loader(samples, stage, epoch, first * optim.accumulate * optim.batch_size)
+            )
+            for step_in_epoch in range(first, per_epoch):
+                terms, lr = self._optimizer_step(batches, stage)
+                stage_step += 1
+                done_epoch = step_in_epoch + 1 == per_epoch
+                self.position.update(
+                    epoch=epoch + 1 if done_epoch else epoch,
+                    step_in_epoch=0 if done_epoch else step_in_epoch + 1,
+                )
+                if self.global_step % self.config.checkpoint.every_steps == 0:
+                    self._write_resume_point()
+                report.steps += 1
+                report.samples += optim.batch_size * optim.accumulate * self.ctx.world_size
+                report.seconds = time.perf_counter() - started
+                report.losses.append(terms["loss"])
+                self.reporter.step(
+                    StepInfo(
+                        stage=stage,
+                        step=stage_step,
+                        total=total,
+                        global_step=self.global_step,
+                        epoch=epoch,
+                        loss=terms["loss"],
+                        mse=terms["mse"],
+                        perceptual=terms.get("perceptual"),
+                        lr=lr,
+                        samples_per_s=report.samples / max(report.seconds, 1e-9),
+                    )
+                )
+        self.reporter.stage_finished(stage, **report.as_dict())
+        if self.ctx.is_main:
+            self._write_weights(f"{stage}.safetensors", stage)
+
+    def train(self, resume: bool) -> TrainSummary:
         state = self._load_resume_point() if resume else None
         resumed_at = self.global_step if resume else None
-        start_stage = state["stage_index"] if state else 0
         if self.ctx.distributed:
             cuda = self.ctx.device.type == "cuda"
             self.ddp = DistributedDataParallel(
                 self.model, device_ids=[self.ctx.device.index] if cuda else None
             )
         interrupted = False
-        position: dict[str, Any] | None = None
         try:
-            for stage_index in range(start_stage, len(self.stages)):
-                stage = self.stages[stage_index]
-                samples = self._samples(stage)
-                per_epoch = self._steps_per_epoch(samples)
-                epochs = getattr(self.config.stages, stage).epochs
-                total = per_epoch * epochs
-                self.optimizer, self.scheduler, self.scaler = self._optimizer(total)
-                epoch, step_in_epoch = 0, 0
-                if state and stage_index == state["stage_index"] and state["has_optimizer"]:
-                    self.optimizer.load_state_dict(state["optimizer"])
-                    self.scheduler.load_state_dict(state["scheduler"])
-                    self.scaler.load_state_dict(state["scaler"])
-                    epoch, step_in_epoch = state["epoch"], state["step_in_epoch"]
-                if state:
-                    restore_rng(state["rng"])
-                    state = None
-                report = self.reports[stage]
-                report.total_steps = total
-                stage_step = epoch * per_epoch + step_in_epoch
-                self.reporter.stage_started(
-                    stage,
-                    total,
-                    stage_step,
-                    epochs=epochs,
-                    steps_per_epoch=per_epoch,
-                    num_refs=self.num_refs,
-                    train_images=len(samples),
-                    device=str(self.ctx.device),
-                    world_size=self.ctx.world_size,
-                )
-                self.model.train()
-                started = time.perf_counter()
-                position = {
-                    "stage_index": stage_index,
-                    "epoch": epoch,
-                    "step_in_epoch": step_in_epoch,
-                    "has_optimizer": True,
-                }
-                while epoch < epochs:
-                    skip = step_in_epoch * optim.accumulate * optim.batch_size
-                    batches = iter(self._loader(samples, stage, epoch, skip))
-                    while step_in_epoch < per_epoch:
-                        self.optimizer.zero_grad(set_to_none=True)
-                        terms: list[dict[str, float]] = []
-                        for micro in range(optim.accumulate):
-                            sync = micro == optim.accumulate - 1
-                            terms.append(self._micro_step(next(batches), stage, micro, sync))
-                        self.scaler.unscale_(self.optimizer)
-                        if optim.grad_clip > 0:
-                            torch.nn.utils.clip_grad_norm_(self.model.parameters(), optim.grad_clip)
-                        self.scaler.step(self.optimizer)
-                        self.scaler.update()
-                        lr = self.scheduler.get_last_lr()[0]
-                        self.scheduler.step()
-                        self.global_step += 1
-                        step_in_epoch += 1
-                        stage_step += 1
-                        position.update(epoch=epoch, step_in_epoch=step_in_epoch)
-                        if step_in_epoch == per_epoch:
-                            position.update(epoch=epoch + 1, step_in_epoch=0)
-                        elapsed = time.perf_counter() - started
-                        report.steps += 1
-                        report.samples += optim.batch_size * optim.accumulate * self.ctx.world_size
-                        report.seconds = elapsed
-                        loss = float(np.mean([t["loss"] for t in terms]))
-                        report.losses.append(loss)
-                        perceptual = [t["perceptual"] for t in terms if "perceptual" in t]
-                        if self.global_step % self.config.checkpoint.every_steps == 0:
-                            self._write_resume_point(position)
-                        self.reporter.step(
-                            StepInfo(
-                                stage=stage,
-                                step=stage_step,
-                                total=total,
-                                global_step=self.global_step,
-                                epoch=epoch,
-                                loss=loss,
-                                mse=float(np.mean([t["mse"] for t in terms])),
-                                perceptual=float(np.mean(perceptual)) if perceptual else None,
-                                lr=lr,
-                                samples_per_s=report.samples / elapsed if elapsed else 0.0,
-                            )
-                        )
-                    epoch, step_in_epoch = epoch + 1, 0
-                self.reporter.stage_finished(stage, **report.as_dict())
-                if self.ctx.is_main:
-                    self._write_weights(f"{stage}.safetensors", stage)
+            for stage_index in range(state["stage_index"] if state else 0, len(self.stages)):
+                self._run_stage(stage_index, state)
+                state = None
             self._check_ranks_agree()
             if self.ctx.is_main:
                 self._write_weights(FINAL_WEIGHTS, self.stages[-1])
-                self._write_resume_point(
-                    {
-                        "stage_index": len(self.stages),
-                        "epoch": 0,
-                        "step_in_epoch": 0,
-                        "has_optimizer": False,
-                    }
-                )
+                self.position = {
+                    "stage_index": len(self.stages),
+                    "epoch": 0,
+                    "step_in_epoch": 0,
+                    "has_optimizer": False,
+                }
+                self._write_resume_point()
         except KeyboardInterrupt:
             interrupted = True
-            if position is not None:
-                self._write_resume_point(position)
+            if self.position is not None:
+                self._write_resume_point()
             get_logger("train").warning(
                 "interrupted",
                 global_step=self.global_step,
                 resume_point=str(self.out / LAST_RESUME),
             )
-        finished = not interrupted
         return TrainSummary(
             out=self.out,
-            checkpoint=self.out / (FINAL_WEIGHTS if finished else LAST_WEIGHTS),
+            checkpoint=self.out / (LAST_WEIGHTS if interrupted else FINAL_WEIGHTS),
             global_step=self.global_step,
             stages={s: r.as_dict() for s, r in self.reports.items()},
             interrupted=interrupted,
@@ -477,6 +489,8 @@ def run_training(
         raise UserError(
             f"{out_dir} already holds a run; pass --resume to continue it or choose another --out."
         )
+    if config.cpu_threads is not None:
+        torch.set_num_threads(config.cpu_threads)
     ctx = init_distributed(device or config.device)
     try:
         if ctx.is_main:
