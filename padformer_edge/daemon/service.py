@@ -1,0 +1,209 @@
+"""The daemon process: start-up order, the supervising loop, and a clean stop.
+
+Start-up does everything that can fail before it claims to be ready: migrations (under
+the store's file lock, after a backup), requeueing what a crash left ``processing``,
+loading and warming every profile. Only then READY=1. The main thread supervises: it
+restarts a dead observer, pings the systemd watchdog only while the observer, the
+worker and the database are all healthy (so systemd restarts a daemon that is wedged
+rather than one that is merely busy), and reports the backlog in STATUS=.
+
+SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
+anything still ``processing`` to ``pending`` and exit 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+from padformer_edge.config import DaemonConfig
+from padformer_edge.daemon.inspectors import Inspector, build_inspector
+from padformer_edge.daemon.intake import Camera, Intake
+from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
+from padformer_edge.daemon.worker import AlertPlanner, Worker, no_alerts
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
+
+log = get_logger("daemon")
+
+STATUS_EVERY_S = 5.0
+INTAKE_TICK_S = 0.1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Config paths made absolute: relative ones live under the state directory."""
+
+    cameras: list[Camera]
+    heatmaps: Path
+    base: Path
+
+
+def resolve_layout(config: DaemonConfig) -> Layout:
+    base = state_dir()
+    heatmaps = base / (config.heatmaps or "heatmaps")
+    cameras = []
+    for cam in config.cameras:
+        root = (base / cam.path).expanduser()
+        if not root.is_dir():
+            raise UserError(
+                f"camera folder {root} of camera '{cam.name}' does not exist; "
+                "create it or fix its path in the daemon config."
+            )
+        root = root.resolve()
+        if heatmaps.resolve().is_relative_to(root):
+            raise UserError(
+                f"heatmap folder {heatmaps} is inside camera folder {root}; "
+                "heatmaps would be inspected as camera images, choose another."
+            )
+        cameras.append(Camera(cam.name, root, config.profiles[cam.profile].product))
+    return Layout(cameras, heatmaps, base)
+
+
+class Daemon:
+    """Owns the threads; ``run`` blocks until a stop signal and returns the exit code."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        plan_alerts: AlertPlanner = no_alerts,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.config, self.plan_alerts = config, plan_alerts
+        self.notifier = notifier or Notifier()
+        self.stop = threading.Event()
+        self.layout = resolve_layout(config)
+
+    def start(self) -> None:
+        self.engine: Engine = open_engine(self.config.database)
+        revision = migrate_on_start(self.engine)
+        requeued, failed = requeue_interrupted(
+            self.engine, max_attempts=self.config.worker.max_attempts
+        )
+        log.info("daemon.recovered", revision=revision, requeued=requeued, failed=failed)
+        shared: dict[str, Inspector] = {}
+        for name in {cam.profile for cam in self.config.cameras}:
+            shared[name] = build_inspector(
+                name,
+                self.config.profiles[name],
+                device=self.config.worker.device,
+                precision=self.config.worker.precision,
+                model_batch=self.config.worker.model_batch,
+                base=self.layout.base,
+            )
+        cameras = {c.name: c for c in self.layout.cameras}
+        inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
+        self.intake = Intake(self.engine, self.layout.cameras, self.config.intake)
+        self.worker = Worker(
+            self.engine,
+            cameras,
+            inspectors,
+            self.config.worker,
+            self.layout.heatmaps,
+            self.intake.max_bytes,
+            self.plan_alerts,
+        )
+        self.intake.start_observer()
+        self.intake_thread = self._spawn("intake", self._intake_loop)
+        self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
+
+    def _spawn(self, name: str, target) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def _intake_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.intake.step()
+            except Exception as err:  # one bad step (a database hiccup) must not end intake
+                log.error("intake.step_failed", error=f"{type(err).__name__}: {err}")
+            self.stop.wait(INTAKE_TICK_S)
+
+    # -- supervision -------------------------------------------------------------------
+    def healthy(self) -> bool:
+        """Observer, intake and worker threads alive, the worker not stuck, the DB reachable."""
+        busy = self.worker.busy_since
+        stalled = max(time.monotonic() - self.worker.beat, 0.0) > self.config.watchdog_stall_s
+        stuck = busy is not None and time.monotonic() - busy > self.config.watchdog_stall_s
+        if not (self.intake.observer_alive() and self.intake_thread.is_alive()):
+            return False
+        if not self.worker_thread.is_alive() or (stalled and busy is None) or stuck:
+            return False
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception:
+            return False
+        return True
+
+    def status_line(self) -> str:
+        return (
+            f"backlog {self.worker.backlog()}, inspected {self.worker.processed}, "
+            f"last {self.worker.last_result}"
+        )
+
+    def supervise(self) -> None:
+        tick = min(watchdog_interval_s() or 1.0, 1.0)
+        next_status = 0.0
+        while not self.stop.wait(tick):
+            self.intake.ensure_observer()
+            if self.healthy():
+                self.notifier.watchdog()
+            else:
+                log.error(
+                    "daemon.unhealthy",
+                    observer=self.intake.observer_alive(),
+                    worker=self.worker_thread.is_alive(),
+                )
+            if time.monotonic() >= next_status:
+                next_status = time.monotonic() + STATUS_EVERY_S
+                try:
+                    self.notifier.status(self.status_line())
+                except Exception as err:
+                    log.error("daemon.status_failed", error=str(err))
+
+    def shutdown(self) -> None:
+        self.notifier.stopping()
+        log.info("daemon.stopping")
+        self.stop.set()
+        self.intake.stop_observer()
+        self.intake_thread.join()
+        self.worker_thread.join()  # finishes the batch in hand
+        requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
+        log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
+
+    def run(self) -> int:
+        def request_stop(signum: int, _frame: object) -> None:
+            log.info("daemon.signal", signal=signal.Signals(signum).name)
+            self.stop.set()
+
+        previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.start()
+            if self.stop.is_set():
+                self.shutdown()
+                return 0
+            self.notifier.ready(self.status_line())
+            log.info(
+                "daemon.ready",
+                cameras=[c.name for c in self.layout.cameras],
+                heatmaps=str(self.layout.heatmaps),
+            )
+            self.supervise()
+            self.shutdown()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 0
+
+
+def run_daemon(config: DaemonConfig, plan_alerts: AlertPlanner = no_alerts) -> int:
+    """Run until SIGTERM/SIGINT; the exit code for the CLI."""
+    return Daemon(config, plan_alerts).run()
