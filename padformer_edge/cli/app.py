@@ -17,6 +17,7 @@ from padformer_edge.cli import (
     alerts_cmd,
     config_cmd,
     db_cmd,
+    demo_cmd,
     detect_cmd,
     results_cmd,
     train_cmd,
@@ -41,6 +42,7 @@ app.command("detect")(detect_cmd.detect)
 app.add_typer(alerts_cmd.app, name="alerts")
 app.command("train")(train_cmd.train)
 app.command("watch")(watch_cmd.watch)
+app.command("demo")(demo_cmd.demo)
 
 _stderr = Console(stderr=True)
 

@@ -1,0 +1,73 @@
+"""How big each step of the demo is: the full run (minutes) and ``--quick`` (for tests).
+
+The full run is sized from the measured training speed of the small preset on this
+project's 2-core build machine (README, ``benchmarks/train_speed.py``: about 4.9
+samples/s within-view and 2.5 cross-view on one thread): 40 views x (3 + 12) epochs is
+about 4 minutes of training, and rendering, calibration and inspection add a few more,
+so the whole demo takes about 10 minutes there and less on a free machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    mesh: str
+    size: int
+    preset: str
+    train_views: int
+    test_per_defect: int
+    calibration_views: int
+    camera_good_views: int
+    within_view_epochs: int
+    cross_view_epochs: int
+    num_refs: int
+    batch_size: int
+    shots: int
+    passes: int
+    target_fpr: float
+    perceptual: str
+
+    @property
+    def test_good_views(self) -> int:
+        # One render of held-out good views, split: calibration first, the camera after.
+        return self.calibration_views + self.camera_good_views
+
+
+FULL = DemoPlan(
+    mesh="builtin:duck",
+    size=128,
+    preset="small",
+    train_views=40,
+    test_per_defect=3,
+    calibration_views=12,
+    camera_good_views=6,
+    within_view_epochs=3,
+    cross_view_epochs=12,
+    num_refs=4,
+    batch_size=8,
+    shots=4,
+    passes=15,
+    target_fpr=0.1,
+    perceptual="efficientnet-lite0",
+)
+# The tiny preset with random-quality weights: every step runs for real, in seconds.
+QUICK = DemoPlan(
+    mesh="builtin:duck",
+    size=64,
+    preset="tiny",
+    train_views=6,
+    test_per_defect=1,
+    calibration_views=10,
+    camera_good_views=1,
+    within_view_epochs=1,
+    cross_view_epochs=1,
+    num_refs=2,
+    batch_size=2,
+    shots=2,
+    passes=2,
+    target_fpr=0.1,
+    perceptual="none",
+)

@@ -1,0 +1,204 @@
+"""``padformer-edge demo``: the whole product on one synthetic part, start to finish.
+
+Render a small dataset, train briefly, make and calibrate a profile, start the daemon on
+a camera folder, deliver good and defective images as a camera would, and collect what
+the line would see: the result history, the alerts and the heatmaps. Every step is the
+real code path an installation uses; only the sizes are small.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from padformer_edge.config import DetectionSettings, TrainConfig
+from padformer_edge.daemon.alerts import list_alerts
+from padformer_edge.demo.line import (
+    DaemonProcess,
+    deliver_as_camera,
+    wait_for_alerts,
+    wait_until_finished,
+)
+from padformer_edge.demo.plan import DemoPlan
+from padformer_edge.detect.images import list_images
+from padformer_edge.errors import UserError
+from padformer_edge.profiles import calibrate_profile, create_profile
+from padformer_edge.profiles.layout import REFERENCES_DIR
+from padformer_edge.store import Filters, list_inspections, open_engine
+from padformer_edge.store.history import record
+from training.synth import ViewCounts, render_dataset
+from training.trainer import run_training
+
+PRODUCT = "demo-part"
+CAMERA = "line1-top"
+# Appends each delivered alert to a file: shows the command sink with a real program.
+ALERT_WRITER = "import sys; open(sys.argv[1], 'a').write(sys.stdin.read() + '\\n')"
+
+
+@dataclass
+class TrainingFacts:
+    steps: int
+    samples: int
+    seconds: float
+    views: int
+    epochs: tuple[int, int]
+    preset: str
+
+
+@dataclass
+class DemoReport:
+    workdir: Path
+    heatmaps: Path
+    database: Path
+    alerts_file: Path
+    daemon_log: Path
+    training: TrainingFacts
+    threshold: float
+    rows: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]
+    daemon_exit: int
+
+
+def _workdir(out: Path | None) -> Path:
+    if out is None:
+        return Path(tempfile.mkdtemp(prefix="padformer-edge-demo-"))
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"demo folder {out} is not empty; give a new or empty --out folder.")
+    out.mkdir(parents=True, exist_ok=True)
+    return out.absolute()
+
+
+def _recipe(plan: DemoPlan, data: Path, out: Path) -> TrainConfig:
+    steps_per_epoch = max(1, plan.train_views // plan.batch_size)
+    return TrainConfig.model_validate({
+        "model": {"preset": plan.preset},
+        "data": {"root": str(data), "layout": "mad-sim", "num_refs": plan.num_refs,
+                 "num_workers": 0},
+        "loss": {"perceptual": plan.perceptual},
+        "optim": {"batch_size": plan.batch_size, "min_lr": 1e-6,
+                  "warmup_steps": steps_per_epoch * plan.within_view_epochs // 3},
+        "stages": {"within_view": {"epochs": plan.within_view_epochs},
+                   "cross_view": {"epochs": plan.cross_view_epochs}},
+        "checkpoint": {"out": str(out), "every_steps": 10_000},
+        "cpu_threads": 1,  # one thread: measured faster than two on a shared 2-core CPU
+    })  # fmt: skip
+
+
+def _train(plan: DemoPlan, data: Path, out: Path) -> tuple[Path, TrainingFacts]:
+    started = time.monotonic()
+    summary = run_training(_recipe(plan, data, out), data, out)
+    if summary.checkpoint is None:
+        raise UserError(f"training stopped before it wrote a model; see {out}.")
+    stages = summary.stages.values()
+    facts = TrainingFacts(
+        steps=summary.global_step,
+        samples=sum(round(s["samples_per_s"] * s["seconds"]) for s in stages),
+        seconds=time.monotonic() - started,
+        views=plan.train_views,
+        epochs=(plan.within_view_epochs, plan.cross_view_epochs),
+        preset=plan.preset,
+    )
+    return summary.checkpoint, facts
+
+
+def _daemon_config(work: Path, plan: DemoPlan, profile_dir: Path, checkpoint: Path,
+                   threshold: float) -> Path:  # fmt: skip
+    config = {
+        "database": str(work / "results.sqlite3"),
+        "heatmaps": str(work / "heatmaps"),
+        "cameras": [{"name": CAMERA, "path": str(work / "camera"), "profile": PRODUCT}],
+        "profiles": {PRODUCT: {
+            "product": PRODUCT, "checkpoint": str(checkpoint),
+            "references": str(profile_dir / REFERENCES_DIR), "threshold": threshold,
+            "passes": plan.passes,
+        }},
+        "intake": {"stable_ms": 200, "rescan_interval_s": 30},
+        "alerts": {
+            "cooldown_s": 0,  # every anomaly notifies, so the demo shows them all
+            "poll_interval_s": 0.5,
+            "sinks": {"alerts-file": {
+                "type": "command",
+                "argv": [sys.executable, "-c", ALERT_WRITER, str(work / "alerts.jsonl")],
+            }},
+        },
+    }  # fmt: skip
+    path = work / "daemon.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _camera_images(class_dir: Path, plan: DemoPlan) -> tuple[list[Path], list[tuple[str, Path]]]:
+    """Held-out good views split into calibration and camera sets, plus every defect."""
+    good = list_images(class_dir / "test" / "good")
+    calibration, camera_good = good[: plan.calibration_views], good[plan.calibration_views :]
+    defects = [(d.name, p) for d in sorted((class_dir / "test").iterdir())
+               if d.is_dir() and d.name != "good" for p in list_images(d)]  # fmt: skip
+    # Interleaved, as parts arrive on a line: good and defective mixed.
+    shots = [("good", p) for p in camera_good] + defects
+    return calibration, sorted(shots, key=lambda item: (int(item[1].stem), item[0]))
+
+
+def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> DemoReport:
+    work = _workdir(out)
+    say(f"working in {work}")
+
+    say(f"1/5 rendering {plan.mesh} at {plan.size} px ...")
+    counts = ViewCounts(train=plan.train_views, test_per_defect=plan.test_per_defect,
+                        test_good=plan.test_good_views)  # fmt: skip
+    data = render_dataset([plan.mesh], work / "data", counts, size=plan.size, seed=0)
+    (class_dir,) = [d for d in data.iterdir() if d.is_dir()]
+
+    say(f"2/5 training the {plan.preset} preset briefly ...")
+    checkpoint, facts = _train(plan, data, work / "run")
+
+    say("3/5 creating and calibrating the profile ...")
+    profiles = work / "profiles"
+    calibration, shots = _camera_images(class_dir, plan)
+    created = create_profile(
+        profiles, PRODUCT, checkpoint, class_dir / "train" / "good", shots=plan.shots,
+        settings=DetectionSettings(passes=plan.passes),
+    )  # fmt: skip
+    calibration_dir = work / "calibration-good"
+    calibration_dir.mkdir()
+    for path in calibration:
+        shutil.copyfile(path, calibration_dir / path.name)
+    threshold = calibrate_profile(
+        profiles, PRODUCT, calibration_dir, target_fpr=plan.target_fpr
+    ).result.threshold
+
+    say("4/5 starting the daemon and sending images as a camera would ...")
+    (work / "camera").mkdir()
+    config = _daemon_config(work, plan, created.profile.folder, checkpoint, threshold)
+    daemon = DaemonProcess(config, work / "daemon.log")
+    daemon.start(ready_timeout_s=300)
+    try:
+        for index, (label, image) in enumerate(shots):
+            deliver_as_camera(image, work / "camera", f"{index:03d}-{label}.png")
+            time.sleep(0.2)  # a camera's pace, so results arrive as the parts do
+        wait_until_finished(
+            work / "results.sqlite3", len(shots), daemon, timeout_s=120 + 10 * len(shots)
+        )
+        wait_for_alerts(work / "results.sqlite3", daemon, timeout_s=60)
+    finally:
+        exit_code = daemon.stop()
+
+    say("5/5 collecting results ...")
+    engine = open_engine(str(work / "results.sqlite3"), read_only=True)
+    try:
+        rows = [record(r) for r in reversed(list_inspections(engine, Filters(), len(shots)))]
+        alerts = list_alerts(engine, limit=10 * len(shots))
+    finally:
+        engine.dispose()
+    return DemoReport(
+        workdir=work, heatmaps=work / "heatmaps", database=work / "results.sqlite3",
+        alerts_file=work / "alerts.jsonl", daemon_log=work / "daemon.log", training=facts,
+        threshold=threshold, rows=rows, alerts=alerts, daemon_exit=exit_code,
+    )  # fmt: skip
