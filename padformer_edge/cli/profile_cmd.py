@@ -10,7 +10,13 @@ import typer
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from padformer_edge.config import DetectionSettings
@@ -102,8 +108,7 @@ def calibrate(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate."""
-    columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())  # fmt: skip
+    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=_err, transient=True, disable=not _err.is_terminal) as bar:
         task = bar.add_task("scoring", total=None)
         report = calibrate_profile(
