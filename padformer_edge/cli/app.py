@@ -19,6 +19,7 @@ from padformer_edge.cli import (
     db_cmd,
     demo_cmd,
     detect_cmd,
+    profile_cmd,
     results_cmd,
     train_cmd,
     watch_cmd,
@@ -43,6 +44,7 @@ app.add_typer(alerts_cmd.app, name="alerts")
 app.command("train")(train_cmd.train)
 app.command("watch")(watch_cmd.watch)
 app.command("demo")(demo_cmd.demo)
+app.add_typer(profile_cmd.app, name="profile")
 
 _stderr = Console(stderr=True)
 

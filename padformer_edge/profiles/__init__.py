@@ -8,14 +8,20 @@ The daemon loads a profile by name and runs it exactly as ``profile test`` does:
     profile.is_anomaly(score), profile.normalised_score(score)
 """
 
+from padformer_edge.profiles.calibrate import CalibrationReport, calibrate_profile
 from padformer_edge.profiles.create import CreateResult, create_profile, set_model
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import Profile, list_profile_names, load_profile
+from padformer_edge.profiles.verdicts import Verdict, inspect_images
 
 __all__ = [
+    "CalibrationReport",
     "CreateResult",
     "Profile",
+    "Verdict",
+    "calibrate_profile",
     "create_profile",
+    "inspect_images",
     "list_profile_names",
     "load_profile",
     "profiles_root",

@@ -147,6 +147,11 @@ def load_profile(root: str | Path, name: str) -> Profile:
             f"{folder / PROFILE_FILE} names profile '{config.name}' but lives in folder "
             f"'{name}'; rename the folder or fix the name key."
         )
+    if config.calibration is not None and config.calibration.model_sha256 != config.model.sha256:
+        raise UserError(
+            f"{folder / PROFILE_FILE}: the calibration was made with another model than the one "
+            f"the profile names; run `padformer-edge profile calibrate {name} --good DIR`."
+        )
     return Profile(folder, config)
 
 

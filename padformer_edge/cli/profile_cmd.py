@@ -1,0 +1,207 @@
+"""``padformer-edge profile``: set up, calibrate and try out inspection profiles."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from padformer_edge.config import DetectionSettings
+from padformer_edge.errors import UserError
+from padformer_edge.profiles import (
+    calibrate_profile,
+    create_profile,
+    inspect_images,
+    list_profile_names,
+    load_profile,
+    profiles_root,
+    set_model,
+)
+
+app = typer.Typer(
+    help="Inspection profiles: a product's model, references and threshold.",
+    no_args_is_help=True,
+)
+ROOT_HELP = "Profiles folder; else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
+DEVICE_HELP = "auto, cpu or cuda (default: the profile's own setting)."
+_out = Console()
+_err = Console(stderr=True)
+
+
+def _say(text: str) -> None:
+    _out.print(text, highlight=False, soft_wrap=True)
+
+
+def detection_settings(**values: object) -> DetectionSettings:
+    """Detection settings from CLI options; a bad value names its option."""
+    try:
+        return DetectionSettings(**values)
+    except ValidationError as err:
+        problem = err.errors()[0]
+        key = str(problem["loc"][0])
+        option = "--batch-size" if key == "max_batch" else "--" + key.replace("_", "-")
+        raise UserError(f"{option}: {problem['msg'].lower()}; fix the option.") from err
+
+
+@app.command("create")
+def create(
+    name: str = typer.Argument(..., help="Profile name (letters, digits, '.', '_', '-')."),
+    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
+    references: Path = typer.Option(
+        ..., "--references", "-r", help="Folder of good images of the product, one size."
+    ),
+    shots: int | None = typer.Option(
+        None, "--shots", "-n", help="References to keep, chosen to cover viewpoints (default all)."
+    ),
+    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
+    mask_ratio: float = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden."),
+    schedule: str = typer.Option("random", "--schedule", help="random or balanced masks."),
+    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the mask schedule."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA."),
+    batch_size: int = typer.Option(32, "--batch-size", help="Most passes per model call."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Make profile NAME; with --shots, keep the references that cover the most views."""
+    settings = detection_settings(
+        passes=passes,
+        mask_ratio=mask_ratio,
+        schedule=schedule,
+        metric=metric,
+        seed=seed,
+        device=device,
+        precision=precision,
+        max_batch=batch_size,
+    )
+    result = create_profile(profiles_root(root), name, model, references, shots, settings)
+    chosen = ", ".join(p.name for p in result.chosen)
+    _say(f"created profile '{name}' at {result.profile.folder}")
+    _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
+    _say(f"next: padformer-edge profile calibrate {name} --good DIR")
+
+
+@app.command("calibrate")
+def calibrate(
+    name: str = typer.Argument(..., help="Profile name."),
+    good: Path = typer.Option(..., "--good", "-g", help="Held-out good images (not references)."),
+    anomalous: Path | None = typer.Option(
+        None, "--anomalous", "-a", help="Labelled defective images, for recall and F1."
+    ),
+    target_fpr: float = typer.Option(
+        0.01, "--target-fpr", help="False-alarm rate wanted on good parts."
+    ),
+    device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Set NAME's threshold so good parts raise false alarms at the target rate."""
+    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=_err, transient=True, disable=not _err.is_terminal) as bar:
+        task = bar.add_task("scoring", total=None)
+        report = calibrate_profile(
+            profiles_root(root),
+            name,
+            good,
+            anomalous,
+            target_fpr,
+            device,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    result = report.result
+    _say(
+        f"threshold {result.threshold:.6g} = {1 - result.target_fpr:g} quantile of "
+        f"{result.good.count} good scores ({result.good_quantile:.6g}) + margin "
+        f"{result.margin:.6g} (bootstrap standard error of that quantile)"
+    )
+    _say(f"false alarms on the calibration set: {result.observed_fpr:.2%}")
+    if result.anomalous is not None:
+        check = result.anomalous
+        _say(
+            f"{check.count} anomalous images: recall {check.recall_at_threshold:.2%}, "
+            f"precision {check.precision_at_threshold:.2%} at the threshold; F1-optimal "
+            f"threshold {check.f1_optimal_threshold:.6g} (F1 {check.f1_optimal:.3f})"
+        )
+    for warning in result.warnings:
+        _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+
+
+@app.command("list")
+def list_profiles(
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per profile."),
+) -> None:
+    """List the profiles with their model, reference count and threshold."""
+    folder = profiles_root(root)
+    profiles = [load_profile(folder, name) for name in list_profile_names(folder)]
+    if as_json:
+        for p in profiles:
+            row = {"name": p.name, "model": str(p.model_path), "threshold": p.threshold}
+            typer.echo(json.dumps({**row, "references": len(p.reference_paths)}))
+        return
+    if not profiles:
+        _say(f"no profiles under {folder}; make one with `padformer-edge profile create`.")
+        return
+    table = Table("name", "model", "references", "threshold", "calibrated")
+    for p in profiles:
+        calibrated = p.calibration.calibrated_at if p.calibration else "no"
+        threshold = f"{p.threshold:.6g}" if p.threshold is not None else "-"
+        table.add_row(p.name, str(p.model_path), str(len(p.reference_paths)), threshold, calibrated)
+    _out.print(table)
+
+
+@app.command("show")
+def show(
+    name: str = typer.Argument(..., help="Profile name."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Print NAME's profile.yaml (settings, references, calibration) and its folder."""
+    profile = load_profile(profiles_root(root), name)
+    _say(f"# {profile.folder}")
+    typer.echo(yaml.safe_dump(profile.config.model_dump(mode="json"), sort_keys=False), nl=False)
+
+
+@app.command("test")
+def test(
+    name: str = typer.Argument(..., help="Profile name."),
+    images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
+    out: Path = typer.Option(Path("heatmaps"), "--out", "-o", help="Folder for heatmap PNGs."),
+    device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
+) -> None:
+    """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict."""
+    verdicts = inspect_images(profiles_root(root), name, images, out, device)
+    if as_json:
+        for v in verdicts:
+            typer.echo(json.dumps({**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)}))
+        return
+    table = Table("file", "score", "normalised", "verdict", "heatmap")
+    for v in verdicts:
+        verdict = "[red]ANOMALY[/]" if v.anomalous else "[green]good[/]"
+        table.add_row(str(v.path), f"{v.score:.6g}", f"{v.normalised:.3f}", verdict, str(v.heatmap))
+    _out.print(table)
+
+
+@app.command("set-model")
+def set_model_cmd(
+    name: str = typer.Argument(..., help="Profile name."),
+    model: Path = typer.Option(..., "--model", "-m", help="The new checkpoint (.safetensors)."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Adopt a new checkpoint for NAME; its threshold is cleared until recalibrated."""
+    profile = set_model(profiles_root(root), name, model)
+    _say(f"profile '{name}' now uses {profile.model_path} (sha256 {profile.model_sha256[:12]}...)")
+    _say(f"next: padformer-edge profile calibrate {name} --good DIR")

@@ -1,0 +1,140 @@
+"""``profile calibrate``: score held-out good (and optionally anomalous) images and store
+the threshold, with the score distribution it came from, in ``profile.yaml``.
+
+Images identical to a reference (same sha256) are left out: a reference is copied into
+the query's own reference set, so it reconstructs almost perfectly and would pull the
+false-alarm quantile down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from padformer_edge.config import CalibrationResult
+from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.model.checkpoint import file_sha256
+from padformer_edge.profiles.create import now_iso
+from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
+from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.profiles.thresholds import (
+    MIN_GOOD_IMAGES,
+    anomaly_check,
+    false_alarm_threshold,
+    good_images_needed,
+    summarise,
+)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """What ``calibrate`` stored, plus which given images it left out."""
+
+    profile: Profile
+    result: CalibrationResult
+    skipped_references: list[Path]
+
+
+def score_files(
+    detector: Detector, paths: Sequence[Path], progress: Progress | None = None
+) -> np.ndarray:
+    """Scores of ``paths`` in order, decoding only one model batch of images at a time."""
+    group = max(1, detector.max_batch // detector.passes)
+    scores: list[float] = []
+    for start in range(0, len(paths), group):
+        images = [read_image(p) for p in paths[start : start + group]]
+        scores += [d.score for d in detector.detect(images)]
+        if progress is not None:
+            progress(len(scores), len(paths))
+    return np.asarray(scores, dtype=np.float64)
+
+
+def image_files(folder: str | Path, what: str) -> list[Path]:
+    paths = list_images(folder)
+    if not paths:
+        raise UserError(
+            f"{what} folder {folder} holds no images ({', '.join(IMAGE_SUFFIXES)}); "
+            "put the calibration images there."
+        )
+    return paths
+
+
+def calibrate_profile(
+    root: str | Path,
+    name: str,
+    good: str | Path,
+    anomalous: str | Path | None = None,
+    target_fpr: float = 0.01,
+    device: str | None = None,
+    progress: Progress | None = None,
+) -> CalibrationReport:
+    """Set the profile's threshold from good images so false alarms run at ``target_fpr``."""
+    if not 0.0 < target_fpr < 0.5:
+        raise UserError(
+            f"--target-fpr {target_fpr} is outside (0, 0.5); give a false-alarm rate such as 0.01."
+        )
+    profile = load_profile(root, name)
+    reference_shas = {entry.sha256 for entry in profile.config.references}
+    good_paths, skipped = [], []
+    for path in image_files(good, "good"):
+        (skipped if file_sha256(path) in reference_shas else good_paths).append(path)
+    if len(good_paths) < MIN_GOOD_IMAGES:
+        raise UserError(
+            f"calibration set {good} has {len(good_paths)} usable good images (references "
+            f"excluded); give at least {MIN_GOOD_IMAGES} held-out good images."
+        )
+    bad_paths = image_files(anomalous, "anomalous") if anomalous is not None else []
+    warnings = []
+    needed = good_images_needed(target_fpr)
+    if len(good_paths) < needed:
+        warnings.append(
+            f"{len(good_paths)} good images are too few for a false-alarm rate of "
+            f"{target_fpr:g}: at least {needed} are needed for a 95% chance that one of "
+            "them lies in the tail the threshold cuts; the real rate may be higher."
+        )
+    if skipped:
+        warnings.append(f"{len(skipped)} good images are references and were left out.")
+    detector = profile.build_detector(device)
+    total = len(good_paths) + len(bad_paths)
+
+    def report(offset: int) -> Progress | None:
+        return None if progress is None else lambda done, _: progress(offset + done, total)
+
+    good_scores = score_files(detector, good_paths, report(0))
+    bad_scores = score_files(detector, bad_paths, report(len(good_paths)))
+    threshold = false_alarm_threshold(good_scores, target_fpr)
+    everything = np.concatenate([good_scores, bad_scores])
+    result = CalibrationResult(
+        threshold=threshold.value,
+        target_fpr=target_fpr,
+        good_quantile=threshold.quantile,
+        margin=threshold.margin,
+        observed_fpr=float((good_scores > threshold.value).mean()),
+        good=summarise(good_scores),
+        anomalous=anomaly_check(good_scores, bad_scores, threshold.value) if bad_paths else None,
+        normalise_min=float(everything.min()),
+        normalise_max=float(everything.max()),
+        model_sha256=profile.model_sha256,
+        calibrated_at=now_iso(),
+        warnings=warnings,
+    )
+    if load_profile(root, name).config.model != profile.config.model:
+        raise UserError(
+            f"profile '{name}' was pointed at another model while calibrating; "
+            "run `padformer-edge profile calibrate` again."
+        )
+    config = profile.config.model_copy(update={"calibration": result})
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    log = get_logger("profiles")
+    for warning in warnings:
+        log.warning("profile.calibration_warning", name=name, message=warning)
+    log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
+    return CalibrationReport(load_profile(root, name), result, skipped)

@@ -1,0 +1,60 @@
+"""``profile test``: inspect image files with a profile exactly as the daemon does, and
+write each image's heatmap, so an operator can check a profile before it goes live."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from padformer_edge.detect import read_image
+from padformer_edge.detect.heatmap import write_heatmap
+from padformer_edge.detect.service import heatmap_names
+from padformer_edge.errors import UserError
+from padformer_edge.profiles.profile import load_profile
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One inspected image: raw and normalised score, decision and heatmap file."""
+
+    path: Path
+    score: float
+    normalised: float
+    anomalous: bool
+    heatmap: Path
+
+
+def inspect_images(
+    root: str | Path,
+    name: str,
+    images: Sequence[str | Path],
+    out_dir: str | Path,
+    device: str | None = None,
+) -> list[Verdict]:
+    """Score ``images`` with profile ``name``; heatmaps go to ``out_dir``."""
+    if not images:
+        raise UserError("no images were given; name at least one image file to test.")
+    profile = load_profile(root, name)
+    profile.require_threshold()  # before the model loads: a verdict needs a threshold
+    paths = [Path(p) for p in images]
+    decoded = [read_image(p) for p in paths]
+    detector = profile.build_detector(device)
+    verdicts = []
+    group = max(1, detector.max_batch // detector.passes)
+    names = heatmap_names(paths)
+    for start in range(0, len(paths), group):
+        for offset, found in enumerate(detector.detect(decoded[start : start + group])):
+            index = start + offset
+            target = Path(out_dir) / f"{names[index]}.png"
+            heatmap = write_heatmap(target, decoded[index], found.anomaly_map, found.score)
+            verdicts.append(
+                Verdict(
+                    paths[index],
+                    found.score,
+                    profile.normalised_score(found.score),
+                    profile.is_anomaly(found.score),
+                    heatmap,
+                )
+            )
+    return verdicts

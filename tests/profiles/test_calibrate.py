@@ -1,0 +1,111 @@
+"""create -> calibrate -> test on rendered synthetic data with a tiny random-weight model.
+
+Random weights are enough: these tests pin how the threshold is derived from the scores
+the profile itself produces, not how well a trained model separates defects.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import cv2
+import numpy as np
+import pytest
+
+from padformer_edge.errors import UserError
+from padformer_edge.profiles import (
+    calibrate_profile,
+    create_profile,
+    inspect_images,
+    load_profile,
+)
+from padformer_edge.profiles.calibrate import score_files
+from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
+from tests.profiles.conftest import FAST, VIEWS, write_checkpoint
+
+TARGET = 0.1  # 40 good images cover a 10 % tail (29 needed), so no warning is expected
+
+
+@pytest.fixture
+def made(tmp_path, product, checkpoint):
+    root = tmp_path / "profiles"
+    create_profile(root, "duck", checkpoint, product / "train" / "good", 4, FAST)
+    return root
+
+
+def test_create_calibrate_test(made, product, tmp_path):
+    good = sorted((product / "test" / "good").glob("*.png"))
+    report = calibrate_profile(made, "duck", product / "test" / "good", product / "test" / "Burrs",
+                               TARGET)  # fmt: skip
+    profile = load_profile(made, "duck")
+    result = profile.calibration
+    assert result == report.result and result.warnings == [] and report.skipped_references == []
+    assert result.good.count == VIEWS.test_good
+    # the stored quantile is the one of the scores the profile's own detector gives
+    scores = score_files(profile.build_detector(), sorted(good, key=lambda p: int(p.stem)))
+    assert result.good_quantile == pytest.approx(np.quantile(scores, 1 - TARGET))
+    assert result.good_quantile < profile.threshold <= result.good_quantile + result.margin + 1e-9
+    assert result.observed_fpr == pytest.approx(float((scores > profile.threshold).mean()))
+    sampling_error = math.sqrt(TARGET * (1 - TARGET) / scores.size)
+    assert abs(result.observed_fpr - TARGET) <= 2 * sampling_error
+    check = result.anomalous
+    assert check is not None and check.count == VIEWS.test_per_defect
+    assert 0.0 <= check.recall_at_threshold <= 1.0 and 0.0 < check.f1_optimal <= 1.0
+    assert profile.normalised_score(profile.threshold) == 0.5
+    assert profile.normalised_score(result.normalise_max + 1e9) == 1.0
+    verdicts = inspect_images(
+        made, "duck", [good[0], product / "test" / "Burrs" / "0.png"], tmp_path / "heatmaps"
+    )
+    for verdict in verdicts:
+        assert verdict.anomalous == (verdict.score > profile.threshold)
+        assert (verdict.normalised > 0.5) == verdict.anomalous
+        assert cv2.imread(str(verdict.heatmap)).shape == (64, 64, 3)
+    assert verdicts[0].score in scores
+
+
+def test_too_small_calibration_set_leaves_the_profile_untouched(made, product, tmp_path):
+    small = tmp_path / "good"
+    small.mkdir()
+    for path in sorted((product / "test" / "good").glob("*.png"))[: MIN_GOOD_IMAGES - 1]:
+        shutil.copy(path, small / path.name)
+    before = (made / "duck" / "profile.yaml").read_bytes()
+    with pytest.raises(UserError, match=f"has {MIN_GOOD_IMAGES - 1} usable good images"):
+        calibrate_profile(made, "duck", small, target_fpr=TARGET)
+    assert (made / "duck" / "profile.yaml").read_bytes() == before
+
+
+def test_references_are_never_calibration_images(made, product, tmp_path):
+    mixed = tmp_path / "good"
+    shutil.copytree(product / "test" / "good", mixed)
+    for path in load_profile(made, "duck").reference_paths:
+        shutil.copy(path, mixed / f"ref_{path.name}")
+    report = calibrate_profile(made, "duck", mixed, target_fpr=TARGET)
+    assert sorted(p.name for p in report.skipped_references) == sorted(
+        f"ref_{p.name}" for p in load_profile(made, "duck").reference_paths
+    )
+    assert report.result.good.count == VIEWS.test_good
+    assert "4 good images are references and were left out" in report.result.warnings[0]
+
+
+def test_warns_when_the_good_set_cannot_show_the_tail(made, product):
+    report = calibrate_profile(made, "duck", product / "test" / "good", target_fpr=0.01)
+    assert report.result.warnings == [
+        "40 good images are too few for a false-alarm rate of 0.01: at least 299 are needed "
+        "for a 95% chance that one of them lies in the tail the threshold cuts; the real rate "
+        "may be higher."
+    ]
+
+
+def test_changed_checkpoint_stops_calibration(made, product, checkpoint):
+    before = (made / "duck" / "profile.yaml").read_bytes()
+    write_checkpoint(checkpoint, seed=3)
+    with pytest.raises(UserError, match="changed since the profile was made"):
+        calibrate_profile(made, "duck", product / "test" / "good", target_fpr=TARGET)
+    assert (made / "duck" / "profile.yaml").read_bytes() == before
+
+
+@pytest.mark.parametrize("fpr", [0.0, 0.5, -0.1])
+def test_target_fpr_must_be_a_small_rate(made, product, fpr):
+    with pytest.raises(UserError, match=r"--target-fpr .* is outside"):
+        calibrate_profile(made, "duck", product / "test" / "good", target_fpr=fpr)

@@ -1,0 +1,78 @@
+"""``padformer-edge profile`` commands: in-process for the flow, a real process for the
+one-line error and exit status an operator sees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from padformer_edge.cli.app import app
+from padformer_edge.config import ProfileConfig, check_config
+from tests.profiles.conftest import write_checkpoint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
+    root = ["--root", str(tmp_path / "profiles")]
+    out = invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
+                 str(product / "train" / "good"), "--shots", "3", "--passes", "3",
+                 "--device", "cpu", *root)  # fmt: skip
+    assert "references (3 of 24):" in out
+    assert "threshold " in invoke(
+        "profile", "calibrate", "duck", "--good", str(product / "test" / "good"),
+        "--target-fpr", "0.1", *root,
+    )  # fmt: skip
+    listed = [json.loads(line) for line in invoke("profile", "list", "--json", *root).splitlines()]
+    assert [(row["name"], row["references"]) for row in listed] == [("duck", 3)]
+    shown = invoke("profile", "show", "duck", *root)
+    config = ProfileConfig.model_validate(yaml.safe_load(shown.split("\n", 1)[1]))
+    assert config.calibration is not None and config.calibration.threshold == listed[0]["threshold"]
+    kind, _ = check_config(tmp_path / "profiles" / "duck" / "profile.yaml")
+    assert kind == "profile"
+    image = product / "test" / "Missing" / "0.png"
+    line = invoke(
+        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json", *root
+    )
+    verdict = json.loads(line)
+    assert verdict["anomalous"] == (verdict["score"] > config.calibration.threshold)
+    assert Path(verdict["heatmap"]).is_file()
+
+
+def test_changed_checkpoint_is_one_line_and_exit_2(tmp_path, product, checkpoint):
+    root = ["--root", str(tmp_path / "profiles")]
+    invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
+           str(product / "train" / "good"), "--shots", "2", "--passes", "3", *root)  # fmt: skip
+    write_checkpoint(checkpoint, seed=5)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "padformer_edge", "profile", "calibrate", "duck", "--good",
+         str(product / "test" / "good"), *root],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "changed since the profile was made" in lines[0]
+    assert "profile set-model duck --model FILE" in lines[0]
+
+
+def test_bad_option_names_the_option(tmp_path, product, checkpoint):
+    result = CliRunner().invoke(
+        app,
+        ["profile", "create", "duck", "--model", str(checkpoint), "--references",
+         str(product / "train" / "good"), "--mask-ratio", "1.5", "--root", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "--mask-ratio: input should be less than 1" in str(result.exception)
