@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,7 +68,12 @@ def demo(
     from padformer_edge.demo import FULL, QUICK, run_demo  # training code: load only here
 
     plan = QUICK if quick else FULL
-    report = run_demo(out, plan, lambda line: _out.print(f"[bold]demo:[/] {line}"))
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        _out.print(f"[bold]demo[/] {time.monotonic() - started:5.0f} s  {line}")
+
+    report = run_demo(out, plan, say)
     _results(report)
     _alerts(report)
     facts = report.training

@@ -1,10 +1,8 @@
-"""The command sink runs real programs; ``alerts list`` and ``retry`` run as an operator would."""
+"""The command sink runs real programs; ``alerts list`` and ``retry`` via the CLI entry point."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -36,6 +34,7 @@ def run_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
 ) -> tuple[int, str, str]:
     """The console-script entry point in this process: exit code, stdout, stderr."""
+    capsys.readouterr()  # drop what earlier steps printed (the log sink's lines)
     monkeypatch.setattr(sys, "argv", ["padformer-edge", *args])
     try:
         main()
@@ -44,13 +43,6 @@ def run_cli(
         code = int(exit_.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
 
 
 def test_command_gets_the_alert_as_json_on_stdin_and_no_shell(
@@ -102,12 +94,14 @@ def test_dead_alert_shows_in_alerts_list_and_retry_queues_it(
         "the second failure",
     )
 
-    listed = cli("alerts", "list", "--db", str(db_path), "--state", "dead", "--json")
-    assert listed.returncode == 0, listed.stderr
-    (dead,) = json.loads(listed.stdout)
+    db = ("--db", str(db_path))
+    code, listed, _ = run_cli(
+        monkeypatch, capsys, "alerts", "list", *db, "--state", "dead", "--json"
+    )
+    assert code == 0
+    (dead,) = json.loads(listed)
     assert (dead["sink"], dead["camera"], dead["attempts"]) == ("cmd", "line3-top", 2)
     assert "exited with code 4" in dead["last_error"]
-    db = ("--db", str(db_path))
     code, table, _ = run_cli(monkeypatch, capsys, "alerts", "list", *db)
     assert code == 0 and "line3-top" in table and "dead" in table and "sent" in table
 
