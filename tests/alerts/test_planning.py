@@ -18,6 +18,7 @@ CONFIG = AlertsConfig.model_validate(
 
 HOOK = "sinks:\n  andon:\n    type: webhook\n"
 CMD = "sinks:\n  m:\n    type: command\n"
+MQTT = "sinks:\n  q:\n    type: mqtt\n"
 
 
 class FakeClock:
@@ -96,7 +97,9 @@ def test_config_section_from_yaml_with_defaults(tmp_path: Path) -> None:
         (HOOK + "    url: ftp://x\n", "line 2, key 'sinks.andon': a webhook needs 'url'"),
         ("sinks:\n  log:\n    type: command\n    argv: [x]\n", "not 'log'"),
         (CMD + "    argv: []\n", "key 'sinks.m': a command needs 'argv'"),
-        (CMD + "    argv: [x]\n    url: http://a\n", "belong to webhooks"),
+        (CMD + "    argv: [x]\n    url: http://a\n", "url do not apply to a command sink"),
+        (MQTT + "    host: broker\n", "an mqtt sink needs 'host' and 'topic'"),
+        (MQTT + "    host: b\n    topic: a/{line}\n", "may only use {camera}, {product}"),
         ("backoff_base_s: 60\nbackoff_max_s: 5\n", "backoff_max_s must be at least"),
         (CMD + "    argv: [x]\n    shell: true\n", "unknown key"),
     ],

@@ -13,31 +13,51 @@ SINK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 URL = re.compile(r"https?://\S+")
 
 
+FIELDS_OF = {
+    "webhook": {"url", "headers"},
+    "command": {"argv"},
+    "mqtt": {"host", "port", "topic", "username", "password", "tls"},
+}
+
+
 class SinkConfig(StrictModel):
-    """One named destination: ``type: webhook`` with ``url`` or ``type: command`` with ``argv``.
+    """One named destination: a ``webhook`` (``url``), a ``command`` (``argv``) or an
+    ``mqtt`` broker (``host``, ``topic``).
 
     One flat model rather than a tagged union so that a mistake is reported at the
     sink's own key and line, where the operator has to fix it.
     """
 
-    type: Literal["webhook", "command"]
+    type: Literal["webhook", "command", "mqtt"]
     url: str | None = Field(None, description="webhook: the http:// or https:// endpoint")
     headers: dict[str, str] = Field(default_factory=dict, description="webhook: extra headers")
     argv: list[str] | None = Field(None, description="command: program and its arguments")
+    host: str | None = Field(None, description="mqtt: broker host name or address")
+    port: int | None = Field(None, ge=1, le=65535, description="mqtt: 1883, or 8883 with tls")
+    topic: str | None = Field(None, description="mqtt: may use {camera}, {product}, {kind}")
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
     timeout_s: float = Field(10.0, gt=0, description="one attempt's limit")
 
     @model_validator(mode="after")
     def _fields_of_its_type(self) -> SinkConfig:
-        if self.type == "webhook":
-            if not self.url or not URL.fullmatch(self.url):
-                raise ValueError("a webhook needs 'url' starting with http:// or https://")
-            if self.argv is not None:
-                raise ValueError("'argv' belongs to command sinks; remove it from this webhook")
-        else:
-            if not self.argv:
-                raise ValueError("a command needs 'argv', a non-empty list: [program, args...]")
-            if self.url is not None or self.headers:
-                raise ValueError("'url' and 'headers' belong to webhooks; remove them here")
+        given = {name for name in self.model_fields_set if name not in ("type", "timeout_s")}
+        if stray := sorted(given - FIELDS_OF[self.type]):
+            raise ValueError(f"{', '.join(stray)} do not apply to a {self.type} sink; remove them")
+        if self.type == "webhook" and not (self.url and URL.fullmatch(self.url)):
+            raise ValueError("a webhook needs 'url' starting with http:// or https://")
+        if self.type == "command" and not self.argv:
+            raise ValueError("a command needs 'argv', a non-empty list: [program, args...]")
+        if self.type == "mqtt":
+            if not self.host or not self.topic:
+                raise ValueError("an mqtt sink needs 'host' and 'topic'")
+            try:
+                self.topic.format(camera="c", product="p", kind="k")
+            except (KeyError, IndexError, ValueError) as err:
+                raise ValueError(
+                    f"topic '{self.topic}' may only use {{camera}}, {{product}} and {{kind}}"
+                ) from err
         return self
 
 
