@@ -81,8 +81,16 @@ def make_site(root: Path, cameras: tuple[str, ...] = ("cam0",), **sections: dict
         "intake": {"stable_ms": 100, "settle_timeout_s": 2.0, "rescan_interval_s": 30.0},
         "worker": {"max_batch": 8, "max_wait_ms": 50, "device": "cpu"},
     }
-    for key, value in sections.items():
-        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
+    for key, value in sections.items():  # shallow-merge overrides, one level deeper too
+        if isinstance(value, dict):
+            merged = dict(config.get(key, {}))
+            for inner, setting in value.items():
+                old = merged.get(inner)
+                both = isinstance(old, dict) and isinstance(setting, dict)
+                merged[inner] = {**old, **setting} if both else setting
+            config[key] = merged
+        else:
+            config[key] = value
     path = root / "daemon.yaml"
     path.write_text(yaml.safe_dump(config))
     return Site(root, folders, path, state / "results.sqlite3", state / "heatmaps")
