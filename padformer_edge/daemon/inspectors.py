@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from padformer_edge.config import ProfileConfig
+from padformer_edge.config import DaemonProfileConfig
 from padformer_edge.detect import Detector
 from padformer_edge.detect.service import load_references
 from padformer_edge.log import get_logger
@@ -30,7 +30,13 @@ class Inspector:
 
 
 def build_inspector(
-    name: str, profile: ProfileConfig, *, device: str, precision: str, model_batch: int, base: Path
+    name: str,
+    profile: DaemonProfileConfig,
+    *,
+    device: str,
+    precision: str,
+    model_batch: int,
+    base: Path,
 ) -> Inspector:
     """Load the checkpoint and references of ``profile`` and run one warm-up detection.
 

@@ -1,0 +1,126 @@
+"""``profile create`` and ``profile set-model``: making a profile and adopting a new model.
+
+A new profile is assembled in a hidden staging folder beside its final place (references
+copied, ``profile.yaml`` written, reference encodings cached) and renamed into place
+only when every step succeeded, so a failed create leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from padformer_edge.config import (
+    DetectionSettings,
+    ProfileConfig,
+    ProfileModelRef,
+    ReferenceEntry,
+    ReferenceSelection,
+)
+from padformer_edge.detect.images import list_images
+from padformer_edge.detect.service import load_references
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
+from padformer_edge.profiles.layout import (
+    PROFILE_FILE,
+    REFERENCES_DIR,
+    check_name,
+    write_yaml_atomic,
+)
+from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.profiles.selection import select_references
+
+
+@dataclass(frozen=True)
+class CreateResult:
+    """The new profile and which of the offered images became its references."""
+
+    profile: Profile
+    chosen: list[Path]
+    offered: int
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def create_profile(
+    root: str | Path,
+    name: str,
+    checkpoint: str | Path,
+    references: str | Path,
+    shots: int | None = None,
+    settings: DetectionSettings | None = None,
+) -> CreateResult:
+    """Make profile ``name`` from a checkpoint and a folder of good images.
+
+    With more images than ``shots`` the references are chosen to cover the most
+    viewpoints (``selection.select_references``); without ``shots`` all are used.
+    """
+    root, settings = Path(root), settings or DetectionSettings()
+    final = root / check_name(name)
+    if final.exists():
+        raise UserError(
+            f"profile '{name}' already exists at {final}; choose another name or delete it first."
+        )
+    checkpoint = Path(checkpoint).expanduser().absolute()
+    model, _ = load_checkpoint(checkpoint)
+    model_sha = file_sha256(checkpoint)
+    images = load_references(references)
+    paths = list_images(references)
+    if shots is not None and not 1 <= shots <= len(images):
+        raise UserError(
+            f"--shots {shots} does not fit the {len(images)} images in {references}; "
+            f"choose from 1 to {len(images)}."
+        )
+    count = len(images) if shots is None else shots
+    chosen = [paths[i] for i in select_references(model, images, count)]
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.creating-", dir=root))
+    try:
+        (staging / REFERENCES_DIR).mkdir()
+        entries = []
+        for path in chosen:
+            shutil.copyfile(path, staging / REFERENCES_DIR / path.name)
+            sha = file_sha256(staging / REFERENCES_DIR / path.name)
+            entries.append(ReferenceEntry(file=path.name, sha256=sha, source=str(path.absolute())))
+        method = "all" if count == len(images) else "farthest-point"
+        config = ProfileConfig(
+            name=name,
+            created_at=now_iso(),
+            model=ProfileModelRef(path=str(checkpoint), sha256=model_sha),
+            detection=settings,
+            references=entries,
+            selection=ReferenceSelection(method=method, pool_size=len(images)),
+        )
+        write_yaml_atomic(staging / PROFILE_FILE, config.model_dump(mode="json"))
+        Profile(staging, config).build_detector()  # fills the reference cache, checks settings
+        staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    get_logger("profiles").info(
+        "profile.created", name=name, references=[p.name for p in chosen], offered=len(images)
+    )
+    return CreateResult(load_profile(root, name), chosen, len(images))
+
+
+def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
+    """Point a profile at another checkpoint; its threshold is dropped because scores of
+    another model are on another scale, and the reference cache rebuilds on next use."""
+    profile = load_profile(root, name)
+    checkpoint = Path(checkpoint).expanduser().absolute()
+    load_checkpoint(checkpoint)  # a file that does not load must not be adopted
+    config = profile.config.model_copy(
+        update={
+            "model": ProfileModelRef(path=str(checkpoint), sha256=file_sha256(checkpoint)),
+            "calibration": None,
+        }
+    )
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    get_logger("profiles").info("profile.model_set", name=name, model=str(checkpoint))
+    return load_profile(root, name)

@@ -1,0 +1,159 @@
+"""A loaded inspection profile: the unit the daemon and the CLI run detection with.
+
+``load_profile(root, name)`` reads and validates ``profile.yaml``; ``build_detector``
+checks the checkpoint against the sha256 the profile was made with before anything is
+scored, because a threshold is only meaningful for the model it was calibrated on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
+from padformer_edge.detect import Detector
+from padformer_edge.detect.service import load_references
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
+from padformer_edge.profiles.layout import (
+    CACHE_FILE,
+    PROFILE_FILE,
+    REFERENCES_DIR,
+    check_name,
+)
+from padformer_edge.profiles.reference_cache import CachedReferenceDetector, cache_key
+
+
+@dataclass
+class Profile:
+    """One product's model, references, detection settings and threshold."""
+
+    folder: Path
+    config: ProfileConfig
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def model_path(self) -> Path:
+        return Path(self.config.model.path)
+
+    @property
+    def model_sha256(self) -> str:
+        return self.config.model.sha256
+
+    @property
+    def detection(self) -> DetectionSettings:
+        return self.config.detection
+
+    @property
+    def calibration(self) -> CalibrationResult | None:
+        return self.config.calibration
+
+    @property
+    def threshold(self) -> float | None:
+        """The anomaly threshold on raw scores; None until ``profile calibrate`` ran."""
+        return None if self.calibration is None else self.calibration.threshold
+
+    @property
+    def reference_paths(self) -> list[Path]:
+        return [self.folder / REFERENCES_DIR / entry.file for entry in self.config.references]
+
+    @property
+    def cache_path(self) -> Path:
+        return self.folder / CACHE_FILE
+
+    def verify_model(self) -> None:
+        """Refuse to run when the checkpoint is gone or is not the file the profile pinned."""
+        path = self.model_path
+        fix = (
+            f"restore the original file, or run `padformer-edge profile set-model {self.name} "
+            f"--model FILE` and then `profile calibrate {self.name}` to adopt a new model"
+        )
+        if not path.is_file():
+            raise UserError(f"profile '{self.name}': checkpoint {path} does not exist; {fix}.")
+        actual = file_sha256(path)
+        if actual != self.model_sha256:
+            raise UserError(
+                f"profile '{self.name}': checkpoint {path} changed since the profile was made "
+                f"(sha256 {actual[:12]}..., profile expects {self.model_sha256[:12]}...); {fix}."
+            )
+
+    def reference_key(self) -> str:
+        """The cache key for the model and the reference files as they are on disk now."""
+        missing = [p for p in self.reference_paths if not p.is_file()]
+        if missing:
+            raise UserError(
+                f"profile '{self.name}': reference {missing[0]} is missing; re-create the "
+                "profile with `padformer-edge profile create`."
+            )
+        shas = [file_sha256(p) for p in self.reference_paths]
+        return cache_key(self.model_sha256, shas, self.detection.precision)
+
+    def build_detector(self, device: str | None = None) -> Detector:
+        """A detector with this profile's settings and cached references.
+
+        ``device`` overrides the profile's own device setting (``auto``, ``cpu``,
+        ``cuda``). The checkpoint's sha256 is verified first.
+        """
+        self.verify_model()
+        key = self.reference_key()
+        model, _ = load_checkpoint(self.model_path)
+        settings = self.detection.model_dump()
+        if device is not None:
+            settings["device"] = device
+        references = load_references(self.folder / REFERENCES_DIR)
+        return CachedReferenceDetector(
+            model, references, cache_path=self.cache_path, cache_key=key, **settings
+        )
+
+    def require_threshold(self) -> float:
+        if self.threshold is None:
+            raise UserError(
+                f"profile '{self.name}' has no threshold yet; run `padformer-edge profile "
+                f"calibrate {self.name} --good DIR` with held-out good images."
+            )
+        return self.threshold
+
+    def is_anomaly(self, score: float) -> bool:
+        """True when ``score`` is above the calibrated threshold (equal counts as good)."""
+        return score > self.require_threshold()
+
+    def normalised_score(self, score: float) -> float:
+        """``score`` mapped so the threshold becomes 0.5, clipped to [0, 1].
+
+        The same min-max rule anomalib users know: shift by the threshold, divide by the
+        range of the calibration scores, add 0.5. Above 0.5 means anomalous.
+        """
+        threshold = self.require_threshold()
+        assert self.calibration is not None
+        span = max(self.calibration.normalise_max - self.calibration.normalise_min, 1e-12)
+        return float(min(1.0, max(0.0, 0.5 + (score - threshold) / span)))
+
+
+def load_profile(root: str | Path, name: str) -> Profile:
+    """The profile called ``name`` under ``root``; a missing or invalid one is a UserError."""
+    folder = Path(root) / check_name(name)
+    if not (folder / PROFILE_FILE).is_file():
+        known = ", ".join(list_profile_names(root)) or "none"
+        raise UserError(
+            f"profile '{name}' does not exist under {root} (known: {known}); create it with "
+            "`padformer-edge profile create`."
+        )
+    config = load_config(folder / PROFILE_FILE, ProfileConfig)
+    if config.name != name:
+        raise UserError(
+            f"{folder / PROFILE_FILE} names profile '{config.name}' but lives in folder "
+            f"'{name}'; rename the folder or fix the name key."
+        )
+    return Profile(folder, config)
+
+
+def list_profile_names(root: str | Path) -> list[str]:
+    """Names of the folders under ``root`` that hold a ``profile.yaml``, sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    names = [p.name for p in root.iterdir() if (p / PROFILE_FILE).is_file()]
+    return sorted(n for n in names if not n.startswith("."))  # dot folders are staging

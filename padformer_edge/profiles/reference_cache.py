@@ -1,0 +1,87 @@
+"""Reference encodings saved next to ``profile.yaml`` so a restart does not re-encode them.
+
+With the paper's ViT-B encoder a handful of references costs a noticeable share of a
+daemon's start-up; on a line the references of a product never change between restarts.
+The cache file is keyed by the model file's sha256, the sha256 of every reference file
+(in order) and the precision it was computed in: when any of them changes the key no
+longer matches and the encodings are rebuilt, so a stale cache can never be used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save
+
+from padformer_edge.detect import Detector
+from padformer_edge.log import get_logger
+from padformer_edge.model import PADFormer, ReferenceCache
+from padformer_edge.profiles.layout import write_atomic
+
+
+def cache_key(model_sha256: str, reference_sha256s: Sequence[str], precision: str) -> str:
+    """One hex digest naming exactly what the cached encodings were computed from."""
+    payload = {"model": model_sha256, "references": list(reference_sha256s), "precision": precision}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def stored_key(path: Path) -> str | None:
+    """The key a cache file was written with, or None when there is no readable cache."""
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return (handle.metadata() or {}).get("key")
+    except (FileNotFoundError, SafetensorError, OSError, ValueError):
+        return None
+
+
+def read_cache(path: Path, key: str, device: torch.device) -> ReferenceCache | None:
+    """The cached encodings if ``path`` holds ones made under ``key``, else None."""
+    if stored_key(path) != key:
+        return None
+    tensors = load_file(str(path), device=str(device))
+    return ReferenceCache(tensors["features"], tensors["tokens"])
+
+
+def write_cache(path: Path, key: str, cache: ReferenceCache) -> None:
+    """Save encodings atomically; a read-only profile folder only costs a re-encode later."""
+    tensors = {
+        "features": cache.features.detach().cpu().contiguous(),
+        "tokens": cache.tokens.detach().cpu().contiguous(),
+    }
+    try:
+        write_atomic(path, save(tensors, metadata={"key": key}))
+    except Exception as err:  # the detector works without the file; say so and go on
+        get_logger("profiles").warning("profile.cache_not_written", path=str(path), error=str(err))
+
+
+class CachedReferenceDetector(Detector):
+    """A ``Detector`` whose reference encodings come from, and go to, a cache file."""
+
+    def __init__(
+        self,
+        model: PADFormer,
+        references: Sequence[np.ndarray],
+        *,
+        cache_path: Path,
+        cache_key: str,
+        **settings,
+    ) -> None:
+        self.cache_path, self.cache_key = cache_path, cache_key
+        self.cache_hit = False
+        super().__init__(model, references, **settings)
+
+    def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
+        cached = read_cache(self.cache_path, self.cache_key, self.device)
+        expected = (1, len(references), self.model.config.num_patches)
+        if cached is not None and tuple(cached.features.shape[:3]) == expected:
+            self.cache_hit = True
+            return cached
+        cache = super().encode_references(references)
+        write_cache(self.cache_path, self.cache_key, cache)
+        return cache
