@@ -13,7 +13,7 @@ FILES = 24
 
 def test_sigkill_mid_batch_then_restart_loses_and_repeats_nothing(tmp_path: Path) -> None:
     # 15 passes make each batch take long enough to be caught in the middle.
-    site = make_site(tmp_path, profiles={"bolt": {"passes": 15}})
+    site = make_site(tmp_path, passes=15)
     camera = site.cameras["cam0"]
     with DaemonProcess(site) as daemon:
         daemon.wait_ready()
