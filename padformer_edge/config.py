@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from padformer_edge.errors import UserError
 
@@ -358,77 +358,3 @@ class ProfileConfig(StrictModel):
     selection: ReferenceSelection
     calibration: CalibrationResult | None = None
 
-
-# --- daemon (padformer-edge watch) ----------------------------------------------------
-
-
-class CameraConfig(StrictModel):
-    """One camera folder and the profile its images are inspected with."""
-
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
-    path: Path
-    profile: str = Field(min_length=1)
-
-
-class DaemonProfileConfig(StrictModel):
-    """What the daemon needs to inspect one product; relative paths are under the state
-    directory so that the bundled config works wherever the service keeps its data."""
-
-    product: str = Field(min_length=1, max_length=128)
-    checkpoint: Path
-    references: Path
-    threshold: float
-    passes: int = Field(15, ge=1)
-    mask_ratio: float = Field(0.4, gt=0.0, lt=1.0)
-    schedule: str = "random"
-    seed: int = 0
-
-
-class IntakeConfig(StrictModel):
-    """How files are discovered and when they count as completely written."""
-
-    polling: bool = False
-    poll_interval_s: float = Field(2.0, gt=0)
-    recursive: bool = True
-    stable_ms: int = Field(300, ge=0)
-    settle_timeout_s: float = Field(10.0, gt=0)
-    rescan_interval_s: float = Field(300.0, gt=0)
-    max_file_mb: float = Field(64.0, gt=0)
-    ignore: list[str] = [".*", "*.tmp", "*.part", "*.partial", "*~"]
-
-
-class WorkerConfig(StrictModel):
-    """Batching, overload and retry policy of the one inspection worker."""
-
-    max_batch: int = Field(4, ge=1)
-    max_wait_ms: int = Field(200, ge=0)
-    deadline_s: float = Field(600.0, gt=0)
-    max_attempts: int = Field(3, ge=1)
-    device: str = "auto"
-    precision: str = "fp32"
-    model_batch: int = Field(32, ge=1)
-
-
-@register_config_kind("daemon")
-class DaemonConfig(StrictModel):
-    """``padformer-edge watch --config FILE``: cameras, profiles and the daemon's policies."""
-
-    database: str | None = None
-    heatmaps: Path | None = None
-    cameras: list[CameraConfig] = Field(min_length=1)
-    profiles: dict[str, DaemonProfileConfig] = Field(min_length=1)
-    intake: IntakeConfig = IntakeConfig()
-    worker: WorkerConfig = WorkerConfig()
-    watchdog_stall_s: float = Field(120.0, gt=0)
-
-    @model_validator(mode="after")
-    def _cameras_are_consistent(self) -> DaemonConfig:
-        names = [c.name for c in self.cameras]
-        if len(set(names)) != len(names):
-            raise ValueError("camera names must be unique")
-        for camera in self.cameras:
-            if camera.profile not in self.profiles:
-                known = ", ".join(sorted(self.profiles))
-                raise ValueError(f"camera '{camera.name}' names unknown profile "
-                                 f"'{camera.profile}' (known: {known})")
-        return self

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.daemon import load_daemon_config, run_daemon
+from padformer_edge.daemon.settings import load_daemon_config  # registers the "daemon" kind
 
 
 def watch(
@@ -18,4 +18,6 @@ def watch(
     ),
 ) -> None:
     """Inspect every new image in the camera folders; stop with SIGTERM or Ctrl-C."""
+    from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+
     raise typer.Exit(run_daemon(load_daemon_config(config, list(folders or []))))

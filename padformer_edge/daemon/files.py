@@ -89,11 +89,6 @@ def _digest(data: bytes) -> str:
 
 def read_checked(path: Path, root: Path, max_bytes: int, sha256: str) -> bytes:
     """The file's bytes, or ``Refused`` saying why it can never be inspected."""
-    if path.suffix.lower() not in IMAGE_SUFFIXES:
-        raise Refused(
-            f"not an image file (suffix '{path.suffix}'); cameras must write "
-            f"{', '.join(IMAGE_SUFFIXES)}"
-        )
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -102,6 +97,11 @@ def read_checked(path: Path, root: Path, max_bytes: int, sha256: str) -> bytes:
         raise Refused("symbolic links are not inspected; cameras must write real files")
     if not within(path, root):
         raise Refused(f"the path resolves outside the watched folder {root}")
+    if path.suffix.lower() not in IMAGE_SUFFIXES:
+        raise Refused(
+            f"not an image file (suffix '{path.suffix}'); cameras must write "
+            f"{', '.join(IMAGE_SUFFIXES)}"
+        )
     if not stat.S_ISREG(info.st_mode):
         raise Refused("not a regular file")
     if info.st_size == 0:

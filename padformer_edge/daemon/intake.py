@@ -26,8 +26,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from padformer_edge.config import IntakeConfig
 from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
+from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.log import get_logger
 from padformer_edge.store import Inspection, enqueue
 

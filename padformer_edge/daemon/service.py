@@ -21,13 +21,15 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
-from padformer_edge.config import DaemonConfig
+from padformer_edge.daemon.alerts import AlertDispatcher
 from padformer_edge.daemon.inspectors import Inspector, build_inspector
 from padformer_edge.daemon.intake import Camera, Intake
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
-from padformer_edge.daemon.worker import AlertPlanner, Worker, no_alerts
+from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.daemon.worker import Worker
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.profiles import profiles_root
 from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
 
 log = get_logger("daemon")
@@ -42,12 +44,14 @@ class Layout:
 
     cameras: list[Camera]
     heatmaps: Path
-    base: Path
+    profiles: Path
 
 
 def resolve_layout(config: DaemonConfig) -> Layout:
+    """Absolute folders, checked before anything starts; a profile is one product."""
     base = state_dir()
     heatmaps = base / (config.heatmaps or "heatmaps")
+    profiles = base / config.profiles_dir if config.profiles_dir else profiles_root()
     cameras = []
     for cam in config.cameras:
         root = (base / cam.path).expanduser()
@@ -62,20 +66,15 @@ def resolve_layout(config: DaemonConfig) -> Layout:
                 f"heatmap folder {heatmaps} is inside camera folder {root}; "
                 "heatmaps would be inspected as camera images, choose another."
             )
-        cameras.append(Camera(cam.name, root, config.profiles[cam.profile].product))
-    return Layout(cameras, heatmaps, base)
+        cameras.append(Camera(cam.name, root, product=cam.profile))
+    return Layout(cameras, heatmaps, profiles)
 
 
 class Daemon:
     """Owns the threads; ``run`` blocks until a stop signal and returns the exit code."""
 
-    def __init__(
-        self,
-        config: DaemonConfig,
-        plan_alerts: AlertPlanner = no_alerts,
-        notifier: Notifier | None = None,
-    ) -> None:
-        self.config, self.plan_alerts = config, plan_alerts
+    def __init__(self, config: DaemonConfig, notifier: Notifier | None = None) -> None:
+        self.config = config
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
         self.layout = resolve_layout(config)
@@ -87,18 +86,13 @@ class Daemon:
             self.engine, max_attempts=self.config.worker.max_attempts
         )
         log.info("daemon.recovered", revision=revision, requeued=requeued, failed=failed)
-        shared: dict[str, Inspector] = {}
-        for name in {cam.profile for cam in self.config.cameras}:
-            shared[name] = build_inspector(
-                name,
-                self.config.profiles[name],
-                device=self.config.worker.device,
-                precision=self.config.worker.precision,
-                model_batch=self.config.worker.model_batch,
-                base=self.layout.base,
-            )
+        shared: dict[str, Inspector] = {
+            name: build_inspector(self.layout.profiles, name, self.config.worker.device)
+            for name in sorted({cam.profile for cam in self.config.cameras})
+        }
         cameras = {c.name: c for c in self.layout.cameras}
         inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
+        self.dispatcher = AlertDispatcher(self.engine, self.config.alerts)
         self.intake = Intake(self.engine, self.layout.cameras, self.config.intake)
         self.worker = Worker(
             self.engine,
@@ -107,8 +101,10 @@ class Daemon:
             self.config.worker,
             self.layout.heatmaps,
             self.intake.max_bytes,
-            self.plan_alerts,
+            self.config.alerts,
+            on_alert=self.dispatcher.wake,
         )
+        self.dispatcher.start()
         self.intake.start_observer()
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
@@ -128,13 +124,15 @@ class Daemon:
 
     # -- supervision -------------------------------------------------------------------
     def healthy(self) -> bool:
-        """Observer, intake and worker threads alive, the worker not stuck, the DB reachable."""
+        """Observer, intake, worker and alert threads alive, the worker not stuck, DB reachable."""
         busy = self.worker.busy_since
         stalled = max(time.monotonic() - self.worker.beat, 0.0) > self.config.watchdog_stall_s
         stuck = busy is not None and time.monotonic() - busy > self.config.watchdog_stall_s
         if not (self.intake.observer_alive() and self.intake_thread.is_alive()):
             return False
         if not self.worker_thread.is_alive() or (stalled and busy is None) or stuck:
+            return False
+        if not self.dispatcher.alive:
             return False
         try:
             with self.engine.connect() as conn:
@@ -161,6 +159,7 @@ class Daemon:
                     "daemon.unhealthy",
                     observer=self.intake.observer_alive(),
                     worker=self.worker_thread.is_alive(),
+                    dispatcher=self.dispatcher.alive,
                 )
             if time.monotonic() >= next_status:
                 next_status = time.monotonic() + STATUS_EVERY_S
@@ -176,6 +175,7 @@ class Daemon:
         self.intake.stop_observer()
         self.intake_thread.join()
         self.worker_thread.join()  # finishes the batch in hand
+        self.dispatcher.stop()  # after the worker: its last alerts are in the outbox
         requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
 
@@ -204,6 +204,6 @@ class Daemon:
         return 0
 
 
-def run_daemon(config: DaemonConfig, plan_alerts: AlertPlanner = no_alerts) -> int:
+def run_daemon(config: DaemonConfig) -> int:
     """Run until SIGTERM/SIGINT; the exit code for the CLI."""
-    return Daemon(config, plan_alerts).run()
+    return Daemon(config).run()

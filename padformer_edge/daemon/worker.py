@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,14 +20,14 @@ import numpy as np
 import torch
 from sqlalchemy import Engine, func, select
 
-from padformer_edge.config import WorkerConfig
+from padformer_edge.daemon.alerts import AlertKind, AlertsConfig, Cooldown, plan_alerts
 from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
+from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.detect import Detection, write_heatmap
 from padformer_edge.log import get_logger
 from padformer_edge.store import (
-    AlertRequest,
     DetectionOutcome,
     Inspection,
     Status,
@@ -39,14 +39,6 @@ from padformer_edge.store import (
 from padformer_edge.store.models import utc_now
 
 log = get_logger("worker")
-
-# Hook for the alerts package: called for an anomalous result (``outcome`` set) or an
-# overload skip (``reason`` set); returns the outbox rows to commit with that row.
-AlertPlanner = Callable[[Inspection, DetectionOutcome | None, str | None], Sequence[AlertRequest]]
-
-
-def no_alerts(row: Inspection, outcome: DetectionOutcome | None, reason: str | None) -> list:
-    return []
 
 
 def heatmap_path(folder: Path, row_id: int) -> Path:
@@ -66,11 +58,13 @@ class Worker:
         config: WorkerConfig,
         heatmaps: Path,
         max_bytes: int,
-        plan_alerts: AlertPlanner = no_alerts,
+        alerts: AlertsConfig,
+        on_alert: Callable[[], None] = lambda: None,
     ) -> None:
         self.engine, self.cameras, self.inspectors = engine, cameras, inspectors
         self.config, self.heatmaps, self.max_bytes = config, heatmaps, max_bytes
-        self.plan_alerts = plan_alerts
+        self.alerts, self.on_alert = alerts, on_alert
+        self.cooldown = Cooldown(alerts.cooldown_s)  # per camera/product/kind, for its lifetime
         self.batch_size = config.max_batch  # halved on CUDA out-of-memory
         self.beat = time.monotonic()
         self.busy_since: float | None = None
@@ -134,7 +128,21 @@ class Worker:
                 f"overload: waited longer than the {self.config.deadline_s:g}s deadline "
                 "before inspection"
             )
-            skip(self.engine, row.id, reason, self.plan_alerts(row, None, reason))
+            alerts = plan_alerts(
+                self.alerts,
+                cooldown=self.cooldown,
+                camera=row.camera,
+                product=row.product,
+                score=None,
+                threshold=None,
+                reason=reason,
+                kind=AlertKind.skipped,
+                source_path=row.source_path,
+                extra={"inspection_id": row.id},
+            )
+            skip(self.engine, row.id, reason, alerts)
+            if alerts:
+                self.on_alert()
             log.warning(
                 "worker.skipped", id=row.id, camera=row.camera, path=row.source_path, reason=reason
             )
@@ -207,17 +215,29 @@ class Worker:
     ) -> None:
         heatmap = heatmap_path(self.heatmaps, row.id)
         write_heatmap(heatmap, image, detection.anomaly_map, detection.score)
+        alerts = plan_alerts(
+            self.alerts,
+            cooldown=self.cooldown,
+            camera=row.camera,
+            product=row.product,
+            score=detection.score,
+            threshold=inspector.threshold,
+            reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
+            source_path=row.source_path,
+            heatmap_path=str(heatmap),
+            extra={"inspection_id": row.id},
+        )
         outcome = DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,
             heatmap_path=str(heatmap),
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
+            alerts=alerts,
         )
-        if outcome.is_anomaly:
-            alerts = tuple(self.plan_alerts(row, outcome, None))
-            outcome = DetectionOutcome(**{**outcome.__dict__, "alerts": alerts})
         complete(self.engine, row.id, outcome)
+        if alerts:
+            self.on_alert()
         self.processed += 1
         self.last_result = f"#{row.id} {row.camera} score {detection.score:.4g}" + (
             " ANOMALY" if outcome.is_anomaly else ""
@@ -226,7 +246,7 @@ class Worker:
             "inspected",
             id=row.id,
             camera=row.camera,
-            product=inspector.product,
+            product=row.product,
             path=row.source_path,
             score=round(detection.score, 6),
             anomaly=outcome.is_anomaly,

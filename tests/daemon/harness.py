@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -23,8 +23,11 @@ import numpy as np
 import torch
 import yaml
 
+from padformer_edge.config import CalibrationResult, DetectionSettings, ScoreSummary
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.profiles import create_profile
+from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
 from tests.detect_images import product_image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,30 +57,54 @@ class Site:
     config: Path
     database: Path
     heatmaps: Path
-    overrides: dict = field(default_factory=dict)
 
 
-def make_site(root: Path, cameras: tuple[str, ...] = ("cam0",), **sections: dict) -> Site:
-    state = root / "state"
+def make_profile(profiles: Path, name: str, threshold: float, passes: int = 2) -> None:
+    """A profile through the profiles API with a tiny random checkpoint, then a threshold
+    written in by hand: the tests choose which results are anomalous, so it is set here
+    rather than calibrated on images."""
     torch.manual_seed(0)
-    save_checkpoint(state / "profiles/bolt/model.safetensors", build_model("tiny"))
+    source = profiles.parent / "sources" / name
+    save_checkpoint(source / "model.safetensors", build_model("tiny"))
     for seed in range(2):
-        write_image(state / f"profiles/bolt/references/{seed}.png", product_image(48, 64, seed))
+        write_image(source / f"references/{seed}.png", product_image(48, 64, seed))
+    settings = DetectionSettings(passes=passes, device="cpu")
+    profile = create_profile(
+        profiles, name, source / "model.safetensors", source / "references", settings=settings
+    ).profile
+    summary = ScoreSummary(count=1, min=0.0, max=0.0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0)
+    calibration = CalibrationResult(
+        threshold=threshold,
+        target_fpr=0.01,
+        good_quantile=0.99,
+        margin=0.0,
+        observed_fpr=0.0,
+        good=summary,
+        normalise_min=0.0,
+        normalise_max=1.0,
+        model_sha256=profile.model_sha256,
+        calibrated_at="2026-01-01T00:00:00Z",
+    )
+    config = profile.config.model_copy(update={"calibration": calibration})
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+
+
+def make_site(
+    root: Path,
+    cameras: tuple[str, ...] = ("cam0",),
+    threshold: float = 1e9,
+    passes: int = 2,
+    **sections: dict,
+) -> Site:
+    """Camera folders, a profile ``bolt`` and a daemon config; ``sections`` override it."""
+    state = root / "state"
+    make_profile(state / "profiles", "bolt", threshold, passes)
     folders = {name: root / "cameras" / name for name in cameras}
     for folder in folders.values():
         folder.mkdir(parents=True)
     config = {
         "database": str(state / "results.sqlite3"),
         "cameras": [{"name": n, "path": str(p), "profile": "bolt"} for n, p in folders.items()],
-        "profiles": {
-            "bolt": {
-                "product": "bolt",
-                "checkpoint": "profiles/bolt/model.safetensors",
-                "references": "profiles/bolt/references",
-                "threshold": 1e9,
-                "passes": 2,
-            }
-        },
         "intake": {"stable_ms": 100, "settle_timeout_s": 2.0, "rescan_interval_s": 30.0},
         "worker": {"max_batch": 8, "max_wait_ms": 50, "device": "cpu"},
     }
