@@ -31,7 +31,6 @@ from padformer_edge.demo.plan import DemoPlan
 from padformer_edge.detect.images import list_images
 from padformer_edge.errors import UserError
 from padformer_edge.profiles import calibrate_profile, create_profile
-from padformer_edge.profiles.layout import REFERENCES_DIR
 from padformer_edge.store import Filters, list_inspections, open_engine
 from padformer_edge.store.history import record
 from training.synth import ViewCounts, render_dataset
@@ -109,17 +108,12 @@ def _train(plan: DemoPlan, data: Path, out: Path) -> tuple[Path, TrainingFacts]:
     return summary.checkpoint, facts
 
 
-def _daemon_config(work: Path, plan: DemoPlan, profile_dir: Path, checkpoint: Path,
-                   threshold: float) -> Path:  # fmt: skip
+def _daemon_config(work: Path, profiles: Path) -> Path:
     config = {
         "database": str(work / "results.sqlite3"),
         "heatmaps": str(work / "heatmaps"),
+        "profiles_dir": str(profiles),
         "cameras": [{"name": CAMERA, "path": str(work / "camera"), "profile": PRODUCT}],
-        "profiles": {PRODUCT: {
-            "product": PRODUCT, "checkpoint": str(checkpoint),
-            "references": str(profile_dir / REFERENCES_DIR), "threshold": threshold,
-            "passes": plan.passes,
-        }},
         "intake": {"stable_ms": 200, "rescan_interval_s": 30},
         "alerts": {
             "cooldown_s": 0,  # every anomaly notifies, so the demo shows them all
@@ -162,7 +156,7 @@ def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> De
     say("3/5 creating and calibrating the profile ...")
     profiles = work / "profiles"
     calibration, shots = _camera_images(class_dir, plan)
-    created = create_profile(
+    create_profile(
         profiles, PRODUCT, checkpoint, class_dir / "train" / "good", shots=plan.shots,
         settings=DetectionSettings(passes=plan.passes),
     )  # fmt: skip
@@ -176,7 +170,7 @@ def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> De
 
     say("4/5 starting the daemon and sending images as a camera would ...")
     (work / "camera").mkdir()
-    config = _daemon_config(work, plan, created.profile.folder, checkpoint, threshold)
+    config = _daemon_config(work, profiles)
     daemon = DaemonProcess(config, work / "daemon.log")
     daemon.start(ready_timeout_s=300)
     try:
