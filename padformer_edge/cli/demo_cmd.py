@@ -79,7 +79,7 @@ def demo(
     facts = report.training
     _out.print(
         f"\n[bold]How briefly the model was trained:[/] {facts.steps} optimizer steps "
-        f"({facts.samples} samples, {facts.seconds / 60:.1f} min) of the {facts.preset} preset "
+        f"({facts.samples} samples, {facts.seconds:.0f} s) of the {facts.preset} preset "
         f"on {facts.views} views of one synthetic part, {facts.epochs[0]} within-view + "
         f"{facts.epochs[1]} cross-view epochs. The paper trains 50 + 250 epochs on every "
         "class; scores from a model this young separate good from defective parts only "

@@ -2,9 +2,11 @@
 
 The full run is sized from the measured training speed of the small preset on this
 project's 2-core build machine (README, ``benchmarks/train_speed.py``: about 4.9
-samples/s within-view and 2.5 cross-view on one thread): 40 views x (3 + 12) epochs is
-about 4 minutes of training, and rendering, calibration and inspection add a few more,
-so the whole demo takes about 10 minutes there and less on a free machine.
+samples/s within-view and 2.5 cross-view on one thread): 80 views x (2 + 12) epochs is
+about 7 minutes of training, and rendering, calibration and inspection add one or two,
+so the whole demo takes about 10 minutes there and less on a free machine. The budget
+goes to more distinct views rather than more epochs over few: the camera shows the
+part from viewpoints the model never saw, so breadth of views is what it needs first.
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ FULL = DemoPlan(
     mesh="builtin:duck",
     size=128,
     preset="small",
-    train_views=40,
+    train_views=80,
     test_per_defect=3,
     calibration_views=12,
     camera_good_views=6,
-    within_view_epochs=3,
+    within_view_epochs=2,
     cross_view_epochs=12,
     num_refs=4,
     batch_size=8,

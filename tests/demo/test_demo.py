@@ -33,8 +33,8 @@ def test_quick_demo_runs_the_whole_line(tmp_path: Path) -> None:
     assert len(camera_files) == 4 and all(r.status.value == "done" for r in rows)
     for row in rows:
         heatmap = Path(row.heatmap_path)
-        assert heatmap.parent == out / "heatmaps" and heatmap.is_file()
-        assert str(row.id) in heatmap.name
+        assert heatmap.is_relative_to(out / "heatmaps") and heatmap.is_file()
+        assert heatmap.stem == str(row.id)
 
     anomalous = {r.id for r in rows if r.is_anomaly}
     defects = [r for r in rows if "-good" not in r.source_path]
