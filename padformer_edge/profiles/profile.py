@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
-from padformer_edge.detect import Detector
-from padformer_edge.detect.service import load_references
+from padformer_edge.detect import Detector, read_image
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from padformer_edge.profiles.layout import (
@@ -103,7 +102,7 @@ class Profile:
         settings = self.detection.model_dump()
         if device is not None:
             settings["device"] = device
-        references = load_references(self.folder / REFERENCES_DIR)
+        references = [read_image(path) for path in self.reference_paths]
         return CachedReferenceDetector(
             model, references, cache_path=self.cache_path, cache_key=key, **settings
         )

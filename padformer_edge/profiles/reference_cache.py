@@ -44,8 +44,11 @@ def read_cache(path: Path, key: str, device: torch.device) -> ReferenceCache | N
     """The cached encodings if ``path`` holds ones made under ``key``, else None."""
     if stored_key(path) != key:
         return None
-    tensors = load_file(str(path), device=str(device))
-    return ReferenceCache(tensors["features"], tensors["tokens"])
+    try:
+        tensors = load_file(str(path), device=str(device))
+        return ReferenceCache(tensors["features"], tensors["tokens"])
+    except (SafetensorError, OSError, ValueError, KeyError):
+        return None  # damaged after its header was written: encode again
 
 
 def write_cache(path: Path, key: str, cache: ReferenceCache) -> None:
