@@ -108,6 +108,7 @@ class Profile:
         )
 
     def require_threshold(self) -> float:
+        """The threshold, or a UserError telling the operator to calibrate first."""
         if self.threshold is None:
             raise UserError(
                 f"profile '{self.name}' has no threshold yet; run `padformer-edge profile "
