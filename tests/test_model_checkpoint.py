@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
@@ -17,12 +18,25 @@ from padformer_edge.model.checkpoint import (
 )
 
 
+def _mae_position_table(dim, grid):
+    """The fixed table MAE stores: channels [0, dim/2) from the column, the rest from the row."""
+    omega = 1.0 / 10000 ** (np.arange(dim // 4) / (dim / 4))
+    rows, cols = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
+
+    def encode(pos):
+        angles = pos.reshape(-1)[:, None] * omega[None, :]
+        return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+    table = np.concatenate([np.zeros((1, dim)), np.concatenate([encode(cols), encode(rows)], 1)])
+    return torch.from_numpy(table).float().unsqueeze(0)
+
+
 def _mae_layout(embed_dim, depth, patch, grid, decoder_dim=16):
     """Random weights under the key names of an official MAE pre-training checkpoint."""
     d, hidden = embed_dim, embed_dim * 2
     state = {
         "cls_token": torch.randn(1, 1, d),
-        "pos_embed": torch.randn(1, 1 + grid * grid, d),
+        "pos_embed": _mae_position_table(d, grid),
         "patch_embed.proj.weight": torch.randn(d, 3, patch, patch),
         "patch_embed.proj.bias": torch.randn(d),
         "norm.weight": torch.randn(d),
@@ -113,6 +127,17 @@ def test_timm_safetensors_file_loads_and_skips_the_head(tmp_path):
     save_file(state, str(path))
     assert load_encoder_weights(model, path) == ["head.weight", "pos_embed"]
     assert torch.equal(model.encoder.norm.weight, state["norm.weight"])
+
+
+def test_learned_position_embeddings_are_refused(tmp_path):
+    model = build_model("tiny")
+    cfg = model.config
+    state = _mae_layout(cfg.embed_dim, cfg.depth, cfg.patch_size, cfg.grid_size)
+    state["pos_embed"] = torch.randn_like(state["pos_embed"])
+    path = tmp_path / "supervised_vit.pth"
+    torch.save({"model": state}, path)
+    with pytest.raises(UserError, match="learned position embeddings"):
+        load_encoder_weights(model, path)
 
 
 def test_wrong_encoder_file_names_missing_unexpected_and_mismatched_keys(tmp_path):

@@ -46,21 +46,20 @@ class PositionSpecificCrossAttention(nn.Module):
             raise ValueError("cross-attention needs shared keys, selected keys, or both.")
         b, m, d = x.shape
         q = self._heads(self.q(x)) * self.scale  # [B, H, M, Dh]
-        logits, values = [], []
+        shared_len = 0 if shared is None else shared.shape[1]
+        logits = []
         if shared is not None:
-            logits.append(q @ self._heads(self.k(shared)).transpose(-1, -2))  # [B, H, M, S]
-            values.append(self._heads(self.v(shared)))
+            k_shared, v_shared = self._heads(self.k(shared)), self._heads(self.v(shared))
+            logits.append(q @ k_shared.transpose(-1, -2))  # [B, H, M, S]
         if index is not None:
             k_sel, v_sel = (self._gather(proj(pool), index) for proj in (self.k, self.v))
-            logits.append(torch.einsum("bhmd,bmkhd->bhmk", q, k_sel))
-            values.append(v_sel)
-        attn = torch.cat(logits, dim=-1).softmax(dim=-1)
-        out = 0
+            logits.append(torch.einsum("bhmd,bmkhd->bhmk", q, k_sel))  # [B, H, M, k]
+        attn = torch.cat(logits, dim=-1).softmax(dim=-1)  # one softmax over both key sets
+        out = torch.zeros_like(q)
         if shared is not None:
-            out = attn[..., : values[0].shape[-2]] @ values[0]
+            out = out + attn[..., :shared_len] @ v_shared
         if index is not None:
-            attn_sel = attn[..., -index.shape[-1] :]
-            out = out + torch.einsum("bhmk,bmkhd->bhmd", attn_sel, values[-1])
+            out = out + torch.einsum("bhmk,bmkhd->bhmd", attn[..., shared_len:], v_sel)
         return self.proj(out.transpose(1, 2).reshape(b, m, d))
 
     def _gather(self, pool: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

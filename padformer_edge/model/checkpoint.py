@@ -24,7 +24,8 @@ FORMAT_TAG = "padformer-edge/1"
 
 # Keys an MAE or timm file may hold that the encoder deliberately does not take: MAE's own
 # decoder and mask token, a classification head, and the position table (ours is fixed
-# sin-cos, rebuilt from the config, which is what MAE saves anyway).
+# sin-cos, rebuilt from the config; ``_check_position_table`` makes sure the file's one
+# is that same table and not a learned one we would silently drop).
 _IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
 
 
@@ -169,5 +170,18 @@ def load_encoder_weights(model: PADFormer, path: str | Path) -> list[str]:
             f"weights file {path} does not fit the encoder of preset "
             f"'{model.preset_name}' ({detail}); use a checkpoint of the same ViT size."
         )
+    _check_position_table(model, state.get("pos_embed"), path)
     model.encoder.load_state_dict(wanted, strict=True)
     return ignored
+
+
+def _check_position_table(model: PADFormer, table: torch.Tensor | None, path: Path) -> None:
+    """Refuse learned position embeddings: the encoder would run without them."""
+    ours = model.encoder.pos_embed
+    if table is None or table.shape != ours.shape:
+        return  # another resolution: the fixed table is rebuilt for ours
+    if not torch.allclose(table.float(), ours, atol=1e-4):
+        raise UserError(
+            f"weights file {path} has learned position embeddings, but padformer-edge uses "
+            "fixed sin-cos ones; use an MAE pre-trained encoder (e.g. mae_pretrain_vit_base.pth)."
+        )

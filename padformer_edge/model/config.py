@@ -44,6 +44,8 @@ class ModelConfig:
             )
         if self.embed_dim % self.num_heads or self.decoder_embed_dim % self.decoder_num_heads:
             raise ValueError("embed dims must be divisible by their number of heads.")
+        if self.embed_dim % 4 or self.decoder_embed_dim % 4:
+            raise ValueError("embed dims must be multiples of 4 (2D sin-cos positions).")
         if not 0.0 <= self.mask_ratio < 1.0:
             raise ValueError(f"mask_ratio must be in [0, 1), not {self.mask_ratio}.")
         if self.top_k < 1:
@@ -98,6 +100,20 @@ SMALL = ModelConfig(
     decoder_depth=4,
     decoder_num_heads=8,
 )
-"""Provisional CPU sizing (128 px, patch 16 -> 8x8); to be replaced by a measured choice."""
+"""CPU training preset: 128 px, patch 16 -> 8x8 grid, encoder 192x4, decoder 256x4.
+
+Chosen with ``benchmarks/small_preset_candidates.py`` (one training step = forward,
+backward, AdamW; batch 8, N=4, 2 threads; 5 round-robin steps per candidate on the
+shared 2-core development machine, 25 Nov 2026, README table). This preset took 1.15
+CPU-seconds per step of 8 samples (0.14 CPU-s per sample): ~25k samples per hour at the
+load other jobs put on the machine then, up to ~50k with both cores free. Relative speed
+(CPU time): patch 8 at 96 px (12x12) 0.43x and at 112 px (14x14) 0.31x, since the STN
+convolutions and the M x N*M selection grow with the grid; a 256-wide, 6-block encoder
+0.66x; 112 px at patch 16 (7x7) 1.29x for a coarser image and an odd-sized grid; a
+2-layer decoder 1.45x, but reference patches would be re-selected only twice. Four decoder
+layers keep the per-layer re-selection the method relies on while an hour of CPU training
+still sees tens of thousands of samples; ``decoder_depth=2`` is the fallback if it must be
+faster.
+"""
 
 PRESETS: dict[str, ModelConfig] = {"paper": PAPER, "small": SMALL, "tiny": TINY}

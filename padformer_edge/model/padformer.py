@@ -73,7 +73,7 @@ class PADFormer(nn.Module):
 
     # -- pixels -------------------------------------------------------------------------
     def normalize(self, x01: torch.Tensor) -> torch.Tensor:
-        """Float RGB in [0, 1], [B, 3, H, W] -> model input."""
+        """Float RGB in [0, 1], [..., 3, H, W] (queries or reference stacks) -> model input."""
         return (x01 - self.mean) / self.std
 
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
