@@ -60,7 +60,9 @@ def root(
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's ``typer.Exit`` code instead
+        # of exiting, so pass it on: a command that asks for status 1 must get status 1.
+        result = app(standalone_mode=False)
     except UserError as err:
         _stderr.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -79,3 +81,5 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(result, int) and result != 0:
+        sys.exit(result)
