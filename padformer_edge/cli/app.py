@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from padformer_edge import __version__
-from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, profile_cmd, results_cmd
+from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, profile_cmd, results_cmd, train_cmd
 from padformer_edge.cli.synth import synth
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
@@ -30,6 +30,7 @@ app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
+app.command("train")(train_cmd.train)
 app.add_typer(profile_cmd.app, name="profile")
 
 _stderr = Console(stderr=True)
@@ -60,7 +61,9 @@ def root(
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's ``typer.Exit`` code instead
+        # of exiting, so pass it on: a command that asks for status 1 must get status 1.
+        result = app(standalone_mode=False)
     except UserError as err:
         _stderr.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -79,3 +82,5 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(result, int) and result != 0:
+        sys.exit(result)
