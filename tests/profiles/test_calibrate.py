@@ -21,7 +21,7 @@ from padformer_edge.profiles import (
     load_profile,
 )
 from padformer_edge.profiles.calibrate import score_files
-from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
+from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, confusion_at
 from tests.profiles.conftest import FAST, VIEWS, write_checkpoint
 
 TARGET = 0.1  # 40 good images cover a 10 % tail (29 needed), so no warning is expected
@@ -50,8 +50,11 @@ def test_create_calibrate_test(made, product, tmp_path):
     sampling_error = math.sqrt(TARGET * (1 - TARGET) / scores.size)
     assert abs(result.observed_fpr - TARGET) <= 2 * sampling_error
     check = result.anomalous
+    burrs = score_files(profile.build_detector(), sorted((product / "test" / "Burrs").iterdir()))
     assert check is not None and check.count == VIEWS.test_per_defect
-    assert 0.0 <= check.recall_at_threshold <= 1.0 and 0.0 < check.f1_optimal <= 1.0
+    assert check.recall_at_threshold == pytest.approx(float((burrs > profile.threshold).mean()))
+    best = confusion_at(scores, burrs, check.f1_optimal_threshold)[2]
+    assert best == pytest.approx(check.f1_optimal) and best >= check.f1_at_threshold
     assert profile.normalised_score(profile.threshold) == 0.5
     assert profile.normalised_score(result.normalise_max + 1e9) == 1.0
     verdicts = inspect_images(
