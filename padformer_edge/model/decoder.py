@@ -46,20 +46,34 @@ class DecoderLayer(nn.Module):
         self.mlp = Mlp(dim, int(dim * cfg.mlp_ratio))
         self.norm3 = nn.LayerNorm(dim)
 
-    def align(self, query: torch.Tensor, refs: torch.Tensor) -> torch.Tensor:
-        """References [B, N, M, D] warped into the frame of query tokens [B, M, D]."""
+    def stn_reference_term(self, refs: torch.Tensor) -> torch.Tensor | None:
+        """The query-independent half of this layer's STN input for refs [B, N, M, D]."""
         if self.stn is None:
-            return refs
+            return None
+        return self.stn.reference_term(tokens_to_maps(refs, self.cfg.grid_size))
+
+    def align(
+        self, query: torch.Tensor, refs: torch.Tensor, stn_term: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """References [B or 1, N, M, D] warped into the frame of query tokens [B, M, D]."""
+        if self.stn is None:
+            return refs.expand(query.shape[0], -1, -1, -1)
         g = self.cfg.grid_size
-        return maps_to_tokens(self.stn(tokens_to_maps(query, g), tokens_to_maps(refs, g)))
+        aligned = self.stn(tokens_to_maps(query, g), tokens_to_maps(refs, g), stn_term)
+        return maps_to_tokens(aligned)
 
     def forward(
-        self, h: torch.Tensor, refs: torch.Tensor, aat: torch.Tensor | None
+        self,
+        h: torch.Tensor,
+        refs: torch.Tensor,
+        aat: torch.Tensor | None,
+        stn_term: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """h [B, 1 + M, D] (CLS first), refs [B, N, M, D], aat [32 + M, D] or None."""
+        """h [B, 1 + M, D] (CLS first), refs [B or 1, N, M, D], aat [32 + M, D] or None;
+        ``stn_term`` is ``stn_reference_term(refs)`` when the caller has it already."""
         h = self.norm1(h + self.self_attn(h))
         cls, q = h[:, :1], h[:, 1:]
-        pool = self.align(q, refs)
+        pool = self.align(q, refs, stn_term)
         if self.cfg.use_selection:
             index = select_top_k(q, pool, self.cfg.top_k, self.cfg.sim_weight, self.cfg.sim_sigma)
             shared = None if aat is None else aat.unsqueeze(0)
@@ -98,16 +112,28 @@ class ReconstructionDecoder(nn.Module):
             return None
         return torch.cat([self.global_tokens, self.local_tokens + self.pos_embed[0, 1:]], 0)
 
+    def stn_reference_terms(self, refs: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        """Per layer, the STN input half that depends on the references [B, N, M, D'] only:
+        every layer aligns these same projected tokens, whatever the query."""
+        return tuple(layer.stn_reference_term(refs) for layer in self.layers)
+
     def forward(
-        self, latent: torch.Tensor, ids_restore: torch.Tensor, refs: torch.Tensor
+        self,
+        latent: torch.Tensor,
+        ids_restore: torch.Tensor,
+        refs: torch.Tensor,
+        stn_terms: tuple[torch.Tensor | None, ...] | None = None,
     ) -> torch.Tensor:
-        """latent [B, 1 + V, d] (CLS first), refs [B, N, M, D'] -> patches [B, M, p*p*3]."""
+        """latent [B, 1 + V, d] (CLS first), refs [B or 1, N, M, D'] -> patches [B, M, p*p*3];
+        ``stn_terms`` is ``stn_reference_terms(refs)`` when the caller has it already."""
         x = self.query_embed(latent)
         b, m = ids_restore.shape
         fill = self.mask_token.expand(b, m + 1 - x.shape[1], -1)
         patches = gather_tokens(torch.cat([x[:, 1:], fill], dim=1), ids_restore)
         h = torch.cat([x[:, :1], patches], dim=1) + self.pos_embed
         aat = self.anomaly_agnostic_tokens()
-        for layer in self.layers:
-            h = layer(h, refs, aat)
+        if stn_terms is None:
+            stn_terms = self.stn_reference_terms(refs)
+        for layer, stn_term in zip(self.layers, stn_terms, strict=True):
+            h = layer(h, refs, aat, stn_term)
         return self.head(self.norm(h)[:, 1:])

@@ -27,13 +27,17 @@ class ReferenceCache:
     """[B, N, M, embed_dim] encoder features, CLS dropped."""
     tokens: torch.Tensor
     """[B, N, M, decoder_embed_dim] the same, projected for the decoder."""
+    stn_terms: tuple[torch.Tensor | None, ...]
+    """Per decoder layer, the reference half of its STN's first convolution (None without
+    an STN): it depends on ``tokens`` alone, so it is paid once, not once per pass."""
 
     @property
     def num_references(self) -> int:
         return self.features.shape[1]
 
     def to(self, device: torch.device | str) -> ReferenceCache:
-        return ReferenceCache(self.features.to(device), self.tokens.to(device))
+        terms = tuple(None if t is None else t.to(device) for t in self.stn_terms)
+        return ReferenceCache(self.features.to(device), self.tokens.to(device), terms)
 
 
 class PADFormer(nn.Module):
@@ -116,7 +120,8 @@ class PADFormer(nn.Module):
         """Encode each of the [B, N, 3, H, W] references once for any number of passes."""
         self._check_images(refs, "refs", 5)
         features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
-        return ReferenceCache(features, self.decoder.ref_embed(features))
+        tokens = self.decoder.ref_embed(features)
+        return ReferenceCache(features, tokens, self.decoder.stn_reference_terms(tokens))
 
     # -- reconstruction -----------------------------------------------------------------
     def reconstruct(
@@ -132,7 +137,7 @@ class PADFormer(nn.Module):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         ids_shuffle, ids_restore, visible = shuffle_ids(mask)
         latent = self.encoder(query, ids_shuffle[:, :visible])
-        patches = self.decoder(latent, ids_restore, refs.expand(b, -1, -1, -1))
+        patches = self.decoder(latent, ids_restore, refs, cache.stn_terms)
         return self.unpatchify(patches)
 
     def forward(

@@ -1,0 +1,58 @@
+"""The reference cache's STN terms: same reconstructions as before, old checkpoints load.
+
+``fixtures/tiny_concat_stn*.safetensors`` were written by the model as it was before the
+STN split its first convolution (commit 84014bc, ``fixtures/make_tiny_concat_stn.py``):
+a two-layer decoder with input-dependent warps, and its reconstruction of fixed inputs.
+"""
+
+import dataclasses
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from padformer_edge.model import ReferenceCache, build_model
+from padformer_edge.model.checkpoint import load_checkpoint
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _old_model_and_io():
+    model, meta = load_checkpoint(FIXTURES / "tiny_concat_stn.safetensors")
+    return model, meta, load_file(FIXTURES / "tiny_concat_stn_io.safetensors")
+
+
+def test_a_checkpoint_from_the_concatenated_stn_loads_key_for_key():
+    model, meta, _ = _old_model_and_io()
+    assert meta == {"written_by": "84014bc"}
+    fresh = build_model("tiny", img_size=32, decoder_embed_dim=16, decoder_depth=2, top_k=4)
+    assert model.config == fresh.config
+    old_keys = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert old_keys == {k: tuple(v.shape) for k, v in fresh.state_dict().items()}
+    assert old_keys["decoder.layers.1.stn.localization.0.weight"] == (32, 32, 7, 7)
+
+
+def test_cached_reconstruction_equals_the_previous_model():
+    model, _, io = _old_model_and_io()
+    with torch.no_grad():
+        cache = model.encode_references(io["refs"])
+        assert len(cache.stn_terms) == 2
+        assert cache.stn_terms[0].shape == (1, 2, 32, 4, 4)
+        cached = model.reconstruct(io["query"], cache, io["mask"])
+        lazy = dataclasses.replace(cache, stn_terms=(None, None))  # each layer convolves refs
+        recomputed = model.reconstruct(io["query"], lazy, io["mask"])
+    torch.testing.assert_close(cached, io["reconstruction"])
+    torch.testing.assert_close(recomputed, cached)
+
+
+def test_stn_terms_depend_on_the_layer_and_follow_the_cache_to_a_device():
+    model, _, io = _old_model_and_io()
+    with torch.no_grad():
+        cache = model.encode_references(io["refs"])
+    first, second = cache.stn_terms
+    assert (first - second).abs().max() > 1e-3  # one term per layer, not one shared
+    moved = cache.to("cpu")
+    assert isinstance(moved, ReferenceCache)
+    assert all(torch.equal(a, b) for a, b in zip(moved.stn_terms, cache.stn_terms, strict=True))
+    without_stn = build_model("tiny", use_stn=False).encode_references(torch.randn(1, 2, 3, 64, 64))
+    assert without_stn.stn_terms == (None,)
