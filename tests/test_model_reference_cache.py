@@ -1,11 +1,10 @@
-"""The reference cache's STN terms: same reconstructions as before, old checkpoints load.
+"""The reference cache's per-layer terms: same reconstructions as before, old checkpoints load.
 
 ``fixtures/tiny_concat_stn*.safetensors`` were written by the model as it was before the
 STN split its first convolution (commit 84014bc, ``fixtures/make_tiny_concat_stn.py``):
 a two-layer decoder with input-dependent warps, and its reconstruction of fixed inputs.
 """
 
-import dataclasses
 from pathlib import Path
 
 import torch
@@ -13,6 +12,7 @@ from safetensors.torch import load_file
 
 from padformer_edge.model import ReferenceCache, build_model
 from padformer_edge.model.checkpoint import load_checkpoint
+from padformer_edge.model.encoder import shuffle_ids
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -36,23 +36,31 @@ def test_cached_reconstruction_equals_the_previous_model():
     model, _, io = _old_model_and_io()
     with torch.no_grad():
         cache = model.encode_references(io["refs"])
-        assert len(cache.stn_terms) == 2
-        assert cache.stn_terms[0].shape == (1, 2, 32, 4, 4)
+        assert len(cache.layer_terms) == 2
+        assert cache.layer_terms[0].stn.shape == (1, 2, 32, 4, 4)
+        assert cache.layer_terms[0].key_values.shape == (1, 2, 16, 32)
         cached = model.reconstruct(io["query"], cache, io["mask"])
-        lazy = dataclasses.replace(cache, stn_terms=(None, None))  # each layer convolves refs
-        recomputed = model.reconstruct(io["query"], lazy, io["mask"])
+        # The decoder on its own computes the terms inside each call instead.
+        ids_shuffle, ids_restore, visible = shuffle_ids(io["mask"])
+        latent = model.encoder(io["query"], ids_shuffle[:, :visible])
+        uncached = model.unpatchify(model.decoder(latent, ids_restore, cache.tokens))
     torch.testing.assert_close(cached, io["reconstruction"])
-    torch.testing.assert_close(recomputed, cached)
+    torch.testing.assert_close(uncached, cached)
 
 
 def test_stn_terms_depend_on_the_layer_and_follow_the_cache_to_a_device():
     model, _, io = _old_model_and_io()
     with torch.no_grad():
         cache = model.encode_references(io["refs"])
-    first, second = cache.stn_terms
-    assert (first - second).abs().max() > 1e-3  # one term per layer, not one shared
+    first, second = cache.layer_terms
+    assert (first.stn - second.stn).abs().max() > 1e-3  # one term per layer, not one shared
+    assert (first.key_values - second.key_values).abs().max() > 1e-3
     moved = cache.to("cpu")
     assert isinstance(moved, ReferenceCache)
-    assert all(torch.equal(a, b) for a, b in zip(moved.stn_terms, cache.stn_terms, strict=True))
-    without_stn = build_model("tiny", use_stn=False).encode_references(torch.randn(1, 2, 3, 64, 64))
-    assert without_stn.stn_terms == (None,)
+    for a, b in zip(moved.layer_terms, cache.layer_terms, strict=True):
+        assert torch.equal(a.stn, b.stn) and torch.equal(a.key_values, b.key_values)
+    refs = torch.randn(1, 2, 3, 64, 64)
+    (plain,) = (
+        build_model("tiny", use_stn=False, use_selection=False).encode_references(refs).layer_terms
+    )
+    assert plain.stn is None and plain.key_values is None

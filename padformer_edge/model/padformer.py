@@ -15,7 +15,7 @@ from torch import nn
 
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import PRESETS, ModelConfig
-from padformer_edge.model.decoder import ReconstructionDecoder
+from padformer_edge.model.decoder import LayerReferenceTerms, ReconstructionDecoder
 from padformer_edge.model.encoder import ViTEncoder, random_mask, shuffle_ids
 
 
@@ -27,16 +27,16 @@ class ReferenceCache:
     """[B, N, M, embed_dim] encoder features, CLS dropped."""
     tokens: torch.Tensor
     """[B, N, M, decoder_embed_dim] the same, projected for the decoder."""
-    stn_terms: tuple[torch.Tensor | None, ...]
-    """Per decoder layer, the reference half of its STN's first convolution (None without
-    an STN): it depends on ``tokens`` alone, so it is paid once, not once per pass."""
+    layer_terms: tuple[LayerReferenceTerms, ...]
+    """Per decoder layer, the work that depends on ``tokens`` alone (the STN's reference
+    half, the unbiased cross-attention keys and values), paid once rather than per pass."""
 
     @property
     def num_references(self) -> int:
         return self.features.shape[1]
 
     def to(self, device: torch.device | str) -> ReferenceCache:
-        terms = tuple(None if t is None else t.to(device) for t in self.stn_terms)
+        terms = tuple(t.to(device) for t in self.layer_terms)
         return ReferenceCache(self.features.to(device), self.tokens.to(device), terms)
 
 
@@ -121,7 +121,7 @@ class PADFormer(nn.Module):
         self._check_images(refs, "refs", 5)
         features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
         tokens = self.decoder.ref_embed(features)
-        return ReferenceCache(features, tokens, self.decoder.stn_reference_terms(tokens))
+        return ReferenceCache(features, tokens, self.decoder.reference_terms(tokens))
 
     # -- reconstruction -----------------------------------------------------------------
     def reconstruct(
@@ -137,7 +137,7 @@ class PADFormer(nn.Module):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         ids_shuffle, ids_restore, visible = shuffle_ids(mask)
         latent = self.encoder(query, ids_shuffle[:, :visible])
-        patches = self.decoder(latent, ids_restore, refs, cache.stn_terms)
+        patches = self.decoder(latent, ids_restore, refs, cache.layer_terms)
         return self.unpatchify(patches)
 
     def forward(

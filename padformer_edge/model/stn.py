@@ -74,8 +74,13 @@ class FeatureSTN(nn.Module):
     ) -> torch.Tensor:
         """Reference maps [B or 1, N, C, h, w] resampled into the frame of each of the B
         query maps (bilinear): [B, N, C, h, w]."""
-        theta = self.theta(query, refs, ref_term)
-        flat = refs.expand(theta.shape[0], -1, -1, -1, -1).flatten(0, 1)
-        grid = F.affine_grid(theta.flatten(0, 1), list(flat.shape), align_corners=False)
-        aligned = F.grid_sample(flat, grid, mode="bilinear", align_corners=False)
-        return aligned.view(*theta.shape[:2], *flat.shape[1:])
+        return warp(refs, self.theta(query, refs, ref_term))
+
+
+def warp(maps: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """Maps [B or 1, N, C, h, w] resampled bilinearly by affine maps [B, N, 2, 3]; any
+    channels may ride along, since each channel is resampled on its own."""
+    flat = maps.expand(theta.shape[0], -1, -1, -1, -1).flatten(0, 1)
+    grid = F.affine_grid(theta.flatten(0, 1), list(flat.shape), align_corners=False)
+    aligned = F.grid_sample(flat, grid, mode="bilinear", align_corners=False)
+    return aligned.view(*theta.shape[:2], *flat.shape[1:])
