@@ -20,7 +20,7 @@ from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.encoder import gather_tokens
 from padformer_edge.model.posembed import sincos_2d
 from padformer_edge.model.selection import select_top_k
-from padformer_edge.model.stn import FeatureSTN, warp
+from padformer_edge.model.stn import FeatureSTN, resample_tokens, sampling_weights
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,6 @@ class LayerReferenceTerms:
 def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
     """[..., M, D] -> [..., D, grid, grid]."""
     return tokens.transpose(-1, -2).unflatten(-1, (grid, grid))
-
-
-def maps_to_tokens(maps: torch.Tensor) -> torch.Tensor:
-    """[..., D, h, w] -> [..., h * w, D]."""
-    return maps.flatten(-2).transpose(-1, -2)
 
 
 class DecoderLayer(nn.Module):
@@ -84,7 +79,7 @@ class DecoderLayer(nn.Module):
         g = self.cfg.grid_size
         theta = self.stn.theta(tokens_to_maps(query, g), tokens_to_maps(refs, g), terms.stn)
         both = refs if kv is None else torch.cat([refs, kv], dim=-1)
-        aligned = maps_to_tokens(warp(tokens_to_maps(both, g), theta))
+        aligned = resample_tokens(both, sampling_weights(theta, (g, g)))
         return aligned[..., :d], None if kv is None else aligned[..., d:]
 
     def forward(

@@ -74,13 +74,32 @@ class FeatureSTN(nn.Module):
     ) -> torch.Tensor:
         """Reference maps [B or 1, N, C, h, w] resampled into the frame of each of the B
         query maps (bilinear): [B, N, C, h, w]."""
-        return warp(refs, self.theta(query, refs, ref_term))
+        theta = self.theta(query, refs, ref_term)
+        tokens = refs.flatten(-2).transpose(-1, -2)  # [B or 1, N, h * w, C]
+        aligned = resample_tokens(tokens, sampling_weights(theta, refs.shape[-2:]))
+        return aligned.transpose(-1, -2).unflatten(-1, refs.shape[-2:])
 
 
-def warp(maps: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """Maps [B or 1, N, C, h, w] resampled bilinearly by affine maps [B, N, 2, 3]; any
-    channels may ride along, since each channel is resampled on its own."""
-    flat = maps.expand(theta.shape[0], -1, -1, -1, -1).flatten(0, 1)
-    grid = F.affine_grid(theta.flatten(0, 1), list(flat.shape), align_corners=False)
-    aligned = F.grid_sample(flat, grid, mode="bilinear", align_corners=False)
-    return aligned.view(*theta.shape[:2], *flat.shape[1:])
+def sampling_weights(theta: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """[B, N, M, M] with M = h * w: row p holds the weights output position p takes from
+    each input position under affine maps theta [B, N, 2, 3] (bilinear, zero padding).
+
+    These are ``grid_sample``'s own weights, read off by resampling a one-hot basis (M
+    channels) rather than the features: applying them is then one batched matmul over
+    the token layout, which is cheaper than sampling every feature channel and needs
+    neither an expanded copy of a shared reference set nor a transpose to channel maps.
+    """
+    h, w = size
+    b, n = theta.shape[:2]
+    basis = torch.eye(h * w, dtype=theta.dtype, device=theta.device).view(1, h * w, h, w)
+    grid = F.affine_grid(theta.flatten(0, 1), [b * n, h * w, h, w], align_corners=False)
+    picked = F.grid_sample(basis.expand(b * n, -1, -1, -1), grid, align_corners=False)
+    return picked.flatten(2).transpose(1, 2).view(b, n, h * w, h * w)
+
+
+def resample_tokens(tokens: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Tokens [B or 1, N, M, C] (any channels: each is resampled on its own) moved by
+    ``sampling_weights`` [B, N, M, M] -> [B, N, M, C]."""
+    if tokens.shape[0] == 1 < weights.shape[0]:  # one reference set for every query row
+        return torch.einsum("bnpq,nqc->bnpc", weights, tokens[0])
+    return weights @ tokens
