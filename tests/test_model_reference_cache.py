@@ -7,6 +7,7 @@ a two-layer decoder with input-dependent warps, and its reconstruction of fixed 
 
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -64,3 +65,17 @@ def test_stn_terms_depend_on_the_layer_and_follow_the_cache_to_a_device():
         build_model("tiny", use_stn=False, use_selection=False).encode_references(refs).layer_terms
     )
     assert plain.stn is None and plain.key_values is None
+
+
+def test_passes_over_one_image_can_share_its_patch_embedding():
+    model, _, io = _old_model_and_io()
+    rows = torch.tensor([0, 0, 1, 0, 1])
+    mask = io["mask"][torch.tensor([0, 1, 1, 0, 0])]
+    with torch.no_grad():
+        cache = model.encode_references(io["refs"])
+        shared = model.reconstruct(io["query"], cache, mask, rows=rows)
+        repeated = model.reconstruct(io["query"][rows], cache, mask)
+    torch.testing.assert_close(shared, repeated)
+    for bad in (torch.tensor([0, 2, 1, 0, 1]), rows.view(5, 1)):
+        with pytest.raises(ValueError, match="rows must be a 1-D index into the 2 query images"):
+            model.reconstruct(io["query"], cache, mask, rows=bad)

@@ -125,18 +125,30 @@ class PADFormer(nn.Module):
 
     # -- reconstruction -----------------------------------------------------------------
     def reconstruct(
-        self, query: torch.Tensor, cache: ReferenceCache, mask: torch.Tensor
+        self,
+        query: torch.Tensor,
+        cache: ReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Normalised [B, 3, H, W] prediction of every query patch, given a [B, M] mask."""
+        """Normalised [B, 3, H, W] prediction of every query patch, given a [B, M] mask.
+
+        ``rows`` [B] names, for each mask row, its image in ``query`` [Q, 3, H, W] (all
+        passes over one image then share its patch embedding); by default row i is image i.
+        """
         self._check_images(query, "query", 4)
-        b, m = query.shape[0], self.config.num_patches
+        b, m = query.shape[0] if rows is None else rows.shape[0], self.config.num_patches
+        if rows is not None and (
+            rows.dim() != 1 or not 0 <= int(rows.min()) <= int(rows.max()) < query.shape[0]
+        ):
+            raise ValueError(f"rows must be a 1-D index into the {query.shape[0]} query images.")
         if mask.shape != (b, m) or mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor of shape [{b}, {m}].")
         refs = cache.tokens
         if refs.shape[0] not in (1, b):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         ids_shuffle, ids_restore, visible = shuffle_ids(mask)
-        latent = self.encoder(query, ids_shuffle[:, :visible])
+        latent = self.encoder(query, ids_shuffle[:, :visible], rows)
         patches = self.decoder(latent, ids_restore, refs, cache.layer_terms)
         return self.unpatchify(patches)
 
