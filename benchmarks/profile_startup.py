@@ -105,7 +105,8 @@ def main() -> None:
                 lambda: plain.encode_references(images), args.repeats
             ),
             "read cached encodings": cpu_seconds(
-                lambda: read_cache(profile.cache_path, key, torch.device("cpu")), args.repeats
+                lambda: read_cache(profile.cache_path, key, loaded, torch.device("cpu")),
+                args.repeats,
             ),
         }
         totals = {

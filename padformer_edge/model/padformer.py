@@ -120,6 +120,14 @@ class PADFormer(nn.Module):
         """Encode each of the [B, N, 3, H, W] references once for any number of passes."""
         self._check_images(refs, "refs", 5)
         features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
+        return self.cache_from_features(features)
+
+    def cache_from_features(self, features: torch.Tensor) -> ReferenceCache:
+        """Rebuild a cache from [B, N, M, embed_dim] encoder features saved earlier.
+
+        The encoder is the expensive part; the decoder-side terms are cheap to derive and
+        depend on the implementation, so a file on disk only needs to hold the features.
+        """
         tokens = self.decoder.ref_embed(features)
         return ReferenceCache(features, tokens, self.decoder.reference_terms(tokens))
 
