@@ -87,7 +87,11 @@ class Worker:
                 stop.wait(0.02)  # a short wait lets a burst fill the batch
                 continue
             waiting_since = None
-            self.run_batch()
+            try:
+                self.run_batch()
+            except Exception as err:  # the database, most likely: back off, keep the thread
+                log.error("worker.batch_failed", error=f"{type(err).__name__}: {err}")
+                stop.wait(1.0)
 
     def backlog(self) -> int:
         with self.engine.connect() as conn:
