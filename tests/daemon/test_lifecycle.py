@@ -1,5 +1,6 @@
 """A daemon's life under systemd: READY, watchdog pings, alerts through a flaky webhook,
-SIGTERM with nothing left processing, and a restart that delivers each alert once."""
+SIGTERM with nothing left processing, and a restart that delivers each alert once; with
+the polling observer, as on a network share."""
 
 from __future__ import annotations
 
@@ -68,7 +69,9 @@ def test_notify_sigterm_and_one_webhook_delivery_per_alert_across_a_restart(
         "backoff_max_s": 1.0,
         "poll_interval_s": 0.1,
     }
-    site = make_site(tmp_path, threshold=0.0, alerts=alerts)  # every image is anomalous
+    # Every image is anomalous; the polling observer (network shares) finds the files.
+    polling = {"polling": True, "poll_interval_s": 0.5}
+    site = make_site(tmp_path, threshold=0.0, alerts=alerts, intake=polling)
     messages: list[str] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(tmp_path / "notify.sock"))
