@@ -119,3 +119,19 @@ def test_rows_past_the_deadline_are_skipped_with_an_alert(tmp_path: Path, engine
     assert [(a.inspection_id, a.sink) for a in alerts] == [(old.id, "log")]
     assert json.loads(alerts[0].payload)["kind"] == "skipped"
     assert woken == [1]
+
+
+def test_a_failed_batch_gives_its_rows_back(tmp_path: Path, engine: Engine) -> None:
+    for name in ("a", "b"):
+        enqueue(
+            engine,
+            camera="cam",
+            product="bolt",
+            source_path=f"/cam/{name}.png",
+            sha256=name * 64,
+            size_bytes=1,
+        )
+    worker = Worker(engine, {}, {}, WorkerConfig(), tmp_path, 1 << 20, AlertsConfig())
+    assert len(claim_batch(engine, 10)) == 2  # the batch whose processing then failed
+    worker.release_claimed()
+    assert [r.id for r in claim_batch(engine, 10)] == [1, 2]  # pending again, claimable
