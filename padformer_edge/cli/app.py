@@ -13,7 +13,16 @@ import typer
 from rich.console import Console
 
 from padformer_edge import __version__
-from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, profile_cmd, results_cmd, train_cmd
+from padformer_edge.cli import (
+    alerts_cmd,
+    config_cmd,
+    db_cmd,
+    detect_cmd,
+    profile_cmd,
+    results_cmd,
+    train_cmd,
+    watch_cmd,
+)
 from padformer_edge.cli.synth import synth
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
@@ -32,6 +41,8 @@ app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
 app.command("train")(train_cmd.train)
 app.add_typer(profile_cmd.app, name="profile")
+app.command("watch")(watch_cmd.watch)
+app.add_typer(alerts_cmd.app, name="alerts")
 
 _stderr = Console(stderr=True)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -90,19 +90,27 @@ def enqueue(
         ).one()
 
 
-def claim_batch(engine: Engine, limit: int) -> list[Inspection]:
-    """Move up to ``limit`` oldest pending rows to ``processing`` and return them."""
+def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
+    """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
+
+    ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
+    second oldest, ...), so one camera's burst cannot starve the others.
+    """
     now = utc_now()
-    with _session(engine) as session, session.begin():
-        rows = list(
-            session.scalars(
-                select(Inspection)
-                .where(Inspection.status == Status.pending)
-                .order_by(Inspection.id)
-                .limit(limit)
-                .with_for_update(skip_locked=True)
-            )
+    pending = Inspection.status == Status.pending
+    if fair:
+        turn = (
+            func.row_number()
+            .over(partition_by=Inspection.camera, order_by=Inspection.id)
+            .label("turn")
         )
+        ranked = select(Inspection.id, turn).where(pending).subquery()
+        chosen = select(ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
+        query = select(Inspection).where(Inspection.id.in_(chosen), pending)
+    else:
+        query = select(Inspection).where(pending).order_by(Inspection.id).limit(limit)
+    with _session(engine) as session, session.begin():
+        rows = sorted(session.scalars(query.with_for_update(skip_locked=True)), key=lambda r: r.id)
         for row in rows:
             row.status, row.attempts, row.started_at = Status.processing, row.attempts + 1, now
             row.error = None
@@ -133,19 +141,23 @@ def complete(engine: Engine, inspection_id: int, outcome: DetectionOutcome) -> I
         row.detect_ms = outcome.detect_ms
         if row.started_at is not None:
             row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)
-        session.add_all(
-            Alert(
-                inspection_id=row.id,
-                sink=a.sink,
-                payload=json.dumps(a.payload),
-                state=AlertState.pending,
-                attempts=0,
-                next_attempt_at=now,
-                created_at=now,
-            )
-            for a in outcome.alerts
-        )
+        session.add_all(_outbox(row.id, outcome.alerts, now))
         return row
+
+
+def _outbox(inspection_id: int, alerts: Sequence[AlertRequest], now: datetime) -> list[Alert]:
+    return [
+        Alert(
+            inspection_id=inspection_id,
+            sink=a.sink,
+            payload=json.dumps(a.payload),
+            state=AlertState.pending,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for a in alerts
+    ]
 
 
 def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) -> Inspection:
@@ -160,15 +172,20 @@ def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) 
         return row
 
 
-def skip(engine: Engine, inspection_id: int, reason: str) -> Inspection:
-    """Close a row that should not be inspected (no references for its product, say)."""
+def skip(
+    engine: Engine, inspection_id: int, reason: str, alerts: Sequence[AlertRequest] = ()
+) -> Inspection:
+    """Close a row that should not be inspected (no references for its product, an
+    overload deadline passed) and queue its operator alerts in the same transaction."""
+    now = utc_now()
     with _session(engine) as session, session.begin():
         row = session.get(Inspection, inspection_id, with_for_update=True)
         if row is None:
             raise LookupError(f"inspection {inspection_id} does not exist")
         if row.status not in (Status.pending, Status.processing):
             raise ValueError(f"inspection {inspection_id} is already {row.status.value}")
-        row.status, row.error, row.finished_at = Status.skipped, reason, utc_now()
+        row.status, row.error, row.finished_at = Status.skipped, reason, now
+        session.add_all(_outbox(row.id, alerts, now))
         return row
 
 

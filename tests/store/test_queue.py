@@ -152,3 +152,32 @@ def test_alert_delivery_backs_off_then_dies(engine: Engine) -> None:
     dead = mark_alert_failed(engine, mqtt.id, "broker down", max_attempts=3)
     assert dead.state == AlertState.dead and dead.last_error == "broker down"
     assert due_alerts(engine, now=before + timedelta(days=1)) == []
+
+
+def test_fair_claim_takes_cameras_in_turn(engine: Engine) -> None:
+    def add(camera: str, name: str) -> int:
+        return enqueue(
+            engine,
+            camera=camera,
+            product="bolt",
+            source_path=f"/{camera}/{name}",
+            sha256=digest(camera + name),
+            size_bytes=1,
+        ).id
+
+    burst = [add("a", f"{i}.png") for i in range(4)]  # camera a floods first
+    late = [add("b", "0.png"), add("c", "0.png")]
+    first = claim_batch(engine, 3, fair=True)
+    assert {r.camera for r in first} == {"a", "b", "c"}
+    assert [r.id for r in first] == [burst[0], *late]
+    assert [r.id for r in claim_batch(engine, 10, fair=True)] == burst[1:]
+
+
+def test_skip_queues_its_alerts_in_the_same_transaction(engine: Engine) -> None:
+    row = _enqueue(engine, "a.png")
+    skip(engine, row.id, "older than the deadline", [AlertRequest("log", {"why": "overload"})])
+    with Session(engine) as session:
+        alerts = session.scalars(select(Alert)).all()
+    assert [(a.inspection_id, a.sink, a.state) for a in alerts] == [
+        (row.id, "log", AlertState.pending)
+    ]

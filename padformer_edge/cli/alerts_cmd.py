@@ -1,0 +1,67 @@
+"""``padformer-edge alerts``: the alert outbox, and a second chance for dead alerts."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from padformer_edge.daemon.alerts import list_alerts, retry_alerts
+from padformer_edge.errors import UserError
+from padformer_edge.store import AlertState, open_engine
+from padformer_edge.store.schema import open_checked
+
+app = typer.Typer(help="List queued, sent and dead alerts; retry dead ones.", no_args_is_help=True)
+DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
+COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
+           "last_error"]  # fmt: skip
+_out = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _state(text: str | None) -> AlertState | None:
+    if text is None:
+        return None
+    try:
+        return AlertState(text)
+    except ValueError as err:
+        names = ", ".join(s.value for s in AlertState)
+        raise UserError(f"--state '{text}' is not an alert state; choose one of {names}.") from err
+
+
+@app.command("list")
+def list_(
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    state: str | None = typer.Option(None, "--state", help="pending, sent or dead."),
+    sink: str | None = typer.Option(None, "--sink", help="Only alerts for this sink."),
+    limit: int = typer.Option(50, "--limit", min=1),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
+) -> None:
+    """Alerts, newest first, with their delivery state and last error."""
+    rows = list_alerts(open_checked(db), state=_state(state), sink=sink, limit=limit)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        _out.print("no alerts match.")
+        return
+    table = Table()
+    for column in COLUMNS:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        row["created_at"] = row["created_at"][:19].replace("T", " ")
+        table.add_row(*("-" if row[c] is None else str(row[c]) for c in COLUMNS))
+    _out.print(table)
+
+
+@app.command("retry")
+def retry(
+    alert_ids: list[int] = typer.Argument(..., metavar="ID...", help="Alert ids to send again."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
+    open_checked(db)  # exists and is at head, checked without taking the write lock
+    retried = retry_alerts(open_engine(db), alert_ids)
+    typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")

@@ -1,0 +1,48 @@
+"""One ready Detector per profile, built and warmed up before the daemon says READY.
+
+Several cameras may share a profile (two cameras on one product); they then share one
+detector and its cached references, because the references are the expensive part.
+A profile without a calibrated threshold is refused here, at start, rather than
+producing results whose anomaly flag means nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from padformer_edge.detect import Detector, read_image
+from padformer_edge.log import get_logger
+from padformer_edge.profiles import load_profile
+
+log = get_logger("daemon")
+
+
+@dataclass
+class Inspector:
+    """A product's detector with its decision threshold and model checksum."""
+
+    profile: str
+    detector: Detector
+    threshold: float
+    model_sha256: str
+
+
+def build_inspector(root: Path, name: str, device: str | None) -> Inspector:
+    """Load profile ``name`` (checksum-verified) and run one warm-up detection.
+
+    Warming up here moves one-off costs (allocator growth, kernel selection on a GPU)
+    out of the first real image's latency and proves the profile works before READY.
+    """
+    profile = load_profile(root, name)
+    threshold = profile.require_threshold()
+    detector = profile.build_detector(device)
+    detector.detect([read_image(profile.reference_paths[0])])
+    log.info(
+        "daemon.profile_ready",
+        profile=name,
+        references=len(profile.reference_paths),
+        device=str(detector.device),
+        threshold=threshold,
+    )
+    return Inspector(name, detector, threshold, profile.model_sha256)

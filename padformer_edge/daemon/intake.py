@@ -1,0 +1,237 @@
+"""Discovery: turn camera files into ``pending`` rows once they are completely written.
+
+Filesystem events are only hints. Close-write and move events say a file is probably
+done, created/modified events that it may soon be; either way the path goes into a
+settling set, and a file leaves it for the queue only when its size has stopped changing
+for ``stable_ms`` and its format trailer is present (or, for a file that never completes,
+after ``settle_timeout_s``, so that the worker records it as truncated instead of it
+lingering forever). A reconciliation scan on start and every ``rescan_interval_s`` offers
+whatever the events missed: files written while the daemon was down, inotify overflow, a
+network share whose events never arrive. ``enqueue`` is idempotent on (path, sha256),
+so a file offered twice is still one row.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import Engine, exists, select
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
+from padformer_edge.daemon.settings import IntakeConfig
+from padformer_edge.log import get_logger
+from padformer_edge.store import Inspection, enqueue
+
+log = get_logger("intake")
+
+
+@dataclass(frozen=True)
+class Camera:
+    """A watched folder, resolved once, and the product its images belong to."""
+
+    name: str
+    root: Path
+    product: str
+
+
+@dataclass
+class Settling:
+    camera: Camera
+    size: int
+    changed_at: float
+
+
+class _Events(FileSystemEventHandler):
+    """Routes every interesting event of one camera folder to ``Intake.offer``."""
+
+    def __init__(self, intake: Intake, camera: Camera) -> None:
+        self.intake, self.camera = intake, camera
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("closed", "created", "modified") and not event.is_directory:
+            self.intake.offer(Path(os.fsdecode(event.src_path)), self.camera)
+        elif event.event_type == "moved":
+            target = Path(os.fsdecode(event.dest_path))
+            if event.is_directory:
+                self.intake.request_scan()  # a whole folder moved in: walk it
+            else:
+                self.intake.offer(target, self.camera)
+        elif event.event_type == "created" and event.is_directory:
+            self.intake.request_scan()
+
+
+class Intake:
+    """The observer, the settling set and the scan; ``step`` is driven by one thread."""
+
+    def __init__(self, engine: Engine, cameras: list[Camera], config: IntakeConfig) -> None:
+        self.engine, self.cameras, self.config = engine, cameras, config
+        self.max_bytes = int(config.max_file_mb * 1024 * 1024)
+        self.settling: dict[Path, Settling] = {}
+        self.known: set[tuple[Path, int, int]] = set()
+        self.lock = threading.Lock()
+        self.observer: BaseObserver | None = None
+        self.observer_restarts = 0
+        self.next_scan = 0.0  # scan on the first step
+
+    # -- observer ------------------------------------------------------------------
+    def start_observer(self) -> None:
+        """A fresh observer on every camera folder (also used to replace a dead one)."""
+        observer: BaseObserver = (
+            PollingObserver(timeout=self.config.poll_interval_s)
+            if self.config.polling
+            else Observer()
+        )
+        for camera in self.cameras:
+            observer.schedule(
+                _Events(self, camera), str(camera.root), recursive=self.config.recursive
+            )
+        observer.daemon = True
+        observer.start()
+        self.observer = observer
+
+    def observer_alive(self) -> bool:
+        return self.observer is not None and self.observer.is_alive()
+
+    def ensure_observer(self) -> bool:
+        """Restart a dead observer and rescan what it may have missed; True if restarted."""
+        if self.observer_alive():
+            return False
+        log.warning("intake.observer_restart", restarts=self.observer_restarts)
+        self.observer_restarts += 1
+        self.start_observer()
+        self.request_scan()
+        return True
+
+    def stop_observer(self) -> None:
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+
+    # -- settling ------------------------------------------------------------------
+    def offer(self, path: Path, camera: Camera) -> None:
+        """A hint that ``path`` may be a new camera file; cheap, called from any thread."""
+        if ignored(path.name, self.config.ignore):
+            return
+        with self.lock:
+            if path not in self.settling:
+                self.settling[path] = Settling(camera, -1, time.monotonic())
+
+    def request_scan(self) -> None:
+        self.next_scan = 0.0
+
+    def step(self, now: float | None = None) -> int:
+        """Scan if due, then queue every settled file; returns how many were queued."""
+        now = time.monotonic() if now is None else now
+        if now >= self.next_scan:
+            self.next_scan = now + self.config.rescan_interval_s
+            self.scan()
+        with self.lock:
+            candidates = list(self.settling.items())
+        queued = 0
+        for path, entry in candidates:
+            verdict = self._verdict(path, entry, now)
+            if verdict is None:
+                continue
+            if verdict and self._queue(path, entry.camera):
+                queued += 1
+            elif verdict:
+                continue  # the database refused for now; try again next step
+            with self.lock:
+                self.settling.pop(path, None)
+        return queued
+
+    def _verdict(self, path: Path, entry: Settling, now: float) -> bool | None:
+        """True: queue it; False: forget it; None: let it settle longer."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return False  # renamed away or deleted: its new name has its own event
+        if os.path.islink(path):
+            return True  # recorded and refused by the worker, never followed
+        if not os.path.isfile(path):
+            return False
+        if info.st_size != entry.size:
+            entry.size, entry.changed_at = info.st_size, now
+            return None
+        quiet = now - entry.changed_at
+        if quiet * 1000 >= self.config.stable_ms and looks_complete(path, info.st_size):
+            return True
+        return True if quiet >= self.config.settle_timeout_s else None
+
+    def _queue(self, path: Path, camera: Camera) -> bool:
+        try:
+            info = os.lstat(path)
+            sha256, size = fingerprint(path, self.max_bytes)
+        except OSError:
+            return True  # vanished while hashing; nothing to record
+        try:
+            row = enqueue(
+                self.engine,
+                camera=camera.name,
+                product=camera.product,
+                source_path=str(path),
+                sha256=sha256,
+                size_bytes=size,
+            )
+        except Exception as err:  # a locked or unreachable database must not kill intake
+            log.error("intake.enqueue_failed", path=str(path), error=str(err))
+            return False
+        self.known.add((path, info.st_size, info.st_mtime_ns))
+        log.debug("intake.queued", path=str(path), id=row.id, camera=camera.name)
+        return True
+
+    # -- reconciliation --------------------------------------------------------------
+    def scan(self) -> int:
+        """Offer every file in the camera folders that has no row yet; returns the count."""
+        offered, present = 0, set()
+        for camera in self.cameras:
+            for folder, dirs, files in os.walk(camera.root):
+                if not self.config.recursive:
+                    dirs.clear()
+                dirs[:] = [d for d in dirs if not ignored(d, self.config.ignore)]
+                for name in files:
+                    path = Path(folder) / name
+                    if ignored(name, self.config.ignore):
+                        continue
+                    if self._unknown(path, present):
+                        self.offer(path, camera)
+                        offered += 1
+        # Forget files that are gone (cleaned up by the line), so months of running do
+        # not grow this set beyond what the camera folders hold now.
+        self.known &= present
+        if offered:
+            log.info("intake.scan", offered=offered)
+        return offered
+
+    def _unknown(self, path: Path, present: set[tuple[Path, int, int]]) -> bool:
+        """No row records this path with this size since it was last modified."""
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False
+        key = (path, info.st_size, info.st_mtime_ns)
+        present.add(key)
+        if key in self.known:
+            return False
+        modified = datetime.fromtimestamp(info.st_mtime, UTC)
+        query = select(
+            exists().where(
+                Inspection.source_path == str(path),
+                Inspection.size_bytes == info.st_size,
+                Inspection.discovered_at >= modified,
+            )
+        )
+        with self.engine.connect() as conn:
+            recorded = bool(conn.execute(query).scalar())
+        if recorded:
+            self.known.add(key)
+        return not recorded

@@ -1,0 +1,219 @@
+"""The daemon process: start-up order, the supervising loop, and a clean stop.
+
+Start-up does everything that can fail before it claims to be ready: migrations (under
+the store's file lock, after a backup), requeueing what a crash left ``processing``,
+loading and warming every profile. Only then READY=1. The main thread supervises: it
+restarts a dead observer, pings the systemd watchdog only while the observer, the
+worker and the database are all healthy (so systemd restarts a daemon that is wedged
+rather than one that is merely busy), and reports the backlog in STATUS=.
+
+SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
+anything still ``processing`` to ``pending`` and exit 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+from padformer_edge.daemon.alerts import AlertDispatcher
+from padformer_edge.daemon.inspectors import Inspector, build_inspector
+from padformer_edge.daemon.intake import Camera, Intake
+from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
+from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.daemon.worker import Worker
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.profiles import profiles_root
+from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
+
+log = get_logger("daemon")
+
+STATUS_EVERY_S = 5.0
+INTAKE_TICK_S = 0.1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Config paths made absolute: relative ones live under the state directory."""
+
+    cameras: list[Camera]
+    heatmaps: Path
+    profiles: Path
+
+
+def resolve_layout(config: DaemonConfig) -> Layout:
+    """Absolute folders, checked before anything starts; a profile is one product."""
+    base = state_dir()
+    heatmaps = base / (config.heatmaps or "heatmaps")
+    profiles = base / config.profiles_dir if config.profiles_dir else profiles_root()
+    cameras = []
+    for cam in config.cameras:
+        root = (base / cam.path).expanduser()
+        if not root.is_dir():
+            raise UserError(
+                f"camera folder {root} of camera '{cam.name}' does not exist; "
+                "create it or fix its path in the daemon config."
+            )
+        root = root.resolve()
+        if heatmaps.resolve().is_relative_to(root):
+            raise UserError(
+                f"heatmap folder {heatmaps} is inside camera folder {root}; "
+                "heatmaps would be inspected as camera images, choose another."
+            )
+        cameras.append(Camera(cam.name, root, product=cam.profile))
+    return Layout(cameras, heatmaps, profiles)
+
+
+class Daemon:
+    """Owns the threads; ``run`` blocks until a stop signal and returns the exit code."""
+
+    def __init__(self, config: DaemonConfig, notifier: Notifier | None = None) -> None:
+        self.config = config
+        self.notifier = notifier or Notifier()
+        self.stop = threading.Event()
+        self.layout = resolve_layout(config)
+
+    def start(self) -> None:
+        self.engine: Engine = open_engine(self.config.database)
+        revision = migrate_on_start(self.engine)
+        requeued, failed = requeue_interrupted(
+            self.engine, max_attempts=self.config.worker.max_attempts
+        )
+        log.info("daemon.recovered", revision=revision, requeued=requeued, failed=failed)
+        shared: dict[str, Inspector] = {
+            name: build_inspector(self.layout.profiles, name, self.config.worker.device)
+            for name in sorted({cam.profile for cam in self.config.cameras})
+        }
+        cameras = {c.name: c for c in self.layout.cameras}
+        inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
+        self.dispatcher = AlertDispatcher(self.engine, self.config.alerts)
+        self.intake = Intake(self.engine, self.layout.cameras, self.config.intake)
+        self.worker = Worker(
+            self.engine,
+            cameras,
+            inspectors,
+            self.config.worker,
+            self.layout.heatmaps,
+            self.intake.max_bytes,
+            self.config.alerts,
+            on_alert=self.dispatcher.wake,
+        )
+        self.dispatcher.start()
+        self.intake.start_observer()
+        self.intake_thread = self._spawn("intake", self._intake_loop)
+        self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
+
+    def _spawn(self, name: str, target) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def _intake_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.intake.step()
+            except Exception as err:  # one bad step (a database hiccup) must not end intake
+                log.error("intake.step_failed", error=f"{type(err).__name__}: {err}")
+            self.stop.wait(INTAKE_TICK_S)
+
+    # -- supervision -------------------------------------------------------------------
+    def healthy(self) -> bool:
+        """Observer, intake, worker and alert threads alive, the worker not stuck, DB reachable."""
+        busy = self.worker.busy_since
+        stalled = max(time.monotonic() - self.worker.beat, 0.0) > self.config.watchdog_stall_s
+        stuck = busy is not None and time.monotonic() - busy > self.config.watchdog_stall_s
+        if not (self.intake.observer_alive() and self.intake_thread.is_alive()):
+            return False
+        if not self.worker_thread.is_alive() or (stalled and busy is None) or stuck:
+            return False
+        if not self.dispatcher.alive:
+            return False
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception:
+            return False
+        return True
+
+    def status_line(self) -> str:
+        return (
+            f"backlog {self.worker.backlog()}, inspected {self.worker.processed}, "
+            f"last {self.worker.last_result}"
+        )
+
+    def supervise(self) -> int:
+        """Until a stop signal (0), or until a thread that cannot be restarted died (1):
+        exiting then lets ``Restart=on-failure`` start a fresh process."""
+        tick = min(watchdog_interval_s() or 1.0, 1.0)
+        next_status = 0.0
+        while not self.stop.wait(tick):
+            if not (self.worker_thread.is_alive() and self.intake_thread.is_alive()):
+                log.error(
+                    "daemon.thread_died",
+                    worker=self.worker_thread.is_alive(),
+                    intake=self.intake_thread.is_alive(),
+                )
+                return 1
+            self.intake.ensure_observer()
+            if self.healthy():
+                self.notifier.watchdog()
+            else:
+                log.error(
+                    "daemon.unhealthy",
+                    observer=self.intake.observer_alive(),
+                    worker=self.worker_thread.is_alive(),
+                    dispatcher=self.dispatcher.alive,
+                )
+            if time.monotonic() >= next_status:
+                next_status = time.monotonic() + STATUS_EVERY_S
+                try:
+                    self.notifier.status(self.status_line())
+                except Exception as err:
+                    log.error("daemon.status_failed", error=str(err))
+        return 0
+
+    def shutdown(self) -> None:
+        self.notifier.stopping()
+        log.info("daemon.stopping")
+        self.stop.set()
+        self.intake.stop_observer()
+        self.intake_thread.join()
+        self.worker_thread.join()  # finishes the batch in hand
+        self.dispatcher.stop()  # after the worker: its last alerts are in the outbox
+        requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
+        log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
+
+    def run(self) -> int:
+        def request_stop(signum: int, _frame: object) -> None:
+            log.info("daemon.signal", signal=signal.Signals(signum).name)
+            self.stop.set()
+
+        previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.start()
+            if self.stop.is_set():
+                self.shutdown()
+                return 0
+            self.notifier.ready(self.status_line())
+            log.info(
+                "daemon.ready",
+                cameras=[c.name for c in self.layout.cameras],
+                heatmaps=str(self.layout.heatmaps),
+            )
+            code = self.supervise()
+            self.shutdown()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return code
+
+
+def run_daemon(config: DaemonConfig) -> int:
+    """Run until SIGTERM/SIGINT; the exit code for the CLI."""
+    return Daemon(config).run()

@@ -1,0 +1,116 @@
+"""The daemon config: its schema, and which file runs with which folder overrides.
+
+The schema lives here rather than in ``padformer_edge.config`` because its ``alerts:``
+section is the alerts package's ``AlertsConfig``, which itself derives from
+``config.StrictModel``: importing it from ``config`` would be a cycle.
+
+``padformer-edge watch /camera/out`` must work with nothing else, so the bundled config
+describes one camera and one profile, and folders on the command line replace its camera
+path. With several folders each becomes a camera named after its folder, sharing the
+single camera's profile. A config with several cameras already says where each one
+writes, so folders on the command line would be ambiguous and are refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from padformer_edge.config import StrictModel, load_config, register_config_kind
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.errors import UserError
+
+# Names cameras and copy tools use while a file is still being written.
+TEMPORARY_NAMES = (".*", "*.tmp", "*.part", "*.partial", "*~")
+BUNDLED_CONFIG = Path(__file__).resolve().parents[2] / "config" / "daemon.yaml"
+
+
+class CameraConfig(StrictModel):
+    """One camera folder and the profile its images are inspected with."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    path: Path
+    profile: str = Field(min_length=1)
+
+
+class IntakeConfig(StrictModel):
+    """How files are discovered and when they count as completely written."""
+
+    polling: bool = False
+    poll_interval_s: float = Field(2.0, gt=0)
+    recursive: bool = True
+    stable_ms: int = Field(300, ge=0)
+    settle_timeout_s: float = Field(10.0, gt=0)
+    rescan_interval_s: float = Field(300.0, gt=0)
+    max_file_mb: float = Field(64.0, gt=0)
+    ignore: list[str] = Field(default_factory=lambda: list(TEMPORARY_NAMES))
+
+
+class WorkerConfig(StrictModel):
+    """Batching, overload and retry policy of the one inspection worker.
+
+    ``device`` overrides every profile's own device setting when set (a line PC whose GPU
+    is gone can be kept running on the CPU without editing each profile).
+    """
+
+    max_batch: int = Field(4, ge=1)
+    max_wait_ms: int = Field(200, ge=0)
+    deadline_s: float = Field(600.0, gt=0)
+    max_attempts: int = Field(3, ge=1)
+    device: Literal["auto", "cpu", "cuda"] | None = None
+
+
+@register_config_kind("daemon")
+class DaemonConfig(StrictModel):
+    """``padformer-edge watch --config FILE``: cameras, their profiles and the policies.
+
+    Relative paths are taken under the state directory, so the bundled config works
+    wherever the service keeps its data; ``profiles_dir`` defaults to the profiles root.
+    """
+
+    database: str | None = None
+    heatmaps: Path | None = None
+    profiles_dir: Path | None = None
+    cameras: list[CameraConfig] = Field(min_length=1)
+    intake: IntakeConfig = IntakeConfig()
+    worker: WorkerConfig = WorkerConfig()
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    watchdog_stall_s: float = Field(120.0, gt=0)
+
+    @model_validator(mode="after")
+    def _camera_names_are_unique(self) -> DaemonConfig:
+        names = [c.name for c in self.cameras]
+        if len(set(names)) != len(names):
+            raise ValueError("camera names must be unique")
+        return self
+
+
+def load_daemon_config(path: str | Path | None, folders: list[Path]) -> DaemonConfig:
+    """The validated config of ``path`` (bundled default if None) with ``folders`` applied."""
+    source = Path(path) if path is not None else BUNDLED_CONFIG
+    config = load_config(source, DaemonConfig)
+    if not folders:
+        return config
+    if len(config.cameras) != 1:
+        raise UserError(
+            f"{source} defines {len(config.cameras)} cameras; give their folders in "
+            "the config instead of on the command line."
+        )
+    only = config.cameras[0]
+    folders = [folder.expanduser().absolute() for folder in folders]
+    if len(folders) == 1:
+        cameras = [CameraConfig(name=only.name, path=folders[0], profile=only.profile)]
+    else:
+        names = [folder.name or "root" for folder in folders]
+        if len(set(names)) != len(names):
+            raise UserError(
+                "the camera folders given share a name; use --config to name each "
+                "camera explicitly."
+            )
+        cameras = [
+            CameraConfig(name=name, path=folder, profile=only.profile)
+            for name, folder in zip(names, folders, strict=True)
+        ]
+    return config.model_copy(update={"cameras": cameras})

@@ -1,0 +1,268 @@
+"""The one inspection worker: claim a batch, decode, detect, write heatmaps, commit.
+
+Every row it claims ends in exactly one of: ``done`` (result and alerts committed
+together after the heatmap file is in place), ``failed`` (a refusal, immediately, or an
+error that used up its attempts), ``skipped`` (older than the overload deadline, with an
+operator alert) or back to ``pending`` (a retryable error). A crash between the heatmap
+and the commit leaves the row ``processing``; the next start requeues it and the retry
+rewrites the same heatmap name, so a file never gets two results or two heatmaps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import torch
+from sqlalchemy import Engine, func, select
+
+from padformer_edge.daemon.alerts import AlertKind, AlertsConfig, Cooldown, plan_alerts
+from padformer_edge.daemon.files import Refused, decode, read_checked
+from padformer_edge.daemon.inspectors import Inspector
+from padformer_edge.daemon.intake import Camera
+from padformer_edge.daemon.settings import WorkerConfig
+from padformer_edge.detect import Detection, write_heatmap
+from padformer_edge.log import get_logger
+from padformer_edge.store import (
+    DetectionOutcome,
+    Inspection,
+    Status,
+    claim_batch,
+    complete,
+    fail,
+    requeue_interrupted,
+    skip,
+)
+from padformer_edge.store.models import utc_now
+
+log = get_logger("worker")
+
+
+def heatmap_path(folder: Path, row_id: int) -> Path:
+    """``<folder>/<id // 10000>/<id>.png``: named by row id, never by the camera's file
+    name, and sharded so a folder holds at most 10,000 files after months of running."""
+    return folder / f"{row_id // 10000:05d}" / f"{row_id}.png"
+
+
+class Worker:
+    """Runs batches until ``stop`` is set; finishes the batch in hand before returning."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        cameras: dict[str, Camera],
+        inspectors: dict[str, Inspector],
+        config: WorkerConfig,
+        heatmaps: Path,
+        max_bytes: int,
+        alerts: AlertsConfig,
+        on_alert: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.engine, self.cameras, self.inspectors = engine, cameras, inspectors
+        self.config, self.heatmaps, self.max_bytes = config, heatmaps, max_bytes
+        self.alerts, self.on_alert = alerts, on_alert
+        self.cooldown = Cooldown(alerts.cooldown_s)  # per camera/product/kind, for its lifetime
+        self.batch_size = config.max_batch  # halved on CUDA out-of-memory
+        self.beat = time.monotonic()
+        self.busy_since: float | None = None
+        self.last_result = "none yet"
+        self.processed = 0
+
+    # -- loop ------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        waiting_since: float | None = None
+        while not stop.is_set():
+            self.beat = time.monotonic()
+            backlog = self.backlog()
+            if backlog == 0:
+                waiting_since = None
+                stop.wait(0.05)
+                continue
+            waiting_since = waiting_since or time.monotonic()
+            young = (time.monotonic() - waiting_since) * 1000 < self.config.max_wait_ms
+            if backlog < self.batch_size and young:
+                stop.wait(0.02)  # a short wait lets a burst fill the batch
+                continue
+            waiting_since = None
+            try:
+                self.run_batch()
+            except Exception as err:  # the database, most likely: back off, keep the thread
+                log.error("worker.batch_failed", error=f"{type(err).__name__}: {err}")
+                stop.wait(1.0)
+                self.release_claimed()
+
+    def release_claimed(self) -> None:
+        """Give a failed batch's rows back; this is the only worker, so every row still
+        ``processing`` is one of them. If the database is still away, start-up does it."""
+        try:
+            requeue_interrupted(self.engine, max_attempts=self.config.max_attempts)
+        except Exception as err:
+            log.error("worker.requeue_failed", error=f"{type(err).__name__}: {err}")
+
+    def backlog(self) -> int:
+        with self.engine.connect() as conn:
+            query = select(func.count()).where(Inspection.status == Status.pending)
+            return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
+
+    def run_batch(self) -> int:
+        """Claim and finish one batch; returns how many rows it claimed."""
+        rows = claim_batch(self.engine, self.batch_size, fair=True)
+        if not rows:
+            return 0
+        self.busy_since = time.monotonic()
+        try:
+            fresh = self.skip_overdue(rows)
+            decoded = [(row, image) for row in fresh if (image := self.load(row)) is not None]
+            by_profile: dict[str, list[tuple[Inspection, np.ndarray]]] = {}
+            for row, image in decoded:
+                by_profile.setdefault(self.inspector_of(row).profile, []).append((row, image))
+            for group in by_profile.values():
+                self.inspect(group)
+        finally:
+            self.busy_since = None
+        return len(rows)
+
+    def inspector_of(self, row: Inspection) -> Inspector:
+        return self.inspectors[row.camera]
+
+    # -- per row ---------------------------------------------------------------------
+    def skip_overdue(self, rows: list[Inspection]) -> list[Inspection]:
+        """Overload is explicit: rows older than the deadline are skipped with an alert."""
+        limit = utc_now() - timedelta(seconds=self.config.deadline_s)
+        fresh = []
+        for row in rows:
+            if row.discovered_at >= limit:
+                fresh.append(row)
+                continue
+            reason = (
+                f"overload: waited longer than the {self.config.deadline_s:g}s deadline "
+                "before inspection"
+            )
+            alerts = plan_alerts(
+                self.alerts,
+                cooldown=self.cooldown,
+                camera=row.camera,
+                product=row.product,
+                score=None,
+                threshold=None,
+                reason=reason,
+                kind=AlertKind.skipped,
+                source_path=row.source_path,
+                extra={"inspection_id": row.id},
+            )
+            skip(self.engine, row.id, reason, alerts)
+            if alerts:
+                self.on_alert()
+            log.warning(
+                "worker.skipped", id=row.id, camera=row.camera, path=row.source_path, reason=reason
+            )
+        return fresh
+
+    def load(self, row: Inspection) -> np.ndarray | None:
+        """Decoded pixels, or None after recording why the row could not be decoded."""
+        camera = self.cameras.get(row.camera)
+        try:
+            if camera is None:
+                raise Refused(f"camera '{row.camera}' is no longer configured")
+            data = read_checked(Path(row.source_path), camera.root, self.max_bytes, row.sha256)
+            return decode(data)
+        except Refused as err:
+            self.record_failure(row, str(err), permanent=True)
+        except OSError as err:
+            self.record_failure(row, f"cannot read the file: {err.strerror or err}")
+        return None
+
+    def record_failure(self, row: Inspection, reason: str, *, permanent: bool = False) -> None:
+        attempts = row.attempts if permanent else self.config.max_attempts
+        closed = fail(self.engine, row.id, reason, max_attempts=attempts)
+        log.warning(
+            "worker.failed",
+            id=row.id,
+            camera=row.camera,
+            path=row.source_path,
+            reason=reason,
+            status=closed.status.value,
+            attempts=closed.attempts,
+        )
+
+    def inspect(self, group: list[tuple[Inspection, np.ndarray]]) -> None:
+        inspector = self.inspector_of(group[0][0])
+        try:
+            detections = self.detect_halving(inspector, [image for _, image in group])
+        except Exception as err:
+            for row, _ in group:
+                self.record_failure(row, f"detection failed: {type(err).__name__}: {err}")
+            return
+        for (row, image), detection in zip(group, detections, strict=True):
+            try:
+                self.finish(row, image, detection, inspector)
+            except Exception as err:
+                self.record_failure(row, f"storing the result failed: {type(err).__name__}: {err}")
+
+    def detect_halving(self, inspector: Inspector, images: list[np.ndarray]) -> list[Detection]:
+        """Detect in chunks of ``batch_size``; on CUDA out-of-memory halve the chunk and
+        the model batch and retry, keeping the smaller sizes for later batches too."""
+        detector, out, start = inspector.detector, [], 0
+        while start < len(images):
+            chunk = images[start : start + self.batch_size]
+            try:
+                out.extend(detector.detect(chunk))
+                start += len(chunk)
+            except torch.OutOfMemoryError:
+                if self.batch_size == 1 and detector.max_batch == 1:
+                    raise
+                self.batch_size = max(1, self.batch_size // 2)
+                detector.max_batch = max(1, detector.max_batch // 2)
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                log.warning(
+                    "worker.oom_halved", batch=self.batch_size, model_batch=detector.max_batch
+                )
+        return out
+
+    def finish(
+        self, row: Inspection, image: np.ndarray, detection: Detection, inspector: Inspector
+    ) -> None:
+        heatmap = heatmap_path(self.heatmaps, row.id)
+        write_heatmap(heatmap, image, detection.anomaly_map, detection.score)
+        alerts = plan_alerts(
+            self.alerts,
+            cooldown=self.cooldown,
+            camera=row.camera,
+            product=row.product,
+            score=detection.score,
+            threshold=inspector.threshold,
+            reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
+            source_path=row.source_path,
+            heatmap_path=str(heatmap),
+            extra={"inspection_id": row.id},
+        )
+        outcome = DetectionOutcome(
+            score=detection.score,
+            threshold=inspector.threshold,
+            heatmap_path=str(heatmap),
+            model_sha256=inspector.model_sha256,
+            detect_ms=detection.timings["total"] * 1000,
+            alerts=alerts,
+        )
+        complete(self.engine, row.id, outcome)
+        if alerts:
+            self.on_alert()
+        self.processed += 1
+        self.last_result = f"#{row.id} {row.camera} score {detection.score:.4g}" + (
+            " ANOMALY" if outcome.is_anomaly else ""
+        )
+        log.info(
+            "inspected",
+            id=row.id,
+            camera=row.camera,
+            product=row.product,
+            path=row.source_path,
+            score=round(detection.score, 6),
+            anomaly=outcome.is_anomaly,
+            ms=round(outcome.detect_ms, 1),
+        )

@@ -1,0 +1,130 @@
+"""The daemon's parts that need no subprocess: notify, file checks, config, OOM halving."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from padformer_edge.daemon.alerts import AlertsConfig
+from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
+from padformer_edge.daemon.inspectors import Inspector
+from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
+from padformer_edge.daemon.settings import BUNDLED_CONFIG, WorkerConfig, load_daemon_config
+from padformer_edge.daemon.worker import Worker, heatmap_path
+from padformer_edge.errors import UserError
+from tests.daemon.harness import encoded
+from tests.detect_images import product_image
+
+
+def test_notifier_reaches_a_path_socket_and_an_abstract_one(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as path_sock:
+        path_sock.bind(str(tmp_path / "notify"))
+        assert Notifier(str(tmp_path / "notify")).ready("backlog 0")
+        assert path_sock.recv(256) == b"READY=1\nSTATUS=backlog 0"
+    name = f"padformer-edge-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as abstract:
+        abstract.bind("\0" + name)
+        assert Notifier("@" + name).watchdog()
+        assert abstract.recv(256) == b"WATCHDOG=1"
+
+
+def test_notifier_without_systemd_is_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    assert not Notifier().enabled and not Notifier().stopping()
+    assert not Notifier("/nonexistent/socket").stopping()  # undeliverable, but no exception
+
+
+def test_watchdog_interval_is_half_of_watchdog_sec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WATCHDOG_USEC", "30000000")
+    monkeypatch.delenv("WATCHDOG_PID", raising=False)
+    assert watchdog_interval_s() == 15.0
+    monkeypatch.setenv("WATCHDOG_PID", "1")  # meant for another process
+    assert watchdog_interval_s() is None
+
+
+def test_trailers_of_complete_and_cut_images() -> None:
+    png, jpeg = encoded(product_image(32, 32)), encoded(product_image(32, 32), ".jpg")
+    assert has_trailer(".png", png[-64:]) and has_trailer(".JPG", jpeg[-64:])
+    assert not has_trailer(".png", png[:-1][-64:])
+    assert not has_trailer(".jpg", jpeg[: len(jpeg) // 2][-64:])
+    assert has_trailer(".bmp", b"")  # no trailer to check in other formats
+
+
+def test_zero_byte_file_never_looks_complete(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(b"")
+    assert not looks_complete(tmp_path / "a.png", 0)
+
+
+def test_a_path_resolving_outside_the_root_is_refused(tmp_path: Path) -> None:
+    root, outside = tmp_path / "camera", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    data = encoded(product_image(32, 32))
+    (outside / "a.png").write_bytes(data)
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(Refused, match="outside the watched folder"):
+        read_checked(root / "linked" / "a.png", root, 1 << 20, hashlib.sha256(data).hexdigest())
+
+
+def test_changed_content_is_refused_for_the_old_row(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(encoded(product_image(32, 32)))
+    with pytest.raises(Refused, match="changed after it was discovered"):
+        read_checked(tmp_path / "a.png", tmp_path, 1 << 20, "0" * 64)
+
+
+def test_heatmaps_are_named_by_row_id_in_shards() -> None:
+    assert heatmap_path(Path("/h"), 7) == Path("/h/00000/7.png")
+    assert heatmap_path(Path("/h"), 123456) == Path("/h/00012/123456.png")
+
+
+def test_bundled_config_with_folders_from_the_command_line(tmp_path: Path) -> None:
+    one = load_daemon_config(None, [tmp_path / "line1"])
+    assert [(c.name, c.path) for c in one.cameras] == [("camera", tmp_path / "line1")]
+    two = load_daemon_config(BUNDLED_CONFIG, [tmp_path / "a", tmp_path / "b"])
+    assert [c.name for c in two.cameras] == ["a", "b"]
+    assert {c.profile for c in two.cameras} == {"default"}
+
+
+def test_several_cameras_in_a_config_refuse_folders_on_the_command_line(tmp_path: Path) -> None:
+    config = tmp_path / "d.yaml"
+    config.write_text(
+        "cameras:\n  - {name: a, path: /a, profile: p}\n  - {name: b, path: /b, profile: p}\n"
+    )
+    with pytest.raises(UserError, match="defines 2 cameras"):
+        load_daemon_config(config, [tmp_path])
+
+
+def test_config_errors_name_the_line_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "d.yaml"
+    config.write_text("cameras:\n  - {name: a, path: /a, profile: p}\nworker:\n  max_bach: 3\n")
+    with pytest.raises(UserError, match=r"line 4, key 'worker.max_bach': unknown key"):
+        load_daemon_config(config, [])
+
+
+class _OutOfMemoryOnce:
+    """Stands in for a detector on a GPU that runs out of memory above a batch size."""
+
+    def __init__(self, fits: int) -> None:
+        self.fits, self.max_batch, self.calls = fits, 32, []
+
+    def detect(self, images: list[np.ndarray]) -> list[int]:
+        self.calls.append(len(images))
+        if len(images) > self.fits:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return list(range(len(images)))
+
+
+def test_out_of_memory_halves_the_batch_and_keeps_every_image() -> None:
+    worker = Worker(None, {}, {}, WorkerConfig(max_batch=8), Path(), 0, AlertsConfig())  # type: ignore[arg-type]
+    detector = _OutOfMemoryOnce(fits=2)
+    inspector = Inspector("p", detector, 1.0, "0" * 64)  # type: ignore[arg-type]
+    out = worker.detect_halving(inspector, [np.zeros((1, 1, 3), np.uint8)] * 7)
+    assert out == [0, 1, 0, 1, 0, 1, 0]  # every image once, in order
+    assert detector.calls == [7, 4, 2, 2, 2, 1]
+    assert worker.batch_size == 2 and detector.max_batch == 8  # kept for later batches
