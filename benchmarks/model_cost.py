@@ -5,9 +5,12 @@ For each preset and N references (batch 1):
   then decoding; what one training sample costs before the backward pass;
 - *ref encode*: ``encode_references`` alone, paid once per reference set at detection;
 - *pass*: ``reconstruct(query, cache, mask)``, one of the I masked passes of detection.
-FLOPs come from ``torch.utils.flop_counter`` (matmuls, convolutions, attention; the STN's
-``grid_sample`` and the top-k are not counted). The ``croco`` rows switch selection off
-(every position attends to all N*M aligned reference tokens) to show what the top-k saves.
+FLOPs come from ``torch.utils.flop_counter`` (matmuls, convolutions, attention). The
+STN resamples with a dense [M, M] weight matrix per reference (at most 4 non-zeros a
+row), which is counted in full although it is cheaper than the ``grid_sample`` it
+replaced; the ``grid_sample`` that builds those weights and the top-k are not counted.
+The ``croco`` rows switch selection off (every position attends to all N*M aligned
+reference tokens) to show what the top-k saves.
 Times are this process's CPU milliseconds (summed over ``--threads`` threads, median of
 ``--repeats`` calls); the JSON line adds the fastest wall-clock time of each.
 

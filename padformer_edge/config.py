@@ -357,4 +357,3 @@ class ProfileConfig(StrictModel):
     references: list[ReferenceEntry] = Field(min_length=1)
     selection: ReferenceSelection
     calibration: CalibrationResult | None = None
-

@@ -62,8 +62,13 @@ class CleanReconstructor(nn.Module):
         return nn.functional.interpolate(cells, scale_factor=patch, mode="nearest").bool()
 
     def reconstruct(
-        self, query: torch.Tensor, cache: MeanReferenceCache, mask: torch.Tensor
+        self,
+        query: torch.Tensor,
+        cache: MeanReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        query = query if rows is None else query[rows]
         return torch.where(self.pixel_mask(mask), cache.mean.expand_as(query), query)
 
     def encode_features(self, images: torch.Tensor) -> torch.Tensor:

@@ -37,3 +37,20 @@ def test_config_check_bad_file_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "top level must be a mapping" in result.stderr
+
+
+def test_a_command_exit_code_reaches_the_shell(tmp_path: Path) -> None:
+    """``typer.Exit(code)`` inside a command must become the process status."""
+    script = tmp_path / "exit_probe.py"
+    script.write_text(
+        "import typer\n"
+        "from padformer_edge.cli import app as cli\n"
+        "@cli.app.command('exit-probe')\n"
+        "def probe() -> None:\n"
+        "    raise typer.Exit(3)\n"
+        "cli.main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script), "exit-probe"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 3

@@ -37,14 +37,18 @@ def test_matches_naive_loop_with_shared_and_selected_keys():
     torch.manual_seed(0)
     attn = PositionSpecificCrossAttention(16, 4)
     x, shared, pool, index = _inputs()
-    torch.testing.assert_close(attn(x, shared, pool, index), _naive(attn, x, shared, pool, index))
+    key_values = attn.pool_key_values(pool)
+    torch.testing.assert_close(
+        attn(x, shared, key_values, index), _naive(attn, x, shared, pool, index)
+    )
 
 
 def test_matches_naive_loop_with_only_one_kind_of_key():
     torch.manual_seed(0)
     attn = PositionSpecificCrossAttention(16, 2)
     x, shared, pool, index = _inputs(seed=1)
-    torch.testing.assert_close(attn(x, None, pool, index), _naive(attn, x, None, pool, index))
+    key_values = attn.pool_key_values(pool)
+    torch.testing.assert_close(attn(x, None, key_values, index), _naive(attn, x, None, pool, index))
     batch_shared = shared.expand(2, -1, -1)
     torch.testing.assert_close(attn(x, batch_shared), _naive(attn, x, batch_shared, None, None))
 
@@ -62,13 +66,24 @@ class _LargestTensor(TorchDispatchMode):
         return out
 
 
+def test_unbiased_key_values_plus_bias_equal_the_projections():
+    torch.manual_seed(0)
+    attn = PositionSpecificCrossAttention(16, 4)
+    tokens = torch.randn(2, 5, 16)
+    both = attn.add_pool_bias(attn.pool_key_values(tokens, bias=False))
+    torch.testing.assert_close(both, torch.cat([attn.k(tokens), attn.v(tokens)], -1))
+    torch.testing.assert_close(attn.pool_key_values(tokens), both)
+
+
 def test_memory_grows_with_shared_plus_k_not_with_m_times_k():
     b, m, d, heads, k, n = 1, 64, 32, 2, 10, 4
     shared_len = 32 + m
     attn = PositionSpecificCrossAttention(d, heads)
     x, shared, pool, index = _inputs(b=b, m=m, s=shared_len, t=n * m, k=k, d=d)
+    with torch.no_grad():
+        key_values = attn.pool_key_values(pool)  # once per reference set, outside the pass
     with torch.no_grad(), _LargestTensor() as probe:
-        attn(x, shared, pool, index)
+        attn(x, shared, key_values, index)
     bound = b * max(heads * m * (shared_len + k), m * k * d, n * m * d, shared_len * d)
     per_position_key_sets = b * heads * m * (shared_len + m * k)
     assert probe.largest <= bound < per_position_key_sets

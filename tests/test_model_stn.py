@@ -1,7 +1,9 @@
-"""The feature STN: identity at initialisation, correct warps, any grid size."""
+"""The feature STN: identity at initialisation, correct warps, any grid size, and a split
+first convolution that matches the one over the concatenated grids."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from padformer_edge.model.stn import FeatureSTN
 
@@ -36,3 +38,53 @@ def test_stn_gradients_reach_the_affine_parameters():
     stn(torch.randn(1, 4, 8, 8), refs).pow(2).mul(torch.randn(1, 2, 4, 8, 8)).sum().backward()
     assert stn.fc[-1].weight.grad.abs().sum() > 0
     assert stn.fc[-1].bias.grad.abs().sum() > 0
+
+
+def _concatenated_theta(stn, query, refs):
+    """The localisation net as one convolution over [query ; reference] channels."""
+    b, n = query.shape[0], refs.shape[1]
+    pairs = torch.cat(
+        [query.unsqueeze(1).expand(b, n, -1, -1, -1), refs.expand(b, -1, -1, -1, -1)], 2
+    )
+    return stn.fc(stn.localization(pairs.flatten(0, 1)).flatten(1)).view(b, n, 2, 3)
+
+
+def _trained_looking_stn(dim, grid, seed):
+    """An STN whose warp depends on its input (the identity init ignores the convolutions)."""
+    torch.manual_seed(seed)
+    stn = FeatureSTN(dim=dim, grid_size=grid)
+    with torch.no_grad():
+        stn.fc[-1].weight.normal_(std=0.1)
+    return stn
+
+
+@pytest.mark.parametrize("grid", [8, 14])
+@pytest.mark.parametrize("ref_batch", [1, 3])
+def test_split_first_convolution_equals_the_concatenated_one(grid, ref_batch):
+    stn = _trained_looking_stn(dim=24, grid=grid, seed=grid)
+    query, refs = torch.randn(3, 24, grid, grid), torch.randn(ref_batch, 4, 24, grid, grid)
+    with torch.no_grad():
+        expected = _concatenated_theta(stn, query, refs)
+        assert (expected - expected[:, :1]).abs().max() > 1e-3  # the warp really varies
+        for term in (None, stn.reference_term(refs)):
+            torch.testing.assert_close(stn.theta(query, refs, term), expected)
+        warped = stn(query, refs, stn.reference_term(refs))
+    flat = refs.expand(3, -1, -1, -1, -1).flatten(0, 1)
+    grid_xy = F.affine_grid(expected.flatten(0, 1), list(flat.shape), align_corners=False)
+    reference = F.grid_sample(flat, grid_xy, mode="bilinear", align_corners=False)
+    torch.testing.assert_close(warped, reference.view(3, 4, 24, grid, grid))
+
+
+def test_split_convolution_gives_the_concatenated_gradients():
+    stn = _trained_looking_stn(dim=8, grid=8, seed=3)
+    query, refs = torch.randn(2, 8, 8, 8), torch.randn(1, 3, 8, 8, 8)
+    weights = torch.randn(2, 3, 2, 3)
+    grads = []
+    for theta in (lambda: stn.theta(query, refs), lambda: _concatenated_theta(stn, query, refs)):
+        stn.zero_grad()
+        (theta() * weights).sum().backward()
+        conv = stn.localization[0]
+        grads.append((conv.weight.grad.clone(), conv.bias.grad.clone()))
+    for split, whole in zip(*grads, strict=True):
+        assert split.abs().sum() > 0
+        torch.testing.assert_close(split, whole)

@@ -7,9 +7,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import structlog
 
 from padformer_edge.model.checkpoint import load_checkpoint
 from tests.train_helpers import mvtec_like_tree
@@ -63,28 +65,49 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     return data, recipe
 
 
-def test_cli_trains_and_reports_errors_in_one_line(setup, tmp_path: Path) -> None:
+def test_ctrl_c_leaves_a_resume_point_that_the_cli_continues(setup, tmp_path: Path) -> None:
     data, recipe = setup
-    cmd = [
-        sys.executable,
-        "-m",
-        "padformer_edge",
-        "--log-format",
-        "json",
-        "train",
-        "--config",
-        str(recipe),
-        "--out",
-        str(tmp_path / "run"),
-    ]
-    done = subprocess.run(
-        [*cmd, "--data", str(data)], env=_env(), capture_output=True, text=True, timeout=120
+    recipe.write_text(
+        RECIPE.replace("epochs: 1}", "epochs: 10}").replace("every_steps: 100", "every_steps: 1")
     )
-    assert done.returncode == 0, done.stderr
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "train"]
+    cmd += ["--config", str(recipe), "--data", str(data), "--out", str(run)]
+
+    # Python ignores SIGINT in a child whose parent ignores it; give it the default back.
+    def default_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    with subprocess.Popen(
+        cmd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    ) as proc:
+        deadline = time.monotonic() + 120
+        while not (run / "last.resume.pt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "resume point written at step" in stdout and "--resume" in stdout
+    stopped = [e for e in _events(stderr) if e["event"] == "train_stopped"]
+    assert len(stopped) == 1 and 0 < stopped[0]["global_step"] < 80
+
+    done = subprocess.run(
+        [*cmd, "--resume"], env=_env(), capture_output=True, text=True, timeout=170
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
     assert "model written to" in done.stdout
-    names = [e["event"] for e in _events(done.stderr)]
-    assert names.count("stage_started") == 2 and names[-1] == "train_finished"
-    assert (tmp_path / "run" / "model.safetensors").is_file()
+    events = _events(done.stderr)
+    first = events[0]
+    assert first["event"] == "stage_started"
+    assert first["start_step"] > 0 or first["stage"] == "cross_view"  # continued, not restarted
+    assert events[-1]["event"] == "train_finished" and events[-1]["global_step"] == 80
+    _, metadata = load_checkpoint(run / "model.safetensors")
+    assert metadata["global_step"] == 80  # 8 images / batch 2 x 10 epochs x 2 stages
 
 
 @pytest.mark.parametrize(
@@ -105,8 +128,11 @@ def test_cli_user_errors_are_one_line_and_exit_2(
     (tmp_path / "empty").mkdir()
     argv = ["padformer-edge", "train", "--config", str(recipe), "--out", str(tmp_path / "run")]
     monkeypatch.setattr(sys, "argv", argv + [a.format(tmp=tmp_path) for a in args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    finally:
+        structlog.reset_defaults()  # main() bound logging to capsys's stream, closed after
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

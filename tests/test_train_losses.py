@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import structlog
 import torch
 
 from tests.train_helpers import object_image
@@ -77,7 +78,10 @@ def test_missing_package_falls_back_to_mse_with_a_warning(monkeypatch, capsys) -
 
     configure_logging("json")
     monkeypatch.setattr(losses, "efficientnet_lite0_weights_path", lambda: None)
-    assert losses.build_perceptual("efficientnet-lite0") is None
+    try:
+        assert losses.build_perceptual("efficientnet-lite0") is None
+    finally:
+        structlog.reset_defaults()  # logging was bound to capsys's stream, closed after
     assert "perceptual_loss_disabled" in capsys.readouterr().err
 
 

@@ -116,6 +116,14 @@ def test_run_folder_and_recipe_mistakes_are_one_sentence(dataset: Path, tmp_path
         run_training(recipe(optim={"lr": 1e-3}), dataset, tmp_path / "run", resume=True)
     with pytest.raises(UserError, match="no resume point"):
         run_training(config, dataset, tmp_path / "elsewhere", resume=True)
+    run = tmp_path / "run"
+    weights = run / "last.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8])  # weights changed behind the resume point
+    with pytest.raises(UserError, match="does not match the resume point"):
+        run_training(config, dataset, run, resume=True)
+    (run / "last.resume.pt").write_bytes(b"not a resume point")
+    with pytest.raises(UserError, match="not a readable resume point"):
+        run_training(config, dataset, run, resume=True)
     with pytest.raises(UserError, match="fewer than num_refs"):
         run_training(recipe(data={"num_refs": 6}), dataset, tmp_path / "n6")
     with pytest.raises(UserError, match="fewer than one step needs"):

@@ -170,14 +170,16 @@ class ReconstructionLoss(nn.Module):
         self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
 
+    def _to01(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.float() * self.std + self.mean).clamp(0, 1)
+
     def forward(self, target: torch.Tensor, prediction: torch.Tensor) -> dict[str, torch.Tensor]:
         mse = F.mse_loss(prediction.float(), target.float())
         terms = {"mse": mse, "loss": mse}
         if self.perceptual is not None and self.weight > 0:
-            to01 = lambda x: (x.float() * self.std + self.mean).clamp(0, 1)  # noqa: E731
             with torch.no_grad():
-                target_features = self.perceptual(to01(target))
-            perceptual = feature_distance(self.perceptual(to01(prediction)), target_features)
+                target_features = self.perceptual(self._to01(target))
+            perceptual = feature_distance(self.perceptual(self._to01(prediction)), target_features)
             terms["perceptual"] = perceptual
             terms["loss"] = mse + self.weight * perceptual
         return terms

@@ -40,11 +40,11 @@ app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
-app.add_typer(alerts_cmd.app, name="alerts")
 app.command("train")(train_cmd.train)
-app.command("watch")(watch_cmd.watch)
-app.command("demo")(demo_cmd.demo)
 app.add_typer(profile_cmd.app, name="profile")
+app.command("watch")(watch_cmd.watch)
+app.add_typer(alerts_cmd.app, name="alerts")
+app.command("demo")(demo_cmd.demo)
 
 _stderr = Console(stderr=True)
 
@@ -74,7 +74,9 @@ def root(
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's ``typer.Exit`` code instead
+        # of exiting, so pass it on: a command that asks for status 1 must get status 1.
+        result = app(standalone_mode=False)
     except UserError as err:
         _stderr.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -93,3 +95,5 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(result, int) and result != 0:
+        sys.exit(result)

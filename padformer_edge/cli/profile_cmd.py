@@ -145,13 +145,20 @@ def list_profiles(
 ) -> None:
     """List the profiles with their model, reference count and threshold."""
     folder = profiles_root(root)
-    profiles = [load_profile(folder, name) for name in list_profile_names(folder)]
+    profiles, broken = [], []
+    for name in list_profile_names(folder):
+        try:
+            profiles.append(load_profile(folder, name))
+        except UserError as err:  # one bad file must not hide the other profiles
+            broken.append((name, str(err)))
     if as_json:
         for p in profiles:
             row = {"name": p.name, "model": str(p.model_path), "threshold": p.threshold}
             typer.echo(json.dumps({**row, "references": len(p.reference_paths)}))
+        for name, error in broken:
+            typer.echo(json.dumps({"name": name, "error": error}))
         return
-    if not profiles:
+    if not profiles and not broken:
         _say(f"no profiles under {folder}; make one with `padformer-edge profile create`.")
         return
     table = Table("name", "model", "references", "threshold", "calibrated")
@@ -160,6 +167,8 @@ def list_profiles(
         threshold = f"{p.threshold:.6g}" if p.threshold is not None else "-"
         table.add_row(p.name, str(p.model_path), str(len(p.reference_paths)), threshold, calibrated)
     _out.print(table)
+    for name, error in broken:
+        _err.print(f"[bold red]invalid profile {name}:[/] {error}", highlight=False, soft_wrap=True)
 
 
 @app.command("show")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -11,6 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.config import TrainConfig, load_config
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def train(
@@ -28,23 +33,30 @@ def train(
 ) -> None:
     """Train PADFormer in two stages (within-view, then cross-view) on all classes of a dataset.
 
-    Ctrl-C writes a resume point; run the same command with --resume to continue exactly.
+    Ctrl-C (or SIGTERM) writes a resume point; the same command with --resume continues
+    exactly.
     For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
     """
     from training.progress import Reporter, RichReporter
     from training.trainer import run_training
 
     recipe = load_config(config, TrainConfig)
+    # A scheduler or `systemctl stop` sends SIGTERM: stop like Ctrl-C, leaving a resume point.
+    signal.signal(signal.SIGTERM, _interrupt)
     main_rank = os.environ.get("RANK", "0") == "0"
-    console = Console(stderr=True)
-    reporter = RichReporter(console) if main_rank and sys.stderr.isatty() else Reporter()
+    reporter = (
+        RichReporter(Console(stderr=True)) if main_rank and sys.stderr.isatty() else Reporter()
+    )
     summary = run_training(recipe, data, out, resume, device, reporter)
     if not main_rank:
         return
+    console = Console()  # the summary is the command's result: stdout; progress is on stderr
     table = Table(title=f"training {'stopped' if summary.interrupted else 'finished'}")
     for column in ("stage", "steps", "samples/s", "first loss", "last loss"):
         table.add_column(column)
     for stage, report in summary.stages.items():
+        if not report["total_steps"]:  # a stage an interrupted run never reached
+            continue
         table.add_row(
             stage,
             f"{report['steps']}/{report['total_steps']}",
@@ -58,5 +70,7 @@ def train(
             f"resume point written at step {summary.global_step} in {summary.out}; "
             "run the same command with --resume to continue."
         )
-        raise typer.Exit(130)
+        # SystemExit, not typer.Exit: the root app runs click with standalone_mode=False,
+        # which turns typer.Exit into a return value and would lose the status.
+        raise SystemExit(130)
     typer.echo(f"model written to {summary.checkpoint}")

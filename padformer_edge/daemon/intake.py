@@ -192,7 +192,7 @@ class Intake:
     # -- reconciliation --------------------------------------------------------------
     def scan(self) -> int:
         """Offer every file in the camera folders that has no row yet; returns the count."""
-        offered = 0
+        offered, present = 0, set()
         for camera in self.cameras:
             for folder, dirs, files in os.walk(camera.root):
                 if not self.config.recursive:
@@ -200,20 +200,27 @@ class Intake:
                 dirs[:] = [d for d in dirs if not ignored(d, self.config.ignore)]
                 for name in files:
                     path = Path(folder) / name
-                    if not ignored(name, self.config.ignore) and self._unknown(path):
+                    if ignored(name, self.config.ignore):
+                        continue
+                    if self._unknown(path, present):
                         self.offer(path, camera)
                         offered += 1
+        # Forget files that are gone (cleaned up by the line), so months of running do
+        # not grow this set beyond what the camera folders hold now.
+        self.known &= present
         if offered:
             log.info("intake.scan", offered=offered)
         return offered
 
-    def _unknown(self, path: Path) -> bool:
+    def _unknown(self, path: Path, present: set[tuple[Path, int, int]]) -> bool:
         """No row records this path with this size since it was last modified."""
         try:
             info = os.lstat(path)
         except OSError:
             return False
-        if (path, info.st_size, info.st_mtime_ns) in self.known:
+        key = (path, info.st_size, info.st_mtime_ns)
+        present.add(key)
+        if key in self.known:
             return False
         modified = datetime.fromtimestamp(info.st_mtime, UTC)
         query = select(
@@ -226,5 +233,5 @@ class Intake:
         with self.engine.connect() as conn:
             recorded = bool(conn.execute(query).scalar())
         if recorded:
-            self.known.add((path, info.st_size, info.st_mtime_ns))
+            self.known.add(key)
         return not recorded

@@ -147,10 +147,19 @@ class Daemon:
             f"last {self.worker.last_result}"
         )
 
-    def supervise(self) -> None:
+    def supervise(self) -> int:
+        """Until a stop signal (0), or until a thread that cannot be restarted died (1):
+        exiting then lets ``Restart=on-failure`` start a fresh process."""
         tick = min(watchdog_interval_s() or 1.0, 1.0)
         next_status = 0.0
         while not self.stop.wait(tick):
+            if not (self.worker_thread.is_alive() and self.intake_thread.is_alive()):
+                log.error(
+                    "daemon.thread_died",
+                    worker=self.worker_thread.is_alive(),
+                    intake=self.intake_thread.is_alive(),
+                )
+                return 1
             self.intake.ensure_observer()
             if self.healthy():
                 self.notifier.watchdog()
@@ -167,6 +176,7 @@ class Daemon:
                     self.notifier.status(self.status_line())
                 except Exception as err:
                     log.error("daemon.status_failed", error=str(err))
+        return 0
 
     def shutdown(self) -> None:
         self.notifier.stopping()
@@ -196,12 +206,12 @@ class Daemon:
                 cameras=[c.name for c in self.layout.cameras],
                 heatmaps=str(self.layout.heatmaps),
             )
-            self.supervise()
+            code = self.supervise()
             self.shutdown()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        return 0
+        return code
 
 
 def run_daemon(config: DaemonConfig) -> int:

@@ -34,6 +34,7 @@ from padformer_edge.store import (
     claim_batch,
     complete,
     fail,
+    requeue_interrupted,
     skip,
 )
 from padformer_edge.store.models import utc_now
@@ -87,7 +88,20 @@ class Worker:
                 stop.wait(0.02)  # a short wait lets a burst fill the batch
                 continue
             waiting_since = None
-            self.run_batch()
+            try:
+                self.run_batch()
+            except Exception as err:  # the database, most likely: back off, keep the thread
+                log.error("worker.batch_failed", error=f"{type(err).__name__}: {err}")
+                stop.wait(1.0)
+                self.release_claimed()
+
+    def release_claimed(self) -> None:
+        """Give a failed batch's rows back; this is the only worker, so every row still
+        ``processing`` is one of them. If the database is still away, start-up does it."""
+        try:
+            requeue_interrupted(self.engine, max_attempts=self.config.max_attempts)
+        except Exception as err:
+            log.error("worker.requeue_failed", error=f"{type(err).__name__}: {err}")
 
     def backlog(self) -> int:
         with self.engine.connect() as conn:

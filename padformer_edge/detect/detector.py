@@ -117,9 +117,13 @@ class Detector:
         for start in range(0, rows, self.max_batch):
             index = torch.arange(start, min(rows, start + self.max_batch), device=self.device)
             query_index, pass_index = index // self.passes, index % self.passes
+            first, last = start // self.passes, (start + len(index) - 1) // self.passes
             with model_precision(self.precision, self.device):
                 recon = self.model.reconstruct(
-                    queries[query_index], self.cache, self.masks[pass_index]
+                    queries[first : last + 1],
+                    self.cache,
+                    self.masks[pass_index],
+                    rows=query_index - first,
                 )
             out.append(self.model.denormalize(recon.float()).clamp_(0.0, 1.0))
         return torch.cat(out)

@@ -3,13 +3,19 @@
 Query position j attends over a key set made of tokens every position shares (the
 anomaly-agnostic tokens, or all references in the CroCo-style ablation) plus k tokens
 chosen for j alone. Logits against the shared keys come from one matmul, logits against
-the chosen keys from a gather and an einsum, and a single softmax runs over both, so
-memory grows as M * (shared + k) rather than M * (shared + M * k).
+the chosen keys from a gather and a broadcast product, and a single softmax runs over
+both, so memory grows as M * (shared + k) rather than M * (shared + M * k).
+
+The chosen keys and values come from a pool the caller has projected already
+(``pool_key_values``): the decoder projects the reference tokens once per reference set
+and resamples the projections with the STN, which is exact because a linear map commutes
+with bilinear resampling as long as the bias is added afterwards.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -30,6 +36,17 @@ class PositionSpecificCrossAttention(nn.Module):
         """[..., L, D] -> [..., H, L, Dh]."""
         return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
 
+    def pool_key_values(self, tokens: torch.Tensor, bias: bool = True) -> torch.Tensor:
+        """[..., 2D]: keys then values of tokens [..., D]; ``bias=False`` leaves the part
+        that commutes with resampling (``add_pool_bias`` completes it)."""
+        weight = torch.cat([self.k.weight, self.v.weight])
+        return F.linear(tokens, weight, self.add_pool_bias(None) if bias else None)
+
+    def add_pool_bias(self, key_values: torch.Tensor | None) -> torch.Tensor:
+        """The key and value biases added to unbiased ``pool_key_values`` (or alone)."""
+        bias = torch.cat([self.k.bias, self.v.bias])
+        return bias if key_values is None else key_values + bias
+
     def forward(
         self,
         x: torch.Tensor,
@@ -39,8 +56,9 @@ class PositionSpecificCrossAttention(nn.Module):
     ) -> torch.Tensor:
         """x [B, M, D] attends to ``shared`` [B or 1, S, D] and ``pool[b, index[b, j]]``.
 
-        ``pool`` [B, T, D] holds the candidate tokens and ``index`` [B, M, k] the ones
-        position j may see; either part may be absent, not both.
+        ``pool`` [B, T, 2D] holds the candidates' keys and values (``pool_key_values``)
+        and ``index`` [B, M, k] the ones position j may see; either part may be absent,
+        not both.
         """
         if shared is None and index is None:
             raise ValueError("cross-attention needs shared keys, selected keys, or both.")
@@ -52,18 +70,21 @@ class PositionSpecificCrossAttention(nn.Module):
             k_shared, v_shared = self._heads(self.k(shared)), self._heads(self.v(shared))
             logits.append(q @ k_shared.transpose(-1, -2))  # [B, H, M, S]
         if index is not None:
-            k_sel, v_sel = (self._gather(proj(pool), index) for proj in (self.k, self.v))
-            logits.append(torch.einsum("bhmd,bmkhd->bhmk", q, k_sel))  # [B, H, M, k]
+            k_sel, v_sel = (self._gather(half, index) for half in pool.split(d, dim=-1))
+            by_position = q.transpose(1, 2).unsqueeze(2)  # [B, M, 1, H, Dh]
+            logits.append((by_position * k_sel).sum(-1).permute(0, 3, 1, 2))  # [B, H, M, k]
         attn = torch.cat(logits, dim=-1).softmax(dim=-1)  # one softmax over both key sets
         out = torch.zeros_like(q)
         if shared is not None:
             out = out + attn[..., :shared_len] @ v_shared
         if index is not None:
-            out = out + torch.einsum("bhmk,bmkhd->bhmd", attn[..., shared_len:], v_sel)
+            weights = attn[..., shared_len:].permute(0, 2, 3, 1).unsqueeze(-1)  # [B, M, k, H, 1]
+            out = out + (weights * v_sel).sum(2).transpose(1, 2)
         return self.proj(out.transpose(1, 2).reshape(b, m, d))
 
     def _gather(self, pool: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """pool [B, T, D], index [B, M, k] -> [B, M, k, H, Dh]."""
-        b, m, k = index.shape
-        picked = torch.gather(pool, 1, index.reshape(b, m * k, 1).expand(-1, -1, pool.shape[-1]))
-        return picked.view(b, m, k, self.num_heads, self.head_dim)
+        """pool [B, T, D], index [B, M, k] -> [B, M, k, H, Dh], as whole-row copies."""
+        b, t = pool.shape[:2]
+        rows = (index + torch.arange(b, device=index.device).view(b, 1, 1) * t).flatten()
+        picked = pool.reshape(b * t, -1).index_select(0, rows)
+        return picked.view(*index.shape, self.num_heads, self.head_dim)

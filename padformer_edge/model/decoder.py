@@ -8,6 +8,8 @@ all layers; local tokens carry the decoder position table so each keeps its loca
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from timm.layers import Mlp
 from timm.models.vision_transformer import Attention
@@ -18,17 +20,29 @@ from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.encoder import gather_tokens
 from padformer_edge.model.posembed import sincos_2d
 from padformer_edge.model.selection import select_top_k
-from padformer_edge.model.stn import FeatureSTN
+from padformer_edge.model.stn import FeatureSTN, resample_tokens, sampling_weights
+
+
+@dataclass(frozen=True)
+class LayerReferenceTerms:
+    """The parts of one decoder layer's work that depend on the reference tokens alone,
+    so a reference cache pays for them once instead of once per query and pass."""
+
+    stn: torch.Tensor | None
+    """[B, N, 32, h, w] the reference half of the STN's first convolution (no STN: None)."""
+    key_values: torch.Tensor | None
+    """[B, N, M, 2D] unbiased cross-attention keys and values of the reference tokens,
+    resampled with them by the STN (None in the CroCo-style ablation)."""
+
+    def to(self, device: torch.device | str) -> LayerReferenceTerms:
+        return LayerReferenceTerms(
+            *(None if t is None else t.to(device) for t in (self.stn, self.key_values))
+        )
 
 
 def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
     """[..., M, D] -> [..., D, grid, grid]."""
     return tokens.transpose(-1, -2).unflatten(-1, (grid, grid))
-
-
-def maps_to_tokens(maps: torch.Tensor) -> torch.Tensor:
-    """[..., D, h, w] -> [..., h * w, D]."""
-    return maps.flatten(-2).transpose(-1, -2)
 
 
 class DecoderLayer(nn.Module):
@@ -46,24 +60,45 @@ class DecoderLayer(nn.Module):
         self.mlp = Mlp(dim, int(dim * cfg.mlp_ratio))
         self.norm3 = nn.LayerNorm(dim)
 
-    def align(self, query: torch.Tensor, refs: torch.Tensor) -> torch.Tensor:
-        """References [B, N, M, D] warped into the frame of query tokens [B, M, D]."""
-        if self.stn is None:
-            return refs
+    def reference_terms(self, refs: torch.Tensor) -> LayerReferenceTerms:
+        """What this layer needs from the references [B, N, M, D] alone, whatever the query."""
         g = self.cfg.grid_size
-        return maps_to_tokens(self.stn(tokens_to_maps(query, g), tokens_to_maps(refs, g)))
+        stn = None if self.stn is None else self.stn.reference_term(tokens_to_maps(refs, g))
+        if not self.cfg.use_selection:
+            return LayerReferenceTerms(stn, None)
+        return LayerReferenceTerms(stn, self.cross_attn.pool_key_values(refs, bias=False))
+
+    def align(
+        self, query: torch.Tensor, refs: torch.Tensor, terms: LayerReferenceTerms
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """References [B or 1, N, M, D] and their unbiased keys and values (if any) warped
+        into the frame of query tokens [B, M, D], with one resampling for both."""
+        b, d, kv = query.shape[0], query.shape[-1], terms.key_values
+        if self.stn is None:
+            return refs.expand(b, -1, -1, -1), None if kv is None else kv.expand(b, -1, -1, -1)
+        g = self.cfg.grid_size
+        theta = self.stn.theta(tokens_to_maps(query, g), tokens_to_maps(refs, g), terms.stn)
+        both = refs if kv is None else torch.cat([refs, kv], dim=-1)
+        aligned = resample_tokens(both, sampling_weights(theta, (g, g)))
+        return aligned[..., :d], None if kv is None else aligned[..., d:]
 
     def forward(
-        self, h: torch.Tensor, refs: torch.Tensor, aat: torch.Tensor | None
+        self,
+        h: torch.Tensor,
+        refs: torch.Tensor,
+        aat: torch.Tensor | None,
+        terms: LayerReferenceTerms | None = None,
     ) -> torch.Tensor:
-        """h [B, 1 + M, D] (CLS first), refs [B, N, M, D], aat [32 + M, D] or None."""
+        """h [B, 1 + M, D] (CLS first), refs [B or 1, N, M, D], aat [32 + M, D] or None;
+        ``terms`` is ``reference_terms(refs)`` when the caller has it already."""
         h = self.norm1(h + self.self_attn(h))
         cls, q = h[:, :1], h[:, 1:]
-        pool = self.align(q, refs)
+        pool, key_values = self.align(q, refs, terms or self.reference_terms(refs))
         if self.cfg.use_selection:
             index = select_top_k(q, pool, self.cfg.top_k, self.cfg.sim_weight, self.cfg.sim_sigma)
             shared = None if aat is None else aat.unsqueeze(0)
-            update = self.cross_attn(q, shared, pool.flatten(1, 2), index)
+            key_values = self.cross_attn.add_pool_bias(key_values).flatten(1, 2)
+            update = self.cross_attn(q, shared, key_values, index)
         else:  # CroCo-style ablation: every position sees every aligned reference token
             shared = pool.flatten(1, 2)
             if aat is not None:
@@ -98,16 +133,28 @@ class ReconstructionDecoder(nn.Module):
             return None
         return torch.cat([self.global_tokens, self.local_tokens + self.pos_embed[0, 1:]], 0)
 
+    def reference_terms(self, refs: torch.Tensor) -> tuple[LayerReferenceTerms, ...]:
+        """Per layer, what depends on the references [B, N, M, D'] alone: every layer
+        aligns these same projected tokens, whatever the query."""
+        return tuple(layer.reference_terms(refs) for layer in self.layers)
+
     def forward(
-        self, latent: torch.Tensor, ids_restore: torch.Tensor, refs: torch.Tensor
+        self,
+        latent: torch.Tensor,
+        ids_restore: torch.Tensor,
+        refs: torch.Tensor,
+        terms: tuple[LayerReferenceTerms, ...] | None = None,
     ) -> torch.Tensor:
-        """latent [B, 1 + V, d] (CLS first), refs [B, N, M, D'] -> patches [B, M, p*p*3]."""
+        """latent [B, 1 + V, d] (CLS first), refs [B or 1, N, M, D'] -> patches [B, M, p*p*3];
+        ``terms`` is ``reference_terms(refs)`` when the caller has it already."""
         x = self.query_embed(latent)
         b, m = ids_restore.shape
         fill = self.mask_token.expand(b, m + 1 - x.shape[1], -1)
         patches = gather_tokens(torch.cat([x[:, 1:], fill], dim=1), ids_restore)
         h = torch.cat([x[:, :1], patches], dim=1) + self.pos_embed
         aat = self.anomaly_agnostic_tokens()
-        for layer in self.layers:
-            h = layer(h, refs, aat)
+        if terms is None:
+            terms = self.reference_terms(refs)
+        for layer, layer_terms in zip(self.layers, terms, strict=True):
+            h = layer(h, refs, aat, layer_terms)
         return self.head(self.norm(h)[:, 1:])

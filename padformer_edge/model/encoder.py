@@ -62,9 +62,17 @@ class ViTEncoder(nn.Module):
         )
         self.norm = norm(cfg.embed_dim)
 
-    def forward(self, images: torch.Tensor, ids_keep: torch.Tensor | None = None) -> torch.Tensor:
-        """[B, 1 + L, D] with CLS first; ``ids_keep`` [B, L] picks the visible patches."""
+    def forward(
+        self,
+        images: torch.Tensor,
+        ids_keep: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[B, 1 + L, D] with CLS first; ``ids_keep`` [B, L] picks the visible patches and
+        ``rows`` [B] each row's image, so masks over one image embed its patches once."""
         x = self.patch_embed(images) + self.pos_embed[:, 1:]
+        if rows is not None:
+            x = x[rows]
         if ids_keep is not None:
             x = gather_tokens(x, ids_keep)
         cls = (self.cls_token + self.pos_embed[:, :1]).expand(x.shape[0], -1, -1)

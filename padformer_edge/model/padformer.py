@@ -15,7 +15,7 @@ from torch import nn
 
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import PRESETS, ModelConfig
-from padformer_edge.model.decoder import ReconstructionDecoder
+from padformer_edge.model.decoder import LayerReferenceTerms, ReconstructionDecoder
 from padformer_edge.model.encoder import ViTEncoder, random_mask, shuffle_ids
 
 
@@ -27,13 +27,17 @@ class ReferenceCache:
     """[B, N, M, embed_dim] encoder features, CLS dropped."""
     tokens: torch.Tensor
     """[B, N, M, decoder_embed_dim] the same, projected for the decoder."""
+    layer_terms: tuple[LayerReferenceTerms, ...]
+    """Per decoder layer, the work that depends on ``tokens`` alone (the STN's reference
+    half, the unbiased cross-attention keys and values), paid once rather than per pass."""
 
     @property
     def num_references(self) -> int:
         return self.features.shape[1]
 
     def to(self, device: torch.device | str) -> ReferenceCache:
-        return ReferenceCache(self.features.to(device), self.tokens.to(device))
+        terms = tuple(t.to(device) for t in self.layer_terms)
+        return ReferenceCache(self.features.to(device), self.tokens.to(device), terms)
 
 
 class PADFormer(nn.Module):
@@ -116,23 +120,44 @@ class PADFormer(nn.Module):
         """Encode each of the [B, N, 3, H, W] references once for any number of passes."""
         self._check_images(refs, "refs", 5)
         features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
-        return ReferenceCache(features, self.decoder.ref_embed(features))
+        return self.cache_from_features(features)
+
+    def cache_from_features(self, features: torch.Tensor) -> ReferenceCache:
+        """Rebuild a cache from [B, N, M, embed_dim] encoder features saved earlier.
+
+        The encoder is the expensive part; the decoder-side terms are cheap to derive and
+        depend on the implementation, so a file on disk only needs to hold the features.
+        """
+        tokens = self.decoder.ref_embed(features)
+        return ReferenceCache(features, tokens, self.decoder.reference_terms(tokens))
 
     # -- reconstruction -----------------------------------------------------------------
     def reconstruct(
-        self, query: torch.Tensor, cache: ReferenceCache, mask: torch.Tensor
+        self,
+        query: torch.Tensor,
+        cache: ReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Normalised [B, 3, H, W] prediction of every query patch, given a [B, M] mask."""
+        """Normalised [B, 3, H, W] prediction of every query patch, given a [B, M] mask.
+
+        ``rows`` [B] names, for each mask row, its image in ``query`` [Q, 3, H, W] (all
+        passes over one image then share its patch embedding); by default row i is image i.
+        """
         self._check_images(query, "query", 4)
-        b, m = query.shape[0], self.config.num_patches
+        b, m = query.shape[0] if rows is None else rows.shape[0], self.config.num_patches
+        if rows is not None and (
+            rows.dim() != 1 or not 0 <= int(rows.min()) <= int(rows.max()) < query.shape[0]
+        ):
+            raise ValueError(f"rows must be a 1-D index into the {query.shape[0]} query images.")
         if mask.shape != (b, m) or mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor of shape [{b}, {m}].")
         refs = cache.tokens
         if refs.shape[0] not in (1, b):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         ids_shuffle, ids_restore, visible = shuffle_ids(mask)
-        latent = self.encoder(query, ids_shuffle[:, :visible])
-        patches = self.decoder(latent, ids_restore, refs.expand(b, -1, -1, -1))
+        latent = self.encoder(query, ids_shuffle[:, :visible], rows)
+        patches = self.decoder(latent, ids_restore, refs, cache.layer_terms)
         return self.unpatchify(patches)
 
     def forward(

@@ -4,6 +4,13 @@ The localisation net sees the query grid and one reference grid side by side (ch
 concatenation) and predicts one affine map; only the reference grid is resampled, so
 the query keeps defining the coordinate frame. Convolutions are padded and pooling
 rounds up, so grids as small as 8x8 (or smaller) still leave a non-empty map.
+
+A convolution over a channel concatenation is the sum of one convolution per part, so
+the first convolution runs as a query half (with the bias) plus a reference half. The
+reference half does not depend on the query: detection computes it once per reference
+set (``reference_term``) and every pass adds it to one query half, instead of convolving
+the concatenation once per reference and pass. The weight is split when used, so the
+parameters and their state-dict names are those of the single concatenated convolution.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ class FeatureSTN(nn.Module):
 
     def __init__(self, dim: int, grid_size: int) -> None:
         super().__init__()
+        self.dim = dim
         self.localization = nn.Sequential(
             nn.Conv2d(2 * dim, 32, kernel_size=7, padding=3),
             nn.MaxPool2d(2, ceil_mode=True),
@@ -40,16 +48,58 @@ class FeatureSTN(nn.Module):
         with torch.no_grad():
             self.fc[-1].bias.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]))
 
-    def theta(self, query: torch.Tensor, refs: torch.Tensor) -> torch.Tensor:
-        """Affine maps [B, N, 2, 3] for query maps [B, C, h, w] and refs [B, N, C, h, w]."""
-        b, n = refs.shape[:2]
-        pairs = torch.cat([query.unsqueeze(1).expand_as(refs), refs], dim=2).flatten(0, 1)
-        return self.fc(self.localization(pairs).flatten(1)).view(b, n, 2, 3)
+    def reference_term(self, refs: torch.Tensor) -> torch.Tensor:
+        """[..., 32, h, w]: the first convolution's reference half for maps [..., C, h, w]."""
+        conv = self.localization[0]
+        out = F.conv2d(refs.flatten(0, -4), conv.weight[:, self.dim :], None, padding=conv.padding)
+        return out.unflatten(0, refs.shape[:-3])
 
-    def forward(self, query: torch.Tensor, refs: torch.Tensor) -> torch.Tensor:
-        """Reference maps [B, N, C, h, w] resampled into the query's frame (bilinear)."""
-        theta = self.theta(query, refs).flatten(0, 1)
-        flat = refs.flatten(0, 1)
-        grid = F.affine_grid(theta, list(flat.shape), align_corners=False)
-        aligned = F.grid_sample(flat, grid, mode="bilinear", align_corners=False)
-        return aligned.view_as(refs)
+    def theta(
+        self, query: torch.Tensor, refs: torch.Tensor, ref_term: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Affine maps [B, N, 2, 3] for query maps [B, C, h, w] and refs [B or 1, N, C, h, w].
+
+        ``ref_term`` is ``reference_term(refs)`` when the caller has it already.
+        """
+        if ref_term is None:
+            ref_term = self.reference_term(refs)
+        conv = self.localization[0]
+        query_term = F.conv2d(query, conv.weight[:, : self.dim], conv.bias, padding=conv.padding)
+        first = query_term.unsqueeze(1) + ref_term  # [B, N, 32, h, w]: one query half, N refs
+        hidden = self.localization[1:](first.flatten(0, 1))
+        return self.fc(hidden.flatten(1)).unflatten(0, first.shape[:2]).unflatten(-1, (2, 3))
+
+    def forward(
+        self, query: torch.Tensor, refs: torch.Tensor, ref_term: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Reference maps [B or 1, N, C, h, w] resampled into the frame of each of the B
+        query maps (bilinear): [B, N, C, h, w]."""
+        theta = self.theta(query, refs, ref_term)
+        tokens = refs.flatten(-2).transpose(-1, -2)  # [B or 1, N, h * w, C]
+        aligned = resample_tokens(tokens, sampling_weights(theta, refs.shape[-2:]))
+        return aligned.transpose(-1, -2).unflatten(-1, refs.shape[-2:])
+
+
+def sampling_weights(theta: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """[B, N, M, M] with M = h * w: row p holds the weights output position p takes from
+    each input position under affine maps theta [B, N, 2, 3] (bilinear, zero padding).
+
+    These are ``grid_sample``'s own weights, read off by resampling a one-hot basis (M
+    channels) rather than the features: applying them is then one batched matmul over
+    the token layout, which is cheaper than sampling every feature channel and needs
+    neither an expanded copy of a shared reference set nor a transpose to channel maps.
+    """
+    h, w = size
+    b, n = theta.shape[:2]
+    basis = torch.eye(h * w, dtype=theta.dtype, device=theta.device).view(1, h * w, h, w)
+    grid = F.affine_grid(theta.flatten(0, 1), [b * n, h * w, h, w], align_corners=False)
+    picked = F.grid_sample(basis.expand(b * n, -1, -1, -1), grid, align_corners=False)
+    return picked.flatten(2).transpose(1, 2).view(b, n, h * w, h * w)
+
+
+def resample_tokens(tokens: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Tokens [B or 1, N, M, C] (any channels: each is resampled on its own) moved by
+    ``sampling_weights`` [B, N, M, M] -> [B, N, M, C]."""
+    if tokens.shape[0] == 1 < weights.shape[0]:  # one reference set for every query row
+        return torch.einsum("bnpq,nqc->bnpc", weights, tokens[0])
+    return weights @ tokens

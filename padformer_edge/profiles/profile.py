@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
-from padformer_edge.detect import Detector
-from padformer_edge.detect.service import load_references
+from padformer_edge.detect import Detector, read_image
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from padformer_edge.profiles.layout import (
@@ -103,12 +102,13 @@ class Profile:
         settings = self.detection.model_dump()
         if device is not None:
             settings["device"] = device
-        references = load_references(self.folder / REFERENCES_DIR)
+        references = [read_image(path) for path in self.reference_paths]
         return CachedReferenceDetector(
             model, references, cache_path=self.cache_path, cache_key=key, **settings
         )
 
     def require_threshold(self) -> float:
+        """The threshold, or a UserError telling the operator to calibrate first."""
         if self.threshold is None:
             raise UserError(
                 f"profile '{self.name}' has no threshold yet; run `padformer-edge profile "

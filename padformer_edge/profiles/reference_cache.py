@@ -40,20 +40,27 @@ def stored_key(path: Path) -> str | None:
         return None
 
 
-def read_cache(path: Path, key: str, device: torch.device) -> ReferenceCache | None:
-    """The cached encodings if ``path`` holds ones made under ``key``, else None."""
+def read_cache(
+    path: Path, key: str, model: PADFormer, device: torch.device
+) -> ReferenceCache | None:
+    """The cached encodings if ``path`` holds ones made under ``key``, else None.
+
+    Only the encoder features are stored; the model derives its decoder-side terms from
+    them, which costs a small fraction of encoding the references again.
+    """
     if stored_key(path) != key:
         return None
-    tensors = load_file(str(path), device=str(device))
-    return ReferenceCache(tensors["features"], tensors["tokens"])
+    try:
+        features = load_file(str(path), device=str(device))["features"]
+    except (SafetensorError, OSError, ValueError, KeyError):
+        return None  # damaged after its header was written: encode again
+    with torch.no_grad():
+        return model.cache_from_features(features.to(model.mean.dtype))
 
 
 def write_cache(path: Path, key: str, cache: ReferenceCache) -> None:
     """Save encodings atomically; a read-only profile folder only costs a re-encode later."""
-    tensors = {
-        "features": cache.features.detach().cpu().contiguous(),
-        "tokens": cache.tokens.detach().cpu().contiguous(),
-    }
+    tensors = {"features": cache.features.detach().cpu().contiguous()}
     try:
         write_atomic(path, save(tensors, metadata={"key": key}))
     except Exception as err:  # the detector works without the file; say so and go on
@@ -77,7 +84,7 @@ class CachedReferenceDetector(Detector):
         super().__init__(model, references, **settings)
 
     def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
-        cached = read_cache(self.cache_path, self.cache_key, self.device)
+        cached = read_cache(self.cache_path, self.cache_key, self.model, self.device)
         expected = (1, len(references), self.model.config.num_patches)
         if cached is not None and tuple(cached.features.shape[:3]) == expected:
             self.cache_hit = True

@@ -1,4 +1,5 @@
-"""SIGKILL in the middle of a batch, then a restart: nothing lost, nothing done twice."""
+"""SIGKILL in the middle of a batch, files written while down, a restart: nothing lost,
+nothing done twice."""
 
 from __future__ import annotations
 
@@ -29,13 +30,18 @@ def test_sigkill_mid_batch_then_restart_loses_and_repeats_nothing(tmp_path: Path
         daemon.kill()
     interrupted = Counter(r["status"] for r in rows(site.database))
     assert interrupted["processing"] > 0 and interrupted["done"] < FILES
+    while_down = [
+        write_image(camera / "later" / f"{i}.jpg", product_image(48, 64, 100 + i)) for i in range(4)
+    ]
 
     with DaemonProcess(site) as daemon:
         daemon.wait_ready()
-        wait_for(settled(site.database, FILES), 180, daemon, "all files after restart")
+        wait_for(settled(site.database, FILES + 4), 180, daemon, "all files after restart")
         assert daemon.terminate() == 0
     result = rows(site.database)
-    assert sorted(r["source_path"] for r in result) == sorted(str(p) for p in written)
+    assert sorted(r["source_path"] for r in result) == sorted(map(str, written + while_down))
     assert {r["status"] for r in result} == {"done"}
     assert max(r["attempts"] for r in result) == 2  # the interrupted batch ran again, once
-    assert len(list(site.heatmaps.rglob("*.png"))) == FILES
+    heatmaps = sorted(site.heatmaps.rglob("*.png"))
+    assert heatmaps == sorted(Path(r["heatmap_path"]) for r in result)
+    assert all(Path(r["heatmap_path"]).name == f"{r['id']}.png" for r in result)

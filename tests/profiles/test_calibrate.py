@@ -21,7 +21,7 @@ from padformer_edge.profiles import (
     load_profile,
 )
 from padformer_edge.profiles.calibrate import score_files
-from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
+from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, confusion_at
 from tests.profiles.conftest import FAST, VIEWS, write_checkpoint
 
 TARGET = 0.1  # 40 good images cover a 10 % tail (29 needed), so no warning is expected
@@ -43,15 +43,18 @@ def test_create_calibrate_test(made, product, tmp_path):
     assert result == report.result and result.warnings == [] and report.skipped_references == []
     assert result.good.count == VIEWS.test_good
     # the stored quantile is the one of the scores the profile's own detector gives
-    scores = score_files(profile.build_detector(), sorted(good, key=lambda p: int(p.stem)))
+    scores = score_files(profile.build_detector(), good)
     assert result.good_quantile == pytest.approx(np.quantile(scores, 1 - TARGET))
     assert result.good_quantile < profile.threshold <= result.good_quantile + result.margin + 1e-9
     assert result.observed_fpr == pytest.approx(float((scores > profile.threshold).mean()))
     sampling_error = math.sqrt(TARGET * (1 - TARGET) / scores.size)
     assert abs(result.observed_fpr - TARGET) <= 2 * sampling_error
     check = result.anomalous
+    burrs = score_files(profile.build_detector(), sorted((product / "test" / "Burrs").iterdir()))
     assert check is not None and check.count == VIEWS.test_per_defect
-    assert 0.0 <= check.recall_at_threshold <= 1.0 and 0.0 < check.f1_optimal <= 1.0
+    assert check.recall_at_threshold == pytest.approx(float((burrs > profile.threshold).mean()))
+    best = confusion_at(scores, burrs, check.f1_optimal_threshold)[2]
+    assert best == pytest.approx(check.f1_optimal) and best >= check.f1_at_threshold
     assert profile.normalised_score(profile.threshold) == 0.5
     assert profile.normalised_score(result.normalise_max + 1e9) == 1.0
     verdicts = inspect_images(

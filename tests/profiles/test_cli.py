@@ -35,8 +35,12 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
         "profile", "calibrate", "duck", "--good", str(product / "test" / "good"),
         "--target-fpr", "0.1", *root,
     )  # fmt: skip
+    broken = tmp_path / "profiles" / "broken" / "profile.yaml"
+    broken.parent.mkdir()
+    broken.write_text("name: broken\nbogus: 1\n")
     listed = [json.loads(line) for line in invoke("profile", "list", "--json", *root).splitlines()]
-    assert [(row["name"], row["references"]) for row in listed] == [("duck", 3)]
+    assert [(row["name"], row["references"]) for row in listed[:1]] == [("duck", 3)]
+    assert listed[1]["name"] == "broken" and "line 2, key 'bogus'" in listed[1]["error"]
     shown = invoke("profile", "show", "duck", *root)
     config = ProfileConfig.model_validate(yaml.safe_load(shown.split("\n", 1)[1]))
     assert config.calibration is not None and config.calibration.threshold == listed[0]["threshold"]

@@ -135,3 +135,13 @@ def test_all_images_are_used_without_shots(tmp_path, product, checkpoint):
     assert result.profile.config.selection.method == "all"
     assert (result.profile.folder / CACHE_FILE).is_file()
     assert [Path(p).name for p in result.chosen] == ["0.png", "1.png"]
+
+
+def test_damaged_cache_file_is_rebuilt(tmp_path, product, checkpoint):
+    root = tmp_path / "profiles"
+    create_profile(root, "duck", checkpoint, product / "train" / "good", 2, FAST)
+    profile = load_profile(root, "duck")
+    data = profile.cache_path.read_bytes()
+    profile.cache_path.write_bytes(data[: len(data) // 2])
+    assert not profile.build_detector().cache_hit
+    assert stored_key(profile.cache_path) == profile.reference_key()

@@ -89,13 +89,13 @@ def _find_mask(gt_folder: Path, image: Path) -> Path | None:
     if not gt_folder.is_dir():
         return None
     for stem in (image.stem, f"{image.stem}_mask"):
-        for candidate in sorted(gt_folder.glob(f"{glob_escape(stem)}.*")):
+        for candidate in sorted(gt_folder.glob(f"{_glob_escape(stem)}.*")):
             if is_image_file(candidate):
                 return candidate
     return None
 
 
-def glob_escape(text: str) -> str:
+def _glob_escape(text: str) -> str:
     """Escape glob metacharacters so odd file names match only themselves."""
     return re.sub(r"([\[\]*?])", r"[\1]", text)
 

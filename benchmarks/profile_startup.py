@@ -1,0 +1,143 @@
+"""What the reference cache saves when a profile's detector is built (daemon start-up).
+
+Builds a profile from a random-weight checkpoint of the chosen preset and N synthetic
+references, then times, as CPU seconds of this process (median of ``--repeats``):
+
+- the parts of ``Profile.build_detector``: the checkpoint's sha256, loading it, encoding
+  the references, reading the cached encodings;
+- ``build_detector`` as a whole without a cache file (encodes, then writes the cache)
+  and with one (reads it).
+
+Both detectors must give the same score bits for a query, which the script checks before
+it reports anything. Weights are random: the cost of encoding does not depend on them.
+
+    python benchmarks/profile_startup.py --preset paper --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# Idle OpenMP threads must sleep rather than spin, or CPU time would count the spinning.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import cv2
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.config import DetectionSettings
+from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.service import load_references
+from padformer_edge.model import build_model
+from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
+from padformer_edge.profiles import create_profile, load_profile
+from padformer_edge.profiles.reference_cache import read_cache
+
+
+def synthetic_photo(size: int, seed: int) -> np.ndarray:
+    """A smooth random BGR picture; content does not change the cost of encoding it."""
+    coarse = np.random.default_rng(seed).uniform(0, 255, size=(4, 4, 3)).astype(np.float32)
+    photo = cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
+    return photo.clip(0, 255).astype(np.uint8)
+
+
+def cpu_seconds(action: Callable[[], object], repeats: int) -> float:
+    """Median CPU time of ``action`` over ``repeats`` calls."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        action()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="paper", choices=["tiny", "small", "paper"])
+    parser.add_argument("--references", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = build_model(args.preset)
+    size = model.config.img_size
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        checkpoint = work / "model.safetensors"
+        save_checkpoint(checkpoint, model, {"note": "random weights, benchmark"})
+        del model
+        (work / "refs").mkdir()
+        for index in range(args.references):
+            cv2.imwrite(str(work / "refs" / f"{index}.png"), synthetic_photo(size, index))
+        settings = DetectionSettings(passes=2, device="cpu")  # start-up cost only
+        create_profile(work / "profiles", "bench", checkpoint, work / "refs", None, settings)
+        profile = load_profile(work / "profiles", "bench")
+        query = read_image(work / "refs" / "0.png")[:, ::-1].copy()
+
+        def cold() -> Detector:
+            profile.cache_path.unlink(missing_ok=True)
+            return profile.build_detector()
+
+        cold_score = cold().detect([query])[0].score
+        warm_detector = profile.build_detector()
+        assert getattr(warm_detector, "cache_hit", False), "the cache was not used"
+        assert warm_detector.detect([query])[0].score == cold_score, "cache changed the score"
+        loaded, _ = load_checkpoint(checkpoint)
+        plain = Detector(loaded, load_references(work / "refs"), passes=2, device="cpu")
+        images = load_references(work / "refs")
+        key = profile.reference_key()
+        parts = {
+            "checkpoint sha256": cpu_seconds(lambda: file_sha256(checkpoint), args.repeats),
+            "load checkpoint": cpu_seconds(lambda: load_checkpoint(checkpoint), args.repeats),
+            f"encode {args.references} references": cpu_seconds(
+                lambda: plain.encode_references(images), args.repeats
+            ),
+            "read cached encodings": cpu_seconds(
+                lambda: read_cache(profile.cache_path, key, loaded, torch.device("cpu")),
+                args.repeats,
+            ),
+        }
+        totals = {
+            "build_detector, no cache": cpu_seconds(cold, args.repeats),
+            "build_detector, cached": cpu_seconds(profile.build_detector, args.repeats),
+        }
+        megabytes = checkpoint.stat().st_size / 1e6
+    speedup = totals["build_detector, no cache"] / totals["build_detector, cached"]
+    encode_s = parts[f"encode {args.references} references"]
+    read_s = parts["read cached encodings"]
+    rows = [(name, seconds) for name, seconds in {**parts, **totals}.items()]
+    table = markdown_table(["step", "CPU s"], rows)
+    note = (
+        f"{args.preset} preset ({size} px, checkpoint {megabytes:.0f} MB, random weights), "
+        f"{args.references} references, {args.threads} thread(s), median of {args.repeats}. "
+        f"Reading the cached encodings costs {read_s * 1e3:.2f} ms of CPU against "
+        f"{encode_s * 1e3:.0f} ms to encode them; the whole start-up is {speedup:.2f}x "
+        "faster with the cache (the rest is hashing and loading the checkpoint)."
+    )
+    print(table)
+    print()
+    print(note)
+    if args.write_readme:
+        update_readme_section("profile_startup", f"{table}\n\n{note}")
+    print_json_line(
+        "profile_startup",
+        {"preset": args.preset, "references": args.references, "threads": args.threads,
+         "checkpoint_mb": megabytes, "steps": {**parts, **totals},
+         "startup_speedup": speedup},
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

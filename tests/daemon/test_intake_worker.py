@@ -1,0 +1,137 @@
+"""Intake and worker pieces in-process, on real folders and a real migrated SQLite file."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from padformer_edge.daemon.alerts import AlertsConfig
+from padformer_edge.daemon.intake import Camera, Intake
+from padformer_edge.daemon.settings import IntakeConfig, WorkerConfig
+from padformer_edge.daemon.worker import Worker
+from padformer_edge.store import Alert, Inspection, Status, claim_batch, enqueue, open_engine
+from padformer_edge.store import upgrade as migrate
+from padformer_edge.store.models import utc_now
+from tests.daemon.harness import encoded
+from tests.detect_images import product_image
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = open_engine(str(tmp_path / "results.sqlite3"))
+    migrate(engine)
+    yield engine
+    engine.dispose()
+
+
+def _paths(engine: Engine) -> list[str]:
+    with Session(engine) as session:
+        return list(session.scalars(select(Inspection.source_path).order_by(Inspection.id)))
+
+
+def _step_until(intake: Intake, engine: Engine, count: int, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while len(_paths(engine)) < count and time.monotonic() < deadline:
+        intake.step()
+        time.sleep(0.05)
+
+
+def test_a_half_written_png_waits_for_its_trailer(tmp_path: Path, engine: Engine) -> None:
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    intake = Intake(engine, [camera], IntakeConfig(stable_ms=50, settle_timeout_s=30))
+    data = encoded(product_image(48, 64))
+    target = camera.root / "a.png"
+    with open(target, "wb") as handle:
+        handle.write(data[: len(data) // 2])
+        handle.flush()
+        intake.offer(target, camera)
+        for _ in range(8):  # well past stable_ms: the size is stable, the trailer missing
+            intake.step()
+            time.sleep(0.05)
+        assert _paths(engine) == []
+        handle.write(data[len(data) // 2 :])
+    _step_until(intake, engine, 1)
+    assert _paths(engine) == [str(target)]
+
+
+def test_a_dead_observer_is_restarted_and_sees_new_files(tmp_path: Path, engine: Engine) -> None:
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    intake = Intake(engine, [camera], IntakeConfig(stable_ms=50, rescan_interval_s=3600))
+    intake.start_observer()
+    intake.step()  # the start-up scan, on an empty folder
+    intake.stop_observer()  # the observer thread dies
+    assert not intake.observer_alive()
+    assert intake.ensure_observer() and intake.observer_alive()
+    assert not intake.ensure_observer()  # healthy: left alone
+    try:
+        intake.next_scan = time.monotonic() + 3600  # only the new observer's events count
+        (camera.root / "b.png").write_bytes(encoded(product_image(48, 64)))
+        _step_until(intake, engine, 1)
+    finally:
+        intake.stop_observer()
+    assert _paths(engine) == [str(camera.root / "b.png")]
+
+
+def test_rows_past_the_deadline_are_skipped_with_an_alert(tmp_path: Path, engine: Engine) -> None:
+    old = enqueue(
+        engine,
+        camera="cam",
+        product="bolt",
+        source_path="/cam/old.png",
+        sha256="a" * 64,
+        size_bytes=1,
+        discovered_at=utc_now() - timedelta(hours=1),
+    )
+    new = enqueue(
+        engine,
+        camera="cam",
+        product="bolt",
+        source_path="/cam/new.png",
+        sha256="b" * 64,
+        size_bytes=1,
+    )
+    woken = []
+    worker = Worker(
+        engine,
+        {},
+        {},
+        WorkerConfig(deadline_s=60),
+        tmp_path,
+        1 << 20,
+        AlertsConfig(),
+        on_alert=lambda: woken.append(1),
+    )
+    fresh = worker.skip_overdue(claim_batch(engine, 10))
+    assert [r.id for r in fresh] == [new.id]
+    with Session(engine) as session:
+        skipped = session.get(Inspection, old.id)
+        alerts = session.scalars(select(Alert)).all()
+    assert skipped.status == Status.skipped and "deadline" in skipped.error
+    assert [(a.inspection_id, a.sink) for a in alerts] == [(old.id, "log")]
+    assert json.loads(alerts[0].payload)["kind"] == "skipped"
+    assert woken == [1]
+
+
+def test_a_failed_batch_gives_its_rows_back(tmp_path: Path, engine: Engine) -> None:
+    for name in ("a", "b"):
+        enqueue(
+            engine,
+            camera="cam",
+            product="bolt",
+            source_path=f"/cam/{name}.png",
+            sha256=name * 64,
+            size_bytes=1,
+        )
+    worker = Worker(engine, {}, {}, WorkerConfig(), tmp_path, 1 << 20, AlertsConfig())
+    assert len(claim_batch(engine, 10)) == 2  # the batch whose processing then failed
+    worker.release_claimed()
+    assert [r.id for r in claim_batch(engine, 10)] == [1, 2]  # pending again, claimable
