@@ -9,8 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from padformer_edge.detect.service import DetectOptions, detect_files
-
 
 def detect(
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
@@ -34,6 +32,8 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
+    from padformer_edge.detect.service import DetectOptions, detect_files  # torch: load late
+
     options = DetectOptions(
         passes, mask_ratio, metric, schedule, seed, device, precision, batch_size
     )

@@ -19,17 +19,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from padformer_edge import profiles as profile_service
 from padformer_edge.config import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.profiles import (
-    calibrate_profile,
-    create_profile,
-    inspect_images,
-    list_profile_names,
-    load_profile,
-    profiles_root,
-    set_model,
-)
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -87,7 +79,9 @@ def create(
         precision=precision,
         max_batch=batch_size,
     )
-    result = create_profile(profiles_root(root), name, model, references, shots, settings)
+    result = profile_service.create_profile(
+        profile_service.profiles_root(root), name, model, references, shots, settings
+    )
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
     _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
@@ -111,8 +105,8 @@ def calibrate(
     columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=_err, transient=True, disable=not _err.is_terminal) as bar:
         task = bar.add_task("scoring", total=None)
-        report = calibrate_profile(
-            profiles_root(root),
+        report = profile_service.calibrate_profile(
+            profile_service.profiles_root(root),
             name,
             good,
             anomalous,
@@ -144,11 +138,11 @@ def list_profiles(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per profile."),
 ) -> None:
     """List the profiles with their model, reference count and threshold."""
-    folder = profiles_root(root)
+    folder = profile_service.profiles_root(root)
     profiles, broken = [], []
-    for name in list_profile_names(folder):
+    for name in profile_service.list_profile_names(folder):
         try:
-            profiles.append(load_profile(folder, name))
+            profiles.append(profile_service.load_profile(folder, name))
         except UserError as err:  # one bad file must not hide the other profiles
             broken.append((name, str(err)))
     if as_json:
@@ -177,7 +171,7 @@ def show(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Print NAME's profile.yaml (settings, references, calibration) and its folder."""
-    profile = load_profile(profiles_root(root), name)
+    profile = profile_service.load_profile(profile_service.profiles_root(root), name)
     _say(f"# {profile.folder}")
     typer.echo(yaml.safe_dump(profile.config.model_dump(mode="json"), sort_keys=False), nl=False)
 
@@ -192,7 +186,9 @@ def test(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict."""
-    verdicts = inspect_images(profiles_root(root), name, images, out, device)
+    verdicts = profile_service.inspect_images(
+        profile_service.profiles_root(root), name, images, out, device
+    )
     if as_json:
         for v in verdicts:
             typer.echo(json.dumps({**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)}))
@@ -211,6 +207,6 @@ def set_model_cmd(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Adopt a new checkpoint for NAME; its threshold is cleared until recalibrated."""
-    profile = set_model(profiles_root(root), name, model)
+    profile = profile_service.set_model(profile_service.profiles_root(root), name, model)
     _say(f"profile '{name}' now uses {profile.model_path} (sha256 {profile.model_sha256[:12]}...)")
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")

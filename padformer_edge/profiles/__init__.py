@@ -6,24 +6,34 @@ The daemon loads a profile by name and runs it exactly as ``profile test`` does:
     detector = profile.build_detector()          # verifies the checkpoint's sha256
     score = detector.detect([image])[0].score
     profile.is_anomaly(score), profile.normalised_score(score)
+
+Names resolve lazily (PEP 562): the CLI's start-up and commands that never build a
+detector should not pay for importing torch and the model.
 """
 
-from padformer_edge.profiles.calibrate import CalibrationReport, calibrate_profile
-from padformer_edge.profiles.create import CreateResult, create_profile, set_model
-from padformer_edge.profiles.layout import profiles_root
-from padformer_edge.profiles.profile import Profile, list_profile_names, load_profile
-from padformer_edge.profiles.verdicts import Verdict, inspect_images
+from __future__ import annotations
 
-__all__ = [
-    "CalibrationReport",
-    "CreateResult",
-    "Profile",
-    "Verdict",
-    "calibrate_profile",
-    "create_profile",
-    "inspect_images",
-    "list_profile_names",
-    "load_profile",
-    "profiles_root",
-    "set_model",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CalibrationReport": "padformer_edge.profiles.calibrate",
+    "calibrate_profile": "padformer_edge.profiles.calibrate",
+    "CreateResult": "padformer_edge.profiles.create",
+    "create_profile": "padformer_edge.profiles.create",
+    "set_model": "padformer_edge.profiles.create",
+    "profiles_root": "padformer_edge.profiles.layout",
+    "Profile": "padformer_edge.profiles.profile",
+    "list_profile_names": "padformer_edge.profiles.profile",
+    "load_profile": "padformer_edge.profiles.profile",
+    "Verdict": "padformer_edge.profiles.verdicts",
+    "inspect_images": "padformer_edge.profiles.verdicts",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
