@@ -7,14 +7,14 @@ with ``os.replace``, so a viewer, a sync job or a crashed run never sees half a 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from padformer_edge.errors import UserError
+from padformer_edge.atomic import write_atomic
+
+HEATMAP_FIX = "choose a writable --out folder"
 
 OVERLAY_ALPHA = 0.5  # equal weight: the defect stays visible under the colour
 
@@ -55,29 +55,6 @@ def render_overlay(
     return overlay
 
 
-def write_atomic(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary sibling and ``os.replace``."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise UserError(
-            f"heatmap folder {path.parent} cannot be written ({err.strerror}); "
-            "choose a writable --out folder."
-        ) from err
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def write_heatmap(
     path: str | Path,
     image: np.ndarray,
@@ -96,5 +73,5 @@ def write_heatmap(
     if raw_path is not None:
         buffer = io.BytesIO()
         np.save(buffer, anomaly_map.astype(np.float32, copy=False))
-        write_atomic(raw_path, buffer.getvalue())
-    return write_atomic(path, encoded.tobytes())
+        write_atomic(raw_path, buffer.getvalue(), fix=HEATMAP_FIX)
+    return write_atomic(path, encoded.tobytes(), fix=HEATMAP_FIX)

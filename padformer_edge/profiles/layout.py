@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import yaml
 
+from padformer_edge.atomic import write_atomic
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import state_dir
 
@@ -43,25 +43,6 @@ def check_name(name: str) -> str:
             "starting with a letter or digit."
         )
     return name
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a synced temporary sibling and ``os.replace``."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise UserError(
-            f"cannot write into {path.parent} ({err.strerror}); check its permissions."
-        ) from err
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_yaml_atomic(path: Path, data: dict) -> None:

@@ -19,10 +19,10 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 
+from padformer_edge.atomic import write_atomic
 from padformer_edge.detect import Detector
 from padformer_edge.log import get_logger
 from padformer_edge.model import PADFormer, ReferenceCache
-from padformer_edge.profiles.layout import write_atomic
 
 
 def cache_key(model_sha256: str, reference_sha256s: Sequence[str], precision: str) -> str:
