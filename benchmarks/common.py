@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import platform
 import re
+import statistics
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +65,28 @@ def update_readme_section(name: str, body: str, command: str | None = None) -> N
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     README.write_text(text, encoding="utf-8")
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(median process CPU seconds, fastest wall seconds) of ``repeats`` calls after a
+    warm-up. On a shared machine other jobs stretch wall time but hardly this process's
+    CPU time, so tables compare CPU seconds; the fastest wall time is the call they
+    disturbed least."""
+    fn()
+    cpu, wall = [], []
+    for _ in range(repeats):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
+    return statistics.median(cpu), min(wall)
+
+
+def count_flops(fn: Callable[[], object]) -> int:
+    """Floating-point operations of one call, as torch's FLOP counter sees them
+    (matmuls, convolutions, attention; not grid_sample or topk)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()

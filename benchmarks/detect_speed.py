@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 # Idle OpenMP threads must sleep rather than spin, or CPU time would count the spinning;
@@ -36,11 +34,16 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import cv2
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import (
+    count_flops,
+    markdown_table,
+    print_json_line,
+    timed,
+    update_readme_section,
+)
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import score_query
 from padformer_edge.model import build_model
@@ -69,27 +72,6 @@ def naive_detect(detector: Detector, references: list[np.ndarray], query: np.nda
         passes.append(model.denormalize(recon).clamp(0.0, 1.0))
     full = torch.from_numpy(query).permute(2, 0, 1).float().div(255.0).unsqueeze(0)
     return score_query(detector.metric, full, query_model, torch.cat(passes))
-
-
-def timed(fn, repeats: int) -> tuple[float, float]:
-    """(median process CPU seconds, fastest wall seconds) of ``repeats`` calls after a
-    warm-up. On a shared machine other jobs stretch wall time but hardly this process's
-    CPU time, so the table compares CPU seconds; the JSON line adds the wall times."""
-    fn()
-    cpu, wall = [], []
-    for _ in range(repeats):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - cpu_start)
-    return statistics.median(cpu), min(wall)
-
-
-def count_flops(fn) -> int:
-    """Floating-point operations of one call (matmuls, convolutions, attention)."""
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
 
 
 def verdict(ok: bool) -> str:

@@ -21,40 +21,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
-from collections.abc import Callable
 
 # Idle OpenMP threads must sleep, not spin: spinning threads burn CPU time while other
 # jobs hold the cores, which would make the CPU-time figures measure the machine's load.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import (
+    count_flops,
+    markdown_table,
+    print_json_line,
+    timed,
+    update_readme_section,
+)
 from padformer_edge.model import build_model
-
-
-def count_flops(fn: Callable[[], object]) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
-
-
-def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(median process CPU seconds, fastest wall seconds) of ``repeats`` calls after a
-    warm-up. CPU time hardly moves with other jobs' load on a shared machine; the fastest
-    wall time is the call they disturbed least."""
-    fn()
-    cpu, wall = [], []
-    for _ in range(repeats):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - cpu_start)
-    return statistics.median(cpu), min(wall)
 
 
 def measure(preset: str, refs: int, repeats: int, **overrides) -> dict:
