@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from padformer_edge import __version__
-from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, results_cmd
+from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, results_cmd, train_cmd
 from padformer_edge.cli.synth import synth
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
@@ -30,6 +30,7 @@ app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
+app.command("train")(train_cmd.train)
 
 _stderr = Console(stderr=True)
 

@@ -1,0 +1,62 @@
+"""``padformer-edge train``: run a training recipe (one process, or one per GPU under torchrun)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from padformer_edge.config import TrainConfig, load_config
+
+
+def train(
+    config: Path = typer.Option(
+        ..., "--config", help="Training recipe, e.g. config/train/small-synth.yaml."
+    ),
+    data: Path | None = typer.Option(None, "--data", help="Dataset root; overrides data.root."),
+    out: Path | None = typer.Option(None, "--out", help="Run folder; overrides checkpoint.out."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the run in --out from its resume point."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="auto, cpu, cuda or cuda:N; overrides device."
+    ),
+) -> None:
+    """Train PADFormer in two stages (within-view, then cross-view) on all classes of a dataset.
+
+    Ctrl-C writes a resume point; run the same command with --resume to continue exactly.
+    For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
+    """
+    from training.progress import Reporter, RichReporter
+    from training.trainer import run_training
+
+    recipe = load_config(config, TrainConfig)
+    main_rank = os.environ.get("RANK", "0") == "0"
+    console = Console(stderr=True)
+    reporter = RichReporter(console) if main_rank and sys.stderr.isatty() else Reporter()
+    summary = run_training(recipe, data, out, resume, device, reporter)
+    if not main_rank:
+        return
+    table = Table(title=f"training {'stopped' if summary.interrupted else 'finished'}")
+    for column in ("stage", "steps", "samples/s", "first loss", "last loss"):
+        table.add_column(column)
+    for stage, report in summary.stages.items():
+        table.add_row(
+            stage,
+            f"{report['steps']}/{report['total_steps']}",
+            str(report["samples_per_s"]),
+            str(report["first_loss"]),
+            str(report["last_loss"]),
+        )
+    console.print(table)
+    if summary.interrupted:
+        console.print(
+            f"resume point written at step {summary.global_step} in {summary.out}; "
+            "run the same command with --resume to continue."
+        )
+        raise typer.Exit(130)
+    typer.echo(f"model written to {summary.checkpoint}")

