@@ -14,6 +14,7 @@ from rich.console import Console
 
 from padformer_edge import __version__
 from padformer_edge.cli import config_cmd, db_cmd, detect_cmd, results_cmd, train_cmd
+from padformer_edge.cli.eval_cmd import evaluate
 from padformer_edge.cli.synth import synth
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
@@ -31,6 +32,7 @@ app.add_typer(db_cmd.app, name="db")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
 app.command("train")(train_cmd.train)
+app.command("eval")(evaluate)
 
 _stderr = Console(stderr=True)
 
