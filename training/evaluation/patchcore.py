@@ -98,7 +98,11 @@ class PatchCoreScorer:
             feats = self.embed([query])
             h, w = feats.shape[-2:]
             patches = feats.permute(0, 2, 3, 1).reshape(-1, feats.shape[1])
-            distance = torch.cdist(patches, self.bank).amin(dim=1).view(1, 1, h, w)
+            distance = (
+                torch.cdist(patches, self.bank, compute_mode="donot_use_mm_for_euclid_dist")
+                .amin(dim=1)
+                .view(1, 1, h, w)
+            )
             amap = F.interpolate(distance, query.shape[:2], mode="bilinear", align_corners=False)
             kernel = 2 * int(4 * SMOOTHING_SIGMA + 0.5) + 1
             amap = kornia.filters.gaussian_blur2d(
