@@ -25,7 +25,7 @@ def evaluate(
     max_per_label: int | None = typer.Option(
         None, "--max-per-label", help="Score only the first K test images of each label."
     ),
-    device: str = typer.Option("cpu", "--device", help="cpu, cuda or auto."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     out: Path = typer.Option(Path("eval"), "--out", "-o", help="Folder for the outputs."),
 ) -> None:
     """Score the test split against N good references per class and report image AUROC,

@@ -39,7 +39,7 @@ def evaluate_checkpoint(
     categories: list[str] | None = None,
     passes: int = 15,
     metric: str = "lab",
-    device: str = "cpu",
+    device: str = "auto",
     examples: int = 24,
     on_start: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
