@@ -24,6 +24,7 @@ from padformer_edge.cli import (
     train_cmd,
     watch_cmd,
 )
+from padformer_edge.cli.eval_cmd import evaluate
 from padformer_edge.cli.synth import synth
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
@@ -45,6 +46,7 @@ app.add_typer(profile_cmd.app, name="profile")
 app.command("watch")(watch_cmd.watch)
 app.add_typer(alerts_cmd.app, name="alerts")
 app.command("demo")(demo_cmd.demo)
+app.command("eval")(evaluate)
 
 _stderr = Console(stderr=True)
 

@@ -1,0 +1,62 @@
+"""``padformer-edge eval``: few-shot detection quality of a checkpoint on a test split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+
+def evaluate(
+    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
+    data: Path = typer.Option(..., "--data", help="Dataset root (MAD-Sim or MVTec-AD layout)."),
+    classes: list[str] | None = typer.Option(
+        None, "--classes", help="Evaluate only this class (repeatable)."
+    ),
+    shots: int = typer.Option(4, "--shots", help="References per test image (N)."),
+    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
+    ref_strategy: str = typer.Option(
+        "random", "--ref-strategy", help="random, or nearest/farthest by camera pose."
+    ),
+    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
+    seed: int = typer.Option(0, "--seed", help="Seed of reference draws and masks."),
+    max_per_label: int | None = typer.Option(
+        None, "--max-per-label", help="Score only the first K test images of each label."
+    ),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    out: Path = typer.Option(Path("eval"), "--out", "-o", help="Folder for the outputs."),
+) -> None:
+    """Score the test split against N good references per class and report image AUROC,
+    pixel AUROC and AUPRO per class and defect type; writes metrics.json and report.html."""
+    from training.evaluation.protocol import EvalOptions
+    from training.evaluation.report import rich_table
+    from training.evaluation.service import evaluate_checkpoint
+
+    options = EvalOptions(shots, ref_strategy, seed, max_per_label)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("evaluating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as bar:
+        task = bar.add_task("eval", total=None)
+        run = evaluate_checkpoint(
+            model,
+            data,
+            out,
+            options,
+            categories=classes or None,
+            passes=passes,
+            metric=metric,
+            device=device,
+            on_start=lambda total: bar.update(task, total=total),
+            progress=lambda done: bar.advance(task, done),
+        )
+    title = f"{shots}-shot, {ref_strategy} references, {passes} passes (values in %)"
+    Console().print(rich_table(run.payload, title))
+    typer.echo(f"metrics: {run.metrics_path}\nreport: {run.report_path}")

