@@ -40,11 +40,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from padformer_edge.config import CalibrationResult, DetectionSettings, ScoreSummary
+from padformer_edge.config import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.profiles import create_profile, load_profile
-from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
+from padformer_edge.profiles.calibrate import pin_threshold
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -79,21 +79,7 @@ def make_profile(root: Path, preset: str, passes: int, size: int) -> None:
         source / "references",
         settings=settings,
     ).profile
-    zero = ScoreSummary(count=1, min=0, max=0, mean=0, std=0, p50=0, p90=0, p99=0)
-    calibration = CalibrationResult(
-        threshold=float("1e30"),
-        target_fpr=0.01,
-        good_quantile=0.99,
-        margin=0.0,
-        observed_fpr=0.0,
-        good=zero,
-        normalise_min=0.0,
-        normalise_max=1.0,
-        model_sha256=profile.model_sha256,
-        calibrated_at="2026-01-01T00:00:00Z",
-    )
-    config = profile.config.model_copy(update={"calibration": calibration})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    pin_threshold(profile, float("1e30"))
 
 
 def cpu_seconds(pid: int) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.config import CalibrationResult
+from padformer_edge.config import CalibrationResult, ScoreSummary
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images
 from padformer_edge.errors import UserError
@@ -138,3 +138,28 @@ def calibrate_profile(
         log.warning("profile.calibration_warning", name=name, message=warning)
     log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
     return CalibrationReport(load_profile(root, name), result, skipped)
+
+
+def pin_threshold(profile: Profile, threshold: float) -> Profile:
+    """Give ``profile`` a threshold chosen rather than measured, with no score summary.
+
+    Tests and benchmarks decide which results count as anomalies; this records their
+    choice in the same ``calibration`` block the daemon reads, stamped with the model's
+    sha256 so a later model change still invalidates it.
+    """
+    empty = ScoreSummary(count=1, min=0.0, max=0.0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0)
+    calibration = CalibrationResult(
+        threshold=threshold,
+        target_fpr=0.01,
+        good_quantile=0.99,
+        margin=0.0,
+        observed_fpr=0.0,
+        good=empty,
+        normalise_min=0.0,
+        normalise_max=1.0,
+        model_sha256=profile.model_sha256,
+        calibrated_at=now_iso(),
+    )
+    config = profile.config.model_copy(update={"calibration": calibration})
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    return load_profile(profile.folder.parent, profile.name)

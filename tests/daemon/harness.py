@@ -23,11 +23,11 @@ import numpy as np
 import torch
 import yaml
 
-from padformer_edge.config import CalibrationResult, DetectionSettings, ScoreSummary
+from padformer_edge.config import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.profiles import create_profile
-from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
+from padformer_edge.profiles.calibrate import pin_threshold
 from tests.detect_images import product_image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,21 +72,7 @@ def make_profile(profiles: Path, name: str, threshold: float, passes: int = 2) -
     profile = create_profile(
         profiles, name, source / "model.safetensors", source / "references", settings=settings
     ).profile
-    summary = ScoreSummary(count=1, min=0.0, max=0.0, mean=0.0, std=0.0, p50=0.0, p90=0.0, p99=0.0)
-    calibration = CalibrationResult(
-        threshold=threshold,
-        target_fpr=0.01,
-        good_quantile=0.99,
-        margin=0.0,
-        observed_fpr=0.0,
-        good=summary,
-        normalise_min=0.0,
-        normalise_max=1.0,
-        model_sha256=profile.model_sha256,
-        calibrated_at="2026-01-01T00:00:00Z",
-    )
-    config = profile.config.model_copy(update={"calibration": calibration})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    pin_threshold(profile, threshold)
 
 
 def make_site(
