@@ -24,7 +24,9 @@ from padformer_edge.errors import UserError
 
 # Names cameras and copy tools use while a file is still being written.
 TEMPORARY_NAMES = (".*", "*.tmp", "*.part", "*.partial", "*~")
-BUNDLED_CONFIG = Path(__file__).resolve().parents[2] / "config" / "daemon.yaml"
+# config/daemon.yaml, reached through a link inside the package so that a wheel (not only
+# an editable install) carries it.
+BUNDLED_CONFIG = Path(__file__).with_name("daemon.yaml")
 
 
 class CameraConfig(StrictModel):

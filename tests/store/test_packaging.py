@@ -71,3 +71,18 @@ def test_installed_copy_migrates_without_the_source_tree(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(str(site))
     assert f"at schema {head_revision()} (was empty)" in result.stdout
+    bundled = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from padformer_edge.daemon.settings import BUNDLED_CONFIG, load_daemon_config; "
+            "print(BUNDLED_CONFIG); load_daemon_config(None, [])",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bundled.returncode == 0, bundled.stderr
+    assert bundled.stdout.startswith(str(site)), "the bundled daemon config must ship in the wheel"
