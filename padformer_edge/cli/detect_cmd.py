@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.cli import detection_options as options
+
 
 def detect(
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
@@ -16,14 +18,14 @@ def detect(
     references: Path = typer.Option(
         ..., "--references", "-r", help="Folder of good images of the product, one size."
     ),
-    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
-    mask_ratio: float = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden."),
-    schedule: str = typer.Option("random", "--schedule", help="random or balanced masks."),
-    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the mask schedule."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Most passes per model call."),
+    passes: int = options.PASSES,
+    mask_ratio: float = options.MASK_RATIO,
+    schedule: str = options.SCHEDULE,
+    metric: str = options.METRIC,
+    seed: int = options.SEED,
+    device: str = options.DEVICE,
+    precision: str = options.PRECISION,
+    batch_size: int = options.BATCH_SIZE,
     out: Path | None = typer.Option(None, "--out", "-o", help="Folder for heatmap PNGs."),
     raw: bool = typer.Option(False, "--raw", help="Also write each float32 map as .npy."),
     heatmap_max: float | None = typer.Option(

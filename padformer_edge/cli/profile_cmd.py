@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from padformer_edge import profiles as profile_service
+from padformer_edge.cli import detection_options as options
 from padformer_edge.config import DetectionSettings
 from padformer_edge.errors import UserError
 
@@ -58,14 +59,14 @@ def create(
     shots: int | None = typer.Option(
         None, "--shots", "-n", help="References to keep, chosen to cover viewpoints (default all)."
     ),
-    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
-    mask_ratio: float = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden."),
-    schedule: str = typer.Option("random", "--schedule", help="random or balanced masks."),
-    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the mask schedule."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Most passes per model call."),
+    passes: int = options.PASSES,
+    mask_ratio: float = options.MASK_RATIO,
+    schedule: str = options.SCHEDULE,
+    metric: str = options.METRIC,
+    seed: int = options.SEED,
+    device: str = options.DEVICE,
+    precision: str = options.PRECISION,
+    batch_size: int = options.BATCH_SIZE,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views."""
