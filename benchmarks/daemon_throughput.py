@@ -39,7 +39,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_readme_section
 from padformer_edge.config import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
@@ -47,16 +47,6 @@ from padformer_edge.profiles import create_profile, load_profile
 from padformer_edge.profiles.calibrate import pin_threshold
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def photo(size: int, seed: int) -> np.ndarray:
-    """A smooth random RGB picture; content does not change the cost of a detection."""
-    coarse = np.random.default_rng(seed).uniform(0, 255, size=(6, 6, 3)).astype(np.float32)
-    return (
-        cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
-        .clip(0, 255)
-        .astype(np.uint8)
-    )
 
 
 def png(image: np.ndarray) -> bytes:
@@ -70,7 +60,7 @@ def make_profile(root: Path, preset: str, passes: int, size: int) -> None:
     save_checkpoint(source / "model.safetensors", build_model(preset))
     for seed in range(4):
         (source / "references").mkdir(parents=True, exist_ok=True)
-        (source / "references" / f"{seed}.png").write_bytes(png(photo(size, seed)))
+        (source / "references" / f"{seed}.png").write_bytes(png(smooth_photo(size, seed, cells=6)))
     settings = DetectionSettings(passes=passes, device="cpu", max_batch=passes)
     profile = create_profile(
         root / "profiles",
@@ -204,7 +194,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="daemon-bench-") as tmp:
         work = Path(tmp)
         make_profile(work, args.preset, args.passes, args.size)
-        images = [photo(args.size, 1000 + i) for i in range(args.images)]
+        images = [smooth_photo(args.size, 1000 + i, cells=6) for i in range(args.images)]
         payloads = [png(image) for image in images]
         daemon_wall, daemon_cpu, latencies = run_daemon(
             work, payloads, args.cameras, args.batch, args.threads

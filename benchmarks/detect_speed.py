@@ -31,7 +31,6 @@ from pathlib import Path
 # the OpenMP runtime reads this once, when torch loads it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import cv2
 import numpy as np
 import torch
 
@@ -41,22 +40,13 @@ from benchmarks.common import (
     count_flops,
     markdown_table,
     print_json_line,
+    smooth_photo,
     timed,
     update_readme_section,
 )
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import score_query
 from padformer_edge.model import build_model
-
-
-def synthetic_photo(size: int, seed: int) -> np.ndarray:
-    """A smooth random RGB picture; content does not change the cost of a detection."""
-    coarse = np.random.default_rng(seed).uniform(0, 255, size=(4, 4, 3)).astype(np.float32)
-    return (
-        cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
-        .clip(0, 255)
-        .astype(np.uint8)
-    )
 
 
 @torch.inference_mode()
@@ -103,8 +93,8 @@ def main() -> None:
 
     model = build_model(args.preset).eval()
     size = model.config.img_size
-    references = [synthetic_photo(size, seed) for seed in range(args.references)]
-    query = synthetic_photo(size, seed=100)
+    references = [smooth_photo(size, seed) for seed in range(args.references)]
+    query = smooth_photo(size, seed=100)
     detector = Detector(model, references, passes=args.passes, device="cpu", max_batch=args.passes)
 
     fast = detector.detect([query])[0]

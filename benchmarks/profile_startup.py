@@ -29,12 +29,11 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import cv2
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_readme_section
 from padformer_edge.config import DetectionSettings
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.service import load_references
@@ -42,13 +41,6 @@ from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from padformer_edge.profiles import create_profile, load_profile
 from padformer_edge.profiles.reference_cache import read_cache
-
-
-def synthetic_photo(size: int, seed: int) -> np.ndarray:
-    """A smooth random BGR picture; content does not change the cost of encoding it."""
-    coarse = np.random.default_rng(seed).uniform(0, 255, size=(4, 4, 3)).astype(np.float32)
-    photo = cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
-    return photo.clip(0, 255).astype(np.uint8)
 
 
 def cpu_seconds(action: Callable[[], object], repeats: int) -> float:
@@ -80,7 +72,7 @@ def main() -> None:
         del model
         (work / "refs").mkdir()
         for index in range(args.references):
-            cv2.imwrite(str(work / "refs" / f"{index}.png"), synthetic_photo(size, index))
+            cv2.imwrite(str(work / "refs" / f"{index}.png"), smooth_photo(size, index))
         settings = DetectionSettings(passes=2, device="cpu")  # start-up cost only
         create_profile(work / "profiles", "bench", checkpoint, work / "refs", None, settings)
         profile = load_profile(work / "profiles", "bench")
