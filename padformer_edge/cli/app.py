@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from padformer_edge import __version__
+from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.cli import (
     alerts_cmd,
     config_cmd,
@@ -75,6 +76,7 @@ def root(
 
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
+    retain_freed_memory()
     try:
         # Without standalone mode click returns a command's ``typer.Exit`` code instead
         # of exiting, so pass it on: a command that asks for status 1 must get status 1.

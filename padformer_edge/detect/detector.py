@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -69,6 +70,7 @@ class Detector:
     ) -> None:
         if max_batch < 1:
             raise UserError(f"max batch {max_batch} must be at least 1.")
+        retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.device = resolve_device(device)
         check_precision(precision, self.device)
         self.precision = precision
