@@ -132,7 +132,14 @@ def main() -> None:
         default_s, tuned_s = median(False, workload, 0), median(True, workload, 0)
         default_faults, tuned_faults = median(False, workload, 1), median(True, workload, 1)
         rows.append(
-            [workload, default_s, tuned_s, default_s / tuned_s, round(default_faults), round(tuned_faults)]
+            [
+                workload,
+                default_s,
+                tuned_s,
+                default_s / tuned_s,
+                round(default_faults),
+                round(tuned_faults),
+            ]
         )
         payload[workload.replace(", ", "_").replace(" ", "_")] = {
             "default_s": default_s,
