@@ -1,0 +1,125 @@
+"""Is a trained model held back by what it saw, or by what it could learn from it?
+
+The reconstruction error of views the model was trained on is set against that of good
+views it never saw, of the same objects, for each checkpoint given (for example the
+within-view and the final checkpoint of one run). Every image is reconstructed with the
+Detector's masked passes from references drawn (seeded) from the training views, never
+the image itself; the error is the mean squared RGB error over masked patches only, the
+part the training loss asks the model to predict.
+
+Reading it: a model that rebuilds its training views much better than unseen ones is
+limited by data (more views or objects would help); equal errors mean it has not fit
+even the views it saw, so steps or capacity limit it, and a later checkpoint that is
+not lower than an earlier one says steps alone no longer help.
+
+    python benchmarks/recon_fit.py --data data/synth \
+        --checkpoint runs/small-synth/within_view.safetensors \
+        --checkpoint runs/small-synth/model.safetensors --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.detect import Detector, read_image
+from padformer_edge.model.checkpoint import load_checkpoint
+from training.data.layouts import index_dataset
+
+
+def sample_images(data: Path, per_class: int, seed: int) -> list[tuple[str, Path, list[Path]]]:
+    """(split, image, its 4 references) for ``per_class`` train and held-out good views."""
+    index = index_dataset(data)
+    rng = random.Random(seed)
+    chosen = []
+    for category, train in index.good_train().items():
+        held_out = [
+            r.path
+            for r in index.records
+            if r.category == category and r.split == "test" and r.is_good
+        ]
+        for split, pool in (("train", train), ("held-out", held_out)):
+            for image in rng.sample(pool, min(per_class, len(pool))):
+                references = rng.sample([p for p in train if p != image], 4)
+                chosen.append((split, image, references))
+    return chosen
+
+
+@torch.inference_mode()
+def masked_error(detector: Detector, image: Path) -> float:
+    """Mean squared [0, 1] RGB error over the masked patches of all passes."""
+    query = detector.to_model_input(read_image(image)).unsqueeze(0)
+    recon = detector.reconstruct(query)  # [P, 3, S, S] in [0, 1]
+    target = detector.model.denormalize(query).clamp(0.0, 1.0)
+    p, g = detector.model.config.patch_size, detector.model.config.grid_size
+    masked = detector.masks.view(-1, 1, g, g).repeat_interleave(p, 2).repeat_interleave(p, 3)
+    squared = (recon - target).square() * masked
+    return float(squared.sum() / (masked.sum() * 3))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=Path, action="append", required=True)
+    parser.add_argument("--per-class", type=int, default=8)
+    parser.add_argument("--passes", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    images = sample_images(args.data, args.per_class, args.seed)
+    rows, payload = [], []
+    for checkpoint in args.checkpoint:
+        model, metadata = load_checkpoint(checkpoint)
+        errors: dict[str, list[float]] = {"train": [], "held-out": []}
+        for split, image, references in images:
+            detector = Detector(
+                model,
+                [read_image(p) for p in references],
+                passes=args.passes,
+                schedule="balanced",
+                seed=args.seed,
+                device="cpu",
+            )
+            errors[split].append(masked_error(detector, image))
+        train, held_out = (sum(e) / len(e) for e in (errors["train"], errors["held-out"]))
+        label = f"{checkpoint.name} ({metadata.get('stage')}, step {metadata.get('global_step')})"
+        rows.append([label, train, held_out, held_out / train])
+        payload.append(
+            {
+                "checkpoint": str(checkpoint),
+                "stage": metadata.get("stage"),
+                "step": metadata.get("global_step"),
+                "train_mse": train,
+                "held_out_mse": held_out,
+                "ratio": held_out / train,
+            }
+        )
+    headers = ["checkpoint", "training views MSE", "unseen views MSE", "unseen / training"]
+    table = markdown_table(headers, rows)
+    counts = sum(1 for split, *_ in images if split == "train"), len(images)
+    note = (
+        f"{counts[0]} training and {counts[1] - counts[0]} unseen good views "
+        f"({args.per_class} per class and split), 4 references each, {args.passes} balanced "
+        "passes; masked patches only, RGB in [0, 1]."
+    )
+    print(table)
+    print(note)
+    print_json_line("recon_fit", {"images": counts[1], "checkpoints": payload})
+    if args.write_readme:
+        update_readme_section("recon_fit", f"{table}\n\n{note}")
+
+
+if __name__ == "__main__":
+    main()
