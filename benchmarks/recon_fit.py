@@ -94,7 +94,8 @@ def main() -> None:
             )
             errors[split].append(masked_error(detector, image))
         train, held_out = (sum(e) / len(e) for e in (errors["train"], errors["held-out"]))
-        label = f"{checkpoint.name} ({metadata.get('stage')}, step {metadata.get('global_step')})"
+        stage, step = metadata.get("stage"), metadata.get("global_step")
+        label = f"{checkpoint.parent.name}/{checkpoint.name} ({stage}, step {step})"
         rows.append([label, train, held_out, held_out / train])
         payload.append(
             {
