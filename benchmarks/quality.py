@@ -8,7 +8,8 @@ one checkpoint (inference-time choices); and the Table 3 ablations (no STN / no
 selection / no AAT) only from checkpoints trained without that module, given with
 ``--ablation NAME=PATH`` or trained with the same recipe under ``--train-ablations``.
 Switching a module off at inference in a model trained with it would not be the paper's
-ablation, so that is never done.
+ablation, so that is never done. ``--compare LABEL=PATH`` adds a row for another
+checkpoint, such as a longer run of the same recipe.
 
 Evaluation size: the first ``--max-per-label`` (default 5) test images of every label of
 every class (good and each defect type), i.e. 120 images for the six builtins, which
@@ -89,6 +90,21 @@ def parse_ablation(text: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
+def parse_compare(text: str) -> tuple[str, Path]:
+    label, _, path = text.partition("=")
+    if not label or not path:
+        raise argparse.ArgumentTypeError(
+            "expected LABEL=PATH, e.g. long=runs/long/model.safetensors"
+        )
+    return label, Path(path)
+
+
+def compared_model(label: str, path: Path):
+    """(row label naming the run and its step, model) of a checkpoint given with --compare."""
+    model, metadata = load_checkpoint(path)
+    return f"PADFormer, {label} (step {metadata.get('global_step')})", model
+
+
 def methods(args: argparse.Namespace, checkpoint: Path, ablations: dict[str, Path]):
     """(label, scorer) in table order; PADFormer variants share one set of weights."""
     model, _ = load_checkpoint(checkpoint)
@@ -105,6 +121,7 @@ def methods(args: argparse.Namespace, checkpoint: Path, ablations: dict[str, Pat
         rows.append(
             padformer(f"PADFormer {name.replace('_', ' ')} (trained)", ablation_model(name, path))
         )
+    rows += [padformer(*compared_model(label, path)) for label, path in args.compare]
     rows += [
         padformer(f"PADFormer ({metric}, 15 passes)", metric=metric)
         for metric in ("rgb", "feature")
@@ -121,6 +138,13 @@ def main() -> None:
     parser.add_argument("--recipe", type=Path, default=RECIPE)
     parser.add_argument("--ablation", type=parse_ablation, action="append", default=[])
     parser.add_argument("--train-ablations", action="store_true", help="Train missing ablations.")
+    parser.add_argument(
+        "--compare",
+        type=parse_compare,
+        action="append",
+        default=[],
+        help="LABEL=PATH: one more row from another checkpoint (e.g. a longer run).",
+    )
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
