@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import shlex
 import statistics
 import sys
 import time
@@ -58,7 +59,7 @@ def print_json_line(name: str, payload: dict[str, Any]) -> None:
 
 def update_readme_section(name: str, body: str, command: str | None = None) -> None:
     """Replace the README block named ``name`` with ``body`` (and the command that made it)."""
-    command = command or "python " + " ".join(sys.argv)
+    command = command or "python " + shlex.join(sys.argv)
     text = README.read_text(encoding="utf-8")
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     block = f"{begin}\nMeasured with `{command}` on {machine_summary()}:\n\n{body}\n{end}"
