@@ -11,7 +11,10 @@ cameras would, and waits until every row is done. It reports
 - the daemon's overhead as a ratio measured in the same run: wall time per image, and
   CPU seconds per image (the daemon's from /proc, the Detector's from process_time).
   On a shared machine other jobs stretch wall time but hardly CPU time, so the CPU ratio
-  is the one to compare with the target (overhead <= 15%).
+  is the one to compare with the target (overhead <= 15%);
+- the daemon's resident memory once a quarter of the images are done and at the end, as
+  growth per 1000 images: what a leak would show first on a line PC that runs for months
+  (run with a few hundred ``--images`` for that).
 
 Weights are random (detection cost does not depend on them); the profile is made with
 the profiles API. Example:
@@ -78,6 +81,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of a live process in MiB, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for process {pid}")
+
+
 def wait_log(log: Path, event: str, process: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -101,7 +112,8 @@ def done_rows(database: Path) -> list[tuple[str, str, str]]:
 
 
 def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, threads: int):
-    """(wall s, CPU s, latencies s) of the daemon inspecting ``payloads``."""
+    """(wall s, CPU s, latencies s, resident MiB once a quarter of the images are done
+    and at the end) of the daemon inspecting ``payloads``."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)
@@ -148,11 +160,15 @@ def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, thre
             path = folders[index % cameras] / f"{index:05d}.png"
             path.write_bytes(data)
             closed[str(path)] = time.time()
+        warm_rss = None
         while len(rows := done_rows(database)) < len(payloads):
             if process.poll() is not None:
                 raise SystemExit(f"daemon exited:\n{log.read_text()[-3000:]}")
+            if warm_rss is None and len(rows) >= len(payloads) // 4:
+                warm_rss = rss_mib(process.pid)
             time.sleep(0.05)
         cpu = cpu_seconds(process.pid) - cpu_before
+        end_rss = rss_mib(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(120)
@@ -161,7 +177,7 @@ def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, thre
     finished = {path: datetime.fromisoformat(at + "+00:00").timestamp() for path, _, at in rows}
     latencies = [finished[path] - closed[path] for path in closed]
     wall = max(finished.values()) - min(closed.values())
-    return wall, cpu, latencies
+    return wall, cpu, latencies, (warm_rss or end_rss, end_rss)
 
 
 def run_detector(work: Path, images: list[np.ndarray], batch: int) -> tuple[float, float]:
@@ -196,7 +212,7 @@ def main() -> None:
         make_profile(work, args.preset, args.passes, args.size)
         images = [smooth_photo(args.size, 1000 + i, cells=6) for i in range(args.images)]
         payloads = [png(image) for image in images]
-        daemon_wall, daemon_cpu, latencies = run_daemon(
+        daemon_wall, daemon_cpu, latencies, (warm_rss, end_rss) = run_daemon(
             work, payloads, args.cameras, args.batch, args.threads
         )
         detector_wall, detector_cpu = run_detector(work, images, args.batch)
@@ -204,6 +220,7 @@ def main() -> None:
     n = args.images
     wall_overhead = daemon_wall / detector_wall - 1
     cpu_overhead = daemon_cpu / detector_cpu - 1
+    growth = (end_rss - warm_rss) / (n - n // 4) * 1000
     table = markdown_table(
         ["path", "images/s (wall)", "CPU s per image", "p50 latency s", "p95 latency s"],
         [
@@ -224,7 +241,9 @@ def main() -> None:
         f"thread(s), random weights. Daemon overhead: {cpu_overhead:+.1%} CPU time per image "
         f"(target at most +15%: {verdict}), {wall_overhead:+.1%} wall time per image. Latency "
         "is file closed -> row committed, including the 100 ms size-stability wait and "
-        "the queueing of a burst written all at once."
+        "the queueing of a burst written all at once. Daemon resident memory: "
+        f"{warm_rss:.0f} MiB once a quarter of the images were done, {end_rss:.0f} MiB at the "
+        f"end ({growth:+.1f} MiB per 1000 images after warm-up)."
     )
     print(table)
     print()
@@ -247,6 +266,9 @@ def main() -> None:
             "latency_p95_s": percentile(latencies, 95),
             "cpu_overhead": cpu_overhead,
             "wall_overhead": wall_overhead,
+            "rss_warm_mib": warm_rss,
+            "rss_end_mib": end_rss,
+            "rss_growth_mib_per_1000_images": growth,
         },
     )
     if args.write_readme:
