@@ -5,7 +5,7 @@ glibc's malloc hands big freed blocks straight back to the kernel (blocks above 
 mmap threshold are unmapped, and a large free heap top is trimmed), so the next
 detection page-faults the same memory in again, zero-filled, page by page: about 40,000
 minor faults per small-preset detection on one CPU thread, a quarter of its CPU time
-(``benchmarks/allocator.py``). Fixing the two thresholds keeps that memory in the
+(``benchmarks/allocator.py``). Fixing both thresholds keeps that memory in the
 process for reuse. The cost is that the process holds on to its peak working set,
 which a detector or trainer that runs for months needs again every few seconds anyway.
 

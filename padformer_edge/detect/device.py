@@ -2,8 +2,9 @@
 
 Reduced precision is offered only on CUDA: there bf16/fp16 autocast roughly halves the
 decoder's cost on tensor cores. On a CPU, bf16 pays off only with AVX512-BF16 or AMX
-(1.46x on the development machine's EPYC), and it changes the anomaly maps more than the
-thresholds calibrated in float32 tolerate, so CPUs run float32. Scoring
+(1.46x on the development machine's EPYC), and it moves the anomaly maps (the variance
+filter flips pixels near its median) in ways a float32 calibration does not expect, so
+CPUs run float32. Scoring
 always runs in float32 because squared LAB differences of nearby colours lose their
 digits in 16-bit floats.
 """
