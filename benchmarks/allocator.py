@@ -30,7 +30,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import (
+    markdown_table,
+    print_json_line,
+    smooth_photo,
+    timed,
+    update_readme_section,
+)
 from padformer_edge.allocator import DISABLE_VARIABLE, retain_freed_memory
 
 WORKLOADS = ("detection, main thread", "detection, worker thread", "training step")
@@ -42,8 +48,6 @@ def faults() -> int:
 
 def measure(fn, repeats: int) -> tuple[float, float]:
     """(median CPU seconds, mean minor faults) per call, after one warm-up call."""
-    from benchmarks.common import timed
-
     before = faults()
     cpu, _ = timed(fn, repeats)
     return cpu, (faults() - before) / (repeats + 1)
@@ -62,7 +66,6 @@ def child(repeats: int) -> None:
     applied = retain_freed_memory()  # first, as the CLI does, before threads allocate
     import torch
 
-    from benchmarks.common import smooth_photo
     from padformer_edge.detect import Detector
     from padformer_edge.model import build_model
 

@@ -83,20 +83,24 @@ def ablation_model(name: str, path: Path):
     return model
 
 
-def parse_ablation(text: str) -> tuple[str, Path]:
+def split_named_path(text: str, expected: str) -> tuple[str, Path]:
+    """``NAME=PATH`` -> (NAME, PATH); ``expected`` says what a malformed value should be."""
     name, _, path = text.partition("=")
-    if name not in ABLATIONS or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH with NAME in {sorted(ABLATIONS)}")
+    if not name or not path:
+        raise argparse.ArgumentTypeError(f"expected {expected}")
     return name, Path(path)
 
 
+def parse_ablation(text: str) -> tuple[str, Path]:
+    expected = f"NAME=PATH with NAME in {sorted(ABLATIONS)}"
+    name, path = split_named_path(text, expected)
+    if name not in ABLATIONS:
+        raise argparse.ArgumentTypeError(f"expected {expected}")
+    return name, path
+
+
 def parse_compare(text: str) -> tuple[str, Path]:
-    label, _, path = text.partition("=")
-    if not label or not path:
-        raise argparse.ArgumentTypeError(
-            "expected LABEL=PATH, e.g. long=runs/long/model.safetensors"
-        )
-    return label, Path(path)
+    return split_named_path(text, "LABEL=PATH, e.g. long=runs/long/model.safetensors")
 
 
 def compared_model(label: str, path: Path):

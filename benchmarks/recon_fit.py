@@ -4,8 +4,9 @@ The reconstruction error of views the model was trained on is set against that o
 views it never saw, of the same objects, for each checkpoint given (for example the
 within-view and the final checkpoint of one run). Every image is reconstructed with the
 Detector's masked passes from references drawn (seeded) from the training views, never
-the image itself; the error is the mean squared RGB error over masked patches only, the
-part the training loss asks the model to predict.
+the image itself; the error is the mean squared RGB error over masked patches only,
+because visible patches can be copied from the query and so say little about what the
+model learned (the training loss itself covers every patch).
 
 Reading it: a model that rebuilds its training views much better than unseen ones is
 limited by data (more views or objects would help); equal errors mean it has not fit
