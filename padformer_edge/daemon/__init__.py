@@ -12,8 +12,7 @@ model, which the service needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from padformer_edge.lazy import lazy_exports
 
 _EXPORTS = {
     "Daemon": "padformer_edge.daemon.service",
@@ -25,9 +24,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

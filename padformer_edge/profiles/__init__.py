@@ -13,8 +13,7 @@ detector should not pay for importing torch and the model.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from padformer_edge.lazy import lazy_exports
 
 _EXPORTS = {
     "CalibrationReport": "padformer_edge.profiles.calibrate",
@@ -31,9 +30,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
