@@ -7,15 +7,7 @@ import sys
 from pathlib import Path
 
 from padformer_edge import __version__
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.cli_process import run_cli
 
 
 def test_version() -> None:

@@ -1,9 +1,6 @@
 """``padformer-edge detect`` end to end: real checkpoint, real PNG files, real process."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import cv2
@@ -17,9 +14,9 @@ from padformer_edge.detect.service import DetectOptions, detect_files
 from padformer_edge.errors import UserError
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
+from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 
-REPO = Path(__file__).resolve().parent.parent
 FAST = DetectOptions(passes=3, device="cpu")
 
 
@@ -40,18 +37,6 @@ def workspace(tmp_path_factory):
     write_png(root / "queries" / "a" / "part.png", good)
     write_png(root / "queries" / "b" / "part.png", with_defect(good, (20, 30, 10, 10)))
     return root
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_cli_scores_images_and_writes_heatmaps(workspace):

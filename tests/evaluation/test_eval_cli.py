@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
 from padformer_edge.errors import UserError
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+from tests.cli_process import run_cli
 
 
 def test_eval_writes_metrics_and_report(tiny_data: Path, tiny_checkpoint: Path, tmp_path: Path):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,18 +13,9 @@ from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
 from padformer_edge.store import head_revision, open_engine
+from tests.cli_process import run_cli
 
 from .seed import Seeded, seed_history
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 @pytest.fixture
@@ -37,20 +26,20 @@ def seeded_db(db_url: str, engine: Engine, tmp_path: Path) -> tuple[str, Seeded]
 
 def test_db_upgrade_and_current_through_the_environment(tmp_path: Path) -> None:
     env = {"PADFORMER_EDGE_DB": str(tmp_path / "line.sqlite3")}
-    created = cli("db", "upgrade", env=env)
+    created = run_cli("db", "upgrade", env=env)
     assert created.returncode == 0, created.stderr
     assert f"at schema {head_revision()} (was empty)" in created.stdout
-    current = cli("db", "current", env=env)
+    current = run_cli("db", "current", env=env)
     assert current.stdout.strip().endswith(f"schema {head_revision()} (up to date)")
 
 
 def test_list_json_and_csv_parse_back(seeded_db: tuple[str, Seeded]) -> None:
     db = seeded_db[0]
-    result = cli("results", "list", "--db", db, "--anomalies", "--min-score", "17", "--json")
+    result = run_cli("results", "list", "--db", db, "--anomalies", "--min-score", "17", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert [r["score"] for r in rows] == [20.0, 19.0, 18.0, 17.0]
-    as_csv = cli(
+    as_csv = run_cli(
         "results",
         "list",
         "--db",
@@ -71,19 +60,19 @@ def test_list_json_and_csv_parse_back(seeded_db: tuple[str, Seeded]) -> None:
 def test_show_stats_export_and_prune(seeded_db: tuple[str, Seeded], tmp_path: Path) -> None:
     db, seeded = seeded_db
     anomaly = seeded.anomaly_ids[0]
-    shown = json.loads(cli("results", "show", str(anomaly), "--db", db, "--json").stdout)
+    shown = json.loads(run_cli("results", "show", str(anomaly), "--db", db, "--json").stdout)
     assert shown["heatmap_path"] == str(seeded.heatmaps[anomaly])
     assert [a["sink"] for a in shown["alerts"]] == ["mqtt"]
-    table = cli("results", "show", str(anomaly), "--db", db)
+    table = run_cli("results", "show", str(anomaly), "--db", db)
     assert "heatmap_path" in table.stdout and "mqtt" in table.stdout
-    groups = json.loads(cli("results", "stats", "--db", db, "--by", "product", "--json").stdout)
+    groups = json.loads(run_cli("results", "stats", "--db", db, "--by", "product", "--json").stdout)
     nut = next(g for g in groups if g["group"] == "nut")
     assert (nut["done"], nut["anomalies"], nut["score_p50"]) == (8, 5, 16.0)
     out = tmp_path / "history.jsonl"
-    exported = cli("results", "export", "--db", db, "--format", "jsonl", str(out))
+    exported = run_cli("results", "export", "--db", db, "--format", "jsonl", str(out))
     assert exported.stdout.strip() == f"exported 25 inspections to {out}"
     assert len([json.loads(line) for line in out.read_text().splitlines()]) == 25
-    pruned = cli("results", "prune", "--db", db, "--older-than", "30d", "--keep-anomalies")
+    pruned = run_cli("results", "prune", "--db", db, "--older-than", "30d", "--keep-anomalies")
     assert pruned.stdout.strip() == "pruned 15 inspections and 15 heatmap files"
     assert sum(p.exists() for p in seeded.heatmaps.values()) == 5
 
@@ -121,6 +110,6 @@ def test_reads_refuse_a_database_that_is_not_at_head(tmp_path: Path) -> None:
     empty = tmp_path / "old.sqlite3"
     with open_engine(str(empty)).connect():  # a file with no schema, as before any upgrade
         pass
-    result = cli("results", "list", "--db", str(empty))
+    result = run_cli("results", "list", "--db", str(empty))
     assert result.returncode == 2
     assert f"run 'padformer-edge db upgrade --db {empty}' first" in result.stderr

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import cv2
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli_process import run_cli
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "padformer_edge", "--log-format", "json", "synth", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return run_cli("--log-format", "json", "synth", *args)
 
 
 def test_synth_renders_a_dataset(tmp_path: Path) -> None:
