@@ -3,12 +3,14 @@
 Run once by whoever trains the generic model, on the workstation:
 
     python -m padformer_edge.models.ship runs/generic/model.safetensors \\
-        --wall-time "52 min" --machine "2-core x86_64 CPU, 1 torch thread"
+        --wall-time "52 min" --machine "2-core x86_64 CPU, 1 torch thread" \\
+        --held-out builtin:duck --held-out builtin:mug
 
 It writes ``generic.safetensors`` (float16 storage, so the wheel stays small) and
 ``generic.json`` (the card the locator checks) into the package folder, or ``--out``.
 Steps and training data come from the checkpoint's own metadata, so the card cannot
-disagree with the weights; wall time and machine are the trainer's to state.
+disagree with the weights; wall time, machine and the parts kept out of training (the
+demo shows one of them) are the trainer's to state.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ QUALITY_REFERENCE = "README.md, section 'The shipped model' (benchmarks/quality.
 
 
 def card_fields(
-    metadata: dict[str, Any], preset: str, wall_time: str, machine: str, sha256: str, size: int
+    metadata: dict[str, Any],
+    preset: str,
+    wall_time: str,
+    machine: str,
+    sha256: str,
+    size: int,
+    held_out: list[str],
 ) -> dict[str, Any]:
     """The model card: what the model saw, how long it trained, where, and its checksum."""
     return {
@@ -39,6 +47,7 @@ def card_fields(
             "layout": metadata.get("data_layout"),
             "train_images": metadata.get("train_images"),
         },
+        "held_out": held_out,
         "steps": metadata.get("global_step"),
         "wall_time": wall_time,
         "machine": machine,
@@ -49,7 +58,9 @@ def card_fields(
     }
 
 
-def ship(checkpoint: Path, out: Path, wall_time: str, machine: str) -> Path:
+def ship(
+    checkpoint: Path, out: Path, wall_time: str, machine: str, held_out: list[str] | None = None
+) -> Path:
     """Write ``out/generic.safetensors`` (float16) and its card; return the checkpoint path."""
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 
@@ -66,7 +77,7 @@ def ship(checkpoint: Path, out: Path, wall_time: str, machine: str) -> Path:
             f"{MAX_BYTES // 2**20} MiB a shipped model may take; use a smaller preset."
         )
     sha = file_sha256(staging)
-    card = card_fields(metadata, model.preset_name, wall_time, machine, sha, size)
+    card = card_fields(metadata, model.preset_name, wall_time, machine, sha, size, held_out or [])
     staging.replace(target)
     write_atomic(out / CARD_NAME, (json.dumps(card, indent=1, sort_keys=True) + "\n").encode())
     return target
@@ -80,10 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("checkpoint", type=Path, help="model.safetensors of padformer-edge train")
     parser.add_argument("--wall-time", required=True, help='training wall time, e.g. "52 min"')
     parser.add_argument("--machine", required=True, help="where it trained (CPU/GPU, threads)")
+    parser.add_argument(
+        "--held-out", action="append", default=[], help="builtin:NAME kept out of training"
+    )
     parser.add_argument("--out", type=Path, default=package_folder(), help="default: the package")
     args = parser.parse_args(argv)
     try:
-        target = ship(args.checkpoint, args.out, args.wall_time, args.machine)
+        target = ship(args.checkpoint, args.out, args.wall_time, args.machine, args.held_out)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
