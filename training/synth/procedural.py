@@ -263,9 +263,7 @@ def _deform(points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.stack([x, y, z], axis=1)
 
 
-def _material(
-    rng: np.random.Generator,
-) -> tuple[Colour, np.ndarray | None, float]:
+def _material(rng: np.random.Generator) -> tuple[Colour, np.ndarray | None, float]:
     """(flat colour, texture or None, specular): matte or glossy, plain or patterned."""
     base = _colour(rng)
     kind = str(rng.choice(list(TEXTURES), p=[0.3, 0.16, 0.16, 0.1, 0.1, 0.18]))
@@ -285,10 +283,10 @@ def _placed_primitives(rng: np.random.Generator) -> list[trimesh.Trimesh]:
         vertex = int(rng.integers(len(body.vertices)))
         normal = body.vertex_normals[vertex]
         align = trimesh.geometry.align_vectors([0.0, 0.0, 1.0], normal)
+        # its bottom sinks into the body by 20-50 % of its height, so nothing floats
         sink = rng.uniform(0.2, 0.5) * (extra.bounds[1, 2] - extra.bounds[0, 2])
-        align[:3, 3] = body.vertices[vertex] + normal * (
-            -extra.bounds[0, 2] - sink
-        )  # its bottom sinks into the body, so nothing floats
+        lift = -extra.bounds[0, 2] - sink
+        align[:3, 3] = body.vertices[vertex] + normal * lift
         extra.apply_transform(align)
         meshes.append(extra)
     return meshes
