@@ -110,8 +110,9 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
     return message[0].lower() + message[1:] if message else kind
 
 
-def format_validation_error(path: Path, err: ValidationError, lines: dict[KeyPath, int],
-                            model: type[BaseModel]) -> str:
+def format_validation_error(
+    path: Path, err: ValidationError, lines: dict[KeyPath, int], model: type[BaseModel]
+) -> str:
     """One sentence per problem: file, line, key path and what is expected."""
     sentences = []
     for error in err.errors():
@@ -204,6 +205,8 @@ class TrainLossSection(StrictModel):
 
     perceptual: Literal["efficientnet-lite0", "vgg16", "none"] = "efficientnet-lite0"
     perceptual_weight: float = Field(0.5, ge=0)
+    feature_weight: float = Field(1.0, ge=0)
+    """Weight of the masked-feature term (models with CNN tokens; others ignore it)."""
     vgg16_weights: str | None = None
 
 
@@ -282,7 +285,7 @@ class DetectionSettings(StrictModel):
     passes: int = Field(15, ge=2)
     mask_ratio: float = Field(0.4, gt=0.0, lt=1.0)
     schedule: Literal["random", "balanced"] = "random"
-    metric: Literal["lab", "rgb", "feature"] = "lab"
+    metric: Literal["auto", "lab", "rgb", "feature", "fused"] = "auto"
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"

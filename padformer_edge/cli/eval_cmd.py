@@ -20,7 +20,11 @@ def evaluate(
     ref_strategy: str = typer.Option(
         "random", "--ref-strategy", help="random, or nearest/farthest by camera pose."
     ),
-    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
+    metric: str = typer.Option(
+        "auto",
+        "--metric",
+        help="auto (fused for edge models, lab otherwise), lab, rgb, feature or fused.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of reference draws and masks."),
     max_per_label: int | None = typer.Option(
         None, "--max-per-label", help="Score only the first K test images of each label."

@@ -32,7 +32,7 @@ class DetectOptions:
 
     passes: int = 15
     mask_ratio: float = 0.4
-    metric: str = "lab"
+    metric: str = "auto"
     schedule: str = "random"
     seed: int = 0
     device: str = "auto"
