@@ -10,10 +10,13 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
 - the LAB reference difference for each smoothing width.
 
 Each method's best configuration (highest mean image AUROC, then AUPRO; marked ``<-``) is
-written to
-``benchmarks/validation.json``; ``benchmarks/quality.py`` reads it for its tuned rows.
+written to ``benchmarks/validation.json``, with every setting's figures;
+``benchmarks/quality.py`` reads it for its tuned rows. The baselines need no model, so
+they can be validated while the model trains (without ``--checkpoint``); a later run with
+``--checkpoint --skip-baselines`` adds the fused sweep and keeps the baselines' results.
 
-    python benchmarks/tune_validation.py --data data/synth224-s1 \
+    python benchmarks/tune_validation.py --data data/synth224-s1 --write-readme
+    python benchmarks/tune_validation.py --data data/synth224-s1 --skip-baselines \
         --checkpoint runs/edge/model.safetensors --write-readme
 """
 
@@ -59,7 +62,10 @@ def best(rows: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="The validation render.")
-    parser.add_argument("--checkpoint", type=Path, required=True, help="An edge checkpoint.")
+    parser.add_argument("--checkpoint", type=Path, help="An edge checkpoint (fused sweep).")
+    parser.add_argument(
+        "--skip-baselines", action="store_true", help="Keep the baselines' earlier results."
+    )
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -77,43 +83,44 @@ def run(args: argparse.Namespace) -> None:
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     episodes = plan_episodes(index_dataset(args.data), options)
     images = sum(len(e.tests) for e in episodes)
-    model, metadata = load_checkpoint(args.checkpoint)
-    if not model.config.cnn_tokens:
-        raise UserError(f"{args.checkpoint} is not an edge checkpoint; the sweep needs one.")
+    earlier = json.loads(CHOICES.read_text(encoding="utf-8")) if CHOICES.is_file() else {}
+    results: dict[str, dict[str, dict]] = dict(earlier.get("results", {}))
 
     def evaluate(scorer) -> dict:
         scored, _ = run_scorer(scorer, episodes, options)
         return summarise(scored)["mean"]
 
-    results: dict[str, dict[str, dict]] = {"edge fused": {}, "PatchCore": {}, "refdiff": {}}
-    sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
-    run_scorer(sweep, episodes, options)
-    for weight in FUSED_WEIGHTS:
-        results["edge fused"][f"lab weight {weight}"] = evaluate(
-            ReplayScorer(sweep.results[weight])
-        )
-    for config in PATCHCORE:
-        results["PatchCore"][config] = evaluate(patchcore_scorer(config))
-    for sigma in REFDIFF_SIGMAS:
-        results["refdiff"][f"sigma {sigma}"] = evaluate(ReferenceDifferenceScorer(sigma))
+    if args.checkpoint:
+        model, metadata = load_checkpoint(args.checkpoint)
+        if not model.config.cnn_tokens:
+            raise UserError(f"{args.checkpoint} is not an edge checkpoint; the sweep needs one.")
+        sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
+        run_scorer(sweep, episodes, options)
+        results["edge fused"] = {
+            f"lab weight {w}": evaluate(ReplayScorer(sweep.results[w])) for w in FUSED_WEIGHTS
+        }
+        results["edge fused"]["checkpoint step"] = {"step": metadata.get("global_step")}
+    if not args.skip_baselines:
+        results["PatchCore"] = {c: evaluate(patchcore_scorer(c)) for c in PATCHCORE}
+        results["refdiff"] = {
+            f"sigma {s}": evaluate(ReferenceDifferenceScorer(s)) for s in REFDIFF_SIGMAS
+        }
 
-    chosen = {method: best(rows) for method, rows in results.items()}
-    choices = {
-        "fused_lab_weight": float(chosen["edge fused"].removeprefix("lab weight ")),
-        "patchcore": chosen["PatchCore"],
-        "refdiff_sigma": float(chosen["refdiff"].removeprefix("sigma ")),
-        "data": str(args.data),
-        "checkpoint_step": metadata.get("global_step"),
-        "images": images,
-    }
-    table_rows = [
-        [
-            method,
-            config,
-            *(fmt(v[m]) for m in METRICS),
-            "chosen" if chosen[method] == config else "",
-        ]
+    scored_rows = {
+        method: {k: v for k, v in rows.items() if "image_auroc" in v}
         for method, rows in results.items()
+    }
+    chosen = {method: best(rows) for method, rows in scored_rows.items() if rows}
+    choices = {"results": results, "data": str(args.data), "images": images}
+    if "edge fused" in chosen:
+        choices["fused_lab_weight"] = float(chosen["edge fused"].removeprefix("lab weight "))
+        choices["edge_checkpoint_step"] = results["edge fused"]["checkpoint step"]["step"]
+    if "PatchCore" in chosen:
+        choices["patchcore"] = chosen["PatchCore"]
+        choices["refdiff_sigma"] = float(chosen["refdiff"].removeprefix("sigma "))
+    table_rows = [
+        [method, config, *(fmt(v[m]) for m in METRICS), "<-" if chosen[method] == config else ""]
+        for method, rows in scored_rows.items()
         for config, v in rows.items()
     ]
     table = markdown_table(
@@ -124,9 +131,13 @@ def run(args: argparse.Namespace) -> None:
         f"{args.seed}), first {args.max_per_label} test images of every label of every class "
         f"({images} images); mean over classes, in %. Chosen by image AUROC (AUPRO breaks ties)."
     )
+    if args.skip_baselines:
+        summary += (
+            " The baseline rows come from the same command's earlier run without --checkpoint."
+        )
     print(table + "\n\n" + summary)
     CHOICES.write_text(json.dumps(choices, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print_json_line("tune_validation", {"results": results, "choices": choices})
+    print_json_line("tune_validation", {k: v for k, v in choices.items() if k != "results"})
     if args.write_readme:
         update_readme_section("validation", f"{table}\n\n{summary}")
 
