@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import CalibrationResult, ScoreSummary
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images
@@ -117,7 +118,7 @@ def calibrate_profile(
         target_fpr=target_fpr,
         good_quantile=threshold.quantile,
         margin=threshold.margin,
-        observed_fpr=float((good_scores > threshold.value).mean()),
+        observed_fpr=float(is_anomalous(good_scores, threshold.value).mean()),
         good=summarise(good_scores),
         anomalous=anomaly_check(good_scores, bad_scores, threshold.value) if bad_paths else None,
         normalise_min=float(everything.min()),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.errors import UserError
@@ -118,7 +119,7 @@ class Profile:
 
     def is_anomaly(self, score: float) -> bool:
         """True when ``score`` is above the calibrated threshold (equal counts as good)."""
-        return score > self.require_threshold()
+        return is_anomalous(score, self.require_threshold())
 
     def normalised_score(self, score: float) -> float:
         """``score`` mapped so the threshold becomes 0.5, clipped to [0, 1].

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 
 
@@ -42,7 +43,7 @@ class DetectionOutcome:
 
     @property
     def is_anomaly(self) -> bool:
-        return self.score > self.threshold
+        return is_anomalous(self.score, self.threshold)
 
 
 def _session(engine: Engine) -> Session:
