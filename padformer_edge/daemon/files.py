@@ -3,7 +3,7 @@
 Two moments use these checks. Intake asks ``looks_complete`` while a file may still be
 growing: image formats end with a fixed trailer (JPEG's EOI marker, PNG's IEND chunk),
 so a file that lacks it is either still being written or truncated. The worker asks
-``refusal`` and ``decode`` just before inspection, once, on the bytes it then inspects,
+``read_checked`` and ``decode`` just before inspection, once, on the bytes it then inspects,
 so a file swapped between discovery and inspection cannot slip through.
 """
 

@@ -24,8 +24,9 @@ FORMAT_TAG = "padformer-edge/1"
 
 # Keys an MAE or timm file may hold that the encoder deliberately does not take: MAE's own
 # decoder and mask token, a classification head, and the position table (ours is fixed
-# sin-cos, rebuilt from the config; ``_check_position_table`` makes sure the file's one
-# is that same table and not a learned one we would silently drop).
+# sin-cos, rebuilt from the config). ``_check_position_table`` refuses a table of our grid
+# size that differs from ours (a learned one); a table of another grid size cannot be
+# compared and is dropped unchecked, like the fixed table of another resolution.
 _IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
 
 

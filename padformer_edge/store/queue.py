@@ -176,8 +176,8 @@ def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) 
 def skip(
     engine: Engine, inspection_id: int, reason: str, alerts: Sequence[AlertRequest] = ()
 ) -> Inspection:
-    """Close a row that should not be inspected (no references for its product, an
-    overload deadline passed) and queue its operator alerts in the same transaction."""
+    """Close a row that will not be inspected (the worker's overload deadline passed)
+    and queue its operator alerts in the same transaction."""
     now = utc_now()
     with _session(engine) as session, session.begin():
         row = session.get(Inspection, inspection_id, with_for_update=True)
