@@ -21,7 +21,7 @@ from padformer_edge.profiles.layout import (
     REFERENCES_DIR,
     check_name,
 )
-from padformer_edge.profiles.reference_cache import CachedReferenceDetector, cache_key
+from padformer_edge.profiles.reference_cache import ReferenceCacheFile, cache_key
 
 
 @dataclass
@@ -104,8 +104,8 @@ class Profile:
         if device is not None:
             settings["device"] = device
         references = [read_image(path) for path in self.reference_paths]
-        return CachedReferenceDetector(
-            model, references, cache_path=self.cache_path, cache_key=key, **settings
+        return Detector(
+            model, references, encodings=ReferenceCacheFile(self.cache_path, key), **settings
         )
 
     def require_threshold(self) -> float:
