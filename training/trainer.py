@@ -13,7 +13,6 @@ never stopped.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -264,9 +263,7 @@ class _Run:
 
     def _write_weights(self, name: str, stage: str) -> Path:
         path = self.out / name
-        tmp = path.with_name(f".{path.stem}.tmp.safetensors")
-        save_checkpoint(tmp, self.model, self._metadata(stage))
-        os.replace(tmp, path)
+        save_checkpoint(path, self.model, self._metadata(stage))  # atomic, synced
         return path
 
     def _write_resume_point(self) -> None:

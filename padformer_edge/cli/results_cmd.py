@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
 from padformer_edge.store import history, schema
 from padformer_edge.store.engine import open_engine
@@ -194,19 +194,16 @@ def export(
         raise UserError(f"--format '{fmt}' is not supported; use csv or jsonl.")
     engine = schema.open_checked(db)
     filters = history.Filters(since=_when(since, "--since"))
-    partial = file.with_name(file.name + ".partial")
     try:
-        with open(partial, "w", encoding="utf-8", newline="") as out:
+        with (
+            atomic_path(file, fix="check the folder exists and is writable") as partial,
+            open(partial, "w", encoding="utf-8", newline="") as out,
+        ):
             count = history.export(engine, out, fmt, filters)  # type: ignore[arg-type]
     except OSError as err:
-        partial.unlink(missing_ok=True)
         raise UserError(
             f"cannot write {file} ({err.strerror}); check the folder exists and is writable."
         ) from err
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, file)
     typer.echo(f"exported {count} inspections to {file}")
 
 

@@ -16,6 +16,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.padformer import PADFormer
@@ -50,7 +51,10 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
 
 
 def save_checkpoint(path: str | Path, model: PADFormer, metadata: dict | None = None) -> None:
-    """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file."""
+    """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file.
+
+    Atomically: a run stopped mid-write, or a power cut, leaves the previous file whole.
+    """
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     try:
         user = json.dumps(metadata or {}, sort_keys=True)
@@ -63,8 +67,8 @@ def save_checkpoint(path: str | Path, model: PADFormer, metadata: dict | None = 
         "weights_sha256": tensors_sha256(tensors),
         "metadata": user,
     }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata=header)
+    with atomic_path(path, fix="choose a writable output folder") as tmp:
+        save_file(tensors, str(tmp), metadata=header)
 
 
 def read_header(path: str | Path) -> dict[str, str]:
