@@ -76,11 +76,8 @@ def fingerprint(path: Path, max_bytes: int) -> tuple[str, int]:
         return _digest(f"symlink:{os.readlink(path)}".encode()), info.st_size
     if info.st_size > max_bytes:
         return _digest(f"oversized:{info.st_size}:{info.st_mtime_ns}".encode()), info.st_size
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest(), info.st_size
+        return hashlib.file_digest(handle, "sha256").hexdigest(), info.st_size
 
 
 def _digest(data: bytes) -> str:

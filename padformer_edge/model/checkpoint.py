@@ -17,6 +17,9 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from padformer_edge.atomic import atomic_path
+
+# Re-exported: the model checksum stored with every result is a plain file digest.
+from padformer_edge.digest import file_sha256 as file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.padformer import PADFormer
@@ -29,15 +32,6 @@ FORMAT_TAG = "padformer-edge/1"
 # size that differs from ours (a learned one); a table of another grid size cannot be
 # compared and is dropped unchecked, like the fixed table of another resolution.
 _IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes: the model checksum stored next to every result."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
