@@ -25,7 +25,6 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model import PADFormer, build_model
@@ -36,6 +35,7 @@ from padformer_edge.model.checkpoint import (
     save_checkpoint,
 )
 from training.augment import WithinViewAugment
+from training.config import TrainConfig
 from training.data.layouts import DatasetIndex, index_dataset
 from training.data.samples import STAGE_IDS, EpochSampler, ReferenceSamples, resolve_num_refs
 from training.distributed import DistContext, gather_floats, init_distributed, shutdown_distributed

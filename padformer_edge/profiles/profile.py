@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
+from padformer_edge.config import load_config
 from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from padformer_edge.profiles.layout import (
@@ -22,6 +23,7 @@ from padformer_edge.profiles.layout import (
     check_name,
 )
 from padformer_edge.profiles.reference_cache import ReferenceCacheFile, cache_key
+from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.config import AnomalyCheck, ScoreSummary
+from padformer_edge.profiles.schema import AnomalyCheck, ScoreSummary
 
 MIN_GOOD_IMAGES = 10
 """Below this a quantile and its standard error are noise; calibration refuses to run."""
