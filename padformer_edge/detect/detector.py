@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -51,8 +52,28 @@ class Detection:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+class EncodingStore(Protocol):
+    """Somewhere reference encodings outlive the process (a profile's cache file).
+
+    Handed to the ``Detector`` rather than overriding one of its methods, so the
+    detector's construction order stays its own business.
+    """
+
+    def load(self, model: PADFormer, device: torch.device) -> ReferenceCache | None:
+        """The stored encodings, or None when there are none made for this model."""
+        ...
+
+    def save(self, cache: ReferenceCache) -> None:
+        """Keep freshly computed encodings for the next start."""
+        ...
+
+
 class Detector:
-    """Scores query images with a PADFormer and N cached good references."""
+    """Scores query images with a PADFormer and N cached good references.
+
+    With an ``encodings`` store the reference encodings are read from it when it holds a
+    set of the right shape (``cache_hit`` is then True) and written to it otherwise.
+    """
 
     def __init__(
         self,
@@ -67,6 +88,7 @@ class Detector:
         device: str = "cpu",
         precision: str = "fp32",
         max_batch: int = 32,
+        encodings: EncodingStore | None = None,
     ) -> None:
         if max_batch < 1:
             raise UserError(f"max batch {max_batch} must be at least 1.")
@@ -82,7 +104,21 @@ class Detector:
         )
         self.metric_name = default_metric(self.model) if metric == "auto" else metric
         self.metric = build_metric(self.metric_name, self.model)
-        self.cache = self.encode_references(references)
+        self.encodings, self.cache_hit = encodings, False
+        self.cache = self.load_references(references)
+
+    def load_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
+        """The encodings from the store when it has a set for these references, else new."""
+        if self.encodings is not None:
+            stored = self.encodings.load(self.model, self.device)
+            expected = (1, len(references), self.model.config.num_patches)
+            if stored is not None and tuple(stored.features.shape[:3]) == expected:
+                self.cache_hit = True
+                return stored
+        cache = self.encode_references(references)
+        if self.encodings is not None:
+            self.encodings.save(cache)
+        return cache
 
     @torch.inference_mode()
     def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
