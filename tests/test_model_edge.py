@@ -198,3 +198,25 @@ def test_fused_metric_is_refused_for_pixel_models():
 
     with pytest.raises(UserError, match="fused metric needs a model with CNN tokens"):
         build_metric("fused", build_model("tiny"))
+
+
+def test_fusion_sweep_matches_the_detector_for_each_weight(model):
+    from padformer_edge.detect.scoring import FusedMetric
+    from training.evaluation.fusion import FusionSweepScorer
+
+    references = [product_image(64, 64, seed=s) for s in range(3)]
+    query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
+    model.score_scales.copy_(torch.tensor([5.0, 0.5]))
+    try:
+        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), passes=4)
+        sweep.prepare(references)
+        sweep.score([query])
+        for weight in (0.0, 0.3, 1.0):
+            detector = Detector(model, references, passes=4, metric="fused")
+            detector.metric = FusedMetric(model, lab_weight=weight)
+            (expected,) = detector.detect([query])
+            (got,) = sweep.results[weight]
+            scale = float(np.abs(expected.anomaly_map).max())
+            np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
+    finally:
+        model.score_scales.fill_(1.0)

@@ -71,3 +71,27 @@ def measure_score_scales(
     scales = [float(torch.cat(pooled[name]).std().clamp_min(1e-12)) for name in SCORE_SCALE_NAMES]
     model.score_scales.copy_(torch.tensor(scales))
     return dict(zip(SCORE_SCALE_NAMES, scales, strict=True))
+
+
+def rescale_checkpoint(path: Path, data_root: Path, num_refs: int = 4, seed: int = 0) -> dict:
+    """Measure the scales of an existing checkpoint on a dataset's good training views and
+    write them into the file (for a run stopped before its end, or new product data)."""
+    from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+    from training.data.layouts import index_dataset
+
+    model, metadata = load_checkpoint(path)
+    if not model.config.cnn_tokens:
+        raise ValueError(f"{path} has no CNN tokens; only edge checkpoints have score scales.")
+    scales = measure_score_scales(model, index_dataset(data_root).good_train(), num_refs, seed)
+    save_checkpoint(path, model, metadata)
+    return scales
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Measure and store an edge checkpoint's scales.")
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("data", type=Path, help="Dataset whose good training views to use.")
+    args = parser.parse_args()
+    print(rescale_checkpoint(args.checkpoint, args.data))
