@@ -12,4 +12,4 @@ CHOICES = Path(__file__).resolve().parent.parent / "benchmarks" / "validation.js
 
 def test_fused_lab_weight_is_the_validated_one():
     choices = json.loads(CHOICES.read_text(encoding="utf-8"))
-    assert FUSED_LAB_WEIGHT == pytest.approx(choices["fused_lab_weight"])
+    assert pytest.approx(choices["fused_lab_weight"]) == FUSED_LAB_WEIGHT
