@@ -43,7 +43,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_readme_section
-from padformer_edge.config import DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.profiles import create_profile, load_profile

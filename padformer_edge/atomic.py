@@ -1,37 +1,89 @@
-"""Whole-or-nothing file writes shared by heatmaps, profiles and caches.
+"""Whole-or-nothing file writes: the one path heatmaps, profiles, caches, checkpoints,
+resume points, database backups and exports all take.
 
 A reader (an operator's viewer, a sync job, the daemon after a power cut) must never see
-half a file: data goes to a synced temporary sibling that ``os.replace`` moves into place
-in one step, on the same file system.
+half a file: data goes to a temporary sibling that is synced and then moved into place
+by ``os.replace`` in one step, on the same file system. The rename itself lives in the
+folder's own metadata, so the folder is synced too; without that a power cut can undo
+the rename after the database already committed a row naming the file.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from padformer_edge.errors import UserError
 
 
-def write_atomic(path: str | Path, data: bytes, *, fix: str = "check its permissions") -> Path:
-    """Write ``data`` to ``path`` atomically; an unwritable folder is a ``UserError``.
+def fsync_file(path: Path) -> None:
+    """Flush ``path``'s data to the disk (any descriptor of the file will do)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
-    ``fix`` completes the error sentence with what the caller's user should do.
+
+def fsync_directory(folder: Path) -> None:
+    """Make the entries of ``folder`` (a rename into it) survive a power cut.
+
+    Platforms without directory descriptors (Windows) and file systems that refuse to
+    sync one (``EINVAL``) have no such step to take; there the rename is all there is.
+    """
+    flag = getattr(os, "O_DIRECTORY", None)
+    if flag is None:
+        return
+    fd = os.open(folder, os.O_RDONLY | flag)
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | Path, *, fix: str = "check its permissions") -> Iterator[Path]:
+    """Yield a fresh temporary sibling of ``path`` for any writer (OpenCV, safetensors,
+    ``torch.save``, SQLite); on a normal exit it is synced, renamed onto ``path`` and the
+    folder synced. On an exception it is removed and ``path`` is left as it was.
+
+    A folder that cannot be created is a ``UserError`` whose sentence ends with ``fix``.
     """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:
         raise UserError(f"cannot write into {path.parent} ({err.strerror}); {fix}.") from err
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield tmp
+        fsync_file(tmp)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    fsync_directory(path.parent)
+
+
+def write_atomic(path: str | Path, data: bytes, *, fix: str = "check its permissions") -> Path:
+    """Write ``data`` to ``path`` atomically; an unwritable folder is a ``UserError``.
+
+    ``fix`` completes the error sentence with what the caller's user should do. The file
+    gets the usual permissions (0666 less the umask), as a plain ``open`` would give.
+    """
+    path = Path(path)
+    with atomic_path(path, fix=fix) as tmp:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as err:
+            raise UserError(f"cannot write into {path.parent} ({err.strerror}); {fix}.") from err
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
     return path

@@ -1,28 +1,39 @@
-"""Pydantic schemas for every YAML file the project reads, and the strict loader.
+"""The strict YAML loader every config file goes through, and the registry of kinds.
 
 Every schema derives from ``StrictModel``: unknown keys are errors, because a misspelt
 key silently falling back to a default is the most common way a line PC ends up running
 with settings nobody chose. YAML is read with ``yaml.safe_load`` semantics; the node tree
 is composed as well so that a validation error can point at the line the user must edit.
 
-Schemas register themselves with ``register_config_kind`` so that
-``padformer-edge config check FILE`` can validate any of them.
+The schemas live beside their owners (``SCHEMA_MODULES``) and register themselves with
+``register_config_kind``; this module imports none of them at load time, so any of them
+may import it without a cycle. ``config check`` imports the owners before it looks a
+kind up, so every kind is known whatever was imported first.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from padformer_edge.errors import UserError
+from padformer_edge.lazy import lazy_exports
 
 Model = TypeVar("Model", bound="StrictModel")
 
 CONFIG_KINDS: dict[str, type[StrictModel]] = {}
+
+SCHEMA_MODULES = (
+    "padformer_edge.daemon.settings",  # daemon
+    "padformer_edge.profiles.schema",  # profile
+    "training.config",  # train
+)
+"""Where each registered top-level schema is declared; imported on first lookup."""
 
 
 class StrictModel(BaseModel):
@@ -110,8 +121,9 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
     return message[0].lower() + message[1:] if message else kind
 
 
-def format_validation_error(path: Path, err: ValidationError, lines: dict[KeyPath, int],
-                            model: type[BaseModel]) -> str:
+def format_validation_error(
+    path: Path, err: ValidationError, lines: dict[KeyPath, int], model: type[BaseModel]
+) -> str:
     """One sentence per problem: file, line, key path and what is expected."""
     sentences = []
     for error in err.errors():
@@ -132,8 +144,16 @@ def load_config(path: str | Path, model: type[Model]) -> Model:
         raise UserError(format_validation_error(path, err, lines, model)) from err
 
 
+def config_kinds() -> dict[str, type[StrictModel]]:
+    """Every registered top-level schema by kind name, after importing their owners."""
+    for module in SCHEMA_MODULES:
+        importlib.import_module(module)
+    return CONFIG_KINDS
+
+
 def detect_config_kind(path: str | Path) -> str:
     """Guess which registered schema a file follows from its top-level keys."""
+    config_kinds()
     path = Path(path)
     data, _ = read_yaml(path)
     keys = set(data)
@@ -153,207 +173,28 @@ def check_config(path: str | Path, kind: str | None = None) -> tuple[str, Strict
     """Validate a config file of a given (or detected) kind; returns the kind and model."""
     if kind is None:
         kind = detect_config_kind(path)
-    if kind not in CONFIG_KINDS:
+    if kind not in config_kinds():
         known = ", ".join(sorted(CONFIG_KINDS))
         raise UserError(f"unknown config kind '{kind}'; choose one of: {known}.")
     return kind, load_config(path, CONFIG_KINDS[kind])
 
 
-# --- training recipes (`padformer-edge train`) --------------------------------------------
-
-
-class TrainModelSection(StrictModel):
-    """Which model to train: a preset of ``padformer_edge.model`` plus field overrides."""
-
-    preset: str = "small"
-    overrides: dict[str, Any] = {}
-    encoder_weights: str | None = None  # MAE .pth or timm file to start the encoder from
-
-    @field_validator("preset")
-    @classmethod
-    def _known_preset(cls, value: str) -> str:
-        try:
-            from padformer_edge.model import PRESETS
-        except ImportError:  # the model package is optional for validating the file alone
-            return value
-        if value not in PRESETS:
-            raise ValueError(f"unknown preset '{value}'; choose one of: {', '.join(PRESETS)}")
-        return value
-
-
-class TrainDataSection(StrictModel):
-    """Where the good images are and how many references each query gets."""
-
-    root: str | None = None
-    layout: Literal["auto", "mad-sim", "mvtec", "visa", "folder"] = "auto"
-    categories: list[str] | None = None
-    split_csv: str | None = None
-    num_refs: int | Literal["all"] = 4
-    num_workers: int = Field(2, ge=0)
-
-    @field_validator("num_refs")
-    @classmethod
-    def _positive(cls, value: int | str) -> int | str:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("num_refs must be at least 1 or 'all'")
-        return value
-
-
-class TrainLossSection(StrictModel):
-    """MSE + perceptual_weight * perceptual distance (paper Eq. for L)."""
-
-    perceptual: Literal["efficientnet-lite0", "vgg16", "none"] = "efficientnet-lite0"
-    perceptual_weight: float = Field(0.5, ge=0)
-    vgg16_weights: str | None = None
-
-
-class TrainOptimSection(StrictModel):
-    """AdamW with linear warmup then cosine decay, per stage; clipping and accumulation."""
-
-    lr: float = Field(4e-4, gt=0)
-    min_lr: float = Field(0.0, ge=0)
-    weight_decay: float = Field(0.05, ge=0)
-    betas: tuple[float, float] = (0.9, 0.95)
-    warmup_steps: int = Field(2500, ge=0)
-    grad_clip: float = Field(1.0, ge=0)
-    batch_size: int = Field(8, ge=1)
-    accumulate: int = Field(1, ge=1)
-    amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
-
-
-class TrainStageSection(StrictModel):
-    """One training stage; 0 epochs skips it."""
-
-    epochs: int = Field(ge=0)
-
-
-class WithinViewStageSection(TrainStageSection):
-    """The within-view stage and how references are made from the query itself."""
-
-    max_rotation: float = Field(30.0, ge=0, le=180)
-    elastic_strength: float = Field(0.02, ge=0, le=0.2)
-    elastic_scale: float = Field(0.08, gt=0, le=0.5)
-
-
-class TrainStagesSection(StrictModel):
-    """Within-view pre-training, then cross-view training (paper: 50 then 250 epochs)."""
-
-    within_view: WithinViewStageSection = WithinViewStageSection(epochs=50)
-    cross_view: TrainStageSection = TrainStageSection(epochs=250)
-
-
-class TrainCheckpointSection(StrictModel):
-    """Where and how often the run writes weights and its resume point."""
-
-    out: str = "runs/train"
-    every_steps: int = Field(1000, ge=1)
-
-
-@register_config_kind("train")
-class TrainConfig(StrictModel):
-    """A training recipe for `padformer-edge train`."""
-
-    model: TrainModelSection = TrainModelSection()
-    data: TrainDataSection = TrainDataSection()
-    loss: TrainLossSection = TrainLossSection()
-    optim: TrainOptimSection = TrainOptimSection()
-    stages: TrainStagesSection = TrainStagesSection()
-    checkpoint: TrainCheckpointSection = TrainCheckpointSection()
-    seed: int = 0
-    device: str = "auto"
-    cpu_threads: int | None = Field(None, ge=1)  # torch threads per process; None = torch's
-
-
-# -- inspection profiles (padformer_edge.profiles) ----------------------------------------
-
-SHA256_PATTERN = r"^[0-9a-f]{64}$"
-
-
-class ProfileModelRef(StrictModel):
-    """The checkpoint a profile runs, pinned by content so a swapped file is noticed."""
-
-    path: str
-    sha256: str = Field(pattern=SHA256_PATTERN)
-
-
-class DetectionSettings(StrictModel):
-    """How a profile's images are scored; the defaults are the paper's inference settings."""
-
-    passes: int = Field(15, ge=2)
-    mask_ratio: float = Field(0.4, gt=0.0, lt=1.0)
-    schedule: Literal["random", "balanced"] = "random"
-    metric: Literal["lab", "rgb", "feature"] = "lab"
-    seed: int = 0
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    max_batch: int = Field(32, ge=1)
-
-
-class ReferenceEntry(StrictModel):
-    """One reference image copied into the profile, and where it came from."""
-
-    file: str
-    sha256: str = Field(pattern=SHA256_PATTERN)
-    source: str | None = None
-
-
-class ReferenceSelection(StrictModel):
-    """How the references were picked from the folder the operator gave."""
-
-    method: Literal["all", "farthest-point"]
-    pool_size: int = Field(ge=1)
-
-
-class ScoreSummary(StrictModel):
-    """Distribution of one set of calibration scores."""
-
-    count: int = Field(ge=0)
-    min: float
-    max: float
-    mean: float
-    std: float
-    p50: float
-    p90: float
-    p99: float
-
-
-class AnomalyCheck(StrictModel):
-    """What labelled anomalous images said about the chosen threshold."""
-
-    count: int = Field(ge=1)
-    scores: ScoreSummary
-    recall_at_threshold: float
-    precision_at_threshold: float
-    f1_at_threshold: float
-    f1_optimal_threshold: float
-    f1_optimal: float
-
-
-class CalibrationResult(StrictModel):
-    """The threshold and the evidence it was set from."""
-
-    threshold: float
-    target_fpr: float = Field(gt=0.0, lt=1.0)
-    good_quantile: float
-    margin: float = Field(ge=0.0)
-    observed_fpr: float
-    good: ScoreSummary
-    anomalous: AnomalyCheck | None = None
-    normalise_min: float
-    normalise_max: float
-    model_sha256: str = Field(pattern=SHA256_PATTERN)
-    calibrated_at: str
-    warnings: list[str] = Field(default_factory=list)
-
-
-@register_config_kind("profile")
-class ProfileConfig(StrictModel):
-    """``profile.yaml``: everything the daemon needs to inspect one product."""
-
-    name: str
-    created_at: str
-    model: ProfileModelRef
-    detection: DetectionSettings = Field(default_factory=DetectionSettings)
-    references: list[ReferenceEntry] = Field(min_length=1)
-    selection: ReferenceSelection
-    calibration: CalibrationResult | None = None
+# Where the schemas that moved beside their owners used to be imported from; resolved on
+# first use (a module import here would be a cycle), so older import lines keep working.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(
+            ("TrainConfig", "TrainModelSection", "TrainDataSection", "TrainLossSection",
+             "TrainOptimSection", "TrainStageSection", "WithinViewStageSection",
+             "TrainStagesSection", "TrainCheckpointSection"),
+            "training.config",
+        ),
+        **dict.fromkeys(
+            ("ProfileConfig", "ProfileModelRef", "ReferenceEntry", "ReferenceSelection",
+             "ScoreSummary", "AnomalyCheck", "CalibrationResult", "SHA256_PATTERN"),
+            "padformer_edge.profiles.schema",
+        ),
+        "DetectionSettings": "padformer_edge.detect.settings",
+    },
+)  # fmt: skip

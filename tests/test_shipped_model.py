@@ -116,19 +116,22 @@ def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path
     env = {models.ENV_VAR: str(shipped)}
     created = run_cli(
         "profile", "create", "widget", "--references", str(tmp_path / "refs"),
-        "--root", str(tmp_path / "profiles"), "--device", "cpu", "--passes", "2", env=env,
+        "--root", str(tmp_path / "profiles"), "--device", "cpu", "--passes", "2",
+        env=env, timeout=600,
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     profile = yaml.safe_load((tmp_path / "profiles" / "widget" / "profile.yaml").read_text())
     assert profile["model"] == {"path": str(shipped), "sha256": file_sha256(shipped)}
     detected = run_cli(
         "detect", str(query), "--references", str(tmp_path / "refs"), "--passes", "2",
-        "--device", "cpu", "--json", env=env,
+        "--device", "cpu", "--json", env=env, timeout=600,
     )  # fmt: skip
     assert detected.returncode == 0, detected.stderr
     assert json.loads(detected.stdout.splitlines()[0])["score"] > 0
     missing = {models.ENV_VAR: str(tmp_path / "gone.safetensors")}
-    refused = run_cli("detect", str(query), "--references", str(tmp_path / "refs"), env=missing)
+    refused = run_cli(
+        "detect", str(query), "--references", str(tmp_path / "refs"), env=missing, timeout=600
+    )
     errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     assert refused.returncode == 2 and len(errors) == 1 and "gone.safetensors" in errors[0]
 
@@ -181,7 +184,9 @@ def test_train_init_fine_tunes_through_the_cli(
     recipe.write_text(yaml.safe_dump(TINY_RECIPE))
     env = {models.ENV_VAR: str(use_shipped)}
     base = ["train", "--config", str(recipe), "--data", str(own_images), "--device", "cpu"]
-    tuned = run_cli(*base, "--out", str(tmp_path / "tuned"), "--init", "generic", env=env)
+    tuned = run_cli(
+        *base, "--out", str(tmp_path / "tuned"), "--init", "generic", env=env, timeout=600
+    )
     assert tuned.returncode == 0, tuned.stderr
     start, _ = load_checkpoint(use_shipped)
     fine, metadata = load_checkpoint(tmp_path / "tuned" / "model.safetensors")
@@ -193,5 +198,5 @@ def test_train_init_fine_tunes_through_the_cli(
         if v.is_floating_point()
     ]
     assert any(moved)  # it trained
-    resumed = run_cli(*base, "--out", str(tmp_path / "tuned"), "--resume", env=env)
+    resumed = run_cli(*base, "--out", str(tmp_path / "tuned"), "--resume", env=env, timeout=600)
     assert resumed.returncode == 2 and "started from other weights (--init)" in resumed.stderr

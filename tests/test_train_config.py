@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.config import TrainConfig, check_config, load_config
+from padformer_edge.config import check_config, load_config
 from padformer_edge.errors import UserError
+from training.config import TrainConfig
 
 RECIPES = Path(__file__).resolve().parent.parent / "config" / "train"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.model.checkpoint import load_checkpoint
+from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.trainer import run_training
 

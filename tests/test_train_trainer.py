@@ -8,11 +8,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.errors import UserError
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint
 from tests.train_helpers import mvtec_like_tree
+from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.data.samples import ReferenceSamples
 from training.progress import Reporter, StepInfo
@@ -63,7 +63,7 @@ def _batch_loss(model, dataset: Path) -> float:
     mask = model.random_mask(len(batch), torch.Generator().manual_seed(0))
     model.eval()
     with torch.no_grad():
-        reconstruction, _ = model(query, refs, mask=mask)
+        reconstruction = model(query, refs, mask=mask)[0].pixels
     return float(torch.mean((reconstruction - query) ** 2))
 
 

@@ -8,12 +8,12 @@ files are written to a temporary name and renamed, so a crash never leaves a hal
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
 
 RESUME_FORMAT = "padformer-edge-resume/1"
@@ -40,9 +40,8 @@ def restore_rng(state: dict[str, Any]) -> None:
 
 def save_resume(path: Path, state: dict[str, Any]) -> None:
     """Write the resume point atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({"format": RESUME_FORMAT, **state}, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path, fix="choose a writable output folder") as tmp:
+        torch.save({"format": RESUME_FORMAT, **state}, tmp)
 
 
 def load_resume(path: Path) -> dict[str, Any]:

@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.cli.choices import choice_option
 from padformer_edge.daemon.alerts import list_alerts, retry_alerts
-from padformer_edge.errors import UserError
 from padformer_edge.store import AlertState, open_engine
 from padformer_edge.store.schema import open_checked
 
@@ -21,26 +21,23 @@ COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "at
 _out = Console(width=None if sys.stdout.isatty() else 200)
 
 
-def _state(text: str | None) -> AlertState | None:
-    if text is None:
-        return None
-    try:
-        return AlertState(text)
-    except ValueError as err:
-        names = ", ".join(s.value for s in AlertState)
-        raise UserError(f"--state '{text}' is not an alert state; choose one of {names}.") from err
-
-
 @app.command("list")
 def list_(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    state: str | None = typer.Option(None, "--state", help="pending, sent or dead."),
+    state: str | None = choice_option(
+        None,
+        "--state",
+        AlertState,
+        help="Only alerts in this state.",
+        refusal="{flag} '{value}' is not an alert state",
+    ),
     sink: str | None = typer.Option(None, "--sink", help="Only alerts for this sink."),
     limit: int = typer.Option(50, "--limit", min=1),
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
-    rows = list_alerts(open_checked(db), state=_state(state), sink=sink, limit=limit)
+    wanted = None if state is None else AlertState(state)
+    rows = list_alerts(open_checked(db), state=wanted, sink=sink, limit=limit)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return

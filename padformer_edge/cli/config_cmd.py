@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.config import CONFIG_KINDS, check_config
+from padformer_edge.config import check_config, config_kinds
 
 app = typer.Typer(help="Validate configuration files.", no_args_is_help=True)
 
@@ -26,6 +26,6 @@ def check(
 @app.command("kinds")
 def kinds() -> None:
     """List the config kinds this version knows."""
-    for name, model in sorted(CONFIG_KINDS.items()):
+    for name, model in sorted(config_kinds().items()):
         doc = (model.__doc__ or "").strip().splitlines()
         typer.echo(f"{name}\t{doc[0] if doc else ''}")

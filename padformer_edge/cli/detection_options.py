@@ -11,7 +11,11 @@ import typer
 PASSES = typer.Option(15, "--passes", help="Masked reconstruction passes per image.")
 MASK_RATIO = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden.")
 SCHEDULE = typer.Option("random", "--schedule", help="random or balanced masks.")
-METRIC = typer.Option("lab", "--metric", help="lab, rgb or feature error.")
+METRIC = typer.Option(
+    "auto",
+    "--metric",
+    help="auto (fused for edge models, lab otherwise), lab, rgb, feature or fused error.",
+)
 SEED = typer.Option(0, "--seed", help="Seed of the mask schedule.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 PRECISION = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA.")

@@ -8,6 +8,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from padformer_edge.cli.choices import choice_option
+from training.evaluation.choices import REF_STRATEGIES
+
 
 def evaluate(
     model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
@@ -17,10 +20,18 @@ def evaluate(
     ),
     shots: int = typer.Option(4, "--shots", help="References per test image (N)."),
     passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
-    ref_strategy: str = typer.Option(
-        "random", "--ref-strategy", help="random, or nearest/farthest by camera pose."
+    ref_strategy: str = choice_option(
+        "random",
+        "--ref-strategy",
+        REF_STRATEGIES,
+        help="random, or nearest/farthest by camera pose.",
+        refusal="reference strategy '{value}' is unknown",
     ),
-    metric: str = typer.Option("lab", "--metric", help="lab, rgb or feature error."),
+    metric: str = typer.Option(
+        "auto",
+        "--metric",
+        help="auto (fused for edge models, lab otherwise), lab, rgb, feature or fused.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of reference draws and masks."),
     max_per_label: int | None = typer.Option(
         None, "--max-per-label", help="Score only the first K test images of each label."

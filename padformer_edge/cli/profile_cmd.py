@@ -21,7 +21,7 @@ from rich.table import Table
 
 from padformer_edge import profiles as profile_service
 from padformer_edge.cli import detection_options as options
-from padformer_edge.config import DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.atomic import atomic_path
+from padformer_edge.cli.choices import choice_option
 from padformer_edge.errors import UserError
 from padformer_edge.store import history, schema
 from padformer_edge.store.engine import open_engine
@@ -26,7 +27,6 @@ from padformer_edge.store.timespec import parse_age, parse_time
 
 app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
 DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
-GROUPS = ("all", "camera", "product", "hour", "day")
 LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
                 "detect_ms", "source_path"]  # fmt: skip
 # A pipe gets a wide table rather than one folded to 80 columns.
@@ -35,16 +35,6 @@ _out = Console(width=None if sys.stdout.isatty() else 200)
 
 def _when(text: str | None, option: str) -> datetime | None:
     return parse_time(text, option) if text else None
-
-
-def _status(text: str | None) -> Status | None:
-    if text is None:
-        return None
-    try:
-        return Status(text)
-    except ValueError as err:
-        names = ", ".join(s.value for s in Status)
-        raise UserError(f"--status '{text}' is not a status; choose one of {names}.") from err
 
 
 def _cell(value: Any) -> str:
@@ -76,8 +66,12 @@ def list_(
         None, "--since", help="ISO 8601 (UTC unless offset) or 2h, 7d."
     ),
     until: str | None = typer.Option(None, "--until", help="ISO 8601 or an age; exclusive."),
-    status: str | None = typer.Option(
-        None, "--status", help="pending, processing, done, failed, skipped."
+    status: str | None = choice_option(
+        None,
+        "--status",
+        Status,
+        help="Only inspections with this status.",
+        refusal="{flag} '{value}' is not a status",
     ),
     anomalies: bool = typer.Option(False, "--anomalies", help="Only rows judged anomalous."),
     min_score: float | None = typer.Option(None, "--min-score"),
@@ -93,7 +87,7 @@ def list_(
         product=product,
         since=_when(since, "--since"),
         until=_when(until, "--until"),
-        status=_status(status),
+        status=None if status is None else Status(status),
         anomalies_only=anomalies,
         min_score=min_score,
     )
@@ -153,13 +147,17 @@ def show(
 @app.command("stats")
 def stats(
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    by: str = typer.Option("all", "--by", help="all, camera, product, hour or day (UTC)."),
+    by: str = choice_option(
+        "all",
+        "--by",
+        get_args(history.GroupBy),
+        help="How to group (hours and days in UTC).",
+        refusal="{flag} '{value}' is not a grouping",
+    ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 24h."),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
 ) -> None:
     """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
-    if by not in GROUPS:
-        raise UserError(f"--by '{by}' is not a grouping; choose one of {', '.join(GROUPS)}.")
     groups = history.stats(schema.open_checked(db), by, _when(since, "--since"))  # type: ignore[arg-type]
     rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
     if as_json:
@@ -186,27 +184,28 @@ def stats(
 def export(
     file: Path = typer.Argument(..., help="Output file; written whole or not at all."),
     db: str | None = typer.Option(None, "--db", help=DB_HELP),
-    fmt: str = typer.Option("csv", "--format", help="csv or jsonl."),
+    fmt: str = choice_option(
+        "csv",
+        "--format",
+        get_args(history.ExportFormat),
+        help="File format.",
+        refusal="{flag} '{value}' is not supported",
+    ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
 ) -> None:
     """Stream every inspection (oldest first) to FILE in constant memory."""
-    if fmt not in ("csv", "jsonl"):
-        raise UserError(f"--format '{fmt}' is not supported; use csv or jsonl.")
     engine = schema.open_checked(db)
     filters = history.Filters(since=_when(since, "--since"))
-    partial = file.with_name(file.name + ".partial")
     try:
-        with open(partial, "w", encoding="utf-8", newline="") as out:
+        with (
+            atomic_path(file, fix="check the folder exists and is writable") as partial,
+            open(partial, "w", encoding="utf-8", newline="") as out,
+        ):
             count = history.export(engine, out, fmt, filters)  # type: ignore[arg-type]
     except OSError as err:
-        partial.unlink(missing_ok=True)
         raise UserError(
             f"cannot write {file} ({err.strerror}); check the folder exists and is writable."
         ) from err
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, file)
     typer.echo(f"exported {count} inspections to {file}")
 
 

@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from padformer_edge.config import TrainConfig, load_config
+from padformer_edge.config import load_config
+from training.config import TrainConfig
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -3,7 +3,7 @@
 Two moments use these checks. Intake asks ``looks_complete`` while a file may still be
 growing: image formats end with a fixed trailer (JPEG's EOI marker, PNG's IEND chunk),
 so a file that lacks it is either still being written or truncated. The worker asks
-``refusal`` and ``decode`` just before inspection, once, on the bytes it then inspects,
+``read_checked`` and ``decode`` just before inspection, once, on the bytes it then inspects,
 so a file swapped between discovery and inspection cannot slip through.
 """
 
@@ -76,11 +76,8 @@ def fingerprint(path: Path, max_bytes: int) -> tuple[str, int]:
         return _digest(f"symlink:{os.readlink(path)}".encode()), info.st_size
     if info.st_size > max_bytes:
         return _digest(f"oversized:{info.st_size}:{info.st_mtime_ns}".encode()), info.st_size
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest(), info.st_size
+        return hashlib.file_digest(handle, "sha256").hexdigest(), info.st_size
 
 
 def _digest(data: bytes) -> str:

@@ -1,8 +1,7 @@
 """The daemon config: its schema, and which file runs with which folder overrides.
 
-The schema lives here rather than in ``padformer_edge.config`` because its ``alerts:``
-section is the alerts package's ``AlertsConfig``, which itself derives from
-``config.StrictModel``: importing it from ``config`` would be a cycle.
+The schema lives beside the daemon it configures, like every schema (``config.py`` is only
+the loader); it is registered as the ``daemon`` kind of ``config check``.
 
 ``padformer-edge watch /camera/out`` must work with nothing else, so the bundled config
 describes one camera and one profile, and folders on the command line replace its camera

@@ -1,19 +1,25 @@
-"""Multi-pass detection: masks, LAB scoring, heatmaps and the cached-reference Detector."""
+"""Multi-pass detection: masks, LAB scoring, heatmaps and the cached-reference Detector.
 
-from padformer_edge.detect.detector import Detection, Detector
-from padformer_edge.detect.heatmap import render_overlay, write_heatmap
-from padformer_edge.detect.images import ImageReadError, read_image
-from padformer_edge.detect.masks import MASK_SCHEDULES, make_masks
-from padformer_edge.detect.scoring import ERROR_METRICS
+Names resolve lazily (PEP 562), so that ``detect.settings`` (the detector's settings,
+without torch) can be imported by the CLI and the config schemas at no cost.
+"""
 
-__all__ = [
-    "ERROR_METRICS",
-    "MASK_SCHEDULES",
-    "Detection",
-    "Detector",
-    "ImageReadError",
-    "make_masks",
-    "read_image",
-    "render_overlay",
-    "write_heatmap",
-]
+from __future__ import annotations
+
+from padformer_edge.lazy import lazy_exports
+
+_EXPORTS = {
+    "DetectionSettings": "padformer_edge.detect.settings",
+    "Detection": "padformer_edge.detect.detector",
+    "Detector": "padformer_edge.detect.detector",
+    "render_overlay": "padformer_edge.detect.heatmap",
+    "write_heatmap": "padformer_edge.detect.heatmap",
+    "ImageReadError": "padformer_edge.detect.images",
+    "read_image": "padformer_edge.detect.images",
+    "MASK_SCHEDULES": "padformer_edge.detect.masks",
+    "make_masks": "padformer_edge.detect.masks",
+    "ERROR_METRICS": "padformer_edge.detect.scoring",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import make_masks
-from padformer_edge.detect.scoring import MIN_SIDE, build_metric, score_query
+from padformer_edge.detect.scoring import MIN_SIDE, build_metric, default_metric, score_query
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
 
@@ -51,8 +52,28 @@ class Detection:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+class EncodingStore(Protocol):
+    """Somewhere reference encodings outlive the process (a profile's cache file).
+
+    Handed to the ``Detector`` rather than overriding one of its methods, so the
+    detector's construction order stays its own business.
+    """
+
+    def load(self, model: PADFormer, device: torch.device) -> ReferenceCache | None:
+        """The stored encodings, or None when there are none made for this model."""
+        ...
+
+    def save(self, cache: ReferenceCache) -> None:
+        """Keep freshly computed encodings for the next start."""
+        ...
+
+
 class Detector:
-    """Scores query images with a PADFormer and N cached good references."""
+    """Scores query images with a PADFormer and N cached good references.
+
+    With an ``encodings`` store the reference encodings are read from it when it holds a
+    set of the right shape (``cache_hit`` is then True) and written to it otherwise.
+    """
 
     def __init__(
         self,
@@ -61,12 +82,13 @@ class Detector:
         *,
         passes: int = 15,
         mask_ratio: float = 0.4,
-        metric: str = "lab",
+        metric: str = "auto",
         schedule: str = "random",
         seed: int = 0,
         device: str = "cpu",
         precision: str = "fp32",
         max_batch: int = 32,
+        encodings: EncodingStore | None = None,
     ) -> None:
         if max_batch < 1:
             raise UserError(f"max batch {max_batch} must be at least 1.")
@@ -80,8 +102,23 @@ class Detector:
         self.masks = make_masks(schedule, passes, model.config.num_patches, mask_ratio, seed).to(
             self.device
         )
-        self.metric = build_metric(metric, self.model)
-        self.cache = self.encode_references(references)
+        self.metric_name = default_metric(self.model) if metric == "auto" else metric
+        self.metric = build_metric(self.metric_name, self.model)
+        self.encodings, self.cache_hit = encodings, False
+        self.cache = self.load_references(references)
+
+    def load_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
+        """The encodings from the store when it has a set for these references, else new."""
+        if self.encodings is not None:
+            stored = self.encodings.load(self.model, self.device)
+            expected = (1, len(references), self.model.config.num_patches)
+            if stored is not None and tuple(stored.features.shape[:3]) == expected:
+                self.cache_hit = True
+                return stored
+        cache = self.encode_references(references)
+        if self.encodings is not None:
+            self.encodings.save(cache)
+        return cache
 
     @torch.inference_mode()
     def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
@@ -111,24 +148,27 @@ class Detector:
         return self.model.normalize(resize_square(unit, self.img_size))
 
     @torch.inference_mode()
-    def reconstruct(self, queries: torch.Tensor) -> torch.Tensor:
-        """``[Q * P, 3, S, S]`` reconstructions in [0, 1]: every pass of every query,
-        query-major, computed in chunks of at most ``max_batch`` rows."""
+    def reconstruct(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``[Q * P, 3, S, S]`` reconstructions in [0, 1] (and, for models with CNN tokens,
+        the ``[Q * P, M, F]`` predicted features): every pass of every query, query-major,
+        computed in chunks of at most ``max_batch`` rows."""
         rows = queries.shape[0] * self.passes
-        out = []
+        out, features = [], []
         for start in range(0, rows, self.max_batch):
             index = torch.arange(start, min(rows, start + self.max_batch), device=self.device)
             query_index, pass_index = index // self.passes, index % self.passes
             first, last = start // self.passes, (start + len(index) - 1) // self.passes
             with model_precision(self.precision, self.device):
-                recon = self.model.reconstruct(
+                recon = self.model.reconstruct_all(
                     queries[first : last + 1],
                     self.cache,
                     self.masks[pass_index],
                     rows=query_index - first,
                 )
-            out.append(self.model.denormalize(recon.float()).clamp_(0.0, 1.0))
-        return torch.cat(out)
+            out.append(self.model.denormalize(recon.pixels.float()).clamp_(0.0, 1.0))
+            if recon.features is not None:
+                features.append(recon.features.float())
+        return torch.cat(out), torch.cat(features) if features else None
 
     @torch.inference_mode()
     def detect(self, images: Sequence[np.ndarray]) -> list[Detection]:
@@ -142,9 +182,10 @@ class Detector:
         model_in = torch.cat([self.fit(query) for query in full])
         synchronize(self.device)
         prepared = time.perf_counter()
-        recon = self.reconstruct(model_in).view(
-            len(images), self.passes, 3, self.img_size, self.img_size
-        )
+        pixels, features = self.reconstruct(model_in)
+        recon = pixels.view(len(images), self.passes, 3, self.img_size, self.img_size)
+        if features is not None:
+            features = features.view(len(images), self.passes, *features.shape[1:])
         synchronize(self.device)
         reconstructed = time.perf_counter()
         prepare_share = (prepared - started) / len(images)
@@ -152,7 +193,13 @@ class Detector:
         detections = []
         for index, query in enumerate(full):
             score_start = time.perf_counter()
-            scored = score_query(self.metric, query, model_in[index : index + 1], recon[index])
+            scored = score_query(
+                self.metric,
+                query,
+                model_in[index : index + 1],
+                recon[index],
+                None if features is None else features[index],
+            )
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             score_time = time.perf_counter() - score_start
             timings = {

@@ -32,7 +32,7 @@ class DetectOptions:
 
     passes: int = 15
     mask_ratio: float = 0.4
-    metric: str = "lab"
+    metric: str = "auto"
     schedule: str = "random"
     seed: int = 0
     device: str = "auto"
@@ -139,8 +139,6 @@ def save_result(
             heatmap, image, detection.anomaly_map, detection.score, vmax=heatmap_max, raw_path=raw
         )
     seconds = detection.timings["total"]
-    # Looked up per call: a logger bound at import time would keep structlog's default
-    # configuration (stdout) instead of the one the CLI sets up (stderr).
     get_logger("detect").debug(
         "detect.file", path=str(path), score=detection.score, seconds=seconds
     )

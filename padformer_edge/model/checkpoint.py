@@ -21,6 +21,10 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from padformer_edge.atomic import atomic_path
+
+# Re-exported: the model checksum stored with every result is a plain file digest.
+from padformer_edge.digest import file_sha256 as file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.padformer import PADFormer
@@ -29,18 +33,10 @@ FORMAT_TAG = "padformer-edge/1"
 
 # Keys an MAE or timm file may hold that the encoder deliberately does not take: MAE's own
 # decoder and mask token, a classification head, and the position table (ours is fixed
-# sin-cos, rebuilt from the config; ``_check_position_table`` makes sure the file's one
-# is that same table and not a learned one we would silently drop).
+# sin-cos, rebuilt from the config). ``_check_position_table`` refuses a table of our grid
+# size that differs from ours (a learned one); a table of another grid size cannot be
+# compared and is dropped unchecked, like the fixed table of another resolution.
 _IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes: the model checksum stored next to every result."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
@@ -49,7 +45,8 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        # reshape: a 0-d tensor (BatchNorm's step counter) cannot be viewed as bytes
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return digest.hexdigest()
 
 
@@ -57,7 +54,10 @@ def save_checkpoint(
     path: str | Path, model: PADFormer, metadata: dict | None = None, half: bool = False
 ) -> None:
     """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file;
-    ``half`` stores float32 tensors as float16 (about half the size)."""
+    ``half`` stores float32 tensors as float16 (about half the size).
+
+    Atomically: a run stopped mid-write, or a power cut, leaves the previous file whole.
+    """
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     if half:
         tensors = {k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}
@@ -73,8 +73,8 @@ def save_checkpoint(
         "metadata": user,
         "storage": "float16" if half else "float32",
     }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata=header)
+    with atomic_path(path, fix="choose a writable output folder") as tmp:
+        save_file(tensors, str(tmp), metadata=header)
 
 
 def read_header(path: str | Path) -> dict[str, str]:

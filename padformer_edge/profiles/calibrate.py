@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.config import CalibrationResult, ScoreSummary
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images
 from padformer_edge.errors import UserError
@@ -23,6 +23,7 @@ from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import now_iso
 from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.profiles.schema import CalibrationResult, ScoreSummary
 from padformer_edge.profiles.thresholds import (
     MIN_GOOD_IMAGES,
     anomaly_check,
@@ -117,7 +118,7 @@ def calibrate_profile(
         target_fpr=target_fpr,
         good_quantile=threshold.quantile,
         margin=threshold.margin,
-        observed_fpr=float((good_scores > threshold.value).mean()),
+        observed_fpr=float(is_anomalous(good_scores, threshold.value).mean()),
         good=summarise(good_scores),
         anomalous=anomaly_check(good_scores, bad_scores, threshold.value) if bad_paths else None,
         normalise_min=float(everything.min()),

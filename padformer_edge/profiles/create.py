@@ -13,15 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from padformer_edge.config import (
-    DetectionSettings,
-    ProfileConfig,
-    ProfileModelRef,
-    ReferenceEntry,
-    ReferenceSelection,
-)
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.service import load_references
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
@@ -32,6 +26,12 @@ from padformer_edge.profiles.layout import (
     write_yaml_atomic,
 )
 from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.profiles.schema import (
+    ProfileConfig,
+    ProfileModelRef,
+    ReferenceEntry,
+    ReferenceSelection,
+)
 from padformer_edge.profiles.selection import select_references
 
 

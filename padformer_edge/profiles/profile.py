@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from padformer_edge.config import CalibrationResult, DetectionSettings, ProfileConfig, load_config
+from padformer_edge.anomaly import is_anomalous
+from padformer_edge.config import load_config
 from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from padformer_edge.profiles.layout import (
@@ -20,7 +22,8 @@ from padformer_edge.profiles.layout import (
     REFERENCES_DIR,
     check_name,
 )
-from padformer_edge.profiles.reference_cache import CachedReferenceDetector, cache_key
+from padformer_edge.profiles.reference_cache import ReferenceCacheFile, cache_key
+from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
 
 
 @dataclass
@@ -103,8 +106,8 @@ class Profile:
         if device is not None:
             settings["device"] = device
         references = [read_image(path) for path in self.reference_paths]
-        return CachedReferenceDetector(
-            model, references, cache_path=self.cache_path, cache_key=key, **settings
+        return Detector(
+            model, references, encodings=ReferenceCacheFile(self.cache_path, key), **settings
         )
 
     def require_threshold(self) -> float:
@@ -118,7 +121,7 @@ class Profile:
 
     def is_anomaly(self, score: float) -> bool:
         """True when ``score`` is above the calibrated threshold (equal counts as good)."""
-        return score > self.require_threshold()
+        return is_anomalous(score, self.require_threshold())
 
     def normalised_score(self, score: float) -> float:
         """``score`` mapped so the threshold becomes 0.5, clipped to [0, 1].

@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 
 from padformer_edge.atomic import write_atomic
-from padformer_edge.detect import Detector
 from padformer_edge.log import get_logger
 from padformer_edge.model import PADFormer, ReferenceCache
 
@@ -67,28 +66,15 @@ def write_cache(path: Path, key: str, cache: ReferenceCache) -> None:
         get_logger("profiles").warning("profile.cache_not_written", path=str(path), error=str(err))
 
 
-class CachedReferenceDetector(Detector):
-    """A ``Detector`` whose reference encodings come from, and go to, a cache file."""
+@dataclass(frozen=True)
+class ReferenceCacheFile:
+    """A profile's cache file as the ``Detector``'s encoding store, valid under ``key``."""
 
-    def __init__(
-        self,
-        model: PADFormer,
-        references: Sequence[np.ndarray],
-        *,
-        cache_path: Path,
-        cache_key: str,
-        **settings,
-    ) -> None:
-        self.cache_path, self.cache_key = cache_path, cache_key
-        self.cache_hit = False
-        super().__init__(model, references, **settings)
+    path: Path
+    key: str
 
-    def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
-        cached = read_cache(self.cache_path, self.cache_key, self.model, self.device)
-        expected = (1, len(references), self.model.config.num_patches)
-        if cached is not None and tuple(cached.features.shape[:3]) == expected:
-            self.cache_hit = True
-            return cached
-        cache = super().encode_references(references)
-        write_cache(self.cache_path, self.cache_key, cache)
-        return cache
+    def load(self, model: PADFormer, device: torch.device) -> ReferenceCache | None:
+        return read_cache(self.path, self.key, model, device)
+
+    def save(self, cache: ReferenceCache) -> None:
+        write_cache(self.path, self.key, cache)

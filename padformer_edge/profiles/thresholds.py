@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from padformer_edge.config import AnomalyCheck, ScoreSummary
+from padformer_edge.anomaly import is_anomalous
+from padformer_edge.profiles.schema import AnomalyCheck, ScoreSummary
 
 MIN_GOOD_IMAGES = 10
 """Below this a quantile and its standard error are noise; calibration refuses to run."""
@@ -81,8 +82,8 @@ def summarise(scores: np.ndarray) -> ScoreSummary:
 
 def confusion_at(good: np.ndarray, anomalous: np.ndarray, threshold: float) -> tuple[float, ...]:
     """(recall, precision, F1) when ``score > threshold`` is called anomalous."""
-    tp = int((anomalous > threshold).sum())
-    fp = int((good > threshold).sum())
+    tp = int(is_anomalous(anomalous, threshold).sum())
+    fp = int(is_anomalous(good, threshold).sum())
     recall = tp / anomalous.size
     precision = tp / (tp + fp) if tp + fp else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0

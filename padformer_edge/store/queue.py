@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 
 
@@ -42,7 +43,7 @@ class DetectionOutcome:
 
     @property
     def is_anomaly(self) -> bool:
-        return self.score > self.threshold
+        return is_anomalous(self.score, self.threshold)
 
 
 def _session(engine: Engine) -> Session:
@@ -175,8 +176,8 @@ def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) 
 def skip(
     engine: Engine, inspection_id: int, reason: str, alerts: Sequence[AlertRequest] = ()
 ) -> Inspection:
-    """Close a row that should not be inspected (no references for its product, an
-    overload deadline passed) and queue its operator alerts in the same transaction."""
+    """Close a row that will not be inspected (the worker's overload deadline passed)
+    and queue its operator alerts in the same transaction."""
     now = utc_now()
     with _session(engine) as session, session.begin():
         row = session.get(Inspection, inspection_id, with_for_update=True)

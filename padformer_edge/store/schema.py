@@ -9,7 +9,6 @@ after an online backup (a migration that goes wrong must not cost the history).
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 import migrations
+from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, sqlite_path, state_dir
@@ -126,21 +126,16 @@ def backup(engine: Engine, destination: Path | None = None) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         # Next to the database: the same disk, permissions and owner as what it copies.
         destination = source.parent / "backups" / f"{source.stem}-{stamp}.sqlite3"
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_name(destination.name + ".partial")
-    partial.unlink(missing_ok=True)
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    dst = sqlite3.connect(partial)
-    try:
-        src.backup(dst)
-        # A single self-contained file: the copy must not depend on a -wal beside it.
-        dst.execute("PRAGMA journal_mode = DELETE")
-    finally:
-        dst.close()
-        src.close()
-    with open(partial, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(partial, destination)
+    with atomic_path(destination, fix="check the backup folder's permissions") as partial:
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            # A single self-contained file: the copy must not depend on a -wal beside it.
+            dst.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dst.close()
+            src.close()
     return destination
 
 

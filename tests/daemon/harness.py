@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import yaml
 
-from padformer_edge.config import DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.profiles import create_profile

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.config import DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from training.synth import ViewCounts, render_dataset

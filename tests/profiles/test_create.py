@@ -14,7 +14,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles import create_profile, list_profile_names, load_profile, set_model
 from padformer_edge.profiles.layout import CACHE_FILE
-from padformer_edge.profiles.reference_cache import CachedReferenceDetector, stored_key
+from padformer_edge.profiles.reference_cache import ReferenceCacheFile, stored_key
 from tests.profiles.conftest import FAST, write_checkpoint
 
 
@@ -43,7 +43,7 @@ def test_detector_scores_like_a_plain_detector_and_reuses_the_cache(tmp_path, pr
     profile = load_profile(root, "duck")
     assert stored_key(profile.cache_path) == profile.reference_key()
     detector = profile.build_detector()
-    assert isinstance(detector, CachedReferenceDetector) and detector.cache_hit
+    assert isinstance(detector.encodings, ReferenceCacheFile) and detector.cache_hit
     query = read_image(product / "test" / "good" / "0.png")
     cached_score = detector.detect([query])[0].score
     profile.cache_path.unlink()

@@ -128,10 +128,11 @@ def test_cli_renders_procedural_objects_beside_a_mesh(tmp_path: Path) -> None:
         "--log-format", "json", "synth", "--procedural", "2", "--seed", "4",
         "--mesh", "builtin:lego", "--out", str(out), "--train-views", "1",
         "--test-views-per-defect", "1", "--good-test-views", "1", "--size", "64",
+        timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "3 class(es)" in result.stdout
     folders = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert folders == ["lego", "procedural-4-000", "procedural-4-001"]
-    bad = run_cli("synth", "--procedural", "-1", "--out", str(tmp_path / "x"))
+    bad = run_cli("synth", "--procedural", "-1", "--out", str(tmp_path / "x"), timeout=600)
     assert bad.returncode == 2 and "out of range" in bad.stderr

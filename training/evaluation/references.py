@@ -15,15 +15,12 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
-from typing import Literal, get_args
 
 import numpy as np
 
 from padformer_edge.errors import UserError
 from training.data.layouts import ImageRecord
-
-RefStrategy = Literal["random", "nearest", "farthest"]
-REF_STRATEGIES: tuple[str, ...] = get_args(RefStrategy)
+from training.evaluation.choices import REF_STRATEGIES
 
 
 def pose_key(path: str | Path) -> str:

@@ -60,7 +60,7 @@ class PADFormerScorer:
         model: PADFormer,
         name: str = "PADFormer",
         passes: int = 15,
-        metric: str = "lab",
+        metric: str = "auto",
         seed: int = 0,
         device: str = "cpu",
         max_batch: int = 32,
@@ -80,10 +80,19 @@ class PADFormerScorer:
         full = [to_unit_tensor(q, detector.device).unsqueeze(0) for q in queries]
         model_in = torch.cat([detector.fit(q) for q in full])
         size = detector.img_size
-        recon = detector.reconstruct(model_in).view(len(queries), detector.passes, 3, size, size)
+        pixels, features = detector.reconstruct(model_in)
+        recon = pixels.view(len(queries), detector.passes, 3, size, size)
+        if features is not None:
+            features = features.view(len(queries), detector.passes, *features.shape[1:])
         results = []
         for index, query in enumerate(full):
-            scored = score_query(detector.metric, query, model_in[index : index + 1], recon[index])
+            scored = score_query(
+                detector.metric,
+                query,
+                model_in[index : index + 1],
+                recon[index],
+                None if features is None else features[index],
+            )
             results.append(
                 Scored(
                     scored.score,

@@ -38,7 +38,7 @@ def evaluate_checkpoint(
     *,
     categories: list[str] | None = None,
     passes: int = 15,
-    metric: str = "lab",
+    metric: str = "auto",
     device: str = "auto",
     examples: int = 24,
     on_start: Callable[[int], None] | None = None,

@@ -7,7 +7,6 @@ robot) and its visual shapes are read back as parts in their rest pose.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import pybullet
 import trimesh
 
+from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from training.synth.builtins import BUILTINS, Builtin
 from training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
@@ -52,7 +52,7 @@ def resolve_spec(spec: str) -> tuple[str, Path, Builtin | None]:
 
 def file_digest(path: Path) -> str:
     """sha256 of the mesh file, so a dataset records exactly which geometry it shows."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def spec_identity(spec: str) -> tuple[str, str]:

@@ -6,17 +6,12 @@ passes the requests to ``store.complete``; the daemon runs one ``AlertDispatcher
 """
 
 from padformer_edge.daemon.alerts.config import AlertsConfig, SinkConfig
+from padformer_edge.daemon.alerts.contract import DeliveryFailed, Sink
 from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher, alert_body
+from padformer_edge.daemon.alerts.factory import build_sinks
 from padformer_edge.daemon.alerts.outbox import list_alerts, retry_alerts
 from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_alerts
-from padformer_edge.daemon.alerts.sinks import (
-    CommandSink,
-    DeliveryFailed,
-    LogSink,
-    Sink,
-    WebhookSink,
-    build_sinks,
-)
+from padformer_edge.daemon.alerts.sinks import CommandSink, LogSink, WebhookSink
 
 __all__ = [
     "AlertDispatcher",

@@ -65,7 +65,7 @@ class AlertsConfig(StrictModel):
     """Where alerts go and how hard the dispatcher tries.
 
     The log sink is always on, so every alert is at least one JSON log line; ``sinks``
-    adds named webhooks and commands. A failed delivery is retried after
+    adds named webhooks, commands and MQTT brokers. A failed delivery is retried after
     ``backoff_base_s`` doubling per attempt up to ``backoff_max_s``, each delay scaled by
     a random factor in [0.5, 1] so that line PCs sharing an endpoint do not retry in
     lock-step; after ``max_attempts`` failures the alert is ``dead``. ``cooldown_s`` holds

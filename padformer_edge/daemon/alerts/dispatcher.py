@@ -19,7 +19,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
-from padformer_edge.daemon.alerts.sinks import DeliveryFailed, Sink, build_sinks
+from padformer_edge.daemon.alerts.contract import DeliveryFailed, Sink
+from padformer_edge.daemon.alerts.factory import build_sinks
 from padformer_edge.log import get_logger
 from padformer_edge.store import Alert, due_alerts, mark_alert_failed, mark_alert_sent
 

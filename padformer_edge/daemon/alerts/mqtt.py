@@ -8,11 +8,10 @@ that lives for months would need its own supervision for no gain.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
-from padformer_edge.daemon.alerts.sinks import DeliveryFailed
+from padformer_edge.daemon.alerts.contract import DeliveryFailed, encode_body
 from padformer_edge.errors import UserError
 
 try:
@@ -72,7 +71,7 @@ class MqttSink:
                 raise DeliveryFailed(f"{where} did not answer the connection")
             if refusal:
                 raise DeliveryFailed(f"{where} refused the connection: {refusal[0]}")
-            message = client.publish(topic, json.dumps(body, sort_keys=True), qos=1)
+            message = client.publish(topic, encode_body(body), qos=1)
             try:
                 message.wait_for_publish(self.timeout_s)
             except (RuntimeError, ValueError) as err:

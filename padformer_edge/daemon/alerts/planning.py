@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.store import AlertRequest
 
@@ -78,7 +79,9 @@ def plan_alerts(
     so the worker may call this for every result. A cooled-down notification returns an
     empty list; the result row itself is stored as usual.
     """
-    if kind is AlertKind.anomaly and (score is None or threshold is None or score <= threshold):
+    if kind is AlertKind.anomaly and (
+        score is None or threshold is None or not is_anomalous(score, threshold)
+    ):
         return []
     suppressed = cooldown.admit((camera, product, kind.value))
     if suppressed is None:

@@ -1,36 +1,23 @@
 """Where an alert goes: the log, an HTTP endpoint, or a local program.
 
-A sink delivers one alert body or raises ``DeliveryFailed`` with a one-line reason
-that ends up in the alert row's ``last_error``; retrying is the dispatcher's job, so a
-sink makes exactly one attempt per call and every attempt is bounded by a timeout.
+Each class keeps the contract of ``contract.py``: one attempt per call, bounded by a
+timeout, ``DeliveryFailed`` with a one-line reason when it did not get through. The MQTT
+sink lives in ``mqtt.py`` (optional dependency); ``factory.py`` builds them from config.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import urllib.error
 import urllib.request
-from typing import Any, Protocol
+from typing import Any
 
 from padformer_edge import __version__
-from padformer_edge.daemon.alerts.config import AlertsConfig, SinkConfig
+from padformer_edge.daemon.alerts.contract import DeliveryFailed, encode_body
 from padformer_edge.log import get_logger
 
 log = get_logger("alerts")
-
-
-class DeliveryFailed(Exception):
-    """One delivery attempt did not succeed; ``str()`` says why in one line."""
-
-
-class Sink(Protocol):
-    def deliver(self, alert_id: int, body: dict[str, Any]) -> None: ...
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, sort_keys=True).encode()
 
 
 class LogSink:
@@ -55,7 +42,7 @@ class WebhookSink:
             "User-Agent": f"padformer-edge/{__version__}",
         }
         request = urllib.request.Request(
-            self.url, data=_encode(body), headers=headers, method="POST"
+            self.url, data=encode_body(body), headers=headers, method="POST"
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
@@ -82,7 +69,7 @@ class CommandSink:
         try:
             done = subprocess.run(
                 self.argv,
-                input=_encode(body),
+                input=encode_body(body),
                 capture_output=True,
                 timeout=self.timeout_s,
                 env=env,
@@ -99,26 +86,3 @@ class CommandSink:
                 + (f": {tail[0][:200]}" if tail[0] else "")
             )
         log.debug("alert command done", alert_id=alert_id, exit_code=done.returncode)
-
-
-def build_sink(config: SinkConfig) -> Sink:
-    # The schema guarantees the fields each type needs; the asserts tell type checkers.
-    if config.type == "webhook":
-        assert config.url is not None
-        return WebhookSink(config.url, headers=config.headers, timeout_s=config.timeout_s)
-    if config.type == "mqtt":
-        from padformer_edge.daemon.alerts.mqtt import MqttSink  # optional dependency
-
-        assert config.host is not None and config.topic is not None
-        return MqttSink(
-            config.host, config.port or (8883 if config.tls else 1883), config.topic,
-            username=config.username, password=config.password, tls=config.tls,
-            timeout_s=config.timeout_s,
-        )  # fmt: skip
-    assert config.argv is not None
-    return CommandSink(config.argv, timeout_s=config.timeout_s)
-
-
-def build_sinks(config: AlertsConfig) -> dict[str, Sink]:
-    """Every configured sink by the name alert rows carry, the log sink included."""
-    return {"log": LogSink(), **{name: build_sink(c) for name, c in config.sinks.items()}}

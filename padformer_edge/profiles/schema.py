@@ -1,0 +1,94 @@
+"""The ``profile.yaml`` schema, beside the code that reads and writes profiles.
+
+Registered as the ``profile`` kind of ``padformer-edge config check``. Its detection
+section is the detector's own settings object (``detect.settings``), so a profile can
+hold nothing the detector would not accept.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from padformer_edge.config import StrictModel, register_config_kind
+from padformer_edge.detect.settings import DetectionSettings
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class ProfileModelRef(StrictModel):
+    """The checkpoint a profile runs, pinned by content so a swapped file is noticed."""
+
+    path: str
+    sha256: str = Field(pattern=SHA256_PATTERN)
+
+
+class ReferenceEntry(StrictModel):
+    """One reference image copied into the profile, and where it came from."""
+
+    file: str
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    source: str | None = None
+
+
+class ReferenceSelection(StrictModel):
+    """How the references were picked from the folder the operator gave."""
+
+    method: Literal["all", "farthest-point"]
+    pool_size: int = Field(ge=1)
+
+
+class ScoreSummary(StrictModel):
+    """Distribution of one set of calibration scores."""
+
+    count: int = Field(ge=0)
+    min: float
+    max: float
+    mean: float
+    std: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class AnomalyCheck(StrictModel):
+    """What labelled anomalous images said about the chosen threshold."""
+
+    count: int = Field(ge=1)
+    scores: ScoreSummary
+    recall_at_threshold: float
+    precision_at_threshold: float
+    f1_at_threshold: float
+    f1_optimal_threshold: float
+    f1_optimal: float
+
+
+class CalibrationResult(StrictModel):
+    """The threshold and the evidence it was set from."""
+
+    threshold: float
+    target_fpr: float = Field(gt=0.0, lt=1.0)
+    good_quantile: float
+    margin: float = Field(ge=0.0)
+    observed_fpr: float
+    good: ScoreSummary
+    anomalous: AnomalyCheck | None = None
+    normalise_min: float
+    normalise_max: float
+    model_sha256: str = Field(pattern=SHA256_PATTERN)
+    calibrated_at: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+@register_config_kind("profile")
+class ProfileConfig(StrictModel):
+    """``profile.yaml``: everything the daemon needs to inspect one product."""
+
+    name: str
+    created_at: str
+    model: ProfileModelRef
+    detection: DetectionSettings = Field(default_factory=DetectionSettings)
+    references: list[ReferenceEntry] = Field(min_length=1)
+    selection: ReferenceSelection
+    calibration: CalibrationResult | None = None

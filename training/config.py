@@ -1,0 +1,117 @@
+"""The training recipe schema (``padformer-edge train RECIPE.yaml``), beside the trainer.
+
+Registered as the ``train`` kind of ``padformer-edge config check``; the strict loader
+itself lives in ``padformer_edge.config``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from padformer_edge.config import StrictModel, register_config_kind
+
+
+class TrainModelSection(StrictModel):
+    """Which model to train: a preset of ``padformer_edge.model`` plus field overrides."""
+
+    preset: str = "small"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    encoder_weights: str | None = None  # MAE .pth or timm file to start the encoder from
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        try:
+            from padformer_edge.model import PRESETS
+        except ImportError:  # the model package is optional for validating the file alone
+            return value
+        if value not in PRESETS:
+            raise ValueError(f"unknown preset '{value}'; choose one of: {', '.join(PRESETS)}")
+        return value
+
+
+class TrainDataSection(StrictModel):
+    """Where the good images are and how many references each query gets."""
+
+    root: str | None = None
+    layout: Literal["auto", "mad-sim", "mvtec", "visa", "folder"] = "auto"
+    categories: list[str] | None = None
+    split_csv: str | None = None
+    num_refs: int | Literal["all"] = 4
+    num_workers: int = Field(2, ge=0)
+
+    @field_validator("num_refs")
+    @classmethod
+    def _positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("num_refs must be at least 1 or 'all'")
+        return value
+
+
+class TrainLossSection(StrictModel):
+    """MSE + perceptual_weight * perceptual distance (paper Eq. for L)."""
+
+    perceptual: Literal["efficientnet-lite0", "vgg16", "none"] = "efficientnet-lite0"
+    perceptual_weight: float = Field(0.5, ge=0)
+    feature_weight: float = Field(1.0, ge=0)
+    """Weight of the masked-feature term (models with CNN tokens; others ignore it)."""
+    vgg16_weights: str | None = None
+
+
+class TrainOptimSection(StrictModel):
+    """AdamW with linear warmup then cosine decay, per stage; clipping and accumulation."""
+
+    lr: float = Field(4e-4, gt=0)
+    min_lr: float = Field(0.0, ge=0)
+    weight_decay: float = Field(0.05, ge=0)
+    betas: tuple[float, float] = (0.9, 0.95)
+    warmup_steps: int = Field(2500, ge=0)
+    grad_clip: float = Field(1.0, ge=0)
+    batch_size: int = Field(8, ge=1)
+    accumulate: int = Field(1, ge=1)
+    amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
+
+
+class TrainStageSection(StrictModel):
+    """One training stage; 0 epochs skips it."""
+
+    epochs: int = Field(ge=0)
+
+
+class WithinViewStageSection(TrainStageSection):
+    """The within-view stage and how references are made from the query itself."""
+
+    max_rotation: float = Field(30.0, ge=0, le=180)
+    elastic_strength: float = Field(0.02, ge=0, le=0.2)
+    elastic_scale: float = Field(0.08, gt=0, le=0.5)
+
+
+class TrainStagesSection(StrictModel):
+    """Within-view pre-training, then cross-view training (paper: 50 then 250 epochs)."""
+
+    within_view: WithinViewStageSection = WithinViewStageSection(epochs=50)
+    cross_view: TrainStageSection = TrainStageSection(epochs=250)
+
+
+class TrainCheckpointSection(StrictModel):
+    """Where and how often the run writes weights and its resume point."""
+
+    out: str = "runs/train"
+    every_steps: int = Field(1000, ge=1)
+
+
+@register_config_kind("train")
+class TrainConfig(StrictModel):
+    """A training recipe for `padformer-edge train`."""
+
+    model: TrainModelSection = TrainModelSection()
+    data: TrainDataSection = TrainDataSection()
+    loss: TrainLossSection = TrainLossSection()
+    optim: TrainOptimSection = TrainOptimSection()
+    stages: TrainStagesSection = TrainStagesSection()
+    checkpoint: TrainCheckpointSection = TrainCheckpointSection()
+    seed: int = 0
+    device: str = "auto"
+    cpu_threads: int | None = Field(None, ge=1)  # torch threads per process; None = torch's
