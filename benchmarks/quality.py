@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
 from padformer_edge.config import load_config
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.config import TrainConfig
@@ -115,7 +116,8 @@ def methods(args: argparse.Namespace, checkpoint: Path, ablations: dict[str, Pat
     model, _ = load_checkpoint(checkpoint)
 
     def padformer(label: str, net=model, **options) -> tuple[str, Scorer]:
-        return label, PADFormerScorer(net, label, seed=args.seed, **options)
+        settings = DetectionSettings(seed=args.seed, device="cpu", **options)
+        return label, PADFormerScorer(net, label, settings)
 
     rows: list[tuple[str, Scorer]] = [
         padformer(MAIN),

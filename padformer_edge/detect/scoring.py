@@ -13,17 +13,15 @@ frame never needs all passes' colour maps in memory at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Literal, Protocol
 
 import kornia
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
-
-ErrorMetricName = Literal["lab", "rgb", "feature"]
-ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
