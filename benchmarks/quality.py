@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
 from padformer_edge.config import load_config
 from padformer_edge.detect.scoring import default_metric
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.config import TrainConfig
@@ -154,7 +155,8 @@ def methods(args: argparse.Namespace, model, ablations: dict[str, Path]):
     """(label, scorer) in table order; PADFormer variants share one set of weights."""
 
     def padformer(label: str, net=model, **options) -> tuple[str, Scorer]:
-        return label, PADFormerScorer(net, label, seed=args.seed, **options)
+        settings = DetectionSettings(seed=args.seed, device="cpu", **options)
+        return label, PADFormerScorer(net, label, settings)
 
     rows: list[tuple[str, Scorer]] = [padformer(main_label(model)), *baselines()]
     for name, path in ablations.items():
@@ -314,7 +316,8 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     index = index_dataset(data, categories=list(args.unseen_class))
     episodes = plan_episodes(index, options)
     label = f"PADFormer {model.preset_name}, never saw these objects"
-    rows = [(label, PADFormerScorer(model, label, seed=args.seed)), *baselines()]
+    settings = DetectionSettings(seed=args.seed, device="cpu")
+    rows = [(label, PADFormerScorer(model, label, settings)), *baselines()]
     results = evaluate(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
     margin = (results[label]["image_auroc"] or 0.0) - (results[patchcore]["image_auroc"] or 0.0)
