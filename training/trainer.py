@@ -118,6 +118,13 @@ def _amp_dtype(choice: str, device: torch.device) -> torch.dtype | None:
     return torch.bfloat16
 
 
+def _init_record(init: Path | None) -> dict[str, Any] | None:
+    """What a fine-tuning run started from, for its checkpoints' metadata and resume check."""
+    if init is None:
+        return None
+    return {"path": str(init), "sha256": file_sha256(init)}
+
+
 def _mask_generator(seed: int, stage: str, step: int, rank: int, micro: int) -> torch.Generator:
     state = np.random.SeedSequence([seed, STAGE_IDS[stage], step, rank, micro, 7]).generate_state(2)
     return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
@@ -131,7 +138,13 @@ class _Run:
     """One training session (fresh or resumed) on one process of the run."""
 
     def __init__(
-        self, config: TrainConfig, data_root: Path, out: Path, ctx: DistContext, reporter: Reporter
+        self,
+        config: TrainConfig,
+        data_root: Path,
+        out: Path,
+        ctx: DistContext,
+        reporter: Reporter,
+        init: Path | None = None,
     ) -> None:
         self.config, self.out, self.ctx, self.reporter = config, out, ctx, reporter
         data = config.data
@@ -141,8 +154,12 @@ class _Run:
         self.good = self.index.good_train()
         self.num_refs = resolve_num_refs(self.good, data.num_refs)
         torch.manual_seed(config.seed)
-        self.model: PADFormer = build_model(config.model.preset, **config.model.overrides)
-        if config.model.encoder_weights:
+        self.init = _init_record(init)
+        if init is not None:  # fine-tuning: the checkpoint's preset and config, not the recipe's
+            self.model: PADFormer = load_checkpoint(init)[0].train()
+        else:
+            self.model = build_model(config.model.preset, **config.model.overrides)
+        if config.model.encoder_weights and init is None:
             load_encoder_weights(self.model, config.model.encoder_weights)
         self.model.to(ctx.device)
         mcfg = self.model.config
@@ -267,6 +284,7 @@ class _Run:
             "data_layout": self.index.layout,
             "train_images": self.index.summary(),
             "recipe": self.config.model_dump(mode="json"),
+            "init": self.init,
         }
 
     def _write_weights(self, name: str, stage: str) -> Path:
@@ -289,6 +307,7 @@ class _Run:
                 "global_step": self.global_step,
                 "weights_sha256": file_sha256(weights),
                 "recipe": json.dumps(_recipe_fingerprint(self.config), sort_keys=True),
+                "init": json.dumps(self.init, sort_keys=True),
                 "optimizer": self.optimizer.state_dict() if has_optimizer else {},
                 "scheduler": self.scheduler.state_dict() if has_optimizer else {},
                 "scaler": self.scaler.state_dict() if has_optimizer else {},
@@ -302,6 +321,11 @@ class _Run:
             raise UserError(
                 f"the recipe differs from the one the run in {self.out} was started with; "
                 "resume with the same config or start a new run with another --out."
+            )
+        if state.get("init", "null") != json.dumps(self.init, sort_keys=True):
+            raise UserError(
+                f"the run in {self.out} was started from other weights (--init); resume with "
+                "the same --init or start a new run with another --out."
             )
         weights = self.out / LAST_WEIGHTS
         if not weights.is_file() or file_sha256(weights) != state["weights_sha256"]:
@@ -484,8 +508,12 @@ def run_training(
     resume: bool = False,
     device: str | None = None,
     reporter: Reporter | None = None,
+    init: str | Path | None = None,
 ) -> TrainSummary:
     """Train per ``config``; ``data``/``out``/``device`` override the recipe's values.
+
+    ``init`` is a checkpoint to fine-tune: its weights, preset and model config replace the
+    recipe's ``model`` section (e.g. the shipped generic model on a user's own images).
 
     Rank 0 writes ``out/{within_view,cross_view,model}.safetensors`` (stage ends and the
     final model) and ``out/last.safetensors`` + ``out/last.resume.pt`` every
@@ -510,7 +538,8 @@ def run_training(
         else:
             active = reporter if reporter is not None else Reporter()
         try:
-            summary = _Run(config, Path(root), out_dir, ctx, active).train(resume)
+            start = Path(init) if init is not None else None
+            summary = _Run(config, Path(root), out_dir, ctx, active, start).train(resume)
         finally:
             active.close()
         if ctx.is_main:

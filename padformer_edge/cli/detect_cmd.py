@@ -10,11 +10,14 @@ from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.cli import detection_options as options
+from padformer_edge.models import resolve_model
 
 
 def detect(
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
-    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
+    ),
     references: Path = typer.Option(
         ..., "--references", "-r", help="Folder of good images of the product, one size."
     ),
@@ -34,6 +37,7 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
+    model = resolve_model(model)  # before torch loads: a missing model is refused at once
     settings = options.detection_settings(
         passes=passes,
         mask_ratio=mask_ratio,

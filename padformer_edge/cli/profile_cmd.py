@@ -23,6 +23,7 @@ from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
+from padformer_edge.models import resolve_model
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -41,7 +42,9 @@ def _say(text: str) -> None:
 @app.command("create")
 def create(
     name: str = typer.Argument(..., help="Profile name (letters, digits, '.', '_', '-')."),
-    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
+    ),
     references: Path = typer.Option(
         ..., "--references", "-r", help="Folder of good images of the product, one size."
     ),
@@ -69,6 +72,7 @@ def create(
         precision=precision,
         max_batch=batch_size,
     )
+    model = resolve_model(model)
     result = profile_service.create_profile(
         profile_service.profiles_root(root), name, model, references, shots, settings
     )

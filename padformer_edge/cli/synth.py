@@ -36,6 +36,11 @@ def synth(
         help="Mesh file (OBJ, STL, PLY, OFF, GLB/GLTF, URDF) or builtin:NAME; "
         "repeat for several classes.",
     ),
+    procedural: int = typer.Option(
+        0,
+        "--procedural",
+        help="Also render N random procedural objects (classes procedural-SEED-INDEX).",
+    ),
     out: Path | None = typer.Option(None, "--out", help="Dataset folder to create."),
     train_views: int = typer.Option(200, "--train-views", help="Good training images per class."),
     test_views_per_defect: int = typer.Option(
@@ -54,10 +59,14 @@ def synth(
         for name, builtin in BUILTINS.items():
             typer.echo(f"builtin:{name}\t{builtin.description}")
         return
-    from training.synth import ViewCounts, render_dataset
+    from training.synth import ViewCounts, procedural_specs, render_dataset
 
-    if not mesh or out is None:
-        raise UserError("pass at least one --mesh and an --out folder (or --list-builtins).")
+    if (not mesh and procedural == 0) or out is None:
+        raise UserError(
+            "pass at least one --mesh or --procedural N, and an --out folder (or --list-builtins)."
+        )
+    if procedural:
+        mesh = [*mesh, *procedural_specs(procedural, seed)]
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     started = time.perf_counter()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

@@ -31,6 +31,12 @@ def train(
     device: str | None = typer.Option(
         None, "--device", help="auto, cpu, cuda or cuda:N; overrides device."
     ),
+    init: str | None = typer.Option(
+        None,
+        "--init",
+        help="Fine-tune from 'generic' (the shipped model) or a checkpoint path; "
+        "its preset and config replace the recipe's model section.",
+    ),
 ) -> None:
     """Train PADFormer in two stages (within-view, then cross-view) on all classes of a dataset.
 
@@ -38,17 +44,19 @@ def train(
     exactly.
     For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
     """
+    from padformer_edge.models import resolve_init
     from training.progress import Reporter, RichReporter
     from training.trainer import run_training
 
     recipe = load_config(config, TrainConfig)
+    start = resolve_init(init)
     # A scheduler or `systemctl stop` sends SIGTERM: stop like Ctrl-C, leaving a resume point.
     signal.signal(signal.SIGTERM, _interrupt)
     main_rank = os.environ.get("RANK", "0") == "0"
     reporter = (
         RichReporter(Console(stderr=True)) if main_rank and sys.stderr.isatty() else Reporter()
     )
-    summary = run_training(recipe, data, out, resume, device, reporter)
+    summary = run_training(recipe, data, out, resume, device, reporter, init=start)
     if not main_rank:
         return
     console = Console()  # the summary is the command's result: stdout; progress is on stderr

@@ -1,5 +1,9 @@
 """How big each step of the demo is: the full run (minutes) and ``--quick`` (for tests).
 
+With the shipped generic model (the default) there is no training step: ``train_views``
+are only the candidates ``profile create`` picks its references from, so the generic plans
+render fewer of them. ``demo --train`` uses ``FULL`` / ``QUICK`` and trains first.
+
 The full run is sized from the measured training speed of the small preset on this
 project's 2-core build machine (README, ``benchmarks/train_speed.py``: about 4.9
 samples/s within-view and 2.5 cross-view on one thread): 80 views x (2 + 12) epochs is
@@ -11,7 +15,7 @@ part from viewpoints the model never saw, so breadth of views is what it needs f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,8 @@ QUICK = DemoPlan(
     target_fpr=0.1,
     perceptual="none",
 )
+
+# The shipped model inspects a part it never saw: render reference candidates, no training.
+# 24 candidates still cover the view sphere well enough for 4 viewpoint-covering references.
+GENERIC = replace(FULL, train_views=24)
+GENERIC_QUICK = QUICK

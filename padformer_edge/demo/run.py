@@ -1,9 +1,10 @@
 """``padformer-edge demo``: the whole product on one synthetic part, start to finish.
 
-Render a small dataset, train briefly, make and calibrate a profile, start the daemon on
-a camera folder, deliver good and defective images as a camera would, and collect what
-the line would see: the result history, the alerts and the heatmaps. Every step is the
-real code path an installation uses; only the sizes are small.
+Render a small dataset, take a model (the shipped generic one, or train one briefly with
+``--train``), make and calibrate a profile, start the daemon on a camera folder, deliver
+good and defective images as a camera would, and collect what the line would see: the
+result history, the alerts and the heatmaps. Every step is the real code path an
+installation uses; only the sizes are small.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class DemoReport:
     database: Path
     alerts_file: Path
     daemon_log: Path
-    training: TrainingFacts
+    model: Path
+    training: TrainingFacts | None  # None: a given model (the shipped one), no training step
     threshold: float
     rows: list[dict[str, Any]]
     alerts: list[dict[str, Any]]
@@ -141,20 +143,35 @@ def _camera_images(class_dir: Path, plan: DemoPlan) -> tuple[list[Path], list[tu
     return calibration, sorted(shots, key=lambda item: (int(item[1].stem), item[0]))
 
 
-def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> DemoReport:
+def run_demo(
+    out: Path | None,
+    plan: DemoPlan,
+    say: Callable[[str], None],
+    checkpoint: Path | None = None,
+    model_note: str = "",
+) -> DemoReport:
+    """Run the line on one synthetic part; ``checkpoint`` None trains a model first.
+
+    ``model_note`` tells the reader which model inspects the part (e.g. that the shipped
+    one never saw it); it is printed with the rendering step.
+    """
     work = _workdir(out)
     say(f"working in {work}")
+    steps = 4 if checkpoint is not None else 5
+    step = iter(range(1, steps + 1))
 
-    say(f"1/5 rendering {plan.mesh} at {plan.size} px ...")
+    say(f"{next(step)}/{steps} rendering {plan.mesh} at {plan.size} px {model_note}...")
     counts = ViewCounts(train=plan.train_views, test_per_defect=plan.test_per_defect,
                         test_good=plan.test_good_views)  # fmt: skip
     data = render_dataset([plan.mesh], work / "data", counts, size=plan.size, seed=0)
     (class_dir,) = [d for d in data.iterdir() if d.is_dir()]
 
-    say(f"2/5 training the {plan.preset} preset briefly ...")
-    checkpoint, facts = _train(plan, data, work / "run")
+    facts = None
+    if checkpoint is None:
+        say(f"{next(step)}/{steps} training the {plan.preset} preset briefly ...")
+        checkpoint, facts = _train(plan, data, work / "run")
 
-    say("3/5 creating and calibrating the profile ...")
+    say(f"{next(step)}/{steps} creating and calibrating the profile (model {checkpoint}) ...")
     profiles = work / "profiles"
     calibration, shots = _camera_images(class_dir, plan)
     create_profile(
@@ -169,7 +186,7 @@ def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> De
         profiles, PRODUCT, calibration_dir, target_fpr=plan.target_fpr
     ).result.threshold
 
-    say("4/5 starting the daemon and sending images as a camera would ...")
+    say(f"{next(step)}/{steps} starting the daemon and sending images as a camera would ...")
     (work / "camera").mkdir()
     config = _daemon_config(work, profiles)
     daemon = DaemonProcess(config, work / "daemon.log")
@@ -185,7 +202,7 @@ def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> De
     finally:
         exit_code = daemon.stop()
 
-    say("5/5 collecting results ...")
+    say(f"{next(step)}/{steps} collecting results ...")
     engine = open_engine(str(work / "results.sqlite3"), read_only=True)
     try:
         rows = [record(r) for r in reversed(list_inspections(engine, Filters(), len(shots)))]
@@ -194,6 +211,7 @@ def run_demo(out: Path | None, plan: DemoPlan, say: Callable[[str], None]) -> De
         engine.dispose()
     return DemoReport(
         workdir=work, heatmaps=work / "heatmaps", database=work / "results.sqlite3",
-        alerts_file=work / "alerts.jsonl", daemon_log=work / "daemon.log", training=facts,
+        alerts_file=work / "alerts.jsonl", daemon_log=work / "daemon.log", model=checkpoint,
+        training=facts,
         threshold=threshold, rows=rows, alerts=alerts, daemon_exit=exit_code,
     )  # fmt: skip

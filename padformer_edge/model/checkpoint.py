@@ -4,6 +4,11 @@ A padformer-edge checkpoint is one ``.safetensors`` file: the tensors, plus head
 strings holding a format tag, the preset name, the full ``ModelConfig`` as JSON, a
 sha256 of the tensors and the caller's metadata. Loading never unpickles anything, so a
 checkpoint from an untrusted source cannot run code on the line PC.
+
+A checkpoint may store its float32 tensors as float16 (``storage: float16`` in the
+header) to halve the file, e.g. for the generic model shipped inside the package; loading
+upcasts them to float32, so the model computes exactly as one loaded from float32 values
+that happen to be float16-representable.
 """
 
 from __future__ import annotations
@@ -45,12 +50,17 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def save_checkpoint(path: str | Path, model: PADFormer, metadata: dict | None = None) -> None:
-    """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file.
+def save_checkpoint(
+    path: str | Path, model: PADFormer, metadata: dict | None = None, half: bool = False
+) -> None:
+    """Write ``model`` and JSON-serialisable ``metadata`` to one safetensors file;
+    ``half`` stores float32 tensors as float16 (about half the size).
 
     Atomically: a run stopped mid-write, or a power cut, leaves the previous file whole.
     """
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    if half:
+        tensors = {k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}
     try:
         user = json.dumps(metadata or {}, sort_keys=True)
     except TypeError as err:
@@ -61,6 +71,7 @@ def save_checkpoint(path: str | Path, model: PADFormer, metadata: dict | None = 
         "config": json.dumps(model.config.to_dict(), sort_keys=True),
         "weights_sha256": tensors_sha256(tensors),
         "metadata": user,
+        "storage": "float16" if half else "float32",
     }
     with atomic_path(path, fix="choose a writable output folder") as tmp:
         save_file(tensors, str(tmp), metadata=header)
@@ -98,6 +109,8 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, d
     tensors = load_file(str(path))
     if tensors_sha256(tensors) != header.get("weights_sha256"):
         raise UserError(f"checkpoint {path} is corrupt (weights checksum differs); copy it again.")
+    if header.get("storage") == "float16":
+        tensors = {k: v.float() if v.dtype == torch.float16 else v for k, v in tensors.items()}
     model = PADFormer(config, preset_name=header.get("preset", "custom"))
     result = model.load_state_dict(tensors, strict=False)
     if result.missing_keys or result.unexpected_keys:

@@ -1,5 +1,6 @@
 """``padformer-edge demo --quick`` end to end, as a user runs it: a real child process
-that itself renders, trains, calibrates and runs the daemon as a grandchild."""
+that itself renders, takes the shipped model (or trains one with ``--train``), calibrates
+and runs the daemon as a grandchild."""
 
 from __future__ import annotations
 
@@ -10,22 +11,75 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
+from padformer_edge import models
 from padformer_edge.daemon.alerts import list_alerts
+from padformer_edge.model import build_model
+from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.models.ship import ship
 from padformer_edge.store import Filters, list_inspections, open_engine
+from tests.cli_process import REPO
 
 
-def test_quick_demo_runs_the_whole_line(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    result = subprocess.run(
-        [sys.executable, "-m", "padformer_edge", "--log-format", "json", "demo", "--quick",
-         "--out", str(out)],
+def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "padformer_edge", "--log-format", "json", "demo", *args],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "OMP_NUM_THREADS": "1",
+             **(env or {})},
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny stand-in for the generic model, shipped with a card that holds the duck out."""
+    root = tmp_path_factory.mktemp("generic")
+    torch.manual_seed(0)
+    save_checkpoint(root / "model.safetensors", build_model("tiny"), {"global_step": 7})
+    return ship(root / "model.safetensors", root / "pkg", "1 min", "test CPU", ["builtin:duck"])
+
+
+def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
+    shipped: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "demo"
+    result = _demo("--quick", "--out", str(out), env={models.ENV_VAR: str(shipped)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "training the" not in result.stdout and "How briefly" not in result.stdout
+    assert not (out / "run").exists()  # no training step, no run folder
+    assert "rendering builtin:duck at 64 px (a part the generic model never trained on)" in (
+        result.stdout
+    )
+    assert "The model: the shipped generic model (tiny preset, 7 training steps" in result.stdout
+    _check_the_line(out, result.stdout)
+    profile = (out / "profiles" / "demo-part" / "profile.yaml").read_text()
+    assert str(shipped) in profile
+
+
+def test_demo_without_a_shipped_model_says_so_in_one_line(tmp_path: Path) -> None:
+    result = _demo("--out", str(tmp_path / "d"), env={models.ENV_VAR: str(tmp_path / "none")})
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1
+    assert "no generic model is shipped in this install" in errors[0]
+    assert "padformer-edge demo --train" in errors[0]
+    assert not (tmp_path / "d").exists()
+
+
+def test_quick_demo_with_train_trains_first(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = _demo("--quick", "--train", "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "How briefly the model was trained:" in result.stdout
     assert re.search(r"\d+ optimizer steps \(\d+ samples", result.stdout)
+    assert (out / "run" / "model.safetensors").is_file()
+    _check_the_line(out, result.stdout)
 
+
+def _check_the_line(out: Path, stdout: str) -> None:
+    """Every camera file has a stored result and heatmap; printed figures match the DB;
+    every anomaly raised one delivered alert per sink."""
     engine = open_engine(str(out / "results.sqlite3"), read_only=True)
     rows = list_inspections(engine, Filters(), limit=100)
     camera_files = sorted(p.name for p in (out / "camera").iterdir())
@@ -39,7 +93,7 @@ def test_quick_demo_runs_the_whole_line(tmp_path: Path) -> None:
     anomalous = {r.id for r in rows if r.is_anomaly}
     defects = [r for r in rows if "-good" not in r.source_path]
     flagged = sum(bool(r.is_anomaly) for r in defects)
-    assert f"defective parts flagged: {flagged} of {len(defects)}" in result.stdout
+    assert f"defective parts flagged: {flagged} of {len(defects)}" in stdout
 
     # Every anomaly raised one alert per sink, each delivered; nothing else raised any.
     alerts = list_alerts(engine, limit=100)

@@ -28,7 +28,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
 from training.synth.defects import DEFECT_KINDS, GENERATORS
-from training.synth.loaders import file_digest, load_model, resolve_spec
+from training.synth.loaders import load_model, spec_identity
 from training.synth.model3d import Model3D
 from training.synth.renderer import Frame, Renderer
 
@@ -150,8 +150,8 @@ def manifest(
     """What ``dataset.json`` records: enough to tell whether a folder holds this dataset."""
     classes = []
     for spec in meshes:
-        name, path, _ = resolve_spec(spec)
-        classes.append({"name": name, "mesh": spec, "sha256": file_digest(path)})
+        name, digest = spec_identity(spec)
+        classes.append({"name": name, "mesh": spec, "sha256": digest})
     names = [c["name"] for c in classes]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -206,7 +206,8 @@ def render_dataset(
     background: tuple[int, int, int] = (255, 255, 255),
     progress: Callable[[int, int], None] | None = None,
 ) -> Path:
-    """Render one class per mesh spec (a path or ``builtin:NAME``) into ``out``; return it.
+    """Render one class per mesh spec (a path, ``builtin:NAME`` or ``procedural:SEED:INDEX``)
+    into ``out``; return it.
 
     ``progress(done, total)`` is called after every image. When ``out`` already holds the
     same dataset (same meshes, counts, size, seed, background and renderer) nothing is

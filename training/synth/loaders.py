@@ -19,6 +19,13 @@ from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from training.synth.builtins import BUILTINS, Builtin
 from training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
+from training.synth.procedural import (
+    class_name,
+    is_procedural,
+    load_procedural,
+    model_digest,
+    parse_spec,
+)
 
 MESH_SUFFIXES = (".obj", ".stl", ".ply", ".glb", ".gltf", ".off")
 BUILTIN_PREFIX = "builtin:"
@@ -48,8 +55,19 @@ def file_digest(path: Path) -> str:
     return file_sha256(path)
 
 
+def spec_identity(spec: str) -> tuple[str, str]:
+    """(class name, sha256) of a spec: of the mesh file, or of a procedural object's arrays."""
+    if is_procedural(spec):
+        return class_name(*parse_spec(spec)), model_digest(load_procedural(spec))
+    name, path, _ = resolve_spec(spec)
+    return name, file_digest(path)
+
+
 def load_model(spec: str) -> Model3D:
-    """Load ``builtin:NAME`` or a mesh/URDF path; every failure is a one-line UserError."""
+    """Load ``builtin:NAME``, ``procedural:SEED:INDEX`` or a mesh/URDF path; every failure
+    is a one-line UserError."""
+    if is_procedural(spec):
+        return load_procedural(spec)
     name, path, builtin = resolve_spec(spec)
     color = builtin.color if builtin else None
     try:

@@ -14,6 +14,7 @@ import numpy as np
 import trimesh
 
 DEFAULT_COLOR = (0.72, 0.72, 0.74, 1.0)
+MATTE = 0.1  # the light's specular coefficient for an ordinary, dull surface
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,6 +27,7 @@ class Part:
     uv: np.ndarray | None = None  # (n, 2) float64, OpenGL convention (v up)
     texture: np.ndarray | None = None  # (h, w, 3) uint8 RGB, shared between copies
     color: tuple[float, float, float, float] = DEFAULT_COLOR
+    specular: float = MATTE  # highlight strength: MATTE for dull, about 1 for glossy plastic
 
     @property
     def area(self) -> float:
@@ -36,6 +38,10 @@ class Part:
     ) -> Part:
         """A copy with new geometry that keeps this part's texture and colour."""
         return replace(self, vertices=vertices, faces=faces, normals=normals, uv=uv)
+
+    def with_specular(self, specular: float) -> Part:
+        """A copy with another highlight strength (same geometry, texture and colour)."""
+        return replace(self, specular=specular)
 
     def color_at_vertex(self, index: int) -> np.ndarray:
         """RGB in [0, 1] of the surface at a vertex: texture lookup or the flat colour."""

@@ -3,6 +3,10 @@
 Every part becomes a visual-only body. Models are created once and then shown or parked
 far outside the view frustum, which is much cheaper than rebuilding bodies for each view
 and leaves the pixels of the untouched surface bit-identical between renders.
+
+TinyRenderer ignores a shape's own specular colour; only the light's specular coefficient
+changes the highlight. A view that shows parts of different glossiness is therefore
+rendered once per coefficient and each pixel is taken from the pass of the body it shows.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Renderer:
         self._textures = tempfile.TemporaryDirectory(prefix="padformer-synth-tex-")
         self._texture_ids: dict[int, tuple[np.ndarray, int]] = {}
         self._bodies: dict[int, tuple[Model3D, list[int]]] = {}
+        self._specular: dict[int, float] = {}  # body id -> light specular coefficient
         self._projection = pybullet.computeProjectionMatrixFOV(
             FOV_DEGREES, 1.0, NEAR, FAR, physicsClientId=self._client
         )
@@ -87,6 +92,7 @@ class Renderer:
         body = pybullet.createMultiBody(
             baseVisualShapeIndex=shape, basePosition=PARKED, physicsClientId=self._client
         )
+        self._specular[body] = part.specular
         if part.texture is not None and part.uv is not None:
             texture = self._texture(part.texture)
             pybullet.changeVisualShape(
@@ -99,6 +105,7 @@ class Renderer:
         entry = self._bodies.pop(id(model), None)
         for body in entry[1] if entry else []:
             pybullet.removeBody(body, physicsClientId=self._client)
+            self._specular.pop(body, None)
 
     def clear(self) -> None:
         """Delete every body, e.g. before the next class, so memory stays flat."""
@@ -117,9 +124,10 @@ class Renderer:
                     body, where, (0, 0, 0, 1), physicsClientId=self._client
                 )
 
-    def render(self, models: list[Model3D], pose: CameraPose) -> Frame:
-        """Render the given models together (all others hidden) from one pose."""
-        self._show_only(models)
+    def _capture(
+        self, pose: CameraPose, specular: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One TinyRenderer pass: (rgb, depth buffer, segmentation) at one light coefficient."""
         _, _, rgba, depth_buffer, segmentation = pybullet.getCameraImage(
             self.size,
             self.size,
@@ -128,16 +136,29 @@ class Renderer:
             lightDirection=pose.light_direction.tolist(),
             lightAmbientCoeff=0.55,
             lightDiffuseCoeff=0.5,
-            lightSpecularCoeff=0.1,
+            lightSpecularCoeff=specular,
             shadow=0,
             renderer=pybullet.ER_TINY_RENDERER,
             physicsClientId=self._client,
         )
         shape = (self.size, self.size)
-        covered = np.asarray(segmentation, dtype=np.int64).reshape(shape) >= 0
         rgb = np.asarray(rgba, dtype=np.uint8).reshape(*shape, 4)[..., :3].copy()
-        rgb[~covered] = self.background
         buffer = np.asarray(depth_buffer, dtype=np.float64).reshape(shape)
+        return rgb, buffer, np.asarray(segmentation, dtype=np.int64).reshape(shape)
+
+    def render(self, models: list[Model3D], pose: CameraPose) -> Frame:
+        """Render the given models together (all others hidden) from one pose."""
+        self._show_only(models)
+        bodies = [b for m in models for b in self._bodies[id(m)][1]]
+        coefficients = sorted({self._specular[b] for b in bodies})
+        rgb, buffer, segmentation = self._capture(pose, coefficients[0])
+        for coefficient in coefficients[1:]:
+            glossy = [b for b in bodies if self._specular[b] == coefficient]
+            shiny, _, _ = self._capture(pose, coefficient)
+            chosen = np.isin(segmentation, glossy)
+            rgb[chosen] = shiny[chosen]
+        covered = segmentation >= 0
+        rgb[~covered] = self.background
         depth = (FAR * NEAR / (FAR - (FAR - NEAR) * buffer)).astype(np.float32)
         depth[~covered] = FAR
         return Frame(rgb, depth, covered)

@@ -1,0 +1,111 @@
+"""What `padformer-edge demo` reports, measured as a user sees it: the command run as a fresh
+process, its wall time from start to exit, and the figures it prints (defective parts
+flagged, false alarms on good parts), checked against the result database it leaves.
+
+Prints a markdown table and one JSON line; with --write-readme the table replaces the
+`demo-figures` block of README.md (`demo-figures-train` with --train). The demo's seed is
+fixed, so the figures are those of this model on this machine.
+
+    python benchmarks/demo_figures.py [--train] [--quick] [--write-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+
+REPO = Path(__file__).resolve().parent.parent
+FIGURES = re.compile(
+    r"defective parts flagged: (\d+) of (\d+); good parts flagged \(false alarms\): (\d+) of (\d+)"
+)
+PART = re.compile(r"rendering (\S+) at (\d+) px")
+
+
+def run_demo(out: Path, train: bool, quick: bool) -> tuple[str, float]:
+    """(stdout, wall seconds) of one demo run in a fresh process, as from the install."""
+    command = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "demo"]
+    command += ["--out", str(out)] + ["--train"] * train + ["--quick"] * quick
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        tail = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"the demo exited with status {result.returncode}: {tail}")
+    return result.stdout, seconds
+
+
+def database_figures(database: Path) -> tuple[int, int, int, int]:
+    """(defects flagged, defects, good flagged, good) from the rows the daemon stored."""
+    from padformer_edge.store import Filters, list_inspections, open_engine
+
+    engine = open_engine(str(database), read_only=True)
+    try:
+        rows = list_inspections(engine, Filters(), limit=1000)
+    finally:
+        engine.dispose()
+    good = [r for r in rows if Path(r.source_path).stem.endswith("-good")]
+    defects = [r for r in rows if not Path(r.source_path).stem.endswith("-good")]
+    return (
+        sum(bool(r.is_anomaly) for r in defects),
+        len(defects),
+        sum(bool(r.is_anomaly) for r in good),
+        len(good),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", action="store_true", help="measure `demo --train`")
+    parser.add_argument("--quick", action="store_true", help="measure `demo --quick`")
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="demo-figures-") as tmp:
+        out = Path(tmp) / "demo"
+        stdout, seconds = run_demo(out, args.train, args.quick)
+        printed = FIGURES.search(stdout)
+        part = PART.search(stdout)
+        if printed is None or part is None:
+            raise SystemExit("the demo's output has no figures line; has its wording changed?")
+        figures = tuple(int(v) for v in printed.groups())
+        if figures != database_figures(out / "results.sqlite3"):
+            raise SystemExit(f"the printed figures {figures} differ from the result database")
+    flagged, defects, false_alarms, good = figures
+    command = "padformer-edge demo" + " --train" * args.train + " --quick" * args.quick
+    rows = [[
+        f"`{command}`", part.group(1), f"{part.group(2)} px", f"{flagged} of {defects}",
+        f"{false_alarms} of {good}", f"{seconds / 60:.1f} min",
+    ]]  # fmt: skip
+    headers = ["command", "part", "size", "defects flagged", "false alarms", "wall time"]
+    table = markdown_table(headers, rows)
+    print(table)
+    print_json_line(
+        "demo_figures",
+        {
+            "command": command,
+            "part": part.group(1),
+            "defects_flagged": flagged,
+            "defects": defects,
+            "false_alarms": false_alarms,
+            "good": good,
+            "wall_seconds": round(seconds, 1),
+        },
+    )
+    if args.write_readme:
+        load = os.getloadavg()[0]
+        note = f"\n\n1-minute load average {load:.2f} at the end on {os.cpu_count()} cores."
+        update_readme_section("demo-figures" + "-train" * args.train, table + note)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""The generic model that ships inside the package, found and vouched for by its card.
+
+A new product should need only reference photos, so ``profile create``, ``detect`` and
+``train --init generic`` fall back to one checkpoint trained on many objects:
+``padformer_edge/models/generic.safetensors``. Beside it, ``generic.json`` (the model
+card) records what it was trained on and its sha256; the locator refuses a file whose
+bytes differ from the card, because a half-copied or swapped model would score every part
+on another scale without saying so.
+
+Installs without the file (a source checkout before the model is trained, a slimmed
+wheel) get one sentence telling the user to pass ``--model``. Tests and experiments point
+``PADFORMER_EDGE_GENERIC_MODEL`` at another checkpoint (its card is the ``.json`` beside
+it) instead of touching the installed package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from padformer_edge.errors import UserError
+
+ENV_VAR = "PADFORMER_EDGE_GENERIC_MODEL"
+CHECKPOINT_NAME = "generic.safetensors"
+CARD_NAME = "generic.json"
+GENERIC = "generic"  # the name ``train --init`` accepts for the shipped model
+CARD_FIELDS = ("data", "steps", "wall_time", "machine", "sha256", "quality")
+
+_verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256 checked
+
+
+def package_folder() -> Path:
+    """This package's folder: where the wheel puts the checkpoint and its card."""
+    return Path(__file__).resolve().parent
+
+
+def generic_checkpoint_path() -> Path:
+    """Where the generic checkpoint should be: $PADFORMER_EDGE_GENERIC_MODEL or the package."""
+    override = os.environ.get(ENV_VAR)
+    return Path(override) if override else package_folder() / CHECKPOINT_NAME
+
+
+def card_path(checkpoint: Path) -> Path:
+    """The model card that belongs to a checkpoint: same name, ``.json``."""
+    return checkpoint.with_suffix(".json")
+
+
+def read_card(checkpoint: Path) -> dict[str, Any]:
+    """The card of ``checkpoint`` with every required field, or a UserError naming the gap."""
+    card = card_path(checkpoint)
+    try:
+        fields = json.loads(card.read_text())
+    except FileNotFoundError:
+        raise UserError(
+            f"the generic model {checkpoint} has no model card {card.name} beside it; "
+            "reinstall padformer-edge or pass --model."
+        ) from None
+    except (OSError, ValueError) as err:
+        raise UserError(
+            f"model card {card} cannot be read ({err}); reinstall padformer-edge or pass --model."
+        ) from None
+    missing = [f for f in CARD_FIELDS if not isinstance(fields, dict) or f not in fields]
+    if missing:
+        raise UserError(
+            f"model card {card} lacks {', '.join(missing)}; reinstall padformer-edge "
+            "or pass --model."
+        )
+    return fields
+
+
+def locate_generic_model() -> Path:
+    """The shipped generic checkpoint, after checking its sha256 against its card."""
+    from padformer_edge.model.checkpoint import file_sha256  # hashlib only, but keep it lazy
+
+    path = generic_checkpoint_path()
+    if not path.is_file():
+        if os.environ.get(ENV_VAR):
+            raise UserError(
+                f"{ENV_VAR} points at {path}, which does not exist; fix or unset the variable."
+            )
+        raise UserError(
+            "no generic model is shipped in this install; pass --model PATH "
+            "(a checkpoint written by padformer-edge train)."
+        )
+    card = read_card(path)
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if _verified.get(key) != card["sha256"]:
+        actual = file_sha256(path)
+        if actual != card["sha256"]:
+            raise UserError(
+                f"the generic model {path} does not match the sha256 in its card "
+                f"{card_path(path).name}; reinstall padformer-edge or pass --model."
+            )
+        _verified[key] = actual
+    return path
+
+
+def resolve_model(model: Path | None) -> Path:
+    """The checkpoint a command should use: the one given, else the shipped generic one."""
+    return model if model is not None else locate_generic_model()
+
+
+def resolve_init(init: str | None) -> Path | None:
+    """``train --init``: ``generic`` means the shipped model, anything else is a path."""
+    if init is None:
+        return None
+    if init == GENERIC:
+        return locate_generic_model()
+    path = Path(init)
+    if not path.is_file():
+        raise UserError(
+            f"--init {init}: no such checkpoint; give 'generic' or the path of a "
+            ".safetensors file written by padformer-edge train."
+        )
+    return path
