@@ -67,6 +67,7 @@ def child(repeats: int) -> None:
     import torch
 
     from padformer_edge.detect import Detector
+    from padformer_edge.detect.settings import DetectionSettings
     from padformer_edge.model import build_model
 
     torch.set_num_threads(1)
@@ -74,7 +75,8 @@ def child(repeats: int) -> None:
     model = build_model("small")
     references = [smooth_photo(128, seed) for seed in range(4)]
     query = smooth_photo(128, seed=100)
-    detector = Detector(model.eval(), references, passes=15, device="cpu", max_batch=15)
+    settings = DetectionSettings(passes=15, device="cpu", max_batch=15)
+    detector = Detector(model.eval(), references, settings)
     results = {
         WORKLOADS[0]: measure(lambda: detector.detect([query]), repeats),
         WORKLOADS[1]: on_worker_thread(lambda: detector.detect([query]), repeats),

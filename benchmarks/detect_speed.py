@@ -46,6 +46,7 @@ from benchmarks.common import (
 )
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import score_query
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 
 
@@ -110,7 +111,8 @@ def main() -> None:
     size = model.config.img_size
     references = [smooth_photo(size, seed) for seed in range(args.references)]
     query = smooth_photo(size, seed=100)
-    detector = Detector(model, references, passes=args.passes, device="cpu", max_batch=args.passes)
+    settings = DetectionSettings(passes=args.passes, device="cpu", max_batch=args.passes)
+    detector = Detector(model, references, settings)
 
     fast = detector.detect([query])[0]
     slow = naive_detect(detector, references, query)

@@ -87,7 +87,7 @@ def main() -> None:
         assert getattr(warm_detector, "cache_hit", False), "the cache was not used"
         assert warm_detector.detect([query])[0].score == cold_score, "cache changed the score"
         loaded, _ = load_checkpoint(checkpoint)
-        plain = Detector(loaded, load_references(work / "refs"), passes=2, device="cpu")
+        plain = Detector(loaded, load_references(work / "refs"), settings)
         images = load_references(work / "refs")
         key = profile.reference_key()
         parts = {

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
 from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
 
@@ -85,14 +86,10 @@ def main() -> None:
         model, metadata = load_checkpoint(checkpoint)
         errors: dict[str, list[float]] = {"train": [], "held-out": []}
         for split, image, references in images:
-            detector = Detector(
-                model,
-                [read_image(p) for p in references],
-                passes=args.passes,
-                schedule="balanced",
-                seed=args.seed,
-                device="cpu",
+            settings = DetectionSettings(
+                passes=args.passes, schedule="balanced", seed=args.seed, device="cpu"
             )
+            detector = Detector(model, [read_image(p) for p in references], settings)
             errors[split].append(masked_error(detector, image))
         train, held_out = (sum(e) / len(e) for e in (errors["train"], errors["held-out"]))
         stage, step = metadata.get("stage"), metadata.get("global_step")

@@ -10,14 +10,15 @@ import torch
 from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
-from padformer_edge.detect.service import DetectOptions, detect_files
+from padformer_edge.detect.service import detect_files
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 
-FAST = DetectOptions(passes=3, device="cpu")
+FAST = DetectionSettings(passes=3, device="cpu")
 
 
 def write_png(path: Path, rgb: np.ndarray) -> Path:

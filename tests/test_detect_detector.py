@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from padformer_edge.detect import Detector
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from tests.detect_double import CleanReconstructor
 from tests.detect_images import product_image, with_defect
@@ -18,7 +19,8 @@ def clean() -> np.ndarray:
 
 
 def make_detector(clean: np.ndarray, **options) -> Detector:
-    return Detector(CleanReconstructor(), [clean, clean, clean, clean], **options)
+    settings = DetectionSettings(**{"device": "cpu", **options})
+    return Detector(CleanReconstructor(), [clean, clean, clean, clean], settings)
 
 
 @pytest.mark.parametrize("metric", ["lab", "rgb", "feature"])
@@ -48,7 +50,7 @@ def test_identical_calls_give_identical_bits(clean):
 
 def test_references_are_encoded_once_across_calls(clean):
     model = CleanReconstructor()
-    detector = Detector(model, [clean, clean, clean], passes=5)
+    detector = Detector(model, [clean, clean, clean], DetectionSettings(passes=5, device="cpu"))
     detector.detect([clean, clean])
     detector.detect([clean])
     assert model.references_encoded == 3

@@ -6,6 +6,7 @@ import torch
 
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import score_query
+from padformer_edge.detect.settings import DetectionSettings as S
 from padformer_edge.model import build_model
 from tests.detect_images import product_image, with_defect
 
@@ -37,7 +38,7 @@ def uncached_passes(detector: Detector, references, query: np.ndarray) -> torch.
 @pytest.mark.parametrize("metric", ["lab", "feature"])
 def test_cached_batched_result_equals_uncached_pass_loop(model, references, metric):
     query = with_defect(product_image(80, 120, seed=7), (30, 40, 12, 12))
-    detector = Detector(model, references, passes=6, metric=metric, max_batch=4)
+    detector = Detector(model, references, S(passes=6, metric=metric, max_batch=4, device="cpu"))
     cached = detector.detect([query])[0]
     full = torch.from_numpy(query).permute(2, 0, 1).float().div(255.0)[None]
     query_model = detector.to_model_input(query)[None]
@@ -50,20 +51,18 @@ def test_cached_batched_result_equals_uncached_pass_loop(model, references, metr
 
 def test_same_inputs_and_seed_give_the_same_score_bits(model, references):
     query = product_image(90, 60, seed=3)
-    runs = [
-        Detector(model, references, passes=5, schedule="balanced", seed=21).detect([query])[0]
-        for _ in range(2)
-    ]
+    balanced = S(passes=5, schedule="balanced", seed=21, device="cpu")
+    runs = [Detector(model, references, balanced).detect([query])[0] for _ in range(2)]
     assert runs[0].score == runs[1].score
     assert np.array_equal(runs[0].anomaly_map, runs[1].anomaly_map)
-    other_seed = Detector(model, references, passes=5, schedule="balanced", seed=22)
+    other_seed = Detector(model, references, balanced.replace(seed=22))
     assert other_seed.detect([query])[0].score != runs[0].score
 
 
 def test_any_size_and_aspect_ratio_in_one_call(model, references):
     shapes = [(64, 64), (37, 211), (250, 41), (480, 640)]
     queries = [product_image(h, w, seed=i) for i, (h, w) in enumerate(shapes)]
-    detections = Detector(model, references, passes=3).detect(queries)
+    detections = Detector(model, references, S(passes=3, device="cpu")).detect(queries)
     assert [d.anomaly_map.shape for d in detections] == shapes
     for detection in detections:
         assert np.isfinite(detection.anomaly_map).all() and detection.score >= 0

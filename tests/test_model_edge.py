@@ -6,6 +6,7 @@ import torch
 
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import ColourMetric, FusedMetric, PredictedFeatureMetric
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
@@ -183,7 +184,7 @@ def test_checkpoint_round_trip_keeps_weights_and_scales(model, tmp_path):
 def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
     references = [product_image(80, 120, seed=s) for s in range(3)]
     query = with_defect(product_image(80, 120, seed=1), (30, 40, 12, 12))
-    detector = Detector(model, references, passes=4, max_batch=3)
+    detector = Detector(model, references, DetectionSettings(passes=4, max_batch=3, device="cpu"))
     assert detector.metric_name == "fused"
     (result,) = detector.detect([query])
     assert result.anomaly_map.shape == (80, 120)
@@ -212,7 +213,8 @@ def test_fusion_sweep_matches_the_detector_for_each_weight(model):
         sweep.prepare(references)
         sweep.score([query])
         for weight in (0.0, 0.3, 1.0):
-            detector = Detector(model, references, passes=4, metric="fused")
+            settings = DetectionSettings(passes=4, metric="fused", device="cpu")
+            detector = Detector(model, references, settings)
             detector.metric = FusedMetric(model, lab_weight=weight)
             (expected,) = detector.detect([query])
             (got,) = sweep.results[weight]

@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.recon_fit import masked_error, sample_images
 from padformer_edge.detect import Detector
+from padformer_edge.detect.settings import DetectionSettings
 from tests.detect_double import CleanReconstructor
 
 
@@ -20,9 +21,8 @@ def test_masked_error_counts_hidden_patches_only(tmp_path):
     # the double copies visible patches and paints hidden ones in the references' colour
     query, reference = (200, 40, 90), (100, 40, 90)
     write_png(tmp_path / "query.png", query)
-    detector = Detector(
-        CleanReconstructor(), [np.full((32, 32, 3), reference, np.uint8)] * 4, passes=5
-    )
+    references = [np.full((32, 32, 3), reference, np.uint8)] * 4
+    detector = Detector(CleanReconstructor(), references, DetectionSettings(passes=5, device="cpu"))
     error = masked_error(detector, tmp_path / "query.png")
     # only red differs, by 100/255 on every hidden pixel; visible pixels would dilute it
     assert error == pytest.approx((100 / 255) ** 2 / 3, rel=1e-4)

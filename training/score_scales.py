@@ -17,6 +17,7 @@ import torch
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.detect.scoring import ColourMetric, PredictedFeatureMetric
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from padformer_edge.model.padformer import SCORE_SCALE_NAMES
 
@@ -53,15 +54,10 @@ def measure_score_scales(
         queries, references = picked[:QUERIES_PER_CLASS], picked[QUERIES_PER_CLASS:]
         if len(references) < 1:
             continue
-        detector = Detector(
-            model,
-            [read_image(p) for p in references],
-            passes=PASSES,
-            metric="lab",
-            schedule="balanced",
-            seed=seed,
-            device=str(device),
+        settings = DetectionSettings(
+            passes=PASSES, metric="lab", schedule="balanced", seed=seed, device=device.type
         )
+        detector = Detector(model, [read_image(p) for p in references], settings)
         for path in queries:
             for name, maps in pass_error_maps(detector, read_image(path)).items():
                 pooled[name].append(maps.mean(dim=0).flatten())

@@ -38,12 +38,19 @@ def detect(
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
     model = resolve_model(model)  # before torch loads: a missing model is refused at once
-    from padformer_edge.detect.service import DetectOptions, detect_files  # torch: load late
-
-    options = DetectOptions(
-        passes, mask_ratio, metric, schedule, seed, device, precision, batch_size
+    settings = options.detection_settings(
+        passes=passes,
+        mask_ratio=mask_ratio,
+        schedule=schedule,
+        metric=metric,
+        seed=seed,
+        device=device,
+        precision=precision,
+        max_batch=batch_size,
     )
-    results = detect_files(model, references, images, options, out, raw, heatmap_max)
+    from padformer_edge.detect.service import detect_files  # torch: load late
+
+    results = detect_files(model, references, images, settings, out, raw, heatmap_max)
     if as_json:
         for result in results:
             typer.echo(

@@ -1,22 +1,54 @@
-"""The detection settings as CLI options, shared by ``detect`` and ``profile create``.
+"""The detection settings as CLI options, shared by ``detect``, ``profile create`` and
+``eval``, and the one function that turns their values into ``DetectionSettings``.
 
-Both commands tune the same Detector; declaring each option once keeps their names,
-defaults and help from drifting apart.
+Defaults, limits and the words each option accepts all come from the settings schema,
+so an option cannot drift from what a profile file or the detector accepts.
 """
 
 from __future__ import annotations
 
-import typer
+from typing import Any
 
-PASSES = typer.Option(15, "--passes", help="Masked reconstruction passes per image.")
-MASK_RATIO = typer.Option(0.4, "--mask-ratio", help="Share of patches hidden.")
-SCHEDULE = typer.Option("random", "--schedule", help="random or balanced masks.")
-METRIC = typer.Option(
-    "auto",
-    "--metric",
-    help="auto (fused for edge models, lab otherwise), lab, rgb, feature or fused error.",
+import typer
+from pydantic import ValidationError
+
+from padformer_edge.cli.choices import choice_option
+from padformer_edge.detect.settings import (
+    DEVICES,
+    ERROR_METRICS,
+    MASK_SCHEDULES,
+    PRECISIONS,
+    DetectionSettings,
 )
-SEED = typer.Option(0, "--seed", help="Seed of the mask schedule.")
-DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-PRECISION = typer.Option("fp32", "--precision", help="fp32, or bf16/fp16 on CUDA.")
-BATCH_SIZE = typer.Option(32, "--batch-size", help="Most passes per model call.")
+from padformer_edge.errors import UserError
+
+_DEFAULT = DetectionSettings()
+OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ
+
+PASSES = typer.Option(_DEFAULT.passes, "--passes", help="Masked reconstruction passes per image.")
+MASK_RATIO = typer.Option(_DEFAULT.mask_ratio, "--mask-ratio", help="Share of patches hidden.")
+SCHEDULE = choice_option(
+    _DEFAULT.schedule, "--schedule", MASK_SCHEDULES, help="Masks drawn at random, or balanced."
+)
+METRIC = choice_option(_DEFAULT.metric, "--metric", ERROR_METRICS, help="Error measure.")
+SEED = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the mask schedule.")
+DEVICE = choice_option(_DEFAULT.device, "--device", DEVICES, help="Where the model runs.")
+PRECISION = choice_option(
+    _DEFAULT.precision, "--precision", PRECISIONS, help="fp32, or bf16/fp16 on CUDA."
+)
+BATCH_SIZE = typer.Option(_DEFAULT.max_batch, "--batch-size", help="Most passes per model call.")
+
+
+def detection_settings(**values: Any) -> DetectionSettings:
+    """Settings from option values (named as the settings fields); a value the schema
+    refuses is a ``UserError`` naming its option and what was given."""
+    try:
+        return DetectionSettings(**values)
+    except ValidationError as err:
+        problem = err.errors()[0]
+        key = str(problem["loc"][0])
+        option = OPTION_OF.get(key, "--" + key.replace("_", "-"))
+        given = values.get(key)
+        raise UserError(
+            f"{option}: {problem['msg'].lower()}, but you gave {option} {given}; fix the option."
+        ) from err

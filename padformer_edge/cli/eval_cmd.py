@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.choices import choice_option
 from training.evaluation.choices import REF_STRATEGIES
 
@@ -19,7 +20,10 @@ def evaluate(
         None, "--classes", help="Evaluate only this class (repeatable)."
     ),
     shots: int = typer.Option(4, "--shots", help="References per test image (N)."),
-    passes: int = typer.Option(15, "--passes", help="Masked reconstruction passes per image."),
+    passes: int = options.PASSES,
+    mask_ratio: float = options.MASK_RATIO,
+    schedule: str = options.SCHEDULE,
+    metric: str = options.METRIC,
     ref_strategy: str = choice_option(
         "random",
         "--ref-strategy",
@@ -27,25 +31,35 @@ def evaluate(
         help="random, or nearest/farthest by camera pose.",
         refusal="reference strategy '{value}' is unknown",
     ),
-    metric: str = typer.Option(
-        "auto",
-        "--metric",
-        help="auto (fused for edge models, lab otherwise), lab, rgb, feature or fused.",
-    ),
     seed: int = typer.Option(0, "--seed", help="Seed of reference draws and masks."),
     max_per_label: int | None = typer.Option(
         None, "--max-per-label", help="Score only the first K test images of each label."
     ),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    device: str = options.DEVICE,
+    precision: str = options.PRECISION,
+    batch_size: int = options.BATCH_SIZE,
     out: Path = typer.Option(Path("eval"), "--out", "-o", help="Folder for the outputs."),
 ) -> None:
     """Score the test split against N good references per class and report image AUROC,
-    pixel AUROC and AUPRO per class and defect type; writes metrics.json and report.html."""
+    pixel AUROC and AUPRO per class and defect type; writes metrics.json and report.html.
+
+    The detection options are those of ``detect`` and ``profile create``, so a profile's
+    settings can be evaluated exactly (``--seed`` also seeds the reference draws)."""
     from training.evaluation.protocol import EvalOptions
     from training.evaluation.report import rich_table
     from training.evaluation.service import evaluate_checkpoint
 
-    options = EvalOptions(shots, ref_strategy, seed, max_per_label)
+    settings = options.detection_settings(
+        passes=passes,
+        mask_ratio=mask_ratio,
+        schedule=schedule,
+        metric=metric,
+        seed=seed,
+        device=device,
+        precision=precision,
+        max_batch=batch_size,
+    )
+    eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)
     console = Console(stderr=True)
     with Progress(
         TextColumn("evaluating"),
@@ -60,11 +74,9 @@ def evaluate(
             model,
             data,
             out,
-            options,
+            eval_options,
             categories=classes or None,
-            passes=passes,
-            metric=metric,
-            device=device,
+            settings=settings,
             on_start=lambda total: bar.update(task, total=total),
             progress=lambda done: bar.advance(task, done),
         )

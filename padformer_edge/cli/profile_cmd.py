@@ -8,7 +8,6 @@ from pathlib import Path
 
 import typer
 import yaml
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,7 +20,8 @@ from rich.table import Table
 
 from padformer_edge import profiles as profile_service
 from padformer_edge.cli import detection_options as options
-from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.cli.choices import choice_option
+from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 
@@ -30,24 +30,13 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 ROOT_HELP = "Profiles folder; else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
-DEVICE_HELP = "auto, cpu or cuda (default: the profile's own setting)."
+DEVICE_HELP = "Where the model runs (default: the profile's own setting)."
 _out = Console()
 _err = Console(stderr=True)
 
 
 def _say(text: str) -> None:
     _out.print(text, highlight=False, soft_wrap=True)
-
-
-def detection_settings(**values: object) -> DetectionSettings:
-    """Detection settings from CLI options; a bad value names its option."""
-    try:
-        return DetectionSettings(**values)
-    except ValidationError as err:
-        problem = err.errors()[0]
-        key = str(problem["loc"][0])
-        option = "--batch-size" if key == "max_batch" else "--" + key.replace("_", "-")
-        raise UserError(f"{option}: {problem['msg'].lower()}; fix the option.") from err
 
 
 @app.command("create")
@@ -73,7 +62,7 @@ def create(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views."""
-    settings = detection_settings(
+    settings = options.detection_settings(
         passes=passes,
         mask_ratio=mask_ratio,
         schedule=schedule,
@@ -103,7 +92,7 @@ def calibrate(
     target_fpr: float = typer.Option(
         0.01, "--target-fpr", help="False-alarm rate wanted on good parts."
     ),
-    device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+    device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate."""
@@ -186,7 +175,7 @@ def test(
     name: str = typer.Argument(..., help="Profile name."),
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
     out: Path = typer.Option(Path("heatmaps"), "--out", "-o", help="Folder for heatmap PNGs."),
-    device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+    device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:

@@ -4,7 +4,8 @@ The references are encoded once, when the detector is built, and shared by every
 query through the model's broadcasting ``ReferenceCache``: on a line the reference set
 of a product is fixed, so re-encoding it per query (or per pass) would only burn time.
 All passes of all queries given to one ``detect`` call are stacked into as few model
-calls as ``max_batch`` allows.
+calls as ``max_batch`` allows; ``detect_each`` feeds any number of images through in
+groups of one model call's worth, and is the one batching loop every caller uses.
 
 Every query gets the same mask schedule, fixed by ``seed``: a query's score then depends
 on its own pixels only, not on which other images shared its batch, and the same image
@@ -14,9 +15,10 @@ always gets the same score bits on one machine.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from itertools import islice
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -31,6 +33,7 @@ from padformer_edge.detect.device import (
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import make_masks
 from padformer_edge.detect.scoring import MIN_SIDE, build_metric, default_metric, score_query
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
 
@@ -43,6 +46,8 @@ class Detection:
     ``pass_mean_error`` / ``pass_max_error`` summarise each pass's raw error map;
     ``timings`` are seconds: ``prepare`` (tensor conversion and resize), ``reconstruct``
     (this query's share of the batched model calls), ``score`` and ``total``.
+    ``reconstruction`` is the mean over passes of what the model drew (``S x S x 3``
+    ``uint8`` at the model's size), kept only when asked for: evaluation reports show it.
     """
 
     score: float
@@ -50,6 +55,10 @@ class Detection:
     pass_mean_error: list[float]
     pass_max_error: list[float]
     timings: dict[str, float] = field(default_factory=dict)
+    reconstruction: np.ndarray | None = None
+
+
+Item = TypeVar("Item")
 
 
 class EncodingStore(Protocol):
@@ -71,38 +80,39 @@ class EncodingStore(Protocol):
 class Detector:
     """Scores query images with a PADFormer and N cached good references.
 
-    With an ``encodings`` store the reference encodings are read from it when it holds a
-    set of the right shape (``cache_hit`` is then True) and written to it otherwise.
+    ``settings`` arrive validated and whole (``DetectionSettings``); the detector keeps
+    them as they are, except ``max_batch``, which the daemon halves after running out of
+    GPU memory. With an ``encodings`` store the reference encodings are read from it
+    when it holds a set of the right shape (``cache_hit`` is then True) and written to
+    it otherwise.
     """
 
     def __init__(
         self,
         model: PADFormer,
         references: Sequence[np.ndarray],
+        settings: DetectionSettings | None = None,
         *,
-        passes: int = 15,
-        mask_ratio: float = 0.4,
-        metric: str = "auto",
-        schedule: str = "random",
-        seed: int = 0,
-        device: str = "cpu",
-        precision: str = "fp32",
-        max_batch: int = 32,
         encodings: EncodingStore | None = None,
     ) -> None:
-        if max_batch < 1:
-            raise UserError(f"max batch {max_batch} must be at least 1.")
+        settings = DetectionSettings() if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
-        self.device = resolve_device(device)
-        check_precision(precision, self.device)
-        self.precision = precision
+        self.settings = settings
+        self.device = resolve_device(settings.device)
+        check_precision(settings.precision, self.device)
+        self.precision = settings.precision
         self.model = model.to(self.device).eval()
         self.img_size: int = model.config.img_size
-        self.passes, self.max_batch = passes, max_batch
-        self.masks = make_masks(schedule, passes, model.config.num_patches, mask_ratio, seed).to(
-            self.device
-        )
-        self.metric_name = default_metric(self.model) if metric == "auto" else metric
+        self.passes, self.max_batch = settings.passes, settings.max_batch
+        self.masks = make_masks(
+            settings.schedule,
+            settings.passes,
+            model.config.num_patches,
+            settings.mask_ratio,
+            settings.seed,
+        ).to(self.device)
+        auto = settings.metric == "auto"
+        self.metric_name = default_metric(self.model) if auto else settings.metric
         self.metric = build_metric(self.metric_name, self.model)
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
@@ -170,9 +180,40 @@ class Detector:
                 features.append(recon.features.float())
         return torch.cat(out), torch.cat(features) if features else None
 
+    @property
+    def images_per_call(self) -> int:
+        """Query images whose passes fit one model call of at most ``max_batch`` rows."""
+        return max(1, self.max_batch // self.passes)
+
+    def detect_each(
+        self,
+        items: Iterable[Item],
+        load: Callable[[Item], np.ndarray] | None = None,
+        *,
+        reconstruction: bool = False,
+    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
+        """``(item, image, detection)`` for every item, in order, one model call's worth
+        of images at a time.
+
+        ``load`` turns an item (a path, an index) into its RGB image just before its
+        group runs, so a long list is never held decoded at once; without it the items
+        are the images. A group's images share the model calls, which does not change a
+        query's result (every query gets the same masks).
+        """
+        remaining = iter(items)
+        while group := list(islice(remaining, self.images_per_call)):
+            images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
+            found = self.detect(images, reconstruction=reconstruction)
+            yield from zip(group, images, found, strict=True)
+
     @torch.inference_mode()
-    def detect(self, images: Sequence[np.ndarray]) -> list[Detection]:
-        """Score every image (RGB ``uint8``, any size); one ``Detection`` per image."""
+    def detect(
+        self, images: Sequence[np.ndarray], *, reconstruction: bool = False
+    ) -> list[Detection]:
+        """Score every image (RGB ``uint8``, any size); one ``Detection`` per image.
+
+        ``reconstruction`` also keeps each query's mean reconstruction over passes.
+        """
         if len(images) == 0:
             return []
         for index, image in enumerate(images):
@@ -208,7 +249,16 @@ class Detector:
                 "score": score_time,
                 "total": prepare_share + recon_share + score_time,
             }
+            drawn = mean_image(recon[index]) if reconstruction else None
             detections.append(
-                Detection(scored.score, anomaly_map, scored.pass_mean, scored.pass_max, timings)
+                Detection(
+                    scored.score, anomaly_map, scored.pass_mean, scored.pass_max, timings, drawn
+                )
             )
         return detections
+
+
+def mean_image(passes: torch.Tensor) -> np.ndarray:
+    """``[P, 3, S, S]`` in [0, 1] averaged over passes, as an ``S x S x 3`` ``uint8`` array."""
+    mean = passes.mean(dim=0).clamp(0, 1)
+    return (mean * 255).round().byte().permute(1, 2, 0).cpu().numpy()

@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Literal, get_args
 
 import torch
 
+from padformer_edge.detect.settings import DEVICES, PRECISIONS
 from padformer_edge.errors import UserError
 
-DeviceName = Literal["auto", "cpu", "cuda"]
-Precision = Literal["fp32", "bf16", "fp16"]
-DEVICES: tuple[str, ...] = get_args(DeviceName)
-PRECISIONS: tuple[str, ...] = get_args(Precision)
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

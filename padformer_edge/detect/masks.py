@@ -11,14 +11,10 @@ hidden patches per pass.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 import torch
 
+from padformer_edge.detect.settings import MASK_SCHEDULES
 from padformer_edge.errors import UserError
-
-MaskSchedule = Literal["random", "balanced"]
-MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 
 
 def masked_per_pass(num_patches: int, mask_ratio: float) -> int:

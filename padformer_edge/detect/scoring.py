@@ -13,18 +13,16 @@ frame never needs all passes' colour maps in memory at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Literal, Protocol
 
 import kornia
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import unfold_from_patches
-
-ErrorMetricName = Literal["lab", "rgb", "feature", "fused"]
-ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4

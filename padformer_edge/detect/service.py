@@ -7,7 +7,7 @@ fails in a second rather than after the first hundred images were scored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,23 +21,10 @@ from padformer_edge.detect.images import (
     read_image,
 )
 from padformer_edge.detect.scoring import MIN_SIDE
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import load_checkpoint
-
-
-@dataclass(frozen=True)
-class DetectOptions:
-    """Detector settings a user may change; the defaults are the paper's."""
-
-    passes: int = 15
-    mask_ratio: float = 0.4
-    metric: str = "auto"
-    schedule: str = "random"
-    seed: int = 0
-    device: str = "auto"
-    precision: str = "fp32"
-    max_batch: int = 32
 
 
 @dataclass(frozen=True)
@@ -85,7 +72,7 @@ def detect_files(
     checkpoint: str | Path,
     references: str | Path,
     images: Sequence[str | Path],
-    options: DetectOptions = DetectOptions(),
+    settings: DetectionSettings | None = None,
     out_dir: str | Path | None = None,
     save_raw: bool = False,
     heatmap_max: float | None = None,
@@ -99,26 +86,12 @@ def detect_files(
         check_rgb_array(image, f"image {path}", MIN_SIDE)
     reference_images = load_references(references)
     model, _ = load_checkpoint(checkpoint)
-    detector = Detector(model, reference_images, **asdict(options))
-    names = heatmap_names(paths)
-    group = max(1, options.max_batch // options.passes)
-    results = []
-    for start in range(0, len(paths), group):
-        detections = detector.detect(queries[start : start + group])
-        for offset, detection in enumerate(detections):
-            index = start + offset
-            results.append(
-                save_result(
-                    paths[index],
-                    queries[index],
-                    detection,
-                    names[index],
-                    out_dir,
-                    save_raw,
-                    heatmap_max,
-                )
-            )
-    return results
+    detector = Detector(model, reference_images, settings)
+    named = zip(paths, heatmap_names(paths), queries, strict=True)
+    return [
+        save_result(path, image, detection, name, out_dir, save_raw, heatmap_max)
+        for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2])
+    ]
 
 
 def save_result(

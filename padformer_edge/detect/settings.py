@@ -1,27 +1,53 @@
 """The settings a ``Detector`` runs with, declared once for every way of choosing them.
 
-A profile's ``detection:`` section, the CLI options of ``detect`` and ``profile create``
-and the evaluation all fill this one schema, so the names, defaults and limits cannot
-drift apart. It imports no torch, so the CLI can declare its options from it cheaply.
+A profile's ``detection:`` section, the CLI options of ``detect``, ``profile create`` and
+``eval``, and the benchmarks all build this one frozen object and hand it whole to the
+``Detector``; nothing re-declares a default or re-checks a limit on the way. Its words
+(schedules, metrics, devices, precisions) are declared here too, and the modules that
+implement them import them from here. It imports no torch, so the CLI can declare its
+options from it without loading the model.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from padformer_edge.config import StrictModel
 
+MaskSchedule = Literal["random", "balanced"]
+ErrorMetricName = Literal["auto", "lab", "rgb", "feature", "fused"]
+"""``auto`` is ``fused`` for models with CNN tokens (the edge preset), ``lab`` otherwise."""
+DeviceName = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "bf16", "fp16"]
+MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
+ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
+DEVICES: tuple[str, ...] = get_args(DeviceName)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+
+MIN_PASSES = 2
+"""The variance filter compares passes; with one there is no variance to filter by."""
+
 
 class DetectionSettings(StrictModel):
-    """How a profile's images are scored; the defaults are the paper's inference settings."""
+    """How images are scored; the defaults are the paper's inference settings.
 
-    passes: int = Field(15, ge=2)
-    mask_ratio: float = Field(0.4, gt=0.0, lt=1.0)
-    schedule: Literal["random", "balanced"] = "random"
-    metric: Literal["auto", "lab", "rgb", "feature", "fused"] = "auto"
-    seed: int = 0
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    max_batch: int = Field(32, ge=1)
+    Frozen: a detector's settings cannot change under it, and one object can be shared
+    by a profile, its detector and the records that describe a run.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    passes: int = Field(15, ge=MIN_PASSES, description="masked reconstruction passes per image")
+    mask_ratio: float = Field(0.4, gt=0.0, lt=1.0, description="share of patches hidden")
+    schedule: MaskSchedule = "random"
+    metric: ErrorMetricName = "auto"
+    seed: int = Field(0, description="seed of the mask schedule")
+    device: DeviceName = "auto"
+    precision: Precision = "fp32"
+    max_batch: int = Field(32, ge=1, description="most passes per model call")
+
+    def replace(self, **changes: Any) -> DetectionSettings:
+        """A validated copy with ``changes`` applied (``model_copy`` would not validate)."""
+        return DetectionSettings.model_validate({**self.model_dump(), **changes})

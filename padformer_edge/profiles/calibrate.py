@@ -48,11 +48,9 @@ def score_files(
     detector: Detector, paths: Sequence[Path], progress: Progress | None = None
 ) -> np.ndarray:
     """Scores of ``paths`` in order, decoding only one model batch of images at a time."""
-    group = max(1, detector.max_batch // detector.passes)
     scores: list[float] = []
-    for start in range(0, len(paths), group):
-        images = [read_image(p) for p in paths[start : start + group]]
-        scores += [d.score for d in detector.detect(images)]
+    for _, _, found in detector.detect_each(paths, read_image):
+        scores.append(found.score)
         if progress is not None:
             progress(len(scores), len(paths))
     return np.asarray(scores, dtype=np.float64)

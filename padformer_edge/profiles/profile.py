@@ -102,12 +102,10 @@ class Profile:
         self.verify_model()
         key = self.reference_key()
         model, _ = load_checkpoint(self.model_path)
-        settings = self.detection.model_dump()
-        if device is not None:
-            settings["device"] = device
+        settings = self.detection if device is None else self.detection.replace(device=device)
         references = [read_image(path) for path in self.reference_paths]
         return Detector(
-            model, references, encodings=ReferenceCacheFile(self.cache_path, key), **settings
+            model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
         )
 
     def require_threshold(self) -> float:

@@ -38,23 +38,21 @@ def inspect_images(
     profile = load_profile(root, name)
     profile.require_threshold()  # before the model loads: a verdict needs a threshold
     paths = [Path(p) for p in images]
-    decoded = [read_image(p) for p in paths]
+    decoded = [read_image(p) for p in paths]  # every file checked before the model loads
     detector = profile.build_detector(device)
+    named = zip(paths, heatmap_names(paths), decoded, strict=True)
     verdicts = []
-    group = max(1, detector.max_batch // detector.passes)
-    names = heatmap_names(paths)
-    for start in range(0, len(paths), group):
-        for offset, found in enumerate(detector.detect(decoded[start : start + group])):
-            index = start + offset
-            target = Path(out_dir) / f"{names[index]}.png"
-            heatmap = write_heatmap(target, decoded[index], found.anomaly_map, found.score)
-            verdicts.append(
-                Verdict(
-                    paths[index],
-                    found.score,
-                    profile.normalised_score(found.score),
-                    profile.is_anomaly(found.score),
-                    heatmap,
-                )
+    for (path, name, _), image, found in detector.detect_each(named, lambda item: item[2]):
+        heatmap = write_heatmap(
+            Path(out_dir) / f"{name}.png", image, found.anomaly_map, found.score
+        )
+        verdicts.append(
+            Verdict(
+                path,
+                found.score,
+                profile.normalised_score(found.score),
+                profile.is_anomaly(found.score),
+                heatmap,
             )
+        )
     return verdicts

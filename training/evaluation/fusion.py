@@ -16,6 +16,7 @@ import torch
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.scoring import PassMoments, consistency_filter
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from training.evaluation.scorers import Scored
 from training.score_scales import pass_error_maps
@@ -44,9 +45,8 @@ class FusionSweepScorer:
         self.detector: Detector | None = None
 
     def prepare(self, references: Sequence[np.ndarray]) -> None:
-        self.detector = Detector(
-            self.model, references, passes=self.passes, metric="lab", seed=self.seed
-        )
+        settings = DetectionSettings(passes=self.passes, metric="lab", seed=self.seed)
+        self.detector = Detector(self.model, references, settings)
 
     @torch.inference_mode()
     def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from training.data.layouts import index_dataset
@@ -37,21 +38,20 @@ def evaluate_checkpoint(
     options: EvalOptions,
     *,
     categories: list[str] | None = None,
-    passes: int = 15,
-    metric: str = "auto",
-    device: str = "auto",
+    settings: DetectionSettings | None = None,
     examples: int = 24,
     on_start: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> EvalRun:
     """Evaluate ``checkpoint`` on the test split of ``data``; write metrics.json and
-    report.html into ``out``. ``on_start(total)`` and ``progress(done)`` feed a bar."""
-    if passes < 2:
-        raise UserError(f"--passes {passes} is too few; the variance filter needs at least 2.")
+    report.html into ``out``. ``on_start(total)`` and ``progress(done)`` feed a bar.
+    ``settings`` default to the paper's, with the masks seeded by ``options.seed``."""
+    if settings is None:
+        settings = DetectionSettings(seed=options.seed)
     index = index_dataset(data, categories=categories)
     episodes = plan_episodes(index, options)
     model, _ = load_checkpoint(checkpoint, device="cpu")
-    scorer = PADFormerScorer(model, passes=passes, metric=metric, seed=options.seed, device=device)
+    scorer = PADFormerScorer(model, settings=settings)
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def evaluate_checkpoint(
         "checkpoint_sha256": file_sha256(checkpoint),
         "data": str(index.root),
         "layout": index.layout,
-        "options": {**asdict(options), "passes": passes, "metric": metric},
+        "options": {**asdict(options), **settings.model_dump()},
         "torch_threads": torch.get_num_threads(),
         "cpu_seconds_per_image": round(cpu_per_image, 4),
         **summary,
