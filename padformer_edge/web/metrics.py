@@ -1,10 +1,12 @@
 """``/metrics``: the store's counters and histograms in the Prometheus text format.
 
-Counters must only go up and a scrape must stay cheap on a history of millions of rows,
-so totals are kept per process from a watermark on the primary key: every row at or below
-the watermark is finished and already counted (finished rows never change again), the
-watermark advances to just before the oldest row still queued, and each scrape adds only
-the rows above it. The first scrape after a start counts the history once, in SQL.
+Counters count what finished since this process started, as Prometheus expects of a
+process's counters (a restart is a counter reset, which ``rate()`` handles); counting the
+whole history instead would cost a full pass over millions of rows on the first scrape
+and show a restart as a burst of a million inspections. A scrape stays cheap because
+totals are kept from a watermark on the primary key: every row at or below it is
+finished (finished rows never change again) and already counted, the watermark advances
+to just before the oldest row still queued, and each scrape reads only the rows above.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from sqlalchemy import Connection, Engine, and_, case, func, select
+from sqlalchemy import Connection, Engine, case, func, select
 
 from padformer_edge.store import Alert, AlertState, Inspection, Status
+from padformer_edge.web.queries import unindexed
 
 BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 FINISHED = (Status.done, Status.failed, Status.skipped)
@@ -42,10 +45,10 @@ class Histogram:
     count: int = 0
     total_s: float = 0.0
 
-    def add(self, other: Histogram) -> None:
-        self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
-        self.count += other.count
-        self.total_s += other.total_s
+    def add(self, other: Histogram, sign: int = 1) -> None:
+        self.buckets = [a + sign * b for a, b in zip(self.buckets, other.buckets, strict=True)]
+        self.count += sign * other.count
+        self.total_s += sign * other.total_s
 
 
 @dataclass
@@ -55,21 +58,26 @@ class Totals:
     detect: dict[str, Histogram] = field(default_factory=dict)
     queue: dict[str, Histogram] = field(default_factory=dict)
 
-    def add(self, other: Totals) -> None:
-        self.inspections.update(other.inspections)
-        self.anomalies.update(other.anomalies)
-        for mine, theirs in ((self.detect, other.detect), (self.queue, other.queue)):
-            for camera, hist in theirs.items():
-                mine.setdefault(camera, Histogram()).add(hist)
+    def add(self, other: Totals, sign: int = 1) -> None:
+        """Add (``sign`` 1) or take away (-1) another set of totals, label by label."""
+        for mine, theirs in ((self.inspections, other.inspections),
+                             (self.anomalies, other.anomalies)):  # fmt: skip
+            for key, value in theirs.items():
+                mine[key] += sign * value  # type: ignore[index]
+        for hists, others in ((self.detect, other.detect), (self.queue, other.queue)):
+            for camera, hist in others.items():
+                hists.setdefault(camera, Histogram()).add(hist, sign)
 
 
 def _histograms(conn: Connection, column: Any, where: list[Any]) -> dict[str, Histogram]:
-    """Per camera cumulative buckets of a millisecond column, computed by the database."""
+    """Per camera cumulative buckets of a millisecond column (set only on finished rows),
+    computed by the database."""
     bounds = [func.sum(case((column <= b * 1000.0, 1), else_=0)) for b in BUCKETS_S]
+    camera = unindexed(Inspection.camera)
     rows = conn.execute(
-        select(Inspection.camera, func.count(), func.sum(column), *bounds)
-        .where(*where, Inspection.status == Status.done, column.is_not(None))
-        .group_by(Inspection.camera)
+        select(camera, func.count(), func.sum(column), *bounds)
+        .where(*where, column.is_not(None))
+        .group_by(camera)
     ).all()
     return {
         camera: Histogram([int(b or 0) for b in bucket], int(n), float(total or 0) / 1000.0)
@@ -78,20 +86,26 @@ def _histograms(conn: Connection, column: Any, where: list[Any]) -> dict[str, Hi
 
 
 def aggregate(conn: Connection, above: int, upto: int | None) -> Totals:
-    """Totals of the finished rows with ``above < id <= upto`` (no upper end if None)."""
-    where = [Inspection.id > above, Inspection.status.in_(FINISHED)]
+    """Totals of the finished rows with ``above < id <= upto`` (no upper end if None).
+
+    Only the id range is in the WHERE clause and the grouping columns are wrapped, so
+    the database walks the primary key over just that range (a status condition would
+    send SQLite through the status index over every finished row instead).
+    """
+    where = [Inspection.id > above]
     if upto is not None:
         where.append(Inspection.id <= upto)
     totals = Totals()
-    anomalous = func.sum(
-        case((and_(Inspection.status == Status.done, Inspection.is_anomaly.is_(True)), 1), else_=0)
-    )
-    rows = conn.execute(
-        select(Inspection.camera, Inspection.product, Inspection.status, func.count(), anomalous)
-        .where(*where)
-        .group_by(Inspection.camera, Inspection.product, Inspection.status)
-    ).all()
+    anomalous = func.sum(case((Inspection.is_anomaly.is_(True), 1), else_=0))
+    keys = [
+        unindexed(Inspection.camera),
+        unindexed(Inspection.product),
+        unindexed(Inspection.status),
+    ]
+    rows = conn.execute(select(*keys, func.count(), anomalous).where(*where).group_by(*keys)).all()
     for camera, product, status, count, anomalies in rows:
+        if Status(status) not in FINISHED:
+            continue
         totals.inspections[(camera, product, Status(status).value)] += int(count)
         totals.anomalies[(camera, product)] += int(anomalies or 0)
     totals.detect = _histograms(conn, Inspection.detect_ms, where)
@@ -106,13 +120,15 @@ class StoreCollector(Collector):
         self._engine = engine
         self._heartbeat_age = heartbeat_age
         self._lock = threading.Lock()
-        self._watermark = 0
+        self._watermark: int | None = None  # set on the first scrape
         self._prefix = Totals()
+        self._before_start = Totals()  # finished rows above the first watermark
         self._cached: list[Metric] = []
         self._cached_at = -1e9
 
     def _advance(self, conn: Connection) -> Totals:
-        """Move finished rows into the cached prefix; return prefix + finished tail."""
+        """Move finished rows into the cached prefix; return what finished since start:
+        prefix + finished tail - what was already finished at the first scrape."""
         oldest_open = [
             conn.execute(select(func.min(Inspection.id)).where(Inspection.status == s)).scalar()
             for s in QUEUED
@@ -120,12 +136,16 @@ class StoreCollector(Collector):
         open_ids = [i for i in oldest_open if i is not None]
         newest = conn.execute(select(func.max(Inspection.id))).scalar() or 0
         upto = min(open_ids) - 1 if open_ids else newest
-        if upto > self._watermark:
+        if self._watermark is None:
+            self._watermark = upto
+            self._before_start = aggregate(conn, upto, None)
+        elif upto > self._watermark:
             self._prefix.add(aggregate(conn, self._watermark, upto))
             self._watermark = upto
         result = Totals()
         result.add(self._prefix)
         result.add(aggregate(conn, self._watermark, None))
+        result.add(self._before_start, sign=-1)
         return result
 
     def _gauges(self, conn: Connection) -> list[Metric]:

@@ -117,29 +117,44 @@ def _samples(text: str) -> dict[tuple[str, tuple], float]:
     return out
 
 
-def test_metrics_count_the_store_and_keep_counting(server: WebServer, site: Site) -> None:
+def test_metrics_count_what_finishes_after_start_and_the_queue(
+    server: WebServer, site: Site
+) -> None:
+    """Counters start at zero with the process (Prometheus handles the reset); results
+    finished later count at once, whether they are above the oldest queued row or it."""
     first = _samples(request(server.url, "/metrics").text)
     done_a = ("padformer_inspections_total",
               (("camera", "cam-a"), ("product", "bolt"), ("status", "done")))  # fmt: skip
-    assert first[done_a] == 5
-    anomalies = sum(v for (name, _), v in first.items() if name == "padformer_anomalies_total")
-    assert anomalies == len(site.anomalies)
+    assert first.get(done_a, 0) == 0
     assert first[("padformer_queue_depth", (("status", "pending"),))] == len(site.hostile)
     assert first[("padformer_alerts", (("state", "dead"),))] == 1
-    count = first[("padformer_detect_seconds_count", (("camera", "cam-a"),))]
-    assert count == 5
-    # A new result on cam-a above the oldest pending row still counts, at once.
+    assert first[("padformer_alerts", (("state", "sent"),))] == 1
+    # A new row above the oldest queued one finishes first, then that oldest row.
     engine = open_engine(site.db)
     row = enqueue(engine, camera="cam-a", product="bolt", source_path="/x/new.png",
                   sha256="f" * 64, size_bytes=1, discovered_at=datetime.now(UTC))  # fmt: skip
-    claimed = [r for r in claim_batch(engine, 50) if r.id == row.id]
-    assert claimed
+    oldest = min(site.hostile.values())
+    claimed = [r.id for r in claim_batch(engine, 100)]
+    assert row.id in claimed and oldest in claimed
     complete(engine, row.id, DetectionOutcome(0.1, THRESHOLD, None, "0" * 64, 12.0))
-    engine.dispose()
     time.sleep(1.1)  # the collector reads the store at most once a second
     second = _samples(request(server.url, "/metrics").text)
-    assert second[done_a] == 6
-    assert second[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == count + 1
+    assert second[done_a] == 1
+    assert second[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 1
+    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.01")))] == 0
+    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.025")))] == 1
+    assert second[("padformer_detect_seconds_sum", (("camera", "cam-a"),))] == 0.012
+    processing = ("padformer_queue_depth", (("status", "processing"),))
+    assert second[processing] == len(site.hostile)
+    complete(engine, oldest, DetectionOutcome(5.0, THRESHOLD, None, "0" * 64, 500.0))
+    engine.dispose()
+    time.sleep(1.1)
+    third = _samples(request(server.url, "/metrics").text)
+    assert third[done_a] == 2
+    assert third[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 2
+    anomalies_a = ("padformer_anomalies_total", (("camera", "cam-a"), ("product", "bolt")))
+    assert third[anomalies_a] == 1
+    assert third[processing] == len(site.hostile) - 1
 
 
 def test_the_event_stream_sends_a_new_card(server: WebServer, site: Site) -> None:
