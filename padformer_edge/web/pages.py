@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import select
@@ -136,8 +137,7 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
 
 
 def _filter_link(params: dict[str, str], **changes: Any) -> str:
-    from urllib.parse import urlencode
-
+    """A query string with ``changes`` applied and empty values left out."""
     merged = {**params, **changes}
     return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 

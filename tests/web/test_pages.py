@@ -13,13 +13,17 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
+import cv2
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 from padformer_edge import heartbeat
 from padformer_edge.store import DetectionOutcome, claim_batch, complete, enqueue, open_engine
 from padformer_edge.store.history import COLUMNS, Filters, list_inspections, record
 from padformer_edge.web import WebServer
+from padformer_edge.web.media import MediaRoots
 from tests.cli_process import REPO
 from tests.web.client import request
 from tests.web.site import THRESHOLD, Site
@@ -192,3 +196,20 @@ def test_the_web_package_imports_nothing_of_model_detect_or_daemon() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_tiff_under_a_root_is_sent_as_png_and_a_corrupt_one_not_at_all(tmp_path: Path) -> None:
+    """Browsers do not show TIFF, which cameras often write."""
+    image = np.zeros((20, 30, 3), np.uint8)
+    image[5:10, 5:25] = (0, 0, 255)
+    tiff = tmp_path / "cam" / "part.tiff"
+    tiff.parent.mkdir()
+    assert cv2.imwrite(str(tiff), image)
+    picture = MediaRoots([tmp_path / "cam"]).read(str(tiff))
+    assert picture is not None and picture.content_type == "image/png"
+    decoded = cv2.imdecode(np.frombuffer(picture.data, np.uint8), cv2.IMREAD_COLOR)
+    assert np.array_equal(decoded, image)
+    broken = tmp_path / "cam" / "broken.tif"
+    broken.write_bytes(b"II*\x00 not really a tiff")
+    assert MediaRoots([tmp_path / "cam"]).read(str(broken)) is None
+    assert MediaRoots([tmp_path / "elsewhere"]).read(str(tiff)) is None
