@@ -94,12 +94,11 @@ def compare_synchronous(folder: Path, images: int, rounds: int = 6) -> dict[str,
     return {mode: statistics.median(values) for mode, values in rates.items()}
 
 
-def fill(path: Path, rows: int, chunk: int = 50_000, start: datetime | None = None) -> float:
-    """Bulk-load finished inspections over 30 days from ``start`` (default 2026-01-01);
-    returns seconds taken (not a reported figure)."""
+def fill(path: Path, rows: int, chunk: int = 50_000) -> float:
+    """Bulk-load finished inspections; returns seconds taken (not a reported figure)."""
     engine = open_engine(str(path))
     upgrade(engine)
-    start_time = start or datetime(2026, 1, 1, tzinfo=UTC)
+    start_time = datetime(2026, 1, 1, tzinfo=UTC)
     step = timedelta(days=30) / rows
     started = time.perf_counter()
     for first in range(0, rows, chunk):

@@ -1,7 +1,7 @@
 """Operator's page speed: page loads through the real HTTP server on a big history.
 
 Fills a SQLite file with ``--rows`` finished inspections (default 1,000,000, 8 cameras,
-the same rows as ``benchmarks/store.py`` but ending now, so the health page's last hour
+the rows of ``benchmarks/store.py`` but ending now, so the health page's last hour
 holds what a busy line would put there), starts ``padformer-edge serve``'s server on
 127.0.0.1 in this process and requests each page ``--repeats`` times after one warm-up,
 one request at a time. Reports per page the p50 and p95 (nearest rank) of the wall time
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -26,8 +27,39 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from benchmarks.store import fill
+from padformer_edge.store import open_engine, upgrade
 from padformer_edge.web import HttpConfig, make_server
+
+SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy stores a naive UTC datetime
+
+
+def fill(path: Path, rows: int, start: datetime, chunk: int = 50_000) -> float:
+    """The finished inspections of ``benchmarks/store.py``'s ``fill`` (8 cameras, 3
+    products, 5 % anomalous, 30 days from ``start``), inserted through the sqlite3 module:
+    a million rows through the ORM's type processing take most of an hour on a busy
+    2-core machine. Returns seconds taken (not a reported figure)."""
+    engine = open_engine(str(path))
+    upgrade(engine)
+    engine.dispose()
+    step = timedelta(days=30) / rows
+    started = time.perf_counter()
+    conn = sqlite3.connect(path)
+    columns = ("camera, product, source_path, sha256, size_bytes, status, attempts, score, "
+               "threshold, is_anomaly, heatmap_path, model_sha256, detect_ms, queue_ms, "
+               "discovered_at, started_at, finished_at")  # fmt: skip
+    statement = f"INSERT INTO inspections ({columns}) VALUES ({', '.join('?' * 17)})"
+    for first in range(0, rows, chunk):
+        batch = []
+        for i in range(first, min(first + chunk, rows)):
+            at = (start + step * i).replace(tzinfo=None).strftime(SQLITE_TIME)
+            batch.append((f"cam-{i % 8}", ("bolt", "nut", "gear")[i % 3], f"/cams/{i}.png",
+                          f"{i:064x}", 500_000, "done", 1, (i * 7919 % 1000) / 100.0, 9.5,
+                          int((i * 7919 % 1000) >= 950), f"/heatmaps/{i}.png", "0" * 64,
+                          30.0 + (i % 97) / 10.0, 5.0, at, at, at))  # fmt: skip
+        with conn:
+            conn.executemany(statement, batch)
+    conn.close()
+    return time.perf_counter() - started
 
 
 def fetch_ms(url: str) -> tuple[float, float]:
@@ -54,7 +86,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "big.sqlite3"
         start = datetime.now(UTC) - timedelta(days=30)
-        fill_s = fill(db, args.rows, start=start)
+        fill_s = fill(db, args.rows, start)
         server = make_server(HttpConfig(port=0), str(db), [Path(tmp)]).start()
         base = server.url
         middle = args.rows // 2
