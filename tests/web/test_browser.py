@@ -70,7 +70,7 @@ def _listening_url(daemon: DaemonProcess) -> str:
         found[:] = [e["url"] for e in daemon.events() if e.get("event") == "web.listening"]
         return bool(found)
 
-    wait_for(check, 60, daemon, "the web server of the daemon")
+    wait_for(check, 300, daemon, "the web server of the daemon")  # imports on a busy machine
     return found[0]
 
 
@@ -78,7 +78,7 @@ def test_a_dropped_image_appears_as_a_live_card_without_reload(tmp_path: Path, p
     site = make_site(tmp_path, http={"port": 0})
     with DaemonProcess(site) as daemon:
         url = _listening_url(daemon)
-        daemon.wait_ready()
+        daemon.wait_ready(300)
         page.goto(url + "/")
         page.wait_for_function(
             "() => document.getElementById('stream-state').textContent === 'live'"
