@@ -13,6 +13,7 @@ anything still ``processing`` to ``pending`` and exit 0.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
+from padformer_edge import heartbeat
 from padformer_edge.daemon.alerts import AlertDispatcher
 from padformer_edge.daemon.inspectors import Inspector, build_inspector
 from padformer_edge.daemon.intake import Camera, Intake
@@ -161,7 +163,8 @@ class Daemon:
                 )
                 return 1
             self.intake.ensure_observer()
-            if self.healthy():
+            healthy = self.healthy()
+            if healthy:
                 self.notifier.watchdog()
             else:
                 log.error(
@@ -174,9 +177,18 @@ class Daemon:
                 next_status = time.monotonic() + STATUS_EVERY_S
                 try:
                     self.notifier.status(self.status_line())
+                    if healthy:
+                        self.beat()
                 except Exception as err:
                     log.error("daemon.status_failed", error=str(err))
         return 0
+
+    def beat(self) -> None:
+        """Leave the heartbeat file the operator's page reports the age of."""
+        try:
+            heartbeat.beat({"pid": os.getpid(), "status": self.status_line()})
+        except OSError as err:  # a read-only state dir costs the page its heartbeat, no more
+            log.warning("daemon.heartbeat_failed", error=str(err))
 
     def shutdown(self) -> None:
         self.notifier.stopping()
@@ -201,6 +213,7 @@ class Daemon:
                 self.shutdown()
                 return 0
             self.notifier.ready(self.status_line())
+            self.beat()
             log.info(
                 "daemon.ready",
                 cameras=[c.name for c in self.layout.cameras],
