@@ -86,7 +86,7 @@ def child(repeats: int) -> None:
     queries, refs = torch.randn(4, 3, 128, 128), torch.randn(4, 4, 3, 128, 128)
 
     def step() -> None:
-        recon, _ = model(queries, refs)
+        recon = model(queries, refs)[0].pixels
         loss = (recon - queries).square().mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -10,11 +10,12 @@ STN resamples with a dense [M, M] weight matrix per reference (at most 4 non-zer
 row), which is counted in full although it is cheaper than the ``grid_sample`` it
 replaced; the ``grid_sample`` that builds those weights and the top-k are not counted.
 The ``croco`` rows switch selection off (every position attends to all N*M aligned
-reference tokens) to show what the top-k saves.
+reference tokens) to show what the top-k saves; the edge preset's ``STN unreduced`` row
+drops its 1x1 channel reduction before the STN localisation convolution.
 Times are this process's CPU milliseconds (summed over ``--threads`` threads, median of
 ``--repeats`` calls); the JSON line adds the fastest wall-clock time of each.
 
-    PYTHONPATH=. python -m benchmarks.model_cost [--presets paper small] [--write-readme]
+    PYTHONPATH=. python -m benchmarks.model_cost [--presets paper small edge] [--write-readme]
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def measure(preset: str, refs: int, repeats: int, **overrides) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", nargs="+", default=["paper", "small"])
+    parser.add_argument("--presets", nargs="+", default=["paper", "small", "edge"])
     parser.add_argument("--refs", nargs="+", type=int, default=[2, 4, 10])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
@@ -73,6 +74,8 @@ def main() -> None:
 
     variants = [(p, n, "full", {}) for p in args.presets for n in args.refs]
     variants += [(p, max(args.refs), "croco", {"use_selection": False}) for p in args.presets]
+    if "edge" in args.presets:  # what the STN's 1x1 reduction saves
+        variants.append(("edge", 4, "STN unreduced", {"stn_channels": 0}))
     rows, results = [], []
     for preset, refs, variant, overrides in variants:
         r = measure(preset, refs, args.repeats, **overrides)

@@ -61,7 +61,7 @@ def sample_images(data: Path, per_class: int, seed: int) -> list[tuple[str, Path
 def masked_error(detector: Detector, image: Path) -> float:
     """Mean squared [0, 1] RGB error over the masked patches of all passes."""
     query = detector.to_model_input(read_image(image)).unsqueeze(0)
-    recon = detector.reconstruct(query)  # [P, 3, S, S] in [0, 1]
+    recon, _ = detector.reconstruct(query)  # [P, 3, S, S] in [0, 1]
     target = detector.model.denormalize(query).clamp(0.0, 1.0)
     p, g = detector.model.config.patch_size, detector.model.config.grid_size
     masked = detector.masks.view(-1, 1, g, g).repeat_interleave(p, 2).repeat_interleave(p, 3)

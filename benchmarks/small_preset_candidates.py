@@ -58,7 +58,7 @@ def train_step_seconds(
     query = torch.randn(batch, 3, size, size)
     references = torch.randn(batch, refs, 3, size, size)
     start, cpu_start = time.perf_counter(), time.process_time()
-    recon, _ = model(query, references)
+    recon = model(query, references)[0].pixels
     loss = (recon - query).pow(2).mean()
     opt.zero_grad(set_to_none=True)
     loss.backward()

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from padformer_edge.model.padformer import Reconstruction
+
 
 @dataclass(frozen=True)
 class DoubleConfig:
@@ -21,6 +23,7 @@ class DoubleConfig:
     patch_size: int = 8
     norm_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
     norm_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+    cnn_tokens: bool = False  # pixel tokens: no predicted features
 
     @property
     def grid_size(self) -> int:
@@ -70,6 +73,15 @@ class CleanReconstructor(nn.Module):
     ) -> torch.Tensor:
         query = query if rows is None else query[rows]
         return torch.where(self.pixel_mask(mask), cache.mean.expand_as(query), query)
+
+    def reconstruct_all(
+        self,
+        query: torch.Tensor,
+        cache: MeanReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
+    ) -> Reconstruction:
+        return Reconstruction(self.reconstruct(query, cache, mask, rows), None)
 
     def encode_features(self, images: torch.Tensor) -> torch.Tensor:
         """Raw pixels of each patch as its feature vector: ``[B, M, p*p*3]``."""

@@ -44,7 +44,9 @@ def test_cached_reconstruction_equals_the_previous_model():
         # The decoder on its own computes the terms inside each call instead.
         ids_shuffle, ids_restore, visible = shuffle_ids(io["mask"])
         latent = model.encoder(io["query"], ids_shuffle[:, :visible])
-        uncached = model.unpatchify(model.decoder(latent, ids_restore, cache.tokens))
+        uncached = model.unpatchify(
+            model.decoder.head(model.decoder(latent, ids_restore, cache.tokens))
+        )
     torch.testing.assert_close(cached, io["reconstruction"])
     torch.testing.assert_close(uncached, cached)
 

@@ -25,7 +25,8 @@ def test_tiny_forward_shapes_for_every_ablation(overrides):
     torch.manual_seed(0)
     model = build_model("tiny", **overrides)
     cfg = model.config
-    recon, mask = model(_images(cfg, 2), _images(cfg, 2, 3))
+    out, mask = model(_images(cfg, 2), _images(cfg, 2, 3))
+    recon = out.pixels
     assert recon.shape == (2, 3, cfg.img_size, cfg.img_size)
     assert mask.shape == (2, cfg.num_patches) and mask.dtype == torch.bool
     assert torch.isfinite(recon).all()
@@ -85,7 +86,7 @@ def test_config_dict_round_trip_and_unknown_keys():
 
 
 def test_build_model_rejects_unknown_presets_and_settings():
-    with pytest.raises(UserError, match="choose one of paper, small, tiny"):
+    with pytest.raises(UserError, match="choose one of edge, paper, small, tiny"):
         build_model("huge")
     with pytest.raises(UserError, match="unknown model setting"):
         build_model("tiny", depht=3)
@@ -108,7 +109,7 @@ def test_small_preset_forward_shape():
     torch.manual_seed(0)
     model = build_model("small")
     cfg = model.config
-    recon, _ = model(_images(cfg, 1), _images(cfg, 1, 2))
+    recon = model(_images(cfg, 1), _images(cfg, 1, 2))[0].pixels
     assert recon.shape == (1, 3, cfg.img_size, cfg.img_size)
 
 
@@ -126,7 +127,8 @@ def test_paper_preset_matches_the_paper_and_runs_once_at_batch_one():
     torch.manual_seed(0)
     model = PADFormer(cfg).eval()
     with torch.no_grad():
-        recon, mask = model(_images(cfg, 1), _images(cfg, 1, 2))
+        out, mask = model(_images(cfg, 1), _images(cfg, 1, 2))
+        recon = out.pixels
     assert recon.shape == (1, 3, 224, 224)
     assert int(mask.sum()) == int(196 * 0.4)
     assert torch.isfinite(recon).all()

@@ -63,7 +63,7 @@ def _batch_loss(model, dataset: Path) -> float:
     mask = model.random_mask(len(batch), torch.Generator().manual_seed(0))
     model.eval()
     with torch.no_grad():
-        reconstruction, _ = model(query, refs, mask=mask)
+        reconstruction = model(query, refs, mask=mask)[0].pixels
     return float(torch.mean((reconstruction - query) ** 2))
 
 

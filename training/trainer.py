@@ -39,10 +39,11 @@ from training.config import TrainConfig
 from training.data.layouts import DatasetIndex, index_dataset
 from training.data.samples import STAGE_IDS, EpochSampler, ReferenceSamples, resolve_num_refs
 from training.distributed import DistContext, gather_floats, init_distributed, shutdown_distributed
-from training.losses import ReconstructionLoss, build_perceptual
+from training.losses import ReconstructionLoss, build_perceptual, masked_feature_loss
 from training.progress import QuietReporter, Reporter, StepInfo
 from training.resume import capture_rng, load_resume, restore_rng, save_resume
 from training.schedule import WarmupCosine
+from training.score_scales import measure_score_scales
 
 STAGES = ("within_view", "cross_view")
 LAST_WEIGHTS, LAST_RESUME, FINAL_WEIGHTS = "last.safetensors", "last.resume.pt", "model.safetensors"
@@ -243,7 +244,14 @@ class _Run:
         with no_sync:
             with autocast:
                 reconstruction, _ = self.ddp(query, refs, mask=mask)
-            terms = self.loss_fn(query, reconstruction)
+            terms = self.loss_fn(query, reconstruction.pixels)
+            weight = self.config.loss.feature_weight
+            if reconstruction.features is not None and weight > 0:
+                with torch.no_grad():
+                    target = self.model.target_features(query)
+                feature = masked_feature_loss(reconstruction.features, target, mask)
+                terms["feature"] = feature
+                terms["loss"] = terms["loss"] + weight * feature
             self.scaler.scale(terms["loss"] / self.config.optim.accumulate).backward()
         return {k: float(v.detach()) for k, v in terms.items()}
 
@@ -417,6 +425,11 @@ class _Run:
                 state = None
             self._check_ranks_agree()
             if self.ctx.is_main:
+                if self.model.config.cnn_tokens:
+                    scales = measure_score_scales(
+                        self.model, self.good, self.num_refs, self.config.seed
+                    )
+                    get_logger("train").info("score_scales", **scales)
                 self._write_weights(FINAL_WEIGHTS, self.stages[-1])
                 self.position = {
                     "stage_index": len(self.stages),

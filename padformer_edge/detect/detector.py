@@ -32,7 +32,7 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import make_masks
-from padformer_edge.detect.scoring import MIN_SIDE, build_metric, score_query
+from padformer_edge.detect.scoring import MIN_SIDE, build_metric, default_metric, score_query
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
@@ -111,7 +111,9 @@ class Detector:
             settings.mask_ratio,
             settings.seed,
         ).to(self.device)
-        self.metric = build_metric(settings.metric, self.model)
+        auto = settings.metric == "auto"
+        self.metric_name = default_metric(self.model) if auto else settings.metric
+        self.metric = build_metric(self.metric_name, self.model)
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
 
@@ -156,24 +158,27 @@ class Detector:
         return self.model.normalize(resize_square(unit, self.img_size))
 
     @torch.inference_mode()
-    def reconstruct(self, queries: torch.Tensor) -> torch.Tensor:
-        """``[Q * P, 3, S, S]`` reconstructions in [0, 1]: every pass of every query,
-        query-major, computed in chunks of at most ``max_batch`` rows."""
+    def reconstruct(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``[Q * P, 3, S, S]`` reconstructions in [0, 1] (and, for models with CNN tokens,
+        the ``[Q * P, M, F]`` predicted features): every pass of every query, query-major,
+        computed in chunks of at most ``max_batch`` rows."""
         rows = queries.shape[0] * self.passes
-        out = []
+        out, features = [], []
         for start in range(0, rows, self.max_batch):
             index = torch.arange(start, min(rows, start + self.max_batch), device=self.device)
             query_index, pass_index = index // self.passes, index % self.passes
             first, last = start // self.passes, (start + len(index) - 1) // self.passes
             with model_precision(self.precision, self.device):
-                recon = self.model.reconstruct(
+                recon = self.model.reconstruct_all(
                     queries[first : last + 1],
                     self.cache,
                     self.masks[pass_index],
                     rows=query_index - first,
                 )
-            out.append(self.model.denormalize(recon.float()).clamp_(0.0, 1.0))
-        return torch.cat(out)
+            out.append(self.model.denormalize(recon.pixels.float()).clamp_(0.0, 1.0))
+            if recon.features is not None:
+                features.append(recon.features.float())
+        return torch.cat(out), torch.cat(features) if features else None
 
     @property
     def images_per_call(self) -> int:
@@ -218,9 +223,10 @@ class Detector:
         model_in = torch.cat([self.fit(query) for query in full])
         synchronize(self.device)
         prepared = time.perf_counter()
-        recon = self.reconstruct(model_in).view(
-            len(images), self.passes, 3, self.img_size, self.img_size
-        )
+        pixels, features = self.reconstruct(model_in)
+        recon = pixels.view(len(images), self.passes, 3, self.img_size, self.img_size)
+        if features is not None:
+            features = features.view(len(images), self.passes, *features.shape[1:])
         synchronize(self.device)
         reconstructed = time.perf_counter()
         prepare_share = (prepared - started) / len(images)
@@ -228,7 +234,13 @@ class Detector:
         detections = []
         for index, query in enumerate(full):
             score_start = time.perf_counter()
-            scored = score_query(self.metric, query, model_in[index : index + 1], recon[index])
+            scored = score_query(
+                self.metric,
+                query,
+                model_in[index : index + 1],
+                recon[index],
+                None if features is None else features[index],
+            )
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             score_time = time.perf_counter() - score_start
             timings = {

@@ -22,11 +22,17 @@ import torch.nn.functional as F
 from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
+from padformer_edge.model.backbone import unfold_from_patches
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
+
+FUSED_LAB_WEIGHT = 0.5
+"""The ``fused`` map is FUSED_LAB_WEIGHT * LAB / its spread + (1 - FUSED_LAB_WEIGHT) *
+feature / its spread. Chosen on the validation render (seed 1) by
+``benchmarks/tune_validation.py``, never on the test render; README lists the search."""
 
 
 def blur(images: torch.Tensor) -> torch.Tensor:
@@ -51,9 +57,14 @@ class ErrorMetric(Protocol):
         ...
 
     def errors(
-        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``)."""
+        """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``,
+        and for models with CNN tokens their predicted ``[P, M, F]`` features)."""
         ...
 
 
@@ -72,7 +83,11 @@ class ColourMetric:
         return blur(self.convert(query01))
 
     def errors(
-        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
     ) -> torch.Tensor:
         recon = self.convert(upsample(recon01, size).clamp_(0.0, 1.0))
         return (target - recon).square_().sum(dim=1)
@@ -80,7 +95,8 @@ class ColourMetric:
 
 class FeatureMetric:
     """Squared distance between encoder patch features of the query and of each
-    reconstruction, upsampled bilinearly from the patch grid to the query resolution."""
+    reconstruction, upsampled bilinearly from the patch grid to the query resolution
+    (the paper's feature error, with the from-scratch encoder of pixel models)."""
 
     def __init__(self, model: PADFormer) -> None:
         self.model = model
@@ -94,19 +110,94 @@ class FeatureMetric:
         return self.features(query_model)
 
     def errors(
-        self, target: torch.Tensor, recon01: torch.Tensor, size: tuple[int, int]
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
     ) -> torch.Tensor:
         distance = (self.features(self.model.normalize(recon01)) - target).square_().sum(1)
         return upsample(distance.unsqueeze(1), size).squeeze(1)
+
+
+class PredictedFeatureMetric:
+    """Squared distance between the query's frozen CNN features and the decoder's
+    prediction of them, per stride-8 cell, upsampled to the query resolution: the feature
+    error of models with CNN tokens, whose ImageNet features see texture and shape."""
+
+    def __init__(self, model: PADFormer) -> None:
+        self.model = model
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return self.model.target_features(query_model).float()
+
+    def errors(
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if features is None:
+            raise ValueError("the feature error of a CNN-token model needs predicted features.")
+        cfg = self.model.config
+        cells = cfg.cells_per_side
+        squared = (features.float() - target).square_()  # [P, M, C * cells * cells]
+        per_cell = squared.unflatten(-1, (-1, cells * cells)).sum(-2)  # [P, M, cells^2]
+        maps = unfold_from_patches(per_cell, cells, cfg.grid_size)  # [P, 1, g*c, g*c]
+        return upsample(maps, size).squeeze(1)
+
+
+class FusedMetric:
+    """LAB error and predicted-feature error, each divided by its spread on good views
+    (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight``: colour
+    finds stains, features find shape and texture, and neither alone finds both."""
+
+    def __init__(self, model: PADFormer, lab_weight: float = FUSED_LAB_WEIGHT) -> None:
+        if not 0.0 <= lab_weight <= 1.0:
+            raise UserError(f"fused LAB weight {lab_weight} must lie in [0, 1].")
+        self.lab = ColourMetric("lab")
+        self.feature = PredictedFeatureMetric(model)
+        lab_scale, feature_scale = (float(v) for v in model.score_scales)
+        self.lab_factor = lab_weight / lab_scale
+        self.feature_factor = (1.0 - lab_weight) / feature_scale
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
+        return self.lab.target(query01, query_model), self.feature.target(query01, query_model)
+
+    def errors(
+        self,
+        target: tuple,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        lab = self.lab.errors(target[0], recon01, size).mul_(self.lab_factor)
+        return lab.add_(
+            self.feature.errors(target[1], recon01, size, features), alpha=self.feature_factor
+        )
 
 
 def build_metric(name: str, model: PADFormer) -> ErrorMetric:
     """The metric called ``name``; an unknown name is a user error."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
+    cnn = model.config.cnn_tokens
     if name == "feature":
-        return FeatureMetric(model)
+        return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
+    if name == "fused":
+        if not cnn:
+            raise UserError(
+                f"the fused metric needs a model with CNN tokens (preset 'edge'); "
+                f"this is a '{model.preset_name}' model: use --metric lab."
+            )
+        return FusedMetric(model)
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
+
+
+def default_metric(model: PADFormer) -> str:
+    """``fused`` for models that can compute it, the paper's ``lab`` otherwise."""
+    return "fused" if model.config.cnn_tokens else "lab"
 
 
 @dataclass
@@ -159,9 +250,14 @@ class ScoredQuery:
 
 
 def score_query(
-    metric: ErrorMetric, query01: torch.Tensor, query_model: torch.Tensor, recon01: torch.Tensor
+    metric: ErrorMetric,
+    query01: torch.Tensor,
+    query_model: torch.Tensor,
+    recon01: torch.Tensor,
+    features: torch.Tensor | None = None,
 ) -> ScoredQuery:
-    """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes."""
+    """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes
+    (and their ``[P, M, F]`` predicted features, for models with CNN tokens)."""
     size = (query01.shape[-2], query01.shape[-1])
     target = metric.target(query01, query_model)
     chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
@@ -169,7 +265,8 @@ def score_query(
     pass_mean: list[float] = []
     pass_max: list[float] = []
     for start in range(0, recon01.shape[0], chunk):
-        errors = metric.errors(target, recon01[start : start + chunk], size)
+        part_features = None if features is None else features[start : start + chunk]
+        errors = metric.errors(target, recon01[start : start + chunk], size, part_features)
         pass_mean += errors.mean(dim=(1, 2)).tolist()
         pass_max += errors.amax(dim=(1, 2)).tolist()
         part = PassMoments.of(errors)

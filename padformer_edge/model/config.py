@@ -9,6 +9,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+LITE0_MEAN = (0.5, 0.5, 0.5)
+LITE0_STD = (0.5, 0.5, 0.5)
+"""EfficientNet-Lite0's TF-Lite input scaling, (x - 127) / 128: the edge preset's model
+normalisation, so its normalised query feeds the CNN as it is and a blanked (zero) patch
+is mid-grey."""
+STRIDE8 = 8
+STRIDE8_CHANNELS = 40  # EfficientNet-Lite0 block 2 (stride 8)
+
+TOKEN_SOURCES = ("pixels", "efficientnet-lite0")
+"""Where encoder tokens come from: a linear patch embedding of pixels (the paper), or the
+frozen stride-8 EfficientNet-Lite0 map folded to the patch grid (the ``edge`` preset)."""
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -34,6 +46,11 @@ class ModelConfig:
     use_stn: bool = True
     use_selection: bool = True
     use_aat: bool = True
+    token_source: str = "pixels"
+    stn_channels: int = 0
+    """0: the STN localisation net sees the full 2*d' channels (the paper); otherwise a 1x1
+    convolution first reduces each grid to this many channels, which cuts the 7x7
+    convolution's work by about d'/stn_channels."""
     norm_mean: tuple[float, float, float] = IMAGENET_MEAN
     norm_std: tuple[float, float, float] = IMAGENET_STD
 
@@ -50,6 +67,31 @@ class ModelConfig:
             raise ValueError(f"mask_ratio must be in [0, 1), not {self.mask_ratio}.")
         if self.top_k < 1:
             raise ValueError(f"top_k must be at least 1, not {self.top_k}.")
+        if self.token_source not in TOKEN_SOURCES:
+            raise ValueError(
+                f"token_source must be one of {', '.join(TOKEN_SOURCES)}, "
+                f"not {self.token_source!r}."
+            )
+        if self.cnn_tokens and self.patch_size % STRIDE8:
+            raise ValueError(f"CNN tokens need a patch_size that is a multiple of {STRIDE8}.")
+        if self.stn_channels < 0:
+            raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")
+
+    @property
+    def cnn_tokens(self) -> bool:
+        """Tokens from the frozen CNN: the query is masked in pixels before it, and the
+        decoder also predicts the CNN's features (``feature_dim`` values per patch)."""
+        return self.token_source != "pixels"
+
+    @property
+    def cells_per_side(self) -> int:
+        """Stride-8 CNN cells along one side of a patch."""
+        return self.patch_size // STRIDE8
+
+    @property
+    def feature_dim(self) -> int:
+        """Folded CNN values per patch token (0 for pixel tokens)."""
+        return STRIDE8_CHANNELS * self.cells_per_side**2 if self.cnn_tokens else 0
 
     @property
     def grid_size(self) -> int:
@@ -116,4 +158,24 @@ still sees tens of thousands of samples; ``decoder_depth=2`` is the fallback if 
 faster.
 """
 
-PRESETS: dict[str, ModelConfig] = {"paper": PAPER, "small": SMALL, "tiny": TINY}
+EDGE = ModelConfig(
+    img_size=192,
+    patch_size=16,
+    embed_dim=192,
+    depth=2,
+    num_heads=3,
+    decoder_embed_dim=192,
+    decoder_depth=4,
+    decoder_num_heads=6,
+    token_source="efficientnet-lite0",
+    stn_channels=32,
+    norm_mean=LITE0_MEAN,
+    norm_std=LITE0_STD,
+)
+"""PADFormer on pretrained features for a CPU: 192 px, patch 16 -> 12x12 grid; each token
+is the 2x2 block of stride-8 EfficientNet-Lite0 cells under its patch (160 values)
+projected to a 2-block, 192-wide shared encoder; decoder 192x4 with an STN reduced to 32
+channels. The ImageNet features carry what an hour of CPU cannot learn from scratch; the
+trainable part learns the cross-view reconstruction the method is about."""
+
+PRESETS: dict[str, ModelConfig] = {"paper": PAPER, "small": SMALL, "tiny": TINY, "edge": EDGE}

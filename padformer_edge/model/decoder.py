@@ -54,7 +54,7 @@ class DecoderLayer(nn.Module):
         self.cfg = cfg
         self.self_attn = Attention(dim, heads, qkv_bias=True)
         self.norm1 = nn.LayerNorm(dim)
-        self.stn = FeatureSTN(dim, cfg.grid_size) if cfg.use_stn else None
+        self.stn = FeatureSTN(dim, cfg.grid_size, cfg.stn_channels) if cfg.use_stn else None
         self.cross_attn = PositionSpecificCrossAttention(dim, heads)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = Mlp(dim, int(dim * cfg.mlp_ratio))
@@ -126,6 +126,9 @@ class ReconstructionDecoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_depth))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, cfg.patch_size**2 * 3)
+        # CNN tokens: the decoder also predicts the frozen CNN's (cell-normalised) features
+        # of every patch, a target whose error sees texture and parts, not only colour.
+        self.feature_head = nn.Linear(dim, cfg.feature_dim) if cfg.cnn_tokens else None
 
     def anomaly_agnostic_tokens(self) -> torch.Tensor | None:
         """[32 + M, D]: global priors, then position-tagged local priors."""
@@ -145,8 +148,9 @@ class ReconstructionDecoder(nn.Module):
         refs: torch.Tensor,
         terms: tuple[LayerReferenceTerms, ...] | None = None,
     ) -> torch.Tensor:
-        """latent [B, 1 + V, d] (CLS first), refs [B or 1, N, M, D'] -> patches [B, M, p*p*3];
-        ``terms`` is ``reference_terms(refs)`` when the caller has it already."""
+        """latent [B, 1 + V, d] (CLS first), refs [B or 1, N, M, D'] -> the final normalised
+        tokens [B, M, D'] of every patch (CLS dropped), which the heads turn into pixels
+        (and features); ``terms`` is ``reference_terms(refs)`` when the caller has it."""
         x = self.query_embed(latent)
         b, m = ids_restore.shape
         fill = self.mask_token.expand(b, m + 1 - x.shape[1], -1)
@@ -157,4 +161,4 @@ class ReconstructionDecoder(nn.Module):
             terms = self.reference_terms(refs)
         for layer, layer_terms in zip(self.layers, terms, strict=True):
             h = layer(h, refs, aat, layer_terms)
-        return self.head(self.norm(h)[:, 1:])
+        return self.norm(h)[:, 1:]

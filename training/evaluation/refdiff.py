@@ -17,14 +17,17 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.images import to_unit_tensor
-from padformer_edge.detect.scoring import blur
+from padformer_edge.detect.scoring import BLUR_SIGMA
 from training.evaluation.scorers import Scored
 
 
 class ReferenceDifferenceScorer:
     name = "reference difference (LAB)"
 
-    def __init__(self) -> None:
+    def __init__(self, sigma: float = BLUR_SIGMA) -> None:
+        """``sigma``: the Gaussian smoothing of both images, the detector's by default; a
+        wider one forgives small misalignments between a view and its nearest reference."""
+        self.sigma = sigma
         self.references: list[np.ndarray] = []
         self._lab: dict[tuple[int, int], torch.Tensor] = {}
 
@@ -32,7 +35,11 @@ class ReferenceDifferenceScorer:
         self.references, self._lab = list(references), {}
 
     def lab(self, images: torch.Tensor) -> torch.Tensor:
-        return kornia.color.rgb_to_lab(blur(images))
+        kernel = 2 * int(3 * self.sigma + 0.5) + 1
+        smooth = kornia.filters.gaussian_blur2d(
+            images, (kernel, kernel), (self.sigma, self.sigma), border_type="reflect"
+        )
+        return kornia.color.rgb_to_lab(smooth)
 
     def references_lab(self, size: tuple[int, int]) -> torch.Tensor:
         """The references in LAB at a query's size, converted once per size."""

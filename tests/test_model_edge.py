@@ -1,0 +1,224 @@
+"""The edge preset: CNN tokens, pixel-space masking, the feature target, the fused score."""
+
+import numpy as np
+import pytest
+import torch
+
+from padformer_edge.detect import Detector
+from padformer_edge.detect.scoring import ColourMetric, FusedMetric, PredictedFeatureMetric
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.model import build_model
+from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
+from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from tests.detect_images import product_image, with_defect
+
+SMALL_EDGE = dict(
+    img_size=64,
+    patch_size=16,
+    embed_dim=32,
+    depth=1,
+    num_heads=2,
+    decoder_embed_dim=32,
+    decoder_depth=2,
+    decoder_num_heads=2,
+    stn_channels=8,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return build_model("edge", **SMALL_EDGE).eval()
+
+
+def _images(model, *lead, seed=0):
+    size = model.config.img_size
+    return torch.randn(*lead, 3, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def test_edge_preset_loads_the_imagenet_cnn_and_keeps_it_frozen(model):
+    cnn = model.encoder.patch_embed.cnn
+    assert not any(p.requires_grad for p in cnn.parameters())
+    model.train()
+    assert not cnn.training  # BN statistics stay ImageNet's
+    model.eval()
+    fresh = build_model("edge", **SMALL_EDGE)
+    for (name, ours), theirs in zip(
+        cnn.state_dict().items(), fresh.encoder.patch_embed.cnn.state_dict().values(), strict=True
+    ):
+        assert torch.equal(ours, theirs), name
+    assert float(cnn.stem[0].weight.abs().sum()) > 0
+
+
+def test_masked_patch_content_never_reaches_the_encoder(model):
+    query = _images(model, 1)
+    mask = model.random_mask(1, torch.Generator().manual_seed(3))
+    p, g = model.config.patch_size, model.config.grid_size
+    tampered = query.clone()
+    row, col = divmod(int(mask[0].nonzero()[0]), g)
+    tampered[..., row * p : (row + 1) * p, col * p : (col + 1) * p] += 5.0
+    with torch.no_grad():
+        clean, _ = model.forward_encoder(query, mask, None)
+        dirty, _ = model.forward_encoder(tampered, mask, None)
+        assert torch.equal(clean, dirty)
+        # Without the pixel mask the same change leaks into visible tokens through the
+        # CNN's receptive field: the check above is not vacuous.
+        tokens = model.encoder.patch_embed
+        leaked = (tokens(tampered) - tokens(query)).abs().sum(-1)[0]
+    assert float(leaked[~mask[0]].max()) > 0
+
+
+def test_a_visible_patch_change_does_reach_the_encoder(model):
+    query = _images(model, 1)
+    mask = model.random_mask(1, torch.Generator().manual_seed(3))
+    p, g = model.config.patch_size, model.config.grid_size
+    row, col = divmod(int((~mask[0]).nonzero()[0]), g)
+    changed = query.clone()
+    changed[..., row * p : (row + 1) * p, col * p : (col + 1) * p] += 5.0
+    with torch.no_grad():
+        a, _ = model.forward_encoder(query, mask, None)
+        b, _ = model.forward_encoder(changed, mask, None)
+    assert not torch.equal(a, b)
+
+
+def test_feature_target_shape_and_cell_normalisation(model):
+    cfg = model.config
+    with torch.no_grad():
+        target = model.target_features(_images(model, 2))
+    assert target.shape == (2, cfg.num_patches, cfg.feature_dim)
+    cells = target.unflatten(-1, (-1, cfg.cells_per_side**2))  # [B, M, C, cells^2]
+    mean, var = cells.mean(dim=2), cells.var(dim=2, unbiased=False)
+    # layer_norm's own epsilon (1e-5) shrinks the variance by var / (var + eps) at most
+    assert torch.allclose(mean, torch.zeros_like(mean), atol=1e-5)
+    assert float(var.min()) > 0.99 and float(var.max()) <= 1.0 + 1e-5
+
+
+def test_fold_and_unfold_are_inverse():
+    maps = torch.randn(2, 40, 12, 12)
+    tokens = fold_to_patches(maps, 2)
+    assert tokens.shape == (2, 36, 160)
+    assert torch.equal(unfold_from_patches(tokens, 2, 6), maps)
+
+
+def test_reconstruction_predicts_features_for_every_patch(model):
+    refs = _images(model, 2, 3, seed=1)
+    with torch.no_grad():
+        out, mask = model(_images(model, 2), refs)
+    assert out.pixels.shape == (2, 3, 64, 64)
+    assert out.features.shape == (2, model.config.num_patches, model.config.feature_dim)
+    assert mask.shape == (2, model.config.num_patches)
+
+
+def test_cached_reference_tokens_equal_recomputed_ones(model):
+    refs = _images(model, 1, 3, seed=1)
+    query = _images(model, 2, seed=2)
+    mask = model.random_mask(2, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        cache = model.encode_references(refs)
+        again = model.encode_references(refs)
+        assert torch.equal(cache.tokens, again.tokens)
+        cached = model.reconstruct_all(query, cache, mask)
+        fresh = model.reconstruct_all(
+            query, model.encode_references(refs.expand(2, -1, -1, -1, -1)), mask
+        )
+    # The same numbers, batched differently: float32 summation order may differ by a few ulp
+    # of the output's magnitude.
+    scale = float(fresh.pixels.abs().max())
+    torch.testing.assert_close(cached.pixels, fresh.pixels, rtol=0, atol=1e-5 * scale)
+    torch.testing.assert_close(
+        cached.features, fresh.features, rtol=0, atol=1e-5 * float(fresh.features.abs().max())
+    )
+
+
+def test_rows_share_one_image_with_per_row_pixel_masks(model):
+    refs = _images(model, 1, 3, seed=1)
+    query = _images(model, 1, seed=2)
+    masks = model.random_mask(3, torch.Generator().manual_seed(4))
+    rows = torch.zeros(3, dtype=torch.long)
+    with torch.no_grad():
+        cache = model.encode_references(refs)
+        shared = model.reconstruct_all(query, cache, masks, rows=rows)
+        repeated = model.reconstruct_all(query.expand(3, -1, -1, -1), cache, masks)
+    scale = float(repeated.pixels.abs().max())
+    torch.testing.assert_close(shared.pixels, repeated.pixels, rtol=0, atol=1e-5 * scale)
+
+
+def test_fused_metric_divides_each_map_by_its_stored_spread(model):
+    model.score_scales.copy_(torch.tensor([2.0, 8.0]))
+    try:
+        query01 = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+        query_model = model.normalize(query01)
+        recon01 = torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+        features = torch.randn(3, model.config.num_patches, model.config.feature_dim)
+        size = (64, 64)
+        fused = FusedMetric(model, lab_weight=0.25)
+        lab, feature = ColourMetric("lab"), PredictedFeatureMetric(model)
+        expected = 0.25 * lab.errors(lab.target(query01, query_model), recon01, size) / 2.0
+        expected += (
+            0.75
+            * feature.errors(feature.target(query01, query_model), recon01, size, features)
+            / 8.0
+        )
+        got = fused.errors(fused.target(query01, query_model), recon01, size, features)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6 * float(expected.max()))
+    finally:
+        model.score_scales.fill_(1.0)
+
+
+def test_checkpoint_round_trip_keeps_weights_and_scales(model, tmp_path):
+    model.score_scales.copy_(torch.tensor([3.5, 0.25]))
+    try:
+        save_checkpoint(tmp_path / "edge.safetensors", model)
+        loaded, _ = load_checkpoint(tmp_path / "edge.safetensors")
+    finally:
+        model.score_scales.fill_(1.0)
+    assert loaded.preset_name == "edge" and loaded.config == model.config
+    assert torch.equal(loaded.score_scales, torch.tensor([3.5, 0.25]))
+    for (name, ours), theirs in zip(
+        model.state_dict().items(), loaded.state_dict().values(), strict=True
+    ):
+        if name != "score_scales":
+            assert torch.equal(ours, theirs), name
+
+
+def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
+    references = [product_image(80, 120, seed=s) for s in range(3)]
+    query = with_defect(product_image(80, 120, seed=1), (30, 40, 12, 12))
+    detector = Detector(model, references, DetectionSettings(passes=4, max_batch=3, device="cpu"))
+    assert detector.metric_name == "fused"
+    (result,) = detector.detect([query])
+    assert result.anomaly_map.shape == (80, 120)
+    assert np.isfinite(result.score) and result.score == pytest.approx(
+        float(result.anomaly_map.max())
+    )
+
+
+def test_fused_metric_is_refused_for_pixel_models():
+    from padformer_edge.detect.scoring import build_metric
+    from padformer_edge.errors import UserError
+
+    with pytest.raises(UserError, match="fused metric needs a model with CNN tokens"):
+        build_metric("fused", build_model("tiny"))
+
+
+def test_fusion_sweep_matches_the_detector_for_each_weight(model):
+    from padformer_edge.detect.scoring import FusedMetric
+    from training.evaluation.fusion import FusionSweepScorer
+
+    references = [product_image(64, 64, seed=s) for s in range(3)]
+    query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
+    model.score_scales.copy_(torch.tensor([5.0, 0.5]))
+    try:
+        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), passes=4)
+        sweep.prepare(references)
+        sweep.score([query])
+        for weight in (0.0, 0.3, 1.0):
+            fused = DetectionSettings(passes=4, metric="fused", device="cpu")
+            detector = Detector(model, references, fused)
+            detector.metric = FusedMetric(model, lab_weight=weight)
+            (expected,) = detector.detect([query])
+            (got,) = sweep.results[weight]
+            scale = float(np.abs(expected.anomaly_map).max())
+            np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
+    finally:
+        model.score_scales.fill_(1.0)
