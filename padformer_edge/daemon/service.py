@@ -33,6 +33,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.profiles import profiles_root
 from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
+from padformer_edge.store.engine import reading
 
 log = get_logger("daemon")
 
@@ -95,7 +96,12 @@ class Daemon:
         cameras = {c.name: c for c in self.layout.cameras}
         inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
         self.dispatcher = AlertDispatcher(self.engine, self.config.alerts)
-        self.intake = Intake(self.engine, self.layout.cameras, self.config.intake)
+        self.intake = Intake(
+            self.engine,
+            self.layout.cameras,
+            self.config.intake,
+            on_queued=lambda: self.worker.wake(),
+        )
         self.worker = Worker(
             self.engine,
             cameras,
@@ -137,7 +143,7 @@ class Daemon:
         if not self.dispatcher.alive:
             return False
         try:
-            with self.engine.connect() as conn:
+            with reading(self.engine) as conn:
                 conn.execute(text("SELECT 1"))
         except Exception:
             return False
@@ -194,6 +200,7 @@ class Daemon:
         self.notifier.stopping()
         log.info("daemon.stopping")
         self.stop.set()
+        self.worker.wake()  # out of its idle wait at once
         self.intake.stop_observer()
         self.intake_thread.join()
         self.worker_thread.join()  # finishes the batch in hand
