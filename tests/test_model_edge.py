@@ -213,8 +213,8 @@ def test_fusion_sweep_matches_the_detector_for_each_weight(model):
         sweep.prepare(references)
         sweep.score([query])
         for weight in (0.0, 0.3, 1.0):
-            settings = DetectionSettings(passes=4, metric="fused", device="cpu")
-            detector = Detector(model, references, settings)
+            fused = DetectionSettings(passes=4, metric="fused", device="cpu")
+            detector = Detector(model, references, fused)
             detector.metric = FusedMetric(model, lab_weight=weight)
             (expected,) = detector.detect([query])
             (got,) = sweep.results[weight]

@@ -22,6 +22,7 @@ from padformer_edge.cli import (
     detect_cmd,
     profile_cmd,
     results_cmd,
+    serve_cmd,
     train_cmd,
     watch_cmd,
 )
@@ -48,6 +49,7 @@ app.command("watch")(watch_cmd.watch)
 app.add_typer(alerts_cmd.app, name="alerts")
 app.command("demo")(demo_cmd.demo)
 app.command("eval")(evaluate)
+app.command("serve")(serve_cmd.serve)
 
 _stderr = Console(stderr=True)
 

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.detect.settings import (
     DEVICES,
-    ERROR_METRICS,
     MASK_SCHEDULES,
+    METRIC_CHOICES,
     PRECISIONS,
     DetectionSettings,
 )
@@ -30,7 +30,12 @@ MASK_RATIO = typer.Option(_DEFAULT.mask_ratio, "--mask-ratio", help="Share of pa
 SCHEDULE = choice_option(
     _DEFAULT.schedule, "--schedule", MASK_SCHEDULES, help="Masks drawn at random, or balanced."
 )
-METRIC = choice_option(_DEFAULT.metric, "--metric", ERROR_METRICS, help="Error measure.")
+METRIC = choice_option(
+    _DEFAULT.metric,
+    "--metric",
+    METRIC_CHOICES,
+    help="Error measure; auto is fused for edge models, lab otherwise.",
+)
 SEED = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the mask schedule.")
 DEVICE = choice_option(_DEFAULT.device, "--device", DEVICES, help="Where the model runs.")
 PRECISION = choice_option(

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.daemon.settings import load_daemon_config  # registers the "daemon" kind
+from padformer_edge.daemon.settings import (  # registers the "daemon" kind
+    file_roots,
+    load_daemon_config,
+)
 
 
 def watch(
@@ -20,4 +23,15 @@ def watch(
     """Inspect every new image in the camera folders; stop with SIGTERM or Ctrl-C."""
     from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
 
-    raise typer.Exit(run_daemon(load_daemon_config(config, list(folders or []))))
+    settings = load_daemon_config(config, list(folders or []))
+    server = None
+    if settings.http is not None:  # the operator's page, in this process
+        from padformer_edge.web import make_server
+
+        server = make_server(settings.http, settings.database, file_roots(settings)).start()
+    try:
+        code = run_daemon(settings)
+    finally:
+        if server is not None:
+            server.stop()
+    raise typer.Exit(code)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
 from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.log import get_logger
 from padformer_edge.store import Inspection, enqueue
+from padformer_edge.store.engine import reading
 
 log = get_logger("intake")
 
@@ -72,8 +74,15 @@ class _Events(FileSystemEventHandler):
 class Intake:
     """The observer, the settling set and the scan; ``step`` is driven by one thread."""
 
-    def __init__(self, engine: Engine, cameras: list[Camera], config: IntakeConfig) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        cameras: list[Camera],
+        config: IntakeConfig,
+        on_queued: Callable[[], None] = lambda: None,
+    ) -> None:
         self.engine, self.cameras, self.config = engine, cameras, config
+        self.on_queued = on_queued  # wakes the worker instead of it polling for rows
         self.max_bytes = int(config.max_file_mb * 1024 * 1024)
         self.settling: dict[Path, Settling] = {}
         self.known: set[tuple[Path, int, int]] = set()
@@ -186,6 +195,7 @@ class Intake:
             log.error("intake.enqueue_failed", path=str(path), error=str(err))
             return False
         self.known.add((path, info.st_size, info.st_mtime_ns))
+        self.on_queued()
         log.debug("intake.queued", path=str(path), id=row.id, camera=camera.name)
         return True
 
@@ -230,7 +240,7 @@ class Intake:
                 Inspection.discovered_at >= modified,
             )
         )
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             recorded = bool(conn.execute(query).scalar())
         if recorded:
             self.known.add(key)

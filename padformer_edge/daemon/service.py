@@ -13,6 +13,7 @@ anything still ``processing`` to ``pending`` and exit 0.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
+from padformer_edge import heartbeat
 from padformer_edge.daemon.alerts import AlertDispatcher
 from padformer_edge.daemon.inspectors import Inspector, build_inspector
 from padformer_edge.daemon.intake import Camera, Intake
@@ -31,6 +33,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.profiles import profiles_root
 from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
+from padformer_edge.store.engine import reading
 
 log = get_logger("daemon")
 
@@ -93,7 +96,12 @@ class Daemon:
         cameras = {c.name: c for c in self.layout.cameras}
         inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
         self.dispatcher = AlertDispatcher(self.engine, self.config.alerts)
-        self.intake = Intake(self.engine, self.layout.cameras, self.config.intake)
+        self.intake = Intake(
+            self.engine,
+            self.layout.cameras,
+            self.config.intake,
+            on_queued=lambda: self.worker.wake(),
+        )
         self.worker = Worker(
             self.engine,
             cameras,
@@ -135,7 +143,7 @@ class Daemon:
         if not self.dispatcher.alive:
             return False
         try:
-            with self.engine.connect() as conn:
+            with reading(self.engine) as conn:
                 conn.execute(text("SELECT 1"))
         except Exception:
             return False
@@ -161,7 +169,8 @@ class Daemon:
                 )
                 return 1
             self.intake.ensure_observer()
-            if self.healthy():
+            healthy = self.healthy()
+            if healthy:
                 self.notifier.watchdog()
             else:
                 log.error(
@@ -174,14 +183,24 @@ class Daemon:
                 next_status = time.monotonic() + STATUS_EVERY_S
                 try:
                     self.notifier.status(self.status_line())
+                    if healthy:
+                        self.beat()
                 except Exception as err:
                     log.error("daemon.status_failed", error=str(err))
         return 0
+
+    def beat(self) -> None:
+        """Leave the heartbeat file the operator's page reports the age of."""
+        try:
+            heartbeat.beat({"pid": os.getpid(), "status": self.status_line()})
+        except OSError as err:  # a read-only state dir costs the page its heartbeat, no more
+            log.warning("daemon.heartbeat_failed", error=str(err))
 
     def shutdown(self) -> None:
         self.notifier.stopping()
         log.info("daemon.stopping")
         self.stop.set()
+        self.worker.wake()  # out of its idle wait at once
         self.intake.stop_observer()
         self.intake_thread.join()
         self.worker_thread.join()  # finishes the batch in hand
@@ -201,6 +220,7 @@ class Daemon:
                 self.shutdown()
                 return 0
             self.notifier.ready(self.status_line())
+            self.beat()
             log.info(
                 "daemon.ready",
                 cameras=[c.name for c in self.layout.cameras],

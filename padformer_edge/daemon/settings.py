@@ -20,6 +20,8 @@ from pydantic import Field, model_validator
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.errors import UserError
+from padformer_edge.store.engine import state_dir
+from padformer_edge.web.config import HttpConfig
 
 # Names cameras and copy tools use while a file is still being written.
 TEMPORARY_NAMES = (".*", "*.tmp", "*.part", "*.partial", "*~")
@@ -79,6 +81,7 @@ class DaemonConfig(StrictModel):
     worker: WorkerConfig = WorkerConfig()
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     watchdog_stall_s: float = Field(120.0, gt=0)
+    http: HttpConfig | None = None  # the operator's page, served by ``watch`` when set
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:
@@ -86,6 +89,14 @@ class DaemonConfig(StrictModel):
         if len(set(names)) != len(names):
             raise ValueError("camera names must be unique")
         return self
+
+
+def file_roots(config: DaemonConfig) -> list[Path]:
+    """The folders whose files the operator's page may show: every camera folder and the
+    heatmap folder, relative paths taken under the state directory as the daemon does."""
+    base = state_dir()
+    folders = [cam.path for cam in config.cameras] + [config.heatmaps or Path("heatmaps")]
+    return [(base / folder).expanduser() for folder in folders]
 
 
 def load_daemon_config(path: str | Path | None, folders: list[Path]) -> DaemonConfig:

@@ -37,9 +37,13 @@ from padformer_edge.store import (
     requeue_interrupted,
     skip,
 )
+from padformer_edge.store.engine import reading
 from padformer_edge.store.models import utc_now
 
 log = get_logger("worker")
+IDLE_RECHECK_S = 1.0
+"""With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
+watchdog heartbeat going and catches rows queued by another process."""
 
 
 def heatmap_path(folder: Path, row_id: int) -> Path:
@@ -71,6 +75,15 @@ class Worker:
         self.busy_since: float | None = None
         self.last_result = "none yet"
         self.processed = 0
+        self._arrived = threading.Event()
+
+    def wake(self) -> None:
+        """New work was queued (intake calls this), or the daemon is stopping: look now."""
+        self._arrived.set()
+
+    def _wait_for_work(self, seconds: float) -> None:
+        self._arrived.wait(seconds)
+        self._arrived.clear()  # the loop counts the backlog next, so nothing is missed
 
     # -- loop ------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -80,12 +93,12 @@ class Worker:
             backlog = self.backlog()
             if backlog == 0:
                 waiting_since = None
-                stop.wait(0.05)
+                self._wait_for_work(IDLE_RECHECK_S)
                 continue
             waiting_since = waiting_since or time.monotonic()
             young = (time.monotonic() - waiting_since) * 1000 < self.config.max_wait_ms
             if backlog < self.batch_size and young:
-                stop.wait(0.02)  # a short wait lets a burst fill the batch
+                self._wait_for_work(0.02)  # a short wait lets a burst fill the batch
                 continue
             waiting_since = None
             try:
@@ -104,7 +117,7 @@ class Worker:
             log.error("worker.requeue_failed", error=f"{type(err).__name__}: {err}")
 
     def backlog(self) -> int:
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             query = select(func.count()).where(Inspection.status == Status.pending)
             return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
 

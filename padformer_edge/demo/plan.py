@@ -80,5 +80,5 @@ QUICK = DemoPlan(
 
 # The shipped model inspects a part it never saw: render reference candidates, no training.
 # 24 candidates still cover the view sphere well enough for 4 viewpoint-covering references.
-GENERIC = replace(FULL, train_views=24)
+GENERIC = replace(FULL, size=224, train_views=24)
 GENERIC_QUICK = QUICK

@@ -29,7 +29,7 @@ BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 
-FUSED_LAB_WEIGHT = 0.5
+FUSED_LAB_WEIGHT = 0.75
 """The ``fused`` map is FUSED_LAB_WEIGHT * LAB / its spread + (1 - FUSED_LAB_WEIGHT) *
 feature / its spread. Chosen on the validation render (seed 1) by
 ``benchmarks/tune_validation.py``, never on the test render; README lists the search."""

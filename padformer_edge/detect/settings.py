@@ -17,12 +17,13 @@ from pydantic import ConfigDict, Field
 from padformer_edge.config import StrictModel
 
 MaskSchedule = Literal["random", "balanced"]
-ErrorMetricName = Literal["auto", "lab", "rgb", "feature", "fused"]
-"""``auto`` is ``fused`` for models with CNN tokens (the edge preset), ``lab`` otherwise."""
+ErrorMetricName = Literal["lab", "rgb", "feature", "fused"]
+MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused"]  # auto: the model's own
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
+METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
 DEVICES: tuple[str, ...] = get_args(DeviceName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
@@ -42,7 +43,7 @@ class DetectionSettings(StrictModel):
     passes: int = Field(15, ge=MIN_PASSES, description="masked reconstruction passes per image")
     mask_ratio: float = Field(0.4, gt=0.0, lt=1.0, description="share of patches hidden")
     schedule: MaskSchedule = "random"
-    metric: ErrorMetricName = "auto"
+    metric: MetricSetting = Field("auto", description="auto: fused for edge models, else lab")
     seed: int = Field(0, description="seed of the mask schedule")
     device: DeviceName = "auto"
     precision: Precision = "fp32"

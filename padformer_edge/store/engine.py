@@ -15,6 +15,10 @@ SQLite settings, each for a reason a line PC has:
 - Writers start every transaction with ``BEGIN IMMEDIATE``: taking the write lock up
   front means a transaction that read first can never fail later when it tries to write
   (SQLite cannot upgrade a read lock while another writer is active).
+- Readers inside the daemon (the worker's backlog count, intake's look-ups, the outbox
+  poll, health checks) go through ``reading(engine)``: a plain deferred ``BEGIN`` that
+  never takes the write lock, so frequent polls cannot queue behind a writer, or hold
+  up one.
 - CLI readers open the file read-only (``mode=ro``), so a history query can never take
   the write lock or change the file, whatever it does.
 """
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError
 
@@ -36,6 +40,16 @@ DB_ENV = "PADFORMER_EDGE_DB"
 STATE_DIR_ENV = "PADFORMER_EDGE_STATE_DIR"
 DEFAULT_DB_NAME = "results.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
+READ_ONLY_OPTION = "padformer_edge_read_only"  # execution option: begin without the lock
+
+
+def reading(engine: Engine) -> Connection:
+    """A connection for reads only: its transactions begin deferred (``BEGIN``), so they
+    share the database with the writer instead of waiting for, or taking, its lock.
+
+    Use it as ``with reading(engine) as conn:``; on PostgreSQL it is a plain connection.
+    """
+    return engine.connect().execution_options(**{READ_ONLY_OPTION: True})
 
 
 def state_dir() -> Path:
@@ -149,7 +163,8 @@ def open_engine(
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        deferred = read_only or conn.get_execution_options().get(READ_ONLY_OPTION, False)
+        conn.exec_driver_sql("BEGIN" if deferred else "BEGIN IMMEDIATE")
 
     return engine
 

@@ -1,6 +1,7 @@
 """The daemon's side of the store: the inspections table used as a durable work queue.
 
-Every function is one short write transaction (``BEGIN IMMEDIATE`` on SQLite), so a
+Every function but ``due_alerts`` (a read) is one short write transaction (``BEGIN
+IMMEDIATE`` on SQLite), so a
 crash at any point leaves each row in a state the next start knows how to resume:
 ``pending`` rows are claimed again, ``processing`` rows are requeued by
 ``requeue_interrupted``. A result and its alerts are committed together or not at all.
@@ -19,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from padformer_edge.anomaly import is_anomalous
+from padformer_edge.store.engine import reading
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 
 
@@ -211,8 +213,8 @@ def requeue_interrupted(engine: Engine, *, max_attempts: int) -> tuple[int, int]
 
 
 def due_alerts(engine: Engine, *, limit: int = 100, now: datetime | None = None) -> list[Alert]:
-    """Pending alerts whose next attempt is due, oldest first."""
-    with _session(engine) as session, session.begin():
+    """Pending alerts whose next attempt is due, oldest first (a read: no write lock)."""
+    with reading(engine) as conn, Session(conn, expire_on_commit=False) as session:
         return list(
             session.scalars(
                 select(Alert)

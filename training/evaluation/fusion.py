@@ -45,7 +45,7 @@ class FusionSweepScorer:
         self.detector: Detector | None = None
 
     def prepare(self, references: Sequence[np.ndarray]) -> None:
-        settings = DetectionSettings(passes=self.passes, metric="lab", seed=self.seed)
+        settings = DetectionSettings(passes=self.passes, metric="lab", seed=self.seed, device="cpu")
         self.detector = Detector(self.model, references, settings)
 
     @torch.inference_mode()

@@ -1,0 +1,65 @@
+"""The ``http:`` section of the daemon config, also what ``padformer-edge serve`` runs with.
+
+It lives with the web package (as ``alerts:`` lives with the alerts package) so that the
+daemon config can include it without the web package importing the daemon. Binding to
+anything but a loopback address without a token is refused here, before a socket opens:
+the page shows camera pictures and the retry button changes the outbox.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from padformer_edge.config import StrictModel
+from padformer_edge.errors import UserError
+
+TOKEN_ENV = "PADFORMER_EDGE_HTTP_TOKEN"
+MIN_TOKEN_CHARS = 16
+
+
+class HttpConfig(StrictModel):
+    """Where the operator's page listens, the token it asks for, and extra file roots.
+
+    ``roots`` are folders besides the cameras and the heatmap folder whose files may be
+    shown (images moved elsewhere by a archiving job, for example).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    token: str | None = Field(None, min_length=MIN_TOKEN_CHARS)
+    roots: list[Path] = Field(default_factory=list)
+    live_cards: int = Field(24, ge=1, le=200)
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``: only this machine can connect."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def effective_token(config: HttpConfig) -> str | None:
+    """``$PADFORMER_EDGE_HTTP_TOKEN`` wins over the config, so a secret can stay out of YAML."""
+    token = os.environ.get(TOKEN_ENV) or config.token
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise UserError(
+            f"${TOKEN_ENV} is shorter than {MIN_TOKEN_CHARS} characters; "
+            "use a longer random token, e.g. from 'openssl rand -hex 16'."
+        )
+    return token
+
+
+def require_token_off_loopback(config: HttpConfig, token: str | None) -> None:
+    """Refuse to listen beyond this machine without a token every request must carry."""
+    if token is None and not is_loopback(config.host):
+        raise UserError(
+            f"the web page would listen on {config.host}, reachable from other machines, "
+            f"without a token; set http.token or ${TOKEN_ENV}, or bind to 127.0.0.1."
+        )

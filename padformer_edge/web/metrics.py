@@ -1,0 +1,226 @@
+"""``/metrics``: the store's counters and histograms in the Prometheus text format.
+
+Counters count what finished since this process started, as Prometheus expects of a
+process's counters (a restart is a counter reset, which ``rate()`` handles); counting the
+whole history instead would cost a full pass over millions of rows on the first scrape
+and show a restart as a burst of a million inspections. A scrape stays cheap because
+totals are kept from a watermark on the primary key: every row at or below it is
+finished (finished rows never change again) and already counted, the watermark advances
+to just before the oldest row still queued, and each scrape reads only the rows above.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from sqlalchemy import Connection, Engine, case, func, select
+
+from padformer_edge.store import Alert, AlertState, Inspection, Status
+from padformer_edge.web.queries import unindexed
+
+BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+FINISHED = (Status.done, Status.failed, Status.skipped)
+QUEUED = (Status.pending, Status.processing)
+MIN_INTERVAL_S = 1.0
+
+
+@dataclass
+class Histogram:
+    """Cumulative bucket counts (``le`` each of ``BUCKETS_S``), count and sum in seconds."""
+
+    buckets: list[int] = field(default_factory=lambda: [0] * len(BUCKETS_S))
+    count: int = 0
+    total_s: float = 0.0
+
+    def add(self, other: Histogram, sign: int = 1) -> None:
+        self.buckets = [a + sign * b for a, b in zip(self.buckets, other.buckets, strict=True)]
+        self.count += sign * other.count
+        self.total_s += sign * other.total_s
+
+
+@dataclass
+class Totals:
+    inspections: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    anomalies: Counter[tuple[str, str]] = field(default_factory=Counter)
+    detect: dict[str, Histogram] = field(default_factory=dict)
+    queue: dict[str, Histogram] = field(default_factory=dict)
+
+    def add(self, other: Totals, sign: int = 1) -> None:
+        """Add (``sign`` 1) or take away (-1) another set of totals, label by label."""
+        for mine, theirs in ((self.inspections, other.inspections),
+                             (self.anomalies, other.anomalies)):  # fmt: skip
+            for key, value in theirs.items():
+                mine[key] += sign * value  # type: ignore[index]
+        for hists, others in ((self.detect, other.detect), (self.queue, other.queue)):
+            for camera, hist in others.items():
+                hists.setdefault(camera, Histogram()).add(hist, sign)
+
+
+def _histograms(conn: Connection, column: Any, where: list[Any]) -> dict[str, Histogram]:
+    """Per camera cumulative buckets of a millisecond column (set only on finished rows),
+    computed by the database."""
+    bounds = [func.sum(case((column <= b * 1000.0, 1), else_=0)) for b in BUCKETS_S]
+    camera = unindexed(Inspection.camera)
+    rows = conn.execute(
+        select(camera, func.count(), func.sum(column), *bounds)
+        .where(*where, column.is_not(None))
+        .group_by(camera)
+    ).all()
+    return {
+        camera: Histogram([int(b or 0) for b in bucket], int(n), float(total or 0) / 1000.0)
+        for camera, n, total, *bucket in rows
+    }
+
+
+def aggregate(conn: Connection, above: int, upto: int | None) -> Totals:
+    """Totals of the finished rows with ``above < id <= upto`` (no upper end if None).
+
+    Only the id range is in the WHERE clause and the grouping columns are wrapped, so
+    the database walks the primary key over just that range (a status condition would
+    send SQLite through the status index over every finished row instead).
+    """
+    where = [Inspection.id > above]
+    if upto is not None:
+        where.append(Inspection.id <= upto)
+    totals = Totals()
+    anomalous = func.sum(case((Inspection.is_anomaly.is_(True), 1), else_=0))
+    keys = [
+        unindexed(Inspection.camera),
+        unindexed(Inspection.product),
+        unindexed(Inspection.status),
+    ]
+    rows = conn.execute(select(*keys, func.count(), anomalous).where(*where).group_by(*keys)).all()
+    for camera, product, status, count, anomalies in rows:
+        if Status(status) not in FINISHED:
+            continue
+        totals.inspections[(camera, product, Status(status).value)] += int(count)
+        totals.anomalies[(camera, product)] += int(anomalies or 0)
+    totals.detect = _histograms(conn, Inspection.detect_ms, where)
+    totals.queue = _histograms(conn, Inspection.queue_ms, where)
+    return totals
+
+
+class StoreCollector(Collector):
+    """Reads the store on scrape (at most once a second) and yields the metric families."""
+
+    def __init__(self, engine: Callable[[], Engine], heartbeat_age: Callable[[], float | None]):
+        self._engine = engine
+        self._heartbeat_age = heartbeat_age
+        self._lock = threading.Lock()
+        self._watermark: int | None = None  # set on the first scrape
+        self._prefix = Totals()
+        self._before_start = Totals()  # finished rows above the first watermark
+        self._cached: list[Metric] = []
+        self._cached_at = -1e9
+
+    def _advance(self, conn: Connection) -> Totals:
+        """Move finished rows into the cached prefix; return what finished since start:
+        prefix + finished tail - what was already finished at the first scrape."""
+        oldest_open = [
+            conn.execute(select(func.min(Inspection.id)).where(Inspection.status == s)).scalar()
+            for s in QUEUED
+        ]
+        open_ids = [i for i in oldest_open if i is not None]
+        newest = conn.execute(select(func.max(Inspection.id))).scalar() or 0
+        upto = min(open_ids) - 1 if open_ids else newest
+        if self._watermark is None:
+            self._watermark = upto
+            self._before_start = aggregate(conn, upto, None)
+        elif upto > self._watermark:
+            self._prefix.add(aggregate(conn, self._watermark, upto))
+            self._watermark = upto
+        result = Totals()
+        result.add(self._prefix)
+        result.add(aggregate(conn, self._watermark, None))
+        result.add(self._before_start, sign=-1)
+        return result
+
+    def _gauges(self, conn: Connection) -> list[Metric]:
+        depth = GaugeMetricFamily(
+            "padformer_queue_depth", "Camera files waiting or being inspected.", labels=["status"]
+        )
+        counts = dict(
+            conn.execute(
+                select(Inspection.status, func.count())
+                .where(Inspection.status.in_(QUEUED))
+                .group_by(Inspection.status)
+            ).all()
+        )
+        for status in QUEUED:
+            depth.add_metric([status.value], counts.get(status, 0))
+        alerts = GaugeMetricFamily(
+            "padformer_alerts", "Alerts in the outbox by delivery state.", labels=["state"]
+        )
+        states = dict(conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
+        for state in AlertState:
+            alerts.add_metric([state.value], states.get(state, 0))
+        out: list[Metric] = [depth, alerts]
+        age = self._heartbeat_age()
+        if age is not None:
+            beat = GaugeMetricFamily(
+                "padformer_daemon_heartbeat_age_seconds",
+                "Seconds since the daemon last reported itself alive.",
+            )
+            beat.add_metric([], age)
+            out.append(beat)
+        return out
+
+    def _families(self) -> list[Metric]:
+        with self._engine().connect() as conn:
+            totals = self._advance(conn)
+            gauges = self._gauges(conn)
+        inspections = CounterMetricFamily(
+            "padformer_inspections",
+            "Camera files finished, by camera, product and outcome.",
+            labels=["camera", "product", "status"],
+        )
+        for labels, count in sorted(totals.inspections.items()):
+            inspections.add_metric(list(labels), count)
+        anomalies = CounterMetricFamily(
+            "padformer_anomalies", "Inspections judged anomalous.", labels=["camera", "product"]
+        )
+        for labels, count in sorted(totals.anomalies.items()):
+            anomalies.add_metric(list(labels), count)
+        families: list[Metric] = [inspections, anomalies]
+        for name, doc, hists in (
+            ("padformer_detect_seconds", "Detection time per image.", totals.detect),
+            ("padformer_queue_seconds", "Time from discovery to inspection.", totals.queue),
+        ):
+            family = HistogramMetricFamily(name, doc, labels=["camera"])
+            for camera, hist in sorted(hists.items()):
+                buckets = [(repr(b), n) for b, n in zip(BUCKETS_S, hist.buckets, strict=True)]
+                buckets.append(("+Inf", hist.count))
+                family.add_metric([camera], buckets, hist.total_s)
+            families.append(family)
+        return families + gauges
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            if time.monotonic() - self._cached_at >= MIN_INTERVAL_S:
+                self._cached = self._families()
+                self._cached_at = time.monotonic()
+            yield from self._cached
+
+
+class Metrics:
+    """A private registry (not the global one) holding the store collector."""
+
+    def __init__(self, engine: Callable[[], Engine], heartbeat_age: Callable[[], float | None]):
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(StoreCollector(engine, heartbeat_age))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,288 @@
+"""What the pages ask of the store: one bounded, indexed query per question.
+
+Every read here is shaped for a history of millions of rows: pages use keyset paging on
+``(discovered_at, id)`` (no ``OFFSET``, no total count), camera and product lists come
+from an index skip-scan, and health figures look only at a recent window of
+``discovered_at``. The one write, ``retry_alert``, is the outbox's second chance and runs
+on a separate writer engine that only the authenticated retry endpoint asks for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    case,
+    func,
+    literal_column,
+    select,
+    text,
+    tuple_,
+)
+from sqlalchemy.orm import Session
+
+from padformer_edge.errors import UserError
+from padformer_edge.store import Alert, AlertState, Filters, Inspection, Status
+from padformer_edge.store import get_inspection as store_get_inspection
+from padformer_edge.store.history import record
+from padformer_edge.store.models import utc_now
+
+Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
+VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
+QUEUED = (Status.pending, Status.processing)
+
+
+def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
+    """The one word a card shows: what happened to the file, and what the model said."""
+    status = row["status"] if isinstance(row, dict) else row.status
+    anomalous = row["is_anomaly"] if isinstance(row, dict) else row.is_anomaly
+    status = Status(status)
+    if status is Status.done:
+        return "anomaly" if anomalous else "good"
+    if status in QUEUED:
+        return "queued"
+    return "failed" if status is Status.failed else "skipped"
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    """The history page's filters; ``before`` is the id of the last row of the page above."""
+
+    camera: str | None = None
+    product: str | None = None
+    verdict: Verdict | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    before: int | None = None
+    limit: int = 50
+
+    def clauses(self) -> list[ColumnElement[bool]]:
+        clauses = Filters(
+            camera=self.camera, product=self.product, since=self.since, until=self.until
+        ).clauses()
+        # Only a finished inspection has a verdict (``is_anomaly`` is set by ``complete``
+        # alone), so no status clause: SQLite would take the status index and sort every
+        # finished row instead of walking the time index to the first page.
+        if self.verdict == "anomaly":
+            clauses.append(Inspection.is_anomaly.is_(True))
+        elif self.verdict == "good":
+            clauses.append(Inspection.is_anomaly.is_(False))
+        elif self.verdict == "queued":
+            clauses.append(Inspection.status.in_(QUEUED))
+        elif self.verdict is not None:
+            clauses.append(Inspection.status == Status(self.verdict))
+        return clauses
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[dict[str, Any]]
+    older: int | None  # the ``before`` of the next page, None on the last one
+
+
+def _newest_first(query: Any) -> Any:
+    return query.order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
+
+
+def history_page(engine: Engine, query: HistoryQuery) -> Page:
+    """One page, newest first, plus whether an older page exists (one row looked ahead)."""
+    clauses = query.clauses()
+    with engine.connect() as conn:
+        if query.before is not None:
+            anchor = conn.execute(
+                select(Inspection.discovered_at).where(Inspection.id == query.before)
+            ).scalar_one_or_none()
+            if anchor is not None:
+                key = tuple_(Inspection.discovered_at, Inspection.id)
+                clauses.append(key < tuple_(anchor, query.before))
+        table = Inspection.__table__
+        rows = conn.execute(
+            _newest_first(select(table).where(*clauses)).limit(query.limit + 1)
+        ).mappings()
+        found = [record(dict(r)) for r in rows]
+    older = found[query.limit - 1]["id"] if len(found) > query.limit else None
+    return Page(found[: query.limit], older)
+
+
+def iter_history(engine: Engine, query: HistoryQuery, batch: int = 1000) -> Iterator[dict]:
+    """Every row matching the filters (no paging), newest first, ``batch`` rows at a time."""
+    statement = _newest_first(select(Inspection.__table__).where(*query.clauses()))
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=batch).execute(statement)
+        for row in result.mappings():
+            yield record(dict(row))
+
+
+def newest(engine: Engine, limit: int) -> list[dict[str, Any]]:
+    """The live view's cards: the newest rows whatever their state."""
+    return history_page(engine, HistoryQuery(limit=limit)).rows
+
+
+def distinct_values(engine: Engine, column: Literal["camera", "product"]) -> list[str]:
+    """Every camera (or product) in the history, by hopping along its index.
+
+    A recursive ``min(x) WHERE x > previous`` touches one index entry per distinct value,
+    where ``SELECT DISTINCT`` would read the whole index of a million-row table.
+    """
+    statement = text(
+        f"WITH RECURSIVE v(x) AS (SELECT min({column}) FROM inspections "
+        f"UNION ALL SELECT (SELECT min({column}) FROM inspections WHERE {column} > v.x) "
+        "FROM v WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL"
+    )
+    with engine.connect() as conn:
+        return [str(v) for v in conn.execute(statement).scalars()]
+
+
+def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
+    """One row with its alerts (and their delivery state) loaded."""
+    return store_get_inspection(engine, inspection_id)
+
+
+def unindexed(column: Any) -> Any:
+    """``column || ''``: the same value, but not a column SQLite can take an index for.
+
+    Grouping by a bare camera makes SQLite's planner walk the whole camera index (rows
+    come out grouped already) instead of the few rows a time or id range selects.
+    """
+    return column.op("||")(literal_column("''"))
+
+
+@dataclass(frozen=True)
+class CameraHealth:
+    camera: str
+    inspected: int
+    anomalies: int
+    failed: int
+    queued: int
+    per_minute: float
+    detect_ms_p50: float | None
+    detect_ms_p95: float | None
+
+    @property
+    def anomaly_rate(self) -> float | None:
+        return self.anomalies / self.inspected if self.inspected else None
+
+
+@dataclass(frozen=True)
+class Health:
+    window_min: float
+    cameras: list[CameraHealth]
+    queued: int
+    failed: list[dict[str, Any]]
+    alert_states: dict[str, int]
+    dead_alerts: list[dict[str, Any]]
+
+
+def _window_counts(conn: Connection, since: datetime) -> dict[str, tuple[int, int, int]]:
+    """Per camera (inspected, anomalous, failed) among rows discovered since ``since``."""
+    camera = unindexed(Inspection.camera).label("camera")
+    status = Inspection.status
+
+    def count_if(condition: Any) -> Any:
+        return func.sum(case((condition, 1), else_=0))
+
+    rows = conn.execute(
+        select(camera, count_if(status == Status.done),
+               count_if(Inspection.is_anomaly.is_(True)), count_if(status == Status.failed))
+        .where(Inspection.discovered_at >= since)
+        .group_by(camera)
+    ).all()  # fmt: skip
+    return {str(c): (int(d or 0), int(a or 0), int(f or 0)) for c, d, a, f in rows}
+
+
+def _window_detect_percentiles(conn: Connection, since: datetime) -> dict[str, tuple[float, float]]:
+    """Nearest-rank p50 and p95 of detect time per camera over the window, in SQL."""
+    camera = unindexed(Inspection.camera)
+    where = [Inspection.discovered_at >= since, Inspection.detect_ms.is_not(None)]
+    sizes = conn.execute(select(camera, func.count()).where(*where).group_by(camera)).all()
+    ranks = {str(c): (max(1, math.ceil(n * 0.5)), max(1, math.ceil(n * 0.95))) for c, n in sizes}
+    if not ranks:
+        return {}
+    ranked = (
+        select(
+            camera.label("camera"),
+            Inspection.detect_ms.label("v"),
+            func.row_number().over(partition_by=camera, order_by=Inspection.detect_ms).label("rn"),
+        )
+        .where(*where)
+        .subquery()
+    )
+    wanted = sorted({r for pair in ranks.values() for r in pair})
+    found: dict[tuple[str, int], float] = {}
+    for cam, rn, value in conn.execute(
+        select(ranked.c.camera, ranked.c.rn, ranked.c.v).where(ranked.c.rn.in_(wanted))
+    ):
+        found[(str(cam), int(rn))] = float(value)
+    return {
+        cam: (found[(cam, p50)], found[(cam, p95)])
+        for cam, (p50, p95) in ranks.items()
+        if (cam, p50) in found and (cam, p95) in found
+    }
+
+
+def health(engine: Engine, since: datetime, window_min: float, failed_limit: int = 20) -> Health:
+    """Per camera rate, anomaly rate and detect-time percentiles over the window since
+    ``since`` (a range of the time index); the queue, the newest failures and the outbox
+    over the whole store (the status and state indexes)."""
+    with engine.connect() as conn:
+        counts = _window_counts(conn, since)
+        times = _window_detect_percentiles(conn, since)
+        queued = dict(
+            conn.execute(
+                select(Inspection.camera, func.count())
+                .where(Inspection.status.in_(QUEUED))
+                .group_by(Inspection.camera)
+            ).all()
+        )
+        failed = conn.execute(
+            select(Inspection.id, Inspection.camera, Inspection.source_path, Inspection.error,
+                   Inspection.discovered_at)
+            .where(Inspection.status == Status.failed)
+            .order_by(Inspection.id.desc())
+            .limit(failed_limit)
+        ).mappings().all()  # fmt: skip
+        states = dict(conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
+        dead = conn.execute(
+            select(Alert.id, Alert.inspection_id, Alert.sink, Alert.attempts, Alert.last_error,
+                   Alert.created_at, Inspection.camera)
+            .join(Inspection, Alert.inspection_id == Inspection.id)
+            .where(Alert.state == AlertState.dead)
+            .order_by(Alert.id.desc())
+            .limit(failed_limit)
+        ).mappings().all()  # fmt: skip
+    cameras = []
+    for name in sorted(set(counts) | set(queued)):
+        done, anomalies, failures = counts.get(name, (0, 0, 0))
+        p50, p95 = times.get(name, (None, None))
+        rate = (done + failures) / window_min
+        cameras.append(CameraHealth(name, done, anomalies, failures, int(queued.get(name, 0)),
+                                    rate, p50, p95))  # fmt: skip
+    return Health(
+        window_min,
+        cameras,
+        sum(int(v) for v in queued.values()),
+        [dict(r) for r in failed],
+        {AlertState(k).value: int(v) for k, v in states.items()},
+        [dict(r) for r in dead],
+    )
+
+
+def retry_alert(writer: Engine, alert_id: int) -> None:
+    """Make one dead (or waiting) alert due now with a fresh attempt count.
+
+    A sent alert is refused: sending it again would be a second notification.
+    """
+    with Session(writer) as session, session.begin():
+        alert = session.get(Alert, alert_id)
+        if alert is None:
+            raise UserError(f"there is no alert {alert_id}; the health page lists them.")
+        if alert.state is AlertState.sent:
+            raise UserError(f"alert {alert_id} was already sent; there is nothing to retry.")
+        alert.state, alert.attempts, alert.next_attempt_at = AlertState.pending, 0, utc_now()

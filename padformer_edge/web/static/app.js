@@ -1,0 +1,79 @@
+// The operator's page: live cards over server-sent events and the overlay slider.
+// Plain DOM code, no build step. Text goes in with textContent, never as HTML.
+"use strict";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function num(value) {
+  return value === null || value === undefined ? "-" : String(Number(value.toPrecision(4)));
+}
+
+function buildCard(c) {
+  const card = el("article", "card verdict-" + c.verdict);
+  card.dataset.id = String(c.id);
+  const pictures = el("a", "pictures");
+  pictures.href = c.detail;
+  const image = el("img", "image");
+  image.src = c.image;
+  image.alt = "camera image " + c.id;
+  pictures.appendChild(image);
+  if (c.heatmap) {
+    const heat = el("img", "heatmap");
+    heat.src = c.heatmap;
+    heat.alt = "heatmap " + c.id;
+    pictures.appendChild(heat);
+  }
+  card.appendChild(pictures);
+  const facts = el("div", "facts");
+  facts.appendChild(el("span", "verdict", c.verdict));
+  facts.appendChild(document.createTextNode(" "));
+  facts.appendChild(el("span", "camera", c.camera));
+  facts.appendChild(document.createTextNode(" · "));
+  facts.appendChild(el("span", "product", c.product));
+  facts.appendChild(el("br"));
+  facts.appendChild(el("span", "time", c.time));
+  facts.appendChild(el("br"));
+  facts.appendChild(el("span", "score", "score " + num(c.score) + " / threshold " + num(c.threshold)));
+  card.appendChild(facts);
+  return card;
+}
+
+function startLive(cards) {
+  const state = document.getElementById("stream-state");
+  if (!window.EventSource) {
+    state.textContent = "reload to update";
+    return;
+  }
+  const source = new EventSource("/events");
+  source.onopen = () => { state.textContent = "live"; state.className = "stream-state on"; };
+  source.onerror = () => { state.textContent = "reconnecting…"; state.className = "stream-state"; };
+  source.addEventListener("cards", (event) => {
+    const list = JSON.parse(event.data);
+    cards.replaceChildren(...list.map(buildCard));
+    const empty = document.getElementById("empty");
+    if (empty && list.length) empty.remove();
+  });
+}
+
+function startSlider(slider) {
+  const overlay = document.getElementById("overlay");
+  const shown = document.getElementById("opacity-value");
+  const apply = () => {
+    overlay.style.opacity = String(slider.value / 100);
+    shown.textContent = slider.value + "%";
+  };
+  slider.addEventListener("input", apply);
+  apply();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const cards = document.getElementById("cards");
+  if (cards) startLive(cards);
+  const slider = document.getElementById("opacity");
+  if (slider) startSlider(slider);
+});

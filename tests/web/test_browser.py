@@ -1,0 +1,132 @@
+"""The page in a real browser: Debian's chromium driven by Playwright (no browser is
+downloaded). A card for an image dropped into the folder of a running daemon appears
+without a reload and its heatmap really loads; filters change the rows; the detail
+page's slider changes the overlay.
+
+Without chromium these tests skip, except under CI (``CI=true``), where they fail:
+``.ci/run`` installs chromium, and a CI run that silently skipped them would prove
+nothing about the page.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
+from tests.detect_images import product_image
+from tests.web.site import Site
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+HEATMAP_LOADED = (
+    "(sel) => { const i = document.querySelector(sel);"
+    " return !!i && i.complete && i.naturalWidth > 0; }"
+)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; under CI the browser tests must run (.ci/run installs it)")
+    pytest.skip(reason)
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's chromium through Playwright, as the tests and the screenshot script use it."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing; install it with 'apt-get install chromium'")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed; pip install -e '.[dev]'")
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+def _listening_url(daemon: DaemonProcess) -> str:
+    found: list[str] = []
+
+    def check() -> bool:
+        found[:] = [e["url"] for e in daemon.events() if e.get("event") == "web.listening"]
+        return bool(found)
+
+    wait_for(check, 300, daemon, "the web server of the daemon")  # imports on a busy machine
+    return found[0]
+
+
+def test_a_dropped_image_appears_as_a_live_card_without_reload(tmp_path: Path, page: Any) -> None:
+    site = make_site(tmp_path, http={"port": 0})
+    with DaemonProcess(site) as daemon:
+        url = _listening_url(daemon)
+        daemon.wait_ready(300)
+        page.goto(url + "/")
+        page.wait_for_function(
+            "() => document.getElementById('stream-state').textContent === 'live'"
+        )
+        assert page.locator(".card").count() == 0
+        page.evaluate("() => { window.notReloaded = true; }")
+        dropped = time.monotonic()
+        write_image(site.cameras["cam0"] / "part-0001.png", product_image(48, 64, 3))
+        page.wait_for_selector(".card", timeout=15_000)
+        appeared = time.monotonic() - dropped
+        page.wait_for_function(HEATMAP_LOADED, arg=".card img.heatmap", timeout=60_000)
+        assert page.evaluate("() => window.notReloaded === true")
+        card = page.locator(".card").first
+        assert card.locator(".camera").inner_text() == "cam0"
+        assert card.locator(".verdict").inner_text().lower() in ("good", "anomaly")
+        assert page.evaluate("() => document.querySelector('.card img.image').naturalWidth") > 0
+        assert appeared < 15
+        assert daemon.terminate() == 0
+
+
+def _camera_cells(page: Any) -> list[str]:
+    return page.locator("#rows tbody tr td:nth-child(3)").all_inner_texts()
+
+
+def test_filters_change_the_rows(server: Any, site: Site, page: Any) -> None:
+    page.goto(server.url + "/history")
+    everything = _camera_cells(page)
+    assert {"cam-a", "cam-b"} <= set(everything)
+    page.select_option("select[name=camera]", "cam-b")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**camera=cam-b**")
+    only_b = _camera_cells(page)
+    assert only_b and set(only_b) == {"cam-b"} and len(only_b) < len(everything)
+    page.select_option("select[name=verdict]", "anomaly")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**verdict=anomaly**")
+    verdicts = page.locator("#rows tbody tr").evaluate_all("rows => rows.map(r => r.className)")
+    assert verdicts and set(verdicts) == {"verdict-anomaly"}
+    assert len(verdicts) < len(only_b)
+
+
+def test_the_detail_slider_changes_the_overlay(server: Any, site: Site, page: Any) -> None:
+    page.goto(f"{server.url}/inspections/{site.anomalies[0]}")
+    page.wait_for_function(HEATMAP_LOADED, arg="#overlay")
+    opacity = "() => getComputedStyle(document.getElementById('overlay')).opacity"
+    assert page.evaluate(opacity) == "0.7"
+    page.fill("#opacity", "20")
+    assert page.evaluate(opacity) == "0.2"
+    assert page.inner_text("#opacity-value") == "20%"
+    page.fill("#opacity", "100")
+    assert page.evaluate(opacity) == "1"

@@ -1,0 +1,215 @@
+"""The pages and data endpoints over a seeded store, through a real server: history
+filters and paging, exports equal to ``results list``, detail, health, /metrics and the
+live event stream; on SQLite, and on PostgreSQL when a test database is configured."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import cv2
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+
+from padformer_edge import heartbeat
+from padformer_edge.store import DetectionOutcome, claim_batch, complete, enqueue, open_engine
+from padformer_edge.store.history import COLUMNS, Filters, list_inspections, record
+from padformer_edge.web import WebServer
+from padformer_edge.web.media import MediaRoots
+from tests.cli_process import REPO
+from tests.web.client import request
+from tests.web.site import THRESHOLD, Site
+
+
+def _ids(page: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<td><a href="/inspections/(\d+)">', page)]
+
+
+def test_history_lists_newest_first_and_filters_change_the_rows(
+    server: WebServer, site: Site
+) -> None:
+    everything = _ids(request(server.url, "/history").text)
+    assert everything == sorted(everything, reverse=True)
+    assert set(site.good + site.anomalies) <= set(everything)
+    cam_a = _ids(request(server.url, "/history?camera=cam-a").text)
+    assert cam_a and set(cam_a) < set(everything)
+    anomalies = _ids(request(server.url, "/history?verdict=anomaly").text)
+    assert anomalies == sorted(site.anomalies, reverse=True)
+    good_nut = _ids(request(server.url, "/history?verdict=good&product=nut").text)
+    assert good_nut and all(i in site.good for i in good_nut)
+    failed = _ids(request(server.url, "/history?verdict=failed").text)
+    assert failed == [site.failed]
+    recent = _ids(request(server.url, "/history?since=35m").text)
+    assert site.failed in recent and site.good[0] not in recent
+    older = _ids(request(server.url, "/history?until=45m").text)
+    assert older and site.failed not in older
+
+
+def test_history_pages_with_an_older_link_until_the_end(server: WebServer, site: Site) -> None:
+    seen: list[int] = []
+    path = "/history?limit=4&camera=cam-a"
+    while path:
+        page = request(server.url, path).text
+        seen += _ids(page)
+        link = re.search(r'id="older" href="([^"]+)"', page)
+        path = link.group(1).replace("&amp;", "&") if link else ""
+    everything = _ids(request(server.url, "/history?camera=cam-a&limit=500").text)
+    assert seen == everything and len(seen) > 4
+
+
+def test_a_bad_filter_is_one_sentence(server: WebServer) -> None:
+    reply = request(server.url, "/history?since=yesterday")
+    assert reply.status == 400 and "since 'yesterday'" in reply.text
+    assert request(server.url, "/history?verdict=maybe").status == 400
+    assert request(server.url, "/history?limit=0").status == 400
+    assert request(server.url, "/health?window=3y").status == 400
+
+
+def test_exports_are_the_rows_of_results_list(server: WebServer, site: Site) -> None:
+    engine = open_engine(site.db, read_only=True)
+    expected = [record(r) for r in list_inspections(engine, Filters(camera="cam-b"), limit=1000)]
+    engine.dispose()
+    as_json = json.loads(request(server.url, "/history.json?camera=cam-b").body)
+    assert as_json == expected
+    reply = request(server.url, "/history.csv?camera=cam-b")
+    assert "attachment" in reply.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(reply.text)))
+    assert list(rows[0]) == COLUMNS
+    assert [int(r["id"]) for r in rows] == [r["id"] for r in expected]
+
+
+def test_detail_shows_scores_threshold_times_and_alert_states(
+    server: WebServer, site: Site
+) -> None:
+    row = site.anomalies[0]
+    page = request(server.url, f"/inspections/{row}").text
+    score = float(re.search(r'id="score">([^<]+)<', page).group(1))
+    assert score > THRESHOLD
+    assert f"{score / THRESHOLD:.4g}" in page  # normalised score
+    assert "ms</td>" in page and 'id="opacity"' in page and f"/media/{row}/heatmap" in page
+    assert "hook" in page and any(s in page for s in ("dead", "sent", "pending"))
+    assert request(server.url, "/inspections/999999").status == 404
+
+
+def test_health_reports_cameras_queue_failures_outbox_and_heartbeat(
+    server: WebServer, site: Site
+) -> None:
+    page = request(server.url, "/health").text
+    assert "cam-a" in page and "cam-b" in page
+    assert "image is truncated (no PNG trailer)" in page
+    assert "dead: 1" in page and "sent: 1" in page
+    assert re.search(r'id="queue-depth">(\d+)<', page).group(1) == str(len(site.hostile))
+    assert "never seen" in page
+    heartbeat.beat({"status": "backlog 0"})
+    page = request(server.url, "/health").text
+    assert re.search(r'id="heartbeat-age">[0-9.e-]+ s ago', page)
+
+
+def _samples(text: str) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_metrics_count_what_finishes_after_start_and_the_queue(
+    server: WebServer, site: Site
+) -> None:
+    """Counters start at zero with the process (Prometheus handles the reset); results
+    finished later count at once, whether they are above the oldest queued row or it."""
+    first = _samples(request(server.url, "/metrics").text)
+    done_a = ("padformer_inspections_total",
+              (("camera", "cam-a"), ("product", "bolt"), ("status", "done")))  # fmt: skip
+    assert first.get(done_a, 0) == 0
+    assert first[("padformer_queue_depth", (("status", "pending"),))] == len(site.hostile)
+    assert first[("padformer_alerts", (("state", "dead"),))] == 1
+    assert first[("padformer_alerts", (("state", "sent"),))] == 1
+    # A new row above the oldest queued one finishes first, then that oldest row.
+    engine = open_engine(site.db)
+    row = enqueue(engine, camera="cam-a", product="bolt", source_path="/x/new.png",
+                  sha256="f" * 64, size_bytes=1, discovered_at=datetime.now(UTC))  # fmt: skip
+    oldest = min(site.hostile.values())
+    claimed = [r.id for r in claim_batch(engine, 100)]
+    assert row.id in claimed and oldest in claimed
+    complete(engine, row.id, DetectionOutcome(0.1, THRESHOLD, None, "0" * 64, 12.0))
+    time.sleep(1.1)  # the collector reads the store at most once a second
+    second = _samples(request(server.url, "/metrics").text)
+    assert second[done_a] == 1
+    assert second[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 1
+    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.01")))] == 0
+    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.025")))] == 1
+    assert second[("padformer_detect_seconds_sum", (("camera", "cam-a"),))] == 0.012
+    processing = ("padformer_queue_depth", (("status", "processing"),))
+    assert second[processing] == len(site.hostile)
+    complete(engine, oldest, DetectionOutcome(5.0, THRESHOLD, None, "0" * 64, 500.0))
+    engine.dispose()
+    time.sleep(1.1)
+    third = _samples(request(server.url, "/metrics").text)
+    assert third[done_a] == 2
+    assert third[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 2
+    anomalies_a = ("padformer_anomalies_total", (("camera", "cam-a"), ("product", "bolt")))
+    assert third[anomalies_a] == 1
+    assert third[processing] == len(site.hostile) - 1
+
+
+def test_the_event_stream_sends_a_new_card(server: WebServer, site: Site) -> None:
+    with socket.create_connection((server.host, server.port), timeout=20) as sock:
+        sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        stream = sock.makefile("rb")
+        assert b"200" in stream.readline()
+
+        def next_cards() -> list[dict]:
+            while True:
+                line = stream.readline()
+                assert line, "the stream ended"
+                if line.startswith(b"data: "):
+                    return json.loads(line[6:])
+
+        first = next_cards()
+        assert {c["id"] for c in first} >= {site.failed}
+        engine = open_engine(site.db)
+        row = enqueue(engine, camera="cam-z", product="bolt", source_path="/x/live.png",
+                      sha256="e" * 64, size_bytes=1, discovered_at=datetime.now(UTC))  # fmt: skip
+        engine.dispose()
+        card = next(c for c in next_cards() if c["id"] == row.id)
+        assert card["camera"] == "cam-z" and card["verdict"] == "queued"
+
+
+def test_the_web_package_imports_nothing_of_model_detect_or_daemon() -> None:
+    code = (
+        "import sys, padformer_edge.web.app, padformer_edge.web.server\n"
+        "import padformer_edge.cli.serve_cmd\n"
+        "bad = [m for m in sys.modules if m.split('.')[:2] in (['padformer_edge','model'],"
+        "['padformer_edge','detect']) or m in ('torch', 'padformer_edge.daemon.service')]\n"
+        "print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_tiff_under_a_root_is_sent_as_png_and_a_corrupt_one_not_at_all(tmp_path: Path) -> None:
+    """Browsers do not show TIFF, which cameras often write."""
+    image = np.zeros((20, 30, 3), np.uint8)
+    image[5:10, 5:25] = (0, 0, 255)
+    tiff = tmp_path / "cam" / "part.tiff"
+    tiff.parent.mkdir()
+    assert cv2.imwrite(str(tiff), image)
+    picture = MediaRoots([tmp_path / "cam"]).read(str(tiff))
+    assert picture is not None and picture.content_type == "image/png"
+    decoded = cv2.imdecode(np.frombuffer(picture.data, np.uint8), cv2.IMREAD_COLOR)
+    assert np.array_equal(decoded, image)
+    broken = tmp_path / "cam" / "broken.tif"
+    broken.write_bytes(b"II*\x00 not really a tiff")
+    assert MediaRoots([tmp_path / "cam"]).read(str(broken)) is None
+    assert MediaRoots([tmp_path / "elsewhere"]).read(str(tiff)) is None
