@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.cli import detection_options as options
+from padformer_edge.cli.checks import require_file, require_folder
 
 
 def detect(
@@ -34,6 +35,10 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    require_folder(references, "reference folder", "pass a folder of good images of the product")
+    for image in images:
+        require_file(image, "image", "check the path")
     from padformer_edge.detect.service import DetectOptions, detect_files  # torch: load late
 
     options = DetectOptions(

@@ -8,6 +8,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from padformer_edge.cli.checks import require_file, require_folder
+
 
 def evaluate(
     model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
@@ -30,6 +32,8 @@ def evaluate(
 ) -> None:
     """Score the test split against N good references per class and report image AUROC,
     pixel AUROC and AUPRO per class and defect type; writes metrics.json and report.html."""
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    require_folder(data, "data folder", "pass --data with the dataset root", non_empty=True)
     from training.evaluation.protocol import EvalOptions
     from training.evaluation.report import rich_table
     from training.evaluation.service import evaluate_checkpoint

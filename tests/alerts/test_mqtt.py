@@ -21,7 +21,6 @@ import pytest
 from sqlalchemy import Engine
 
 from padformer_edge.daemon.alerts import AlertDispatcher, AlertsConfig, Cooldown, list_alerts
-
 from tests.services import import_or_missing, service_missing
 
 from .conftest import store_result, wait_until
