@@ -103,6 +103,7 @@ class Daemon:
             self.intake.max_bytes,
             self.config.alerts,
             on_alert=self.dispatcher.wake,
+            max_pixels=int(self.config.intake.max_megapixels * 1e6),
         )
         self.dispatcher.start()
         self.intake.start_observer()
