@@ -188,7 +188,7 @@ def size_reason(data: bytes, max_pixels: int) -> str | None:
     if width * height > max_pixels:
         return (
             f"image of {width}x{height} pixels ({width * height / 1e6:.1f} MP) is larger than "
-            f"the {max_pixels / 1e6:g} MP limit (intake.max_megapixels); refused undecoded"
+            f"the {max_pixels / 1e6:g} MP limit; refused undecoded"
         )
     return None
 

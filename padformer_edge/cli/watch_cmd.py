@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from padformer_edge.daemon.layout import require_profiles, resolve_layout
 from padformer_edge.daemon.settings import load_daemon_config  # registers the "daemon" kind
 
 
@@ -18,6 +19,10 @@ def watch(
     ),
 ) -> None:
     """Inspect every new image in the camera folders; stop with SIGTERM or Ctrl-C."""
+    settings = load_daemon_config(config, list(folders or []))
+    # Folders and profile names are checked before torch loads and before the database
+    # is touched: a typo costs a second and leaves nothing behind.
+    require_profiles(resolve_layout(settings), {cam.profile for cam in settings.cameras})
     from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
 
-    raise typer.Exit(run_daemon(load_daemon_config(config, list(folders or []))))
+    raise typer.Exit(run_daemon(settings))

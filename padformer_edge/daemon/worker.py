@@ -10,6 +10,7 @@ rewrites the same heatmap name, so a file never gets two results or two heatmaps
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +48,24 @@ def heatmap_path(folder: Path, row_id: int) -> Path:
     """``<folder>/<id // 10000>/<id>.png``: named by row id, never by the camera's file
     name, and sharded so a folder holds at most 10,000 files after months of running."""
     return folder / f"{row_id // 10000:05d}" / f"{row_id}.png"
+
+
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete the temp files (``.<id>.png.XXXXXXXX.tmp``) a crash left beside heatmaps;
+    returns how many. Only the one daemon writes there, and it calls this before its
+    worker starts, so every such file is a leftover, never a write in progress."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for shard, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(shard, name))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
 
 
 class Worker:

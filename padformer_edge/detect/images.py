@@ -19,7 +19,6 @@ from padformer_edge.decode import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, DecodeErro
 from padformer_edge.errors import UserError
 
 
-
 class ImageReadError(UserError):
     """An image file that is missing, unreadable or not a decodable picture."""
 
