@@ -135,3 +135,16 @@ def test_out_of_memory_halves_the_batch_and_keeps_every_image() -> None:
     assert out == [0, 1, 0, 1, 0, 1, 0]  # every image once, in order
     assert detector.calls == [7, 4, 2, 2, 2, 1]
     assert worker.batch_size == 2 and detector.max_batch == 8  # kept for later batches
+
+
+def test_the_systemd_unit_caps_the_daemon_memory() -> None:
+    """A second line of defence behind the pixel limit: MemoryMax= above MemoryHigh=."""
+    unit = Path(__file__).resolve().parents[2] / "systemd" / "padformer-edge.service"
+    settings = dict(
+        line.split("=", 1)
+        for line in unit.read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    gib = {"G": 1 << 30, "M": 1 << 20}
+    high, most = (int(settings[k][:-1]) * gib[settings[k][-1]] for k in ("MemoryHigh", "MemoryMax"))
+    assert 0 < high < most
