@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from padformer_edge.daemon.alerts import list_alerts, retry_alerts
 from padformer_edge.errors import UserError
 from padformer_edge.store import AlertState, open_engine
 from padformer_edge.store.schema import open_checked
@@ -40,6 +39,8 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
+    from padformer_edge.daemon.alerts import list_alerts  # the sinks: only when used
+
     rows = list_alerts(open_checked(db), state=_state(state), sink=sink, limit=limit)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -63,5 +64,7 @@ def retry(
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
     open_checked(db)  # exists and is at head, checked without taking the write lock
+    from padformer_edge.daemon.alerts import retry_alerts
+
     retried = retry_alerts(open_engine(db), alert_ids)
     typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.daemon.layout import require_profiles, resolve_layout
 from padformer_edge.daemon.settings import load_daemon_config  # registers the "daemon" kind
 
 
@@ -19,6 +18,8 @@ def watch(
     ),
 ) -> None:
     """Inspect every new image in the camera folders; stop with SIGTERM or Ctrl-C."""
+    from padformer_edge.daemon.layout import require_profiles, resolve_layout
+
     settings = load_daemon_config(config, list(folders or []))
     # Folders and profile names are checked before torch loads and before the database
     # is touched: a typo costs a second and leaves nothing behind.
