@@ -177,13 +177,16 @@ class Intake:
             candidates = list(self.settling.items())
         queued = 0
         for path, entry in candidates:
-            verdict = self._verdict(path, entry, now)
-            if verdict is None:
-                continue
-            if verdict and self._queue(path, entry.camera):
-                queued += 1
-            elif verdict:
-                continue  # the database refused for now; try again next step
+            try:
+                verdict = self._verdict(path, entry, now)
+                if verdict is None:
+                    continue
+                if verdict and self._queue(path, entry.camera):
+                    queued += 1
+                elif verdict:
+                    continue  # the database refused for now; try again next step
+            except Exception as err:  # one odd entry (permissions, a name too long)
+                self.report_once("intake.entry_failed", path, error=f"{type(err).__name__}: {err}")
             with self.lock:
                 self.settling.pop(path, None)
         return queued
