@@ -11,16 +11,17 @@ bytes three cheap checks run, each on the first bytes only:
 - OpenCV's own exceptions (its pixel limit, malformed chunks) become ``DecodeError``
   like every other reason, so a caller handles one exception type per file.
 
-This module imports OpenCV and NumPy but never torch: the daemon's intake and the CLI's
-early checks use it without loading the model stack.
+This module never imports torch, and imports OpenCV and NumPy only when it decodes: the
+daemon config reads ``DEFAULT_MAX_PIXELS`` from here on every CLI start.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
-import cv2
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Sized for real line cameras (a 48 MP sensor is 8000x6000); a larger header is refused.
 DEFAULT_MAX_PIXELS = 50_000_000
@@ -201,6 +202,9 @@ def decode_image(
     reason = signature_reason(data[:HEAD_BYTES], suffix) or size_reason(data, max_pixels)
     if reason is not None:
         raise DecodeError(reason)
+    import cv2
+    import numpy as np
+
     try:
         image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
     except cv2.error as err:  # e.g. OpenCV's own pixel limit, a malformed chunk
