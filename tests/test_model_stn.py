@@ -1,6 +1,8 @@
 """The feature STN: identity at initialisation, correct warps, any grid size, and a split
 first convolution that matches the one over the concatenated grids."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -58,21 +60,68 @@ def _trained_looking_stn(dim, grid, seed):
     return stn
 
 
+def _first_conv_terms(stn: FeatureSTN) -> int:
+    """Products summed per output of the first convolution: the longest sum in theta."""
+    conv = stn.localization[0]
+    return conv.in_channels * conv.kernel_size[0] * conv.kernel_size[1]
+
+
+def _warp_bound(theta_error: float, refs: torch.Tensor, dtype: torch.dtype) -> float:
+    """How far two bilinear warps of ``refs`` may differ when their thetas differ by at
+    most ``theta_error`` and their sampling weights are rounded in ``dtype``.
+
+    A sampling coordinate is theta_0 * x + theta_1 * y + theta_2 with |x|, |y| <= 1, so it
+    moves by at most 3 * theta_error in normalised units, which is side / 2 pixels per
+    unit; a bilinear sample moves by at most the largest step between neighbours
+    (2 * max|refs|) per pixel. The weights come from coordinates scaled by the side, so
+    each of the four is off by side * eps, times the value it multiplies.
+    """
+    side, largest = max(refs.shape[-2:]), refs.abs().max().item()
+    moved = 3 * theta_error * (side / 2) * 2 * largest
+    rounded = 4 * side * torch.finfo(dtype).eps * largest
+    return moved + rounded
+
+
 @pytest.mark.parametrize("grid", [8, 14])
 @pytest.mark.parametrize("ref_batch", [1, 3])
 def test_split_first_convolution_equals_the_concatenated_one(grid, ref_batch):
+    """The same computation in two orders: equal to float64 rounding in float64, and in
+    float32 (what runs) within bounds derived from the sums and the warp, not a fixed
+    1e-5 that a machine rounding a little differently exceeds."""
     stn = _trained_looking_stn(dim=24, grid=grid, seed=grid)
     query, refs = torch.randn(3, 24, grid, grid), torch.randn(ref_batch, 4, 24, grid, grid)
+    terms = _first_conv_terms(stn)
     with torch.no_grad():
+        wide = copy.deepcopy(stn).double()
+        exact = _concatenated_theta(wide, query.double(), refs.double())
+        scale = exact.abs().max().item()
+        for term in (None, wide.reference_term(refs.double())):
+            torch.testing.assert_close(
+                wide.theta(query.double(), refs.double(), term),
+                exact,
+                rtol=0,
+                atol=terms * torch.finfo(torch.float64).eps * scale,
+            )
+
         expected = _concatenated_theta(stn, query, refs)
         assert (expected - expected[:, :1]).abs().max() > 1e-3  # the warp really varies
+        theta_atol = terms * torch.finfo(torch.float32).eps * scale  # worst-case sum rounding
         for term in (None, stn.reference_term(refs)):
-            torch.testing.assert_close(stn.theta(query, refs, term), expected)
+            torch.testing.assert_close(
+                stn.theta(query, refs, term), expected, rtol=0, atol=theta_atol
+            )
+        used = stn.theta(query, refs, stn.reference_term(refs))
         warped = stn(query, refs, stn.reference_term(refs))
     flat = refs.expand(3, -1, -1, -1, -1).flatten(0, 1)
     grid_xy = F.affine_grid(expected.flatten(0, 1), list(flat.shape), align_corners=False)
     reference = F.grid_sample(flat, grid_xy, mode="bilinear", align_corners=False)
-    torch.testing.assert_close(warped, reference.view(3, 4, 24, grid, grid))
+    theta_error = (used - expected).abs().max().item()
+    torch.testing.assert_close(
+        warped,
+        reference.view(3, 4, 24, grid, grid),
+        rtol=0,
+        atol=_warp_bound(theta_error, refs, torch.float32),
+    )
 
 
 def test_split_convolution_gives_the_concatenated_gradients():

@@ -114,7 +114,7 @@ def test_ctrl_c_leaves_a_resume_point_that_the_cli_continues(setup, tmp_path: Pa
     ("args", "message"),
     [
         (["--data", "{tmp}/nope"], "does not exist; pass --data"),
-        (["--data", "{tmp}/empty"], "no good training images found"),
+        (["--data", "{tmp}/empty"], "is empty; pass --data"),
         (["--data", "{tmp}/data", "--device", "tpu"], "unknown device 'tpu'"),
         (["--data", "{tmp}/data", "--resume"], "no resume point"),
     ],

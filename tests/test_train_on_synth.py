@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from padformer_edge.model.checkpoint import load_checkpoint
+from training import synth
 from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.trainer import run_training
-
-synth = pytest.importorskip(
-    "training.synth", reason="the renderer (branch synth) is not merged into this branch yet"
-)
 
 
 def test_rendered_dataset_trains_through_both_stages(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ journal or a test is watching.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,18 +42,33 @@ class StepInfo:
 
 
 class Reporter:
-    """Logs a structured event every ``log_every`` steps and at stage boundaries."""
+    """Logs a structured event every ``log_every`` steps, at least every ``interval_s``
+    seconds, and at stage boundaries.
 
-    def __init__(self, log_every: int = 50) -> None:
-        self.log_every = log_every
+    The interval matters where no progress bar is drawn (systemd, nohup, CI): on a slow
+    CPU fifty steps can take minutes, and a silent job looks like a hung one.
+    """
+
+    def __init__(
+        self,
+        log_every: int = 50,
+        interval_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.log_every, self.interval_s, self.clock = log_every, interval_s, clock
+        self.last_line = clock()
 
     def stage_started(self, stage: str, total: int, start: int, **fields: Any) -> None:
+        self.last_line = self.clock()
         get_logger("train").info(
             "stage_started", stage=stage, steps=total, start_step=start, **fields
         )
 
     def step(self, info: StepInfo) -> None:
-        if info.step % self.log_every == 0 or info.step == info.total:
+        now = self.clock()
+        due = info.step % self.log_every == 0 or info.step == info.total
+        if due or now - self.last_line >= self.interval_s:
+            self.last_line = now
             get_logger("train").info(
                 "train_step",
                 **{k: round(v, 6) if isinstance(v, float) else v for k, v in vars(info).items()},

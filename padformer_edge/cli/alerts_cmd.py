@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.cli.choices import choice_option
-from padformer_edge.daemon.alerts import list_alerts, retry_alerts
 from padformer_edge.store import AlertState, open_engine
 from padformer_edge.store.schema import open_checked
 
@@ -36,6 +35,8 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
+    from padformer_edge.daemon.alerts import list_alerts  # the sinks: only when used
+
     wanted = None if state is None else AlertState(state)
     rows = list_alerts(open_checked(db), state=wanted, sink=sink, limit=limit)
     if as_json:
@@ -60,5 +61,7 @@ def retry(
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
     open_checked(db)  # exists and is at head, checked without taking the write lock
+    from padformer_edge.daemon.alerts import retry_alerts
+
     retried = retry_alerts(open_engine(db), alert_ids)
     typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")

@@ -1,8 +1,9 @@
 """The ``padformer-edge`` command: the root Typer app and its global options.
 
 Command groups live in sibling modules and are attached here, so this file is the one
-place that lists what the CLI offers. ``main`` turns a ``UserError`` into one red line
-and exit status 2 instead of a traceback.
+place that lists what the CLI offers. ``main`` turns a ``UserError`` and every usage
+mistake click reports (missing option, unknown command or option, bad value) into one
+red line on stderr and exit status 2 instead of a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from padformer_edge import __version__
 from padformer_edge.allocator import retain_freed_memory
@@ -28,6 +30,7 @@ from padformer_edge.cli import (
 )
 from padformer_edge.cli.eval_cmd import evaluate
 from padformer_edge.cli.synth import synth
+from padformer_edge.cli.usage import click_errors, tidy_help, usage_line
 from padformer_edge.errors import UserError
 from padformer_edge.log import configure_logging
 
@@ -79,12 +82,14 @@ def root(
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
     retain_freed_memory()
+    command = typer.main.get_command(app)
+    tidy_help(command)
     try:
         # Without standalone mode click returns a command's ``typer.Exit`` code instead
         # of exiting, so pass it on: a command that asks for status 1 must get status 1.
-        result = app(standalone_mode=False)
+        result = command(standalone_mode=False)
     except UserError as err:
-        _stderr.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        _error_line(str(err))
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -94,12 +99,13 @@ def main() -> None:
     except KeyboardInterrupt:
         _stderr.print("interrupted.")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except click_errors() as exc:
+        _error_line(usage_line(exc))
+        sys.exit(exc.exit_code)
     if isinstance(result, int) and result != 0:
         sys.exit(result)
+
+
+def _error_line(message: str) -> None:
+    """One red line on stderr; the message is escaped so brackets in it print as typed."""
+    _stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

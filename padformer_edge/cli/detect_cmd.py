@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.cli import detection_options as options
+from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.models import resolve_model
 
 
@@ -38,6 +39,9 @@ def detect(
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
     model = resolve_model(model)  # before torch loads: a missing model is refused at once
+    require_folder(references, "reference folder", "pass a folder of good images of the product")
+    for image in images:
+        require_file(image, "image", "check the path")
     settings = options.detection_settings(
         passes=passes,
         mask_ratio=mask_ratio,

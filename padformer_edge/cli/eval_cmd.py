@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from padformer_edge.cli import detection_options as options
+from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
 from training.evaluation.choices import REF_STRATEGIES
 
@@ -45,6 +46,8 @@ def evaluate(
 
     The detection options are those of ``detect`` and ``profile create``, so a profile's
     settings can be evaluated exactly (``--seed`` also seeds the reference draws)."""
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    require_folder(data, "data folder", "pass --data with the dataset root", non_empty=True)
     from training.evaluation.protocol import EvalOptions
     from training.evaluation.report import rich_table
     from training.evaluation.service import evaluate_checkpoint

@@ -37,6 +37,12 @@ def _when(text: str | None, option: str) -> datetime | None:
     return parse_time(text, option) if text else None
 
 
+def screen_time(iso: str) -> str:
+    """``2026-03-01 10:00:00 UTC``: seconds, and the zone, so that a reader on a line PC
+    set to local time does not take the stored UTC for their own clock."""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -105,7 +111,7 @@ def list_(
     else:
         headers = LIST_COLUMNS
         for r in rows:  # seconds are precise enough on screen; --json keeps the rest
-            r["discovered_at"] = r["discovered_at"][:19].replace("T", " ")
+            r["discovered_at"] = screen_time(r["discovered_at"])
         _table(None, headers, [[r[h] for h in headers] for r in rows])
 
 

@@ -11,7 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.cli.checks import (
+    outermost_missing,
+    remove_if_nothing_written,
+    require_folder,
+)
 from padformer_edge.config import load_config
+from padformer_edge.errors import UserError
 from training.config import TrainConfig
 
 
@@ -44,19 +50,31 @@ def train(
     exactly.
     For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
     """
+    recipe = load_config(config, TrainConfig)  # a mistyped key fails here, before torch
+    root = data if data is not None else recipe.data.root
+    if root is None:
+        raise UserError("no training data given; pass --data DIR or set data.root in the recipe.")
+    require_folder(Path(root), "data folder", "pass --data with the dataset root", non_empty=True)
+    created = outermost_missing(Path(out if out is not None else recipe.checkpoint.out))
+
     from padformer_edge.models import resolve_init
     from training.progress import Reporter, RichReporter
     from training.trainer import run_training
 
-    recipe = load_config(config, TrainConfig)
     start = resolve_init(init)
+
     # A scheduler or `systemctl stop` sends SIGTERM: stop like Ctrl-C, leaving a resume point.
     signal.signal(signal.SIGTERM, _interrupt)
     main_rank = os.environ.get("RANK", "0") == "0"
     reporter = (
         RichReporter(Console(stderr=True)) if main_rank and sys.stderr.isatty() else Reporter()
     )
-    summary = run_training(recipe, data, out, resume, device, reporter, init=start)
+    try:
+        summary = run_training(recipe, data, out, resume, device, reporter, init=start)
+    except BaseException:
+        if created is not None and main_rank:
+            remove_if_nothing_written(created)  # a failed run leaves no empty run folder
+        raise
     if not main_rank:
         return
     console = Console()  # the summary is the command's result: stdout; progress is on stderr

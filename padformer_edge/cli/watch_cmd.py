@@ -21,9 +21,14 @@ def watch(
     ),
 ) -> None:
     """Inspect every new image in the camera folders; stop with SIGTERM or Ctrl-C."""
-    from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+    from padformer_edge.daemon.layout import require_profiles, resolve_layout
 
     settings = load_daemon_config(config, list(folders or []))
+    # Folders and profile names are checked before torch loads and before the database
+    # is touched: a typo costs a second and leaves nothing behind.
+    require_profiles(resolve_layout(settings), {cam.profile for cam in settings.cameras})
+    from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+
     server = None
     if settings.http is not None:  # the operator's page, in this process
         from padformer_edge.web import make_server

@@ -3,8 +3,11 @@
 Two moments use these checks. Intake asks ``looks_complete`` while a file may still be
 growing: image formats end with a fixed trailer (JPEG's EOI marker, PNG's IEND chunk),
 so a file that lacks it is either still being written or truncated. The worker asks
-``read_checked`` and ``decode`` just before inspection, once, on the bytes it then inspects,
-so a file swapped between discovery and inspection cannot slip through.
+``read_checked`` and ``decode`` just before inspection, once, on the bytes it then
+inspects, so a file swapped between discovery and inspection cannot slip through.
+
+Special entries (a FIFO, a socket, a device) are fingerprinted from their metadata and
+never opened: opening a FIFO blocks until a writer appears, which would stall intake.
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ import os
 import stat
 from pathlib import Path
 
-import cv2
 import numpy as np
 
-from padformer_edge.detect.images import IMAGE_SUFFIXES
-
-JPEG_SUFFIXES = (".jpg", ".jpeg")
-PNG_TRAILER = b"IEND\xaeB`\x82"  # the IEND chunk's type and its fixed CRC
-TRAILER_WINDOW = 64  # some encoders pad a few bytes after the JPEG end marker
+from padformer_edge.decode import (
+    DEFAULT_MAX_PIXELS,
+    HEAD_BYTES,
+    IMAGE_SUFFIXES,
+    TRAILER_WINDOW,
+    DecodeError,
+    decode_image,
+    has_trailer,
+    signature_reason,
+    sniff,
+)
 
 
 class Refused(Exception):
@@ -40,21 +48,12 @@ def within(path: Path, root: Path) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def has_trailer(suffix: str, tail: bytes) -> bool:
-    """Whether the last bytes of a JPEG or PNG end the format properly; other formats
-    have no trailer to check and pass."""
-    suffix = suffix.lower()
-    if suffix in JPEG_SUFFIXES:
-        return b"\xff\xd9" in tail[-TRAILER_WINDOW:]
-    if suffix == ".png":
-        return tail.endswith(PNG_TRAILER)
-    return True
-
-
-def read_tail(path: Path, size: int) -> bytes:
+def read_ends(path: Path, size: int) -> tuple[bytes, bytes]:
+    """The first and the last bytes of a file: its signature and its trailer."""
     with open(path, "rb") as handle:
+        head = handle.read(HEAD_BYTES)
         handle.seek(max(0, size - TRAILER_WINDOW))
-        return handle.read(TRAILER_WINDOW)
+        return head, handle.read(TRAILER_WINDOW)
 
 
 def looks_complete(path: Path, size: int) -> bool:
@@ -62,18 +61,21 @@ def looks_complete(path: Path, size: int) -> bool:
     if size == 0:
         return False
     try:
-        return has_trailer(path.suffix, read_tail(path, size))
+        head, tail = read_ends(path, size)
     except OSError:
         return False
+    return has_trailer(sniff(head), tail)
 
 
 def fingerprint(path: Path, max_bytes: int) -> tuple[str, int]:
-    """(sha256, size) without following symlinks; oversized files and links get a
-    descriptive stand-in digest so they can still be recorded once, without reading
-    gigabytes or the link's target."""
+    """(sha256, size) without following symlinks; oversized files, links and special
+    entries get a descriptive stand-in digest so they can still be recorded once, without
+    reading gigabytes, the link's target, or a FIFO that would block."""
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
-        return _digest(f"symlink:{os.readlink(path)}".encode()), info.st_size
+        return _digest(f"symlink:{os.fsencode(os.readlink(path))!r}".encode()), info.st_size
+    if not stat.S_ISREG(info.st_mode):
+        return _digest(f"special:{info.st_mode}:{info.st_ino}".encode()), info.st_size
     if info.st_size > max_bytes:
         return _digest(f"oversized:{info.st_size}:{info.st_mtime_ns}".encode()), info.st_size
     with open(path, "rb") as handle:
@@ -100,7 +102,7 @@ def read_checked(path: Path, root: Path, max_bytes: int, sha256: str) -> bytes:
             f"{', '.join(IMAGE_SUFFIXES)}"
         )
     if not stat.S_ISREG(info.st_mode):
-        raise Refused("not a regular file")
+        raise Refused(f"not a regular file but {_kind(info.st_mode)}; cameras must write files")
     if info.st_size == 0:
         raise Refused("zero-byte file")
     if info.st_size > max_bytes:
@@ -110,14 +112,30 @@ def read_checked(path: Path, root: Path, max_bytes: int, sha256: str) -> bytes:
         raise Refused(
             "the file changed after it was discovered; the new content is queued as its own row"
         )
-    if not has_trailer(path.suffix, data[-TRAILER_WINDOW:]):
+    wrong = signature_reason(data[:HEAD_BYTES], path.suffix)  # before the trailer: a text
+    if wrong is not None:  # file named notes.png is not "truncated"
+        raise Refused(wrong)
+    if not has_trailer(sniff(data[:HEAD_BYTES]), data[-TRAILER_WINDOW:]):
         raise Refused("truncated image (no end-of-image trailer)")
     return data
 
 
-def decode(data: bytes) -> np.ndarray:
-    """RGB ``uint8`` pixels of an encoded image, or ``Refused`` for a corrupt one."""
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
-    if image is None:
-        raise Refused("corrupt image: OpenCV could not decode it")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def decode(data: bytes, suffix: str = "", max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """RGB ``uint8`` pixels of an encoded image, or ``Refused`` with the decoder's reason
+    (wrong signature, a header over the pixel limit, bytes OpenCV rejects)."""
+    try:
+        return decode_image(data, suffix=suffix, max_pixels=max_pixels)
+    except DecodeError as err:
+        raise Refused(str(err)) from None

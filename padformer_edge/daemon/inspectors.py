@@ -13,7 +13,7 @@ from pathlib import Path
 
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.log import get_logger
-from padformer_edge.profiles import load_profile
+from padformer_edge.profiles import Profile, load_profile
 
 log = get_logger("daemon")
 
@@ -28,21 +28,29 @@ class Inspector:
     model_sha256: str
 
 
-def build_inspector(root: Path, name: str, device: str | None) -> Inspector:
-    """Load profile ``name`` (checksum-verified) and run one warm-up detection.
+def open_profile(root: Path, name: str) -> tuple[Profile, float]:
+    """Profile ``name`` and its threshold, or the ``UserError`` that stops start-up.
+
+    Cheap (a YAML file and a few checks), so the daemon runs it for every profile before
+    it creates or migrates the database: a mistyped profile name leaves nothing behind.
+    """
+    profile = load_profile(root, name)
+    return profile, profile.require_threshold()
+
+
+def build_inspector(profile: Profile, threshold: float, device: str | None) -> Inspector:
+    """A ready detector for an opened profile (checksum-verified), warmed up once.
 
     Warming up here moves one-off costs (allocator growth, kernel selection on a GPU)
     out of the first real image's latency and proves the profile works before READY.
     """
-    profile = load_profile(root, name)
-    threshold = profile.require_threshold()
     detector = profile.build_detector(device)
     detector.detect([read_image(profile.reference_paths[0])])
     log.info(
         "daemon.profile_ready",
-        profile=name,
+        profile=profile.name,
         references=len(profile.reference_paths),
         device=str(detector.device),
         threshold=threshold,
     )
-    return Inspector(name, detector, threshold, profile.model_sha256)
+    return Inspector(profile.name, detector, threshold, profile.model_sha256)

@@ -9,11 +9,18 @@ lingering forever). A reconciliation scan on start and every ``rescan_interval_s
 whatever the events missed: files written while the daemon was down, inotify overflow, a
 network share whose events never arrive. ``enqueue`` is idempotent on (path, sha256),
 so a file offered twice is still one row.
+
+One odd entry never costs the others. A name that is not valid UTF-8 cannot be stored
+as text: it gets a ``failed`` row under its name with ``\\x`` escapes and a reason. A
+FIFO, socket or device named like a camera file is queued and refused by the worker
+(never opened), a folder named like an image is logged, and any error on one entry is
+logged once for that entry while the scan goes on to the next.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -29,11 +36,31 @@ from watchdog.observers.polling import PollingObserver
 
 from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
 from padformer_edge.daemon.settings import IntakeConfig
+from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.log import get_logger
 from padformer_edge.store import Inspection, enqueue
 from padformer_edge.store.engine import reading
 
 log = get_logger("intake")
+
+REPORTED_LIMIT = 10_000  # distinct (path, problem) pairs remembered for log-once
+NOT_UTF8 = (
+    "the file name is not valid UTF-8 (stored here with \\x escapes); cameras must write "
+    "UTF-8 names: rename the file to inspect it"
+)
+
+
+def stored_name(path: Path) -> tuple[str, bool]:
+    """The text a row stores for ``path`` and whether it is the exact name.
+
+    Python keeps undecodable name bytes as lone surrogates, which no database accepts;
+    such a name is stored with ``\\xNN`` escapes instead (and cannot be opened from it).
+    """
+    raw = os.fsencode(path)
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace"), False
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,18 @@ class Intake:
         self.observer: BaseObserver | None = None
         self.observer_restarts = 0
         self.next_scan = 0.0  # scan on the first step
+        self.reported: set[tuple[str, str]] = set()
+
+    def report_once(self, event: str, path: Path, **fields: object) -> None:
+        """Log ``event`` for ``path`` the first time only: a file retried every tick or
+        met by every scan must not flood the journal with the same line."""
+        key = (stored_name(path)[0], event)
+        if key in self.reported:
+            return
+        if len(self.reported) >= REPORTED_LIMIT:
+            self.reported.clear()
+        self.reported.add(key)
+        log.warning(event, path=key[0], **fields)
 
     # -- observer ------------------------------------------------------------------
     def start_observer(self) -> None:
@@ -147,13 +186,16 @@ class Intake:
             candidates = list(self.settling.items())
         queued = 0
         for path, entry in candidates:
-            verdict = self._verdict(path, entry, now)
-            if verdict is None:
-                continue
-            if verdict and self._queue(path, entry.camera):
-                queued += 1
-            elif verdict:
-                continue  # the database refused for now; try again next step
+            try:
+                verdict = self._verdict(path, entry, now)
+                if verdict is None:
+                    continue
+                if verdict and self._queue(path, entry.camera):
+                    queued += 1
+                elif verdict:
+                    continue  # the database refused for now; try again next step
+            except Exception as err:  # one odd entry (permissions, a name too long)
+                self.report_once("intake.entry_failed", path, error=f"{type(err).__name__}: {err}")
             with self.lock:
                 self.settling.pop(path, None)
         return queued
@@ -164,10 +206,12 @@ class Intake:
             info = os.lstat(path)
         except FileNotFoundError:
             return False  # renamed away or deleted: its new name has its own event
-        if os.path.islink(path):
+        if stat.S_ISLNK(info.st_mode):
             return True  # recorded and refused by the worker, never followed
-        if not os.path.isfile(path):
-            return False
+        if stat.S_ISDIR(info.st_mode):
+            return False  # walked by the scan, not inspected
+        if not stat.S_ISREG(info.st_mode):
+            return True  # a FIFO, socket or device: refused by the worker, never opened
         if info.st_size != entry.size:
             entry.size, entry.changed_at = info.st_size, now
             return None
@@ -182,21 +226,25 @@ class Intake:
             sha256, size = fingerprint(path, self.max_bytes)
         except OSError:
             return True  # vanished while hashing; nothing to record
+        name, exact = stored_name(path)
         try:
             row = enqueue(
                 self.engine,
                 camera=camera.name,
                 product=camera.product,
-                source_path=str(path),
+                source_path=name,
                 sha256=sha256,
                 size_bytes=size,
+                refused=None if exact else NOT_UTF8,
             )
         except Exception as err:  # a locked or unreachable database must not kill intake
-            log.error("intake.enqueue_failed", path=str(path), error=str(err))
+            self.report_once("intake.enqueue_failed", path, error=f"{type(err).__name__}: {err}")
             return False
         self.known.add((path, info.st_size, info.st_mtime_ns))
+        if not exact:
+            self.report_once("intake.refused", path, id=row.id, reason=NOT_UTF8)
         self.on_queued()
-        log.debug("intake.queued", path=str(path), id=row.id, camera=camera.name)
+        log.debug("intake.queued", path=name, id=row.id, camera=camera.name)
         return True
 
     # -- reconciliation --------------------------------------------------------------
@@ -208,11 +256,21 @@ class Intake:
                 if not self.config.recursive:
                     dirs.clear()
                 dirs[:] = [d for d in dirs if not ignored(d, self.config.ignore)]
-                for name in files:
+                for name in dirs:
+                    self._folder_entry(Path(folder) / name)
+                # A link to a folder is listed with the folders (and not followed): it is
+                # offered like a file so that its refusal is recorded.
+                linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+                for name in [*files, *linked]:
                     path = Path(folder) / name
                     if ignored(name, self.config.ignore):
                         continue
-                    if self._unknown(path, present):
+                    try:
+                        unknown = self._unknown(path, present)
+                    except Exception as err:  # one odd entry must not end the scan
+                        self.report_once("intake.scan_entry_failed", path, error=str(err))
+                        continue
+                    if unknown:
                         self.offer(path, camera)
                         offered += 1
         # Forget files that are gone (cleaned up by the line), so months of running do
@@ -221,6 +279,15 @@ class Intake:
         if offered:
             log.info("intake.scan", offered=offered)
         return offered
+
+    def _folder_entry(self, path: Path) -> None:
+        """A real folder named like an image is walked, not inspected: say so once."""
+        if path.suffix.lower() in IMAGE_SUFFIXES and not os.path.islink(path):
+            self.report_once(
+                "intake.folder_not_inspected",
+                path,
+                reason="a folder named like an image file; only files are inspected",
+            )
 
     def _unknown(self, path: Path, present: set[tuple[Path, int, int]]) -> bool:
         """No row records this path with this size since it was last modified."""
@@ -235,7 +302,7 @@ class Intake:
         modified = datetime.fromtimestamp(info.st_mtime, UTC)
         query = select(
             exists().where(
-                Inspection.source_path == str(path),
+                Inspection.source_path == stored_name(path)[0],
                 Inspection.size_bytes == info.st_size,
                 Inspection.discovered_at >= modified,
             )

@@ -1,8 +1,10 @@
 """The daemon process: start-up order, the supervising loop, and a clean stop.
 
-Start-up does everything that can fail before it claims to be ready: migrations (under
-the store's file lock, after a backup), requeueing what a crash left ``processing``,
-loading and warming every profile. Only then READY=1. The main thread supervises: it
+Start-up does everything that can fail before it claims to be ready: the profiles are
+opened first (a wrong name must not leave a new database behind), then migrations
+(under the store's file lock, after a backup), requeueing what a crash left
+``processing``, removing heatmap temp files a crash left half-written, and building and
+warming every detector. Only then READY=1. The main thread supervises: it
 restarts a dead observer, pings the systemd watchdog only while the observer, the
 worker and the database are all healthy (so systemd restarts a daemon that is wedged
 rather than one that is merely busy), and reports the backlog in STATUS=.
@@ -17,60 +19,25 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import Engine, text
 
 from padformer_edge import heartbeat
 from padformer_edge.daemon.alerts import AlertDispatcher
-from padformer_edge.daemon.inspectors import Inspector, build_inspector
-from padformer_edge.daemon.intake import Camera, Intake
+from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
+from padformer_edge.daemon.intake import Intake
+from padformer_edge.daemon.layout import resolve_layout
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import DaemonConfig
-from padformer_edge.daemon.worker import Worker
-from padformer_edge.errors import UserError
+from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.log import get_logger
-from padformer_edge.profiles import profiles_root
-from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted, state_dir
+from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted
 from padformer_edge.store.engine import reading
 
 log = get_logger("daemon")
 
 STATUS_EVERY_S = 5.0
 INTAKE_TICK_S = 0.1
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Config paths made absolute: relative ones live under the state directory."""
-
-    cameras: list[Camera]
-    heatmaps: Path
-    profiles: Path
-
-
-def resolve_layout(config: DaemonConfig) -> Layout:
-    """Absolute folders, checked before anything starts; a profile is one product."""
-    base = state_dir()
-    heatmaps = base / (config.heatmaps or "heatmaps")
-    profiles = base / config.profiles_dir if config.profiles_dir else profiles_root()
-    cameras = []
-    for cam in config.cameras:
-        root = (base / cam.path).expanduser()
-        if not root.is_dir():
-            raise UserError(
-                f"camera folder {root} of camera '{cam.name}' does not exist; "
-                "create it or fix its path in the daemon config."
-            )
-        root = root.resolve()
-        if heatmaps.resolve().is_relative_to(root):
-            raise UserError(
-                f"heatmap folder {heatmaps} is inside camera folder {root}; "
-                "heatmaps would be inspected as camera images, choose another."
-            )
-        cameras.append(Camera(cam.name, root, product=cam.profile))
-    return Layout(cameras, heatmaps, profiles)
 
 
 class Daemon:
@@ -83,15 +50,28 @@ class Daemon:
         self.layout = resolve_layout(config)
 
     def start(self) -> None:
+        # Profiles first: a config naming a profile that does not exist (or has no
+        # threshold) must fail before the database is created or migrated.
+        profiles = {
+            name: open_profile(self.layout.profiles, name)
+            for name in sorted({cam.profile for cam in self.config.cameras})
+        }
         self.engine: Engine = open_engine(self.config.database)
         revision = migrate_on_start(self.engine)
         requeued, failed = requeue_interrupted(
             self.engine, max_attempts=self.config.worker.max_attempts
         )
-        log.info("daemon.recovered", revision=revision, requeued=requeued, failed=failed)
+        stale = remove_stale_temporaries(self.layout.heatmaps)
+        log.info(
+            "daemon.recovered",
+            revision=revision,
+            requeued=requeued,
+            failed=failed,
+            stale_temporaries=stale,
+        )
         shared: dict[str, Inspector] = {
-            name: build_inspector(self.layout.profiles, name, self.config.worker.device)
-            for name in sorted({cam.profile for cam in self.config.cameras})
+            name: build_inspector(profile, threshold, self.config.worker.device)
+            for name, (profile, threshold) in profiles.items()
         }
         cameras = {c.name: c for c in self.layout.cameras}
         inspectors = {cam.name: shared[cam.profile] for cam in self.config.cameras}
@@ -111,6 +91,7 @@ class Daemon:
             self.intake.max_bytes,
             self.config.alerts,
             on_alert=self.dispatcher.wake,
+            max_pixels=int(self.config.intake.max_megapixels * 1e6),
         )
         self.dispatcher.start()
         self.intake.start_observer()

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import state_dir
 from padformer_edge.web.config import HttpConfig
@@ -48,6 +49,9 @@ class IntakeConfig(StrictModel):
     settle_timeout_s: float = Field(10.0, gt=0)
     rescan_interval_s: float = Field(300.0, gt=0)
     max_file_mb: float = Field(64.0, gt=0)
+    # Width x height a file's header may declare; larger is refused before decoding, so a
+    # small decompression bomb cannot take the memory and minutes of every other image.
+    max_megapixels: float = Field(DEFAULT_MAX_PIXELS / 1e6, gt=0)
     ignore: list[str] = Field(default_factory=lambda: list(TEMPORARY_NAMES))
 
 

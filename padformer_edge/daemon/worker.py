@@ -10,6 +10,7 @@ rewrites the same heatmap name, so a file never gets two results or two heatmaps
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.settings import WorkerConfig
+from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect import Detection, write_heatmap
 from padformer_edge.log import get_logger
 from padformer_edge.store import (
@@ -52,6 +54,24 @@ def heatmap_path(folder: Path, row_id: int) -> Path:
     return folder / f"{row_id // 10000:05d}" / f"{row_id}.png"
 
 
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete the temp files (``.<id>.png.XXXXXXXX.tmp``) a crash left beside heatmaps;
+    returns how many. Only the one daemon writes there, and it calls this before its
+    worker starts, so every such file is a leftover, never a write in progress."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for shard, _, names in os.walk(folder):
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(shard, name))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
+
+
 class Worker:
     """Runs batches until ``stop`` is set; finishes the batch in hand before returning."""
 
@@ -65,9 +85,11 @@ class Worker:
         max_bytes: int,
         alerts: AlertsConfig,
         on_alert: Callable[[], None] = lambda: None,
+        max_pixels: int = DEFAULT_MAX_PIXELS,
     ) -> None:
         self.engine, self.cameras, self.inspectors = engine, cameras, inspectors
         self.config, self.heatmaps, self.max_bytes = config, heatmaps, max_bytes
+        self.max_pixels = max_pixels
         self.alerts, self.on_alert = alerts, on_alert
         self.cooldown = Cooldown(alerts.cooldown_s)  # per camera/product/kind, for its lifetime
         self.batch_size = config.max_batch  # halved on CUDA out-of-memory
@@ -176,17 +198,28 @@ class Worker:
         return fresh
 
     def load(self, row: Inspection) -> np.ndarray | None:
-        """Decoded pixels, or None after recording why the row could not be decoded."""
+        """Decoded pixels, or None after recording why the row could not be decoded.
+
+        Whatever goes wrong here belongs to this file alone: it becomes this row's
+        reason and never reaches the batch, so a bad file cannot fail its neighbours.
+        """
         camera = self.cameras.get(row.camera)
+        path = Path(row.source_path)
         try:
             if camera is None:
                 raise Refused(f"camera '{row.camera}' is no longer configured")
-            data = read_checked(Path(row.source_path), camera.root, self.max_bytes, row.sha256)
-            return decode(data)
+            data = read_checked(path, camera.root, self.max_bytes, row.sha256)
+            return decode(data, path.suffix, self.max_pixels)
         except Refused as err:
             self.record_failure(row, str(err), permanent=True)
         except OSError as err:
             self.record_failure(row, f"cannot read the file: {err.strerror or err}")
+        except MemoryError:
+            self.record_failure(row, "decoding ran out of memory", permanent=True)
+        except Exception as err:  # a decoder bug on odd bytes: this file's reason only
+            self.record_failure(
+                row, f"decoding failed: {type(err).__name__}: {err}", permanent=True
+            )
         return None
 
     def record_failure(self, row: Inspection, reason: str, *, permanent: bool = False) -> None:

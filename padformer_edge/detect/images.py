@@ -1,7 +1,9 @@
 """Decoding image files and fitting image arrays to the model's square input.
 
-Files are decoded with OpenCV from their bytes rather than from a path so that names
-with non-ASCII characters (common on shared factory drives) decode like any other.
+Files are decoded from their bytes (``padformer_edge.decode``, the decoder the daemon
+uses too) rather than from a path, so that names with non-ASCII characters (common on
+shared factory drives) decode like any other and a decompression bomb is refused by its
+header.
 Everything past this module works on RGB ``uint8`` arrays of shape ``H x W x 3``.
 """
 
@@ -9,38 +11,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.decode import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, DecodeError, decode_image
 from padformer_edge.errors import UserError
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
 
 class ImageReadError(UserError):
     """An image file that is missing, unreadable or not a decodable picture."""
 
 
-def read_image(path: str | Path) -> np.ndarray:
+def read_image(path: str | Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """Decode ``path`` into an RGB ``uint8`` array of shape ``H x W x 3``."""
     path = Path(path)
     try:
-        data = np.fromfile(path, dtype=np.uint8)
+        data = path.read_bytes()
     except FileNotFoundError as err:
         raise ImageReadError(f"image {path} does not exist; check the path.") from err
     except OSError as err:
         raise ImageReadError(
             f"image {path} cannot be read ({err.strerror}); fix its permissions or copy it again."
         ) from err
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if image is None:
+    try:
+        return decode_image(data, suffix=path.suffix, max_pixels=max_pixels)
+    except DecodeError as err:
         raise ImageReadError(
-            f"image {path} is not a decodable picture; replace it with a "
+            f"image {path} is not a decodable picture ({err}); replace it with a "
             "complete PNG, JPEG, BMP, TIFF or WebP file."
-        )
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        ) from None
 
 
 def list_images(folder: str | Path) -> list[Path]:

@@ -1,6 +1,26 @@
-"""PADFormer as plain torch modules; imports nothing else of the project but ``errors``."""
+"""PADFormer as plain torch modules; imports nothing else of the project but ``errors``.
 
-from padformer_edge.model.config import PRESETS, ModelConfig
-from padformer_edge.model.padformer import PADFormer, ReferenceCache, build_model
+The names below resolve on first use (PEP 562): validating a training recipe needs only
+``PRESETS`` (plain dataclasses), and must not wait seconds for torch and timm to load.
+"""
 
-__all__ = ["PRESETS", "ModelConfig", "PADFormer", "ReferenceCache", "build_model"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "PRESETS": "padformer_edge.model.config",
+    "ModelConfig": "padformer_edge.model.config",
+    "PADFormer": "padformer_edge.model.padformer",
+    "ReferenceCache": "padformer_edge.model.padformer",
+    "build_model": "padformer_edge.model.padformer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

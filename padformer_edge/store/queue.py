@@ -62,22 +62,28 @@ def enqueue(
     sha256: str,
     size_bytes: int,
     discovered_at: datetime | None = None,
+    refused: str | None = None,
 ) -> Inspection:
     """Queue a file as ``pending``; the same path and content again returns the first row.
 
     Intake sees a file several times (events, then the reconciliation scan): an
     ``INSERT .. ON CONFLICT DO NOTHING`` makes that harmless even across processes.
+    ``refused`` records a file intake already knows can never be inspected (a name that
+    is not UTF-8) as ``failed`` with that reason, so the worker never claims it.
     """
+    now = discovered_at or utc_now()
     values = dict(
         camera=camera,
         product=product,
         source_path=source_path,
         sha256=sha256,
         size_bytes=size_bytes,
-        status=Status.pending,
+        status=Status.pending if refused is None else Status.failed,
         attempts=0,
-        discovered_at=discovered_at or utc_now(),
+        discovered_at=now,
     )
+    if refused is not None:
+        values.update(error=refused, finished_at=now)
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
     statement = (
         dialect.insert(Inspection)

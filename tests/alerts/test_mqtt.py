@@ -1,8 +1,14 @@
-"""The MQTT sink against a real mosquitto broker on 127.0.0.1, and a broker that never acks."""
+"""The MQTT sink against a real mosquitto broker on 127.0.0.1, and a broker that never acks.
+
+The broker is the one named by ``PADFORMER_EDGE_TEST_MQTT`` (host:port; ``.ci/run``
+starts it), else a mosquitto this module starts on a free port. Without either the
+broker tests skip locally and fail in CI.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -15,10 +21,12 @@ import pytest
 from sqlalchemy import Engine
 
 from padformer_edge.daemon.alerts import AlertDispatcher, AlertsConfig, Cooldown, list_alerts
+from tests.services import import_or_missing, service_missing
 
 from .conftest import store_result, wait_until
 
-paho = pytest.importorskip("paho.mqtt.client", reason="paho-mqtt (the mqtt extra) is missing")
+paho = import_or_missing("paho.mqtt.client", "paho-mqtt (the mqtt extra) is missing")
+BROKER_ENV = "PADFORMER_EDGE_TEST_MQTT"
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/bin")
 FAST = {"backoff_base_s": 0.05, "backoff_max_s": 0.2, "poll_interval_s": 0.05, "cooldown_s": 0}
 
@@ -42,8 +50,20 @@ def wait_for_port(port: int) -> None:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[int]:
+    """The port of a running broker on 127.0.0.1."""
+    running = os.environ.get(BROKER_ENV)
+    if running:
+        host, _, port = running.rpartition(":")
+        if host not in ("127.0.0.1", "localhost") or not port.isdigit():
+            pytest.fail(f"{BROKER_ENV}={running!r} must be 127.0.0.1:PORT")
+        wait_for_port(int(port))
+        yield int(port)
+        return
     if MOSQUITTO is None:
-        pytest.skip("mosquitto is not installed (apt-get install mosquitto) to act as broker")
+        service_missing(
+            f"mosquitto is not installed (apt-get install mosquitto) and {BROKER_ENV} "
+            "names no running broker"
+        )
     port = free_port()
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")

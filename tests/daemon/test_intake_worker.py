@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -135,3 +136,30 @@ def test_a_failed_batch_gives_its_rows_back(tmp_path: Path, engine: Engine) -> N
     assert len(claim_batch(engine, 10)) == 2  # the batch whose processing then failed
     worker.release_claimed()
     assert [r.id for r in claim_batch(engine, 10)] == [1, 2]  # pending again, claimable
+
+
+def test_the_scan_records_every_entry_past_a_non_utf8_name(tmp_path: Path, engine: Engine) -> None:
+    """Files written while the daemon was down, a non-UTF-8 name and a FIFO among them:
+    one scan queues every good file, refuses the name with a row, and never opens the
+    FIFO (opening one would block intake)."""
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    good = [camera.root / f"{index:02d}.png" for index in range(6)]
+    for index, path in enumerate(good):
+        path.write_bytes(encoded(product_image(48, 64, index)))
+    bad_name = os.fsencode(camera.root) + b"/03_bad_\xff\xfe_name.png"  # sorts among them
+    with open(bad_name, "wb") as handle:
+        handle.write(encoded(product_image(48, 64, 9)))
+    os.mkfifo(camera.root / "04_fifo.png")
+    (camera.root / "05_folder.png").mkdir()
+    intake = Intake(engine, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600))
+    _step_until(intake, engine, len(good) + 2)
+    with Session(engine) as session:
+        found = {Path(r.source_path).name: r for r in session.scalars(select(Inspection))}
+    assert set(found) == {*(p.name for p in good), "03_bad_\\xff\\xfe_name.png", "04_fifo.png"}
+    refused = found["03_bad_\\xff\\xfe_name.png"]
+    assert refused.status == Status.failed and "not valid UTF-8" in (refused.error or "")
+    assert all(found[p.name].status == Status.pending for p in good)
+    assert found["04_fifo.png"].status == Status.pending  # the worker refuses it unopened
+    intake.scan()  # a second scan finds nothing new and logs nothing twice
+    assert len(intake.reported) == 2  # the name refusal and the folder, once each

@@ -50,10 +50,17 @@ def test_watchdog_interval_is_half_of_watchdog_sec(monkeypatch: pytest.MonkeyPat
 
 def test_trailers_of_complete_and_cut_images() -> None:
     png, jpeg = encoded(product_image(32, 32)), encoded(product_image(32, 32), ".jpg")
-    assert has_trailer(".png", png[-64:]) and has_trailer(".JPG", jpeg[-64:])
-    assert not has_trailer(".png", png[:-1][-64:])
-    assert not has_trailer(".jpg", jpeg[: len(jpeg) // 2][-64:])
-    assert has_trailer(".bmp", b"")  # no trailer to check in other formats
+    assert has_trailer("png", png[-64:]) and has_trailer("jpeg", jpeg[-64:])
+    assert not has_trailer("png", png[:-1][-64:])
+    assert not has_trailer("jpeg", jpeg[: len(jpeg) // 2][-64:])
+    assert has_trailer("bmp", b"")  # no trailer to check in other formats
+
+
+def test_the_trailer_checked_is_the_one_of_the_content_not_the_suffix(tmp_path: Path) -> None:
+    """A camera writing JPEG bytes under .png is complete when its JPEG trailer is."""
+    jpeg = encoded(product_image(32, 32), ".jpg")
+    (tmp_path / "a.png").write_bytes(jpeg)
+    assert looks_complete(tmp_path / "a.png", len(jpeg))
 
 
 def test_zero_byte_file_never_looks_complete(tmp_path: Path) -> None:
@@ -128,3 +135,16 @@ def test_out_of_memory_halves_the_batch_and_keeps_every_image() -> None:
     assert out == [0, 1, 0, 1, 0, 1, 0]  # every image once, in order
     assert detector.calls == [7, 4, 2, 2, 2, 1]
     assert worker.batch_size == 2 and detector.max_batch == 8  # kept for later batches
+
+
+def test_the_systemd_unit_caps_the_daemon_memory() -> None:
+    """A second line of defence behind the pixel limit: MemoryMax= above MemoryHigh=."""
+    unit = Path(__file__).resolve().parents[2] / "systemd" / "padformer-edge.service"
+    settings = dict(
+        line.split("=", 1)
+        for line in unit.read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    gib = {"G": 1 << 30, "M": 1 << 20}
+    high, most = (int(settings[k][:-1]) * gib[settings[k][-1]] for k in ("MemoryHigh", "MemoryMax"))
+    assert 0 < high < most

@@ -2,7 +2,8 @@
 
 SQLite always runs (a real file in the test's temp dir). PostgreSQL runs too when
 ``PADFORMER_EDGE_TEST_PG_URL`` names a database the tests may wipe; without it those
-cases are skipped with that reason printed by ``-ra``.
+cases are skipped with that reason printed by ``-ra``, or fail in CI (``CI=true``), where
+``.ci/run`` starts a PostgreSQL server and sets the variable.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy import Engine, text
 
 from padformer_edge.store import open_engine, upgrade
 from padformer_edge.store.models import Base
+from tests.services import service_missing
 
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"
 
@@ -36,7 +38,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     url = os.environ.get(PG_ENV)
     if not url:
-        pytest.skip(
+        service_missing(
             f"{PG_ENV} is not set; set it to a throw-away PostgreSQL database URL "
             "to run the store suite against PostgreSQL"
         )

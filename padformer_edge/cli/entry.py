@@ -1,0 +1,23 @@
+"""The console script's first module: answers ``--version`` before anything is imported.
+
+``padformer-edge --version`` is what people and install scripts run to check a line PC;
+it needs the installed version and nothing else, so it is answered here without loading
+the command tree (typer, rich, SQLAlchemy, Alembic). Everything else goes to
+``padformer_edge.cli.app.main``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Console-script entry point."""
+    if sys.argv[1:] == ["--version"]:
+        from padformer_edge import __version__
+
+        print(f"padformer-edge {__version__}")
+        return
+    from padformer_edge.cli.app import main as run_app
+
+    run_app()
