@@ -60,7 +60,11 @@ def test_batching_does_not_change_a_querys_result(clean):
     queries = [with_defect(clean, DEFECT), product_image(70, 50, seed=2)]
     together = make_detector(clean, max_batch=64).detect(queries)
     alone = make_detector(clean, max_batch=4).detect(queries[1:])
-    np.testing.assert_allclose(together[1].anomaly_map, alone[0].anomaly_map, rtol=1e-5, atol=1e-4)
+    # Other batch shapes may sum in another order: rounding of the map's own magnitude.
+    scale = float(np.abs(alone[0].anomaly_map).max())
+    np.testing.assert_allclose(
+        together[1].anomaly_map, alone[0].anomaly_map, rtol=1e-5, atol=1e-5 * scale
+    )
 
 
 @pytest.mark.parametrize("shape", [(32, 32), (45, 200), (301, 77), (4, 9)])

@@ -84,5 +84,7 @@ def test_score_is_the_maximum_of_the_filtered_map_and_chunking_changes_nothing(m
     assert whole.score == pytest.approx(whole.anomaly_map.max().item())
     assert whole.anomaly_map.shape == (20, 30)
     assert len(whole.pass_mean) == len(whole.pass_max) == 6
-    torch.testing.assert_close(chunked.anomaly_map, whole.anomaly_map, rtol=1e-5, atol=1e-4)
+    # The same sums merged in another order: float32 rounding of the map's own magnitude.
+    scale = float(whole.anomaly_map.abs().max())
+    torch.testing.assert_close(chunked.anomaly_map, whole.anomaly_map, rtol=1e-5, atol=1e-5 * scale)
     assert chunked.pass_max == whole.pass_max

@@ -45,7 +45,12 @@ def test_cached_batched_result_equals_uncached_pass_loop(model, references, metr
     with torch.inference_mode():
         recon = uncached_passes(detector, references, query)
         loop = score_query(detector.metric, full, query_model, recon)
-    np.testing.assert_allclose(cached.anomaly_map, loop.anomaly_map.numpy(), rtol=1e-4, atol=1e-4)
+    # Cached terms are the same products summed in another order (STN halves, key/value
+    # biases added after resampling): rounding relative to the map's magnitude.
+    scale = float(loop.anomaly_map.abs().max())
+    np.testing.assert_allclose(
+        cached.anomaly_map, loop.anomaly_map.numpy(), rtol=1e-4, atol=1e-4 * scale
+    )
     assert cached.score == pytest.approx(loop.score, rel=1e-4)
 
 
