@@ -1,0 +1,58 @@
+"""The shipped generic model's card as a README table, read from the card file itself.
+
+The card (``padformer_edge/models/generic.json``) is written by ``padformer_edge.models.ship``
+from the checkpoint's own metadata; this prints it as markdown and, with --write-readme,
+puts it in the ``generic-model-card`` block, so README cannot disagree with the file the
+locator checks.
+
+    python benchmarks/model_card.py --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.models import CARD_NAME, package_folder
+
+
+def card_rows(card: dict) -> list[list[str]]:
+    images = card["data"]["train_images"] or {}
+    procedural = sorted(k for k in images if k.startswith("procedural-"))
+    builtins = sorted(k for k in images if not k.startswith("procedural-"))
+    return [
+        ["preset", card["preset"]],
+        [
+            "training data",
+            f"{len(procedural)} procedural objects + builtins {', '.join(builtins)}; "
+            f"{sum(images.values())} good views",
+        ],  # fmt: skip
+        ["held out of training", ", ".join(card["held_out"])],
+        ["steps", str(card["steps"])],
+        ["wall time", card["wall_time"]],
+        ["machine", card["machine"]],
+        ["file", f"{card['size_bytes'] / 1e6:.1f} MB, {card['storage']}"],
+        ["sha256", f"`{card['sha256']}`"],
+        ["quality", "the unseen-object table under 'Quality benchmark' (4-shot, held-out parts)"],
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    card = json.loads((package_folder() / CARD_NAME).read_text(encoding="utf-8"))
+    table = markdown_table(["field", "value"], card_rows(card))
+    print(table)
+    print_json_line("model_card", card)
+    if args.write_readme:
+        update_readme_section("generic-model-card", table)
+
+
+if __name__ == "__main__":
+    main()
