@@ -31,7 +31,7 @@ def card_rows(card: dict) -> list[list[str]]:
             "training data",
             f"{len(procedural)} procedural objects + builtins {', '.join(builtins)}; "
             f"{sum(images.values())} good views",
-        ],  # fmt: skip
+        ],
         ["held out of training", ", ".join(card["held_out"])],
         ["steps", str(card["steps"])],
         ["wall time", card["wall_time"]],
