@@ -38,10 +38,6 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
-    model = resolve_model(model)  # before torch loads: a missing model is refused at once
-    require_folder(references, "reference folder", "pass a folder of good images of the product")
-    for image in images:
-        require_file(image, "image", "check the path")
     settings = options.detection_settings(
         passes=passes,
         mask_ratio=mask_ratio,
@@ -52,6 +48,12 @@ def detect(
         precision=precision,
         max_batch=batch_size,
     )
+    # Then the files, before torch loads: a mistyped path is refused at once.
+    model = resolve_model(model)
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    require_folder(references, "reference folder", "pass a folder of good images of the product")
+    for image in images:
+        require_file(image, "image", "check the path")
     from padformer_edge.detect.service import detect_files  # torch: load late
 
     results = detect_files(model, references, images, settings, out, raw, heatmap_max)
