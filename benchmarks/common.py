@@ -57,12 +57,18 @@ def print_json_line(name: str, payload: dict[str, Any]) -> None:
     print(json.dumps({"benchmark": name, **payload}, sort_keys=True))
 
 
-def update_readme_section(name: str, body: str, command: str | None = None) -> None:
-    """Replace the README block named ``name`` with ``body`` (and the command that made it)."""
+def update_readme_section(
+    name: str, body: str, command: str | None = None, machine: str | None = None
+) -> None:
+    """Replace the README block named ``name`` with ``body`` (and the command that made it).
+
+    ``machine`` names where the figures were measured when that is not this machine (a
+    lent GPU whose results are rendered here from a saved file)."""
     command = command or "python " + shlex.join(sys.argv)
     text = README.read_text(encoding="utf-8")
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    block = f"{begin}\nMeasured with `{command}` on {machine_summary()}:\n\n{body}\n{end}"
+    where = machine or machine_summary()
+    block = f"{begin}\nMeasured with `{command}` on {where}:\n\n{body}\n{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)

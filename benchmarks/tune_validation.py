@@ -5,9 +5,13 @@ The validation render is the six builtins drawn with another seed (``--seed 1`` 
 benchmark scores, 4-shot with the quality benchmark's protocol:
 
 - the edge model's ``fused`` metric for LAB weights 0 (feature error alone) to 1 (LAB
-  alone); the chosen weight is ``padformer_edge.detect.scoring.FUSED_LAB_WEIGHT``;
+  alone), for each checkpoint given (runs of one recipe trained for different lengths):
+  the best pair sets ``padformer_edge.detect.scoring.FUSED_LAB_WEIGHT`` and the training
+  length of the shipped recipe;
 - PatchCore for each tapped stage set and input size (the bar to beat is its best);
-- the LAB reference difference for each smoothing width.
+- the LAB reference difference for each smoothing width;
+- each candidate generic model (``--generic``, runs of the generic recipe) with its
+  default metric on the objects it never saw (``--unseen-class``): the best is shipped.
 
 Each method's best configuration (highest mean image AUROC, then AUPRO; marked ``<-``) is
 written to ``benchmarks/validation.json``, with every setting's figures;
@@ -17,7 +21,9 @@ they can be validated while the model trains (without ``--checkpoint``); a later
 
     python benchmarks/tune_validation.py --data data/synth224-s1 --write-readme
     python benchmarks/tune_validation.py --data data/synth224-s1 --skip-baselines \
-        --checkpoint runs/edge/model.safetensors --write-readme
+        --checkpoint runs/edge/model.safetensors --checkpoint runs/edge-gpu/model.safetensors \
+        --generic runs/generic/model.safetensors --generic runs/generic-gpu/model.safetensors \
+        --write-readme
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -35,6 +42,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.detect.scoring import default_metric
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -43,18 +52,26 @@ from training.evaluation.patchcore import PatchCoreScorer, parse_config
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
+from training.evaluation.scorers import PADFormerScorer
 
 CHOICES = Path(__file__).resolve().parent / "validation.json"
 FUSED_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-PATCHCORE = ("2@160", "2@224", "2@320", "2+3@160", "2+3@224", "2+3@320", "3@224", "3@320")
+PATCHCORE = (
+    "2@160", "2@224", "2@320", "2@384", "2@448",
+    "2+3@160", "2+3@224", "2+3@320", "2+3@384", "2+3@448",
+    "3@224", "3@320",
+)  # fmt: skip
 REFDIFF_SIGMAS = (1.4, 3.0, 6.0)
+Key = TypeVar("Key")
+EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
+GENERIC = "generic,"  # likewise, for the generic-model candidates
 
 
 def patchcore_scorer(config: str) -> PatchCoreScorer:
     return PatchCoreScorer(*parse_config(config))
 
 
-def best(rows: dict[str, dict]) -> str:
+def best(rows: dict[Key, dict]) -> Key:
     """The configuration with the highest mean image AUROC (AUPRO breaks ties)."""
     return max(rows, key=lambda k: (rows[k]["image_auroc"] or 0, rows[k]["aupro"] or 0))
 
@@ -62,7 +79,26 @@ def best(rows: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="The validation render.")
-    parser.add_argument("--checkpoint", type=Path, help="An edge checkpoint (fused sweep).")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        action="append",
+        default=[],
+        help="An edge checkpoint to sweep the fused weight on; repeat to compare runs.",
+    )
+    parser.add_argument(
+        "--generic",
+        type=Path,
+        action="append",
+        default=[],
+        help="A generic-model candidate, scored on the --unseen-class objects; repeat.",
+    )
+    parser.add_argument(
+        "--unseen-class",
+        action="append",
+        default=None,
+        help="An object the --generic candidates never saw (default: duck and lego).",
+    )
     parser.add_argument(
         "--skip-baselines", action="store_true", help="Keep the baselines' earlier results."
     )
@@ -90,16 +126,34 @@ def run(args: argparse.Namespace) -> None:
         scored, _ = run_scorer(scorer, episodes, options)
         return summarise(scored)["mean"]
 
-    if args.checkpoint:
-        model, metadata = load_checkpoint(args.checkpoint)
+    for checkpoint in args.checkpoint:
+        model, metadata = load_checkpoint(checkpoint)
         if not model.config.cnn_tokens:
-            raise UserError(f"{args.checkpoint} is not an edge checkpoint; the sweep needs one.")
+            raise UserError(f"{checkpoint} is not an edge checkpoint; the sweep needs one.")
         sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
         run_scorer(sweep, episodes, options)
-        results["edge fused"] = {
+        step = metadata.get("global_step")
+        results[f"{EDGE} {step} steps"] = {
             f"lab weight {w}": evaluate(ReplayScorer(sweep.results[w])) for w in FUSED_WEIGHTS
         }
-        results["edge fused"]["checkpoint step"] = {"step": metadata.get("global_step")}
+        results[f"{EDGE} {step} steps"]["checkpoint step"] = {"step": step}
+    unseen = args.unseen_class or ["duck", "lego"]
+    unseen_episodes = (
+        plan_episodes(index_dataset(args.data, categories=unseen), options) if args.generic else []
+    )
+    for checkpoint in args.generic:
+        model, metadata = load_checkpoint(checkpoint)
+        seen = sorted(set(metadata.get("train_images", {})) & set(unseen))
+        if seen:
+            raise UserError(f"--generic {checkpoint} was trained on {', '.join(seen)}.")
+        settings = DetectionSettings(seed=args.seed, device="cpu")
+        scorer = PADFormerScorer(model, "generic", settings)
+        scored, _ = run_scorer(scorer, unseen_episodes, options)
+        step = metadata.get("global_step")
+        results[f"{GENERIC} {step} steps"] = {
+            f"{default_metric(model)}, unseen {'+'.join(unseen)}": summarise(scored)["mean"],
+            "checkpoint step": {"step": step},
+        }
     if not args.skip_baselines:
         # settings measured by an earlier run on the same data are kept, not repeated
         done = results if earlier.get("data") == str(args.data) else {}
@@ -118,9 +172,17 @@ def run(args: argparse.Namespace) -> None:
     }
     chosen = {method: best(rows) for method, rows in scored_rows.items() if rows}
     choices = {"results": results, "data": str(args.data), "images": images}
-    if "edge fused" in chosen:
-        choices["fused_lab_weight"] = float(chosen["edge fused"].removeprefix("lab weight "))
-        choices["edge_checkpoint_step"] = results["edge fused"]["checkpoint step"]["step"]
+    for prefix, key in ((EDGE, "edge_checkpoint_step"), (GENERIC, "generic_checkpoint_step")):
+        runs = [method for method in chosen if method.startswith(prefix)]
+        if not runs:
+            continue
+        # one choice over every (run, setting) pair: training length and setting together
+        best_run, setting = best({(m, chosen[m]): scored_rows[m][chosen[m]] for m in runs})
+        for method in runs:
+            chosen[method] = setting if method == best_run else None
+        choices[key] = results[best_run]["checkpoint step"]["step"]
+        if prefix == EDGE:
+            choices["fused_lab_weight"] = float(setting.removeprefix("lab weight "))
     if "PatchCore" in chosen:
         choices["patchcore"] = chosen["PatchCore"]
         choices["refdiff_sigma"] = float(chosen["refdiff"].removeprefix("sigma "))
