@@ -15,6 +15,7 @@ from padformer_edge.models import resolve_model
 
 
 def detect(
+    ctx: typer.Context,
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
@@ -38,16 +39,7 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
-    settings = options.detection_settings(
-        passes=passes,
-        mask_ratio=mask_ratio,
-        schedule=schedule,
-        metric=metric,
-        seed=seed,
-        device=device,
-        precision=precision,
-        max_batch=batch_size,
-    )
+    settings = options.detection_settings(ctx.params)
     # Then the files, before torch loads: a mistyped path is refused at once.
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")

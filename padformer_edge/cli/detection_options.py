@@ -7,6 +7,7 @@ so an option cannot drift from what a profile file or the detector accepts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import typer
@@ -44,9 +45,25 @@ PRECISION = choice_option(
 BATCH_SIZE = typer.Option(_DEFAULT.max_batch, "--batch-size", help="Most passes per model call.")
 
 
-def detection_settings(**values: Any) -> DetectionSettings:
-    """Settings from option values (named as the settings fields); a value the schema
-    refuses is a ``UserError`` naming its option and what was given."""
+FIELD_OF_PARAMETER = {
+    "passes": "passes",
+    "mask_ratio": "mask_ratio",
+    "schedule": "schedule",
+    "metric": "metric",
+    "seed": "seed",
+    "device": "device",
+    "precision": "precision",
+    "batch_size": "max_batch",
+}
+"""The command parameters that carry the options above -> the settings field each sets."""
+
+
+def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
+    """Settings from a command's parsed parameters (``ctx.params``): each command declares
+    the options above and hands all of its values over at once, so none is forgotten and
+    none is renamed on the way. A value the schema refuses is a ``UserError`` naming its
+    option and what was given."""
+    values = {field: params[name] for name, field in FIELD_OF_PARAMETER.items()}
     try:
         return DetectionSettings(**values)
     except ValidationError as err:

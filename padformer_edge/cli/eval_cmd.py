@@ -15,6 +15,7 @@ from training.evaluation.choices import REF_STRATEGIES
 
 
 def evaluate(
+    ctx: typer.Context,
     model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
     data: Path = typer.Option(..., "--data", help="Dataset root (MAD-Sim or MVTec-AD layout)."),
     classes: list[str] | None = typer.Option(
@@ -52,16 +53,7 @@ def evaluate(
     from training.evaluation.report import rich_table
     from training.evaluation.service import evaluate_checkpoint
 
-    settings = options.detection_settings(
-        passes=passes,
-        mask_ratio=mask_ratio,
-        schedule=schedule,
-        metric=metric,
-        seed=seed,
-        device=device,
-        precision=precision,
-        max_batch=batch_size,
-    )
+    settings = options.detection_settings(ctx.params)
     eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)
     console = Console(stderr=True)
     with Progress(

@@ -41,6 +41,7 @@ def _say(text: str) -> None:
 
 @app.command("create")
 def create(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="Profile name (letters, digits, '.', '_', '-')."),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
@@ -62,16 +63,7 @@ def create(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views."""
-    settings = options.detection_settings(
-        passes=passes,
-        mask_ratio=mask_ratio,
-        schedule=schedule,
-        metric=metric,
-        seed=seed,
-        device=device,
-        precision=precision,
-        max_batch=batch_size,
-    )
+    settings = options.detection_settings(ctx.params)
     model = resolve_model(model)
     result = profile_service.create_profile(
         profile_service.profiles_root(root), name, model, references, shots, settings
