@@ -6,8 +6,9 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
 
 - the edge model's ``fused`` metric for LAB weights 0 (feature error alone) to 1 (LAB
   alone), for each checkpoint given (runs of one recipe trained for different lengths):
-  the best pair sets ``padformer_edge.detect.scoring.FUSED_LAB_WEIGHT`` and the training
-  length of the shipped recipe;
+  the weight with the best image AUROC is ``FUSED_SCORE_LAB_WEIGHT`` (the image score's
+  mix), the one with the best AUPRO ``FUSED_LAB_WEIGHT`` (the map's), and the run with
+  the best image AUROC sets the recipe's training length;
 - PatchCore for each tapped stage set and input size (the bar to beat is its best);
 - the LAB reference difference for each smoothing width;
 - each candidate generic model (``--generic``, runs of the generic recipe) with its
@@ -74,6 +75,15 @@ def patchcore_scorer(config: str) -> PatchCoreScorer:
 def best(rows: dict[Key, dict]) -> Key:
     """The configuration with the highest mean image AUROC (AUPRO breaks ties)."""
     return max(rows, key=lambda k: (rows[k]["image_auroc"] or 0, rows[k]["aupro"] or 0))
+
+
+def best_map(rows: dict[Key, dict]) -> Key:
+    """The configuration whose maps outline defects best: AUPRO (pixel AUROC breaks ties)."""
+    return max(rows, key=lambda k: (rows[k]["aupro"] or 0, rows[k]["pixel_auroc"] or 0))
+
+
+def rows_aupro(rows: dict[str, dict], key: str) -> float:
+    return rows[key]["aupro"] or 0
 
 
 def main() -> None:
@@ -170,24 +180,39 @@ def run(args: argparse.Namespace) -> None:
         method: {k: v for k, v in rows.items() if "image_auroc" in v}
         for method, rows in results.items()
     }
-    chosen = {method: best(rows) for method, rows in scored_rows.items() if rows}
+    marks: dict[tuple[str, str], str] = {}  # (method, setting) -> why it is marked
     choices = {"results": results, "data": str(args.data), "images": images}
-    for prefix, key in ((EDGE, "edge_checkpoint_step"), (GENERIC, "generic_checkpoint_step")):
-        runs = [method for method in chosen if method.startswith(prefix)]
-        if not runs:
-            continue
-        # one choice over every (run, setting) pair: training length and setting together
-        best_run, setting = best({(m, chosen[m]): scored_rows[m][chosen[m]] for m in runs})
-        for method in runs:
-            chosen[method] = setting if method == best_run else None
-        choices[key] = results[best_run]["checkpoint step"]["step"]
-        if prefix == EDGE:
-            choices["fused_lab_weight"] = float(setting.removeprefix("lab weight "))
-    if "PatchCore" in chosen:
-        choices["patchcore"] = chosen["PatchCore"]
-        choices["refdiff_sigma"] = float(chosen["refdiff"].removeprefix("sigma "))
+    for method in ("PatchCore", "refdiff"):
+        if scored_rows.get(method):
+            marks[(method, best(scored_rows[method]))] = "<-"
+    if "PatchCore" in scored_rows:
+        choices["patchcore"] = best(scored_rows["PatchCore"])
+        choices["refdiff_sigma"] = float(best(scored_rows["refdiff"]).removeprefix("sigma "))
+    edge_runs = {m: rows for m, rows in scored_rows.items() if m.startswith(EDGE) and rows}
+    if edge_runs:
+        # Per run, the score's weight by image AUROC and the map's by AUPRO (the image
+        # score and the map are separate mixes of the same passes, so each metric depends
+        # on one weight only); the run (training length) by the image AUROC it reaches.
+        picks = {
+            m: (best(rows), best_map(rows), rows[best(rows)]["image_auroc"] or 0)
+            for m, rows in edge_runs.items()
+        }
+        run = max(picks, key=lambda m: (picks[m][2], rows_aupro(edge_runs[m], picks[m][1])))
+        score_weight, map_weight, _ = picks[run]
+        marks[(run, score_weight)] = "<- score"
+        marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
+        choices["edge_checkpoint_step"] = results[run]["checkpoint step"]["step"]
+        choices["fused_score_lab_weight"] = float(score_weight.removeprefix("lab weight "))
+        choices["fused_lab_weight"] = float(map_weight.removeprefix("lab weight "))
+    generic_runs = {m: rows for m, rows in scored_rows.items() if m.startswith(GENERIC) and rows}
+    if generic_runs:
+        run, setting = best(
+            {(m, c): v for m, rows in generic_runs.items() for c, v in rows.items()}
+        )
+        marks[(run, setting)] = "<-"
+        choices["generic_checkpoint_step"] = results[run]["checkpoint step"]["step"]
     table_rows = [
-        [method, config, *(fmt(v[m]) for m in METRICS), "<-" if chosen[method] == config else ""]
+        [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()
         for config, v in rows.items()
     ]
@@ -197,7 +222,8 @@ def run(args: argparse.Namespace) -> None:
     summary = (
         f"Validation render {args.data.name}, {args.shots}-shot, random references (seed "
         f"{args.seed}), first {args.max_per_label} test images of every label of every class "
-        f"({images} images); mean over classes, in %. Chosen by image AUROC (AUPRO breaks ties)."
+        f"({images} images); mean over classes, in %. Chosen by image AUROC (AUPRO breaks ties), "
+        "except the fused map's weight (`<- map`), chosen by AUPRO (pixel AUROC breaks ties)."
     )
     summary += (
         " Rows measured by an earlier run of this command on the same render are kept in "

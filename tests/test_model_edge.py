@@ -151,7 +151,7 @@ def test_fused_metric_divides_each_map_by_its_stored_spread(model):
         recon01 = torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(1))
         features = torch.randn(3, model.config.num_patches, model.config.feature_dim)
         size = (64, 64)
-        fused = FusedMetric(model, lab_weight=0.25)
+        fused = FusedMetric(model, lab_weight=0.25, score_lab_weight=0.25)
         lab, feature = ColourMetric("lab"), PredictedFeatureMetric(model)
         expected = 0.25 * lab.errors(lab.target(query01, query_model), recon01, size) / 2.0
         expected += (
@@ -215,10 +215,34 @@ def test_fusion_sweep_matches_the_detector_for_each_weight(model):
         for weight in (0.0, 0.3, 1.0):
             fused = DetectionSettings(passes=4, metric="fused", device="cpu")
             detector = Detector(model, references, fused)
-            detector.metric = FusedMetric(model, lab_weight=weight)
+            detector.metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
             (expected,) = detector.detect([query])
             (got,) = sweep.results[weight]
             scale = float(np.abs(expected.anomaly_map).max())
             np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
     finally:
         model.score_scales.fill_(1.0)
+
+
+def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
+    """With two weights the map is the first weight's map and the score the maximum of the
+    second weight's map, each exactly what a single-weight detector gives."""
+    from padformer_edge.detect.scoring import FusedMetric
+
+    references = [product_image(64, 64, seed=s) for s in range(3)]
+    query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
+    model.score_scales.copy_(torch.tensor([5.0, 0.5]))
+    try:
+        settings = DetectionSettings(passes=4, metric="fused", device="cpu")
+        detector = Detector(model, references, settings)
+        results = {}
+        for pair in ((0.6, 0.6), (0.0, 0.0), (0.6, 0.0)):
+            detector.metric = FusedMetric(model, lab_weight=pair[0], score_lab_weight=pair[1])
+            (results[pair],) = detector.detect([query])
+    finally:
+        model.score_scales.fill_(1.0)
+    split, map_only, score_only = results[(0.6, 0.0)], results[(0.6, 0.6)], results[(0.0, 0.0)]
+    scale = float(np.abs(map_only.anomaly_map).max())
+    np.testing.assert_allclose(split.anomaly_map, map_only.anomaly_map, atol=1e-5 * scale)
+    assert split.score == pytest.approx(score_only.score, rel=1e-5)
+    assert split.score != pytest.approx(map_only.score, rel=1e-3)  # the two mixes differ

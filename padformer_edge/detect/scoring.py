@@ -4,7 +4,9 @@ Each pass ``i`` gives an error map ``E_i`` at the query's own resolution. The ma
 the mean error over passes only where the variance over passes is above its median:
 errors that every mask pattern reproduces are systematic (blur, texture the model cannot
 render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
-The image score is the maximum of that map.
+The image score is the maximum of that map, or, for the ``fused`` metric, of a second
+map filtered the same way whose LAB/feature mix is chosen for ranking images rather than
+for outlining defects.
 
 Passes are folded in chunks with an exact pairwise mean/variance merge, so a 20 MP camera
 frame never needs all passes' colour maps in memory at once.
@@ -29,10 +31,17 @@ BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 
-FUSED_LAB_WEIGHT = 0.75
-"""The ``fused`` map is FUSED_LAB_WEIGHT * LAB / its spread + (1 - FUSED_LAB_WEIGHT) *
-feature / its spread. Chosen on the validation render (seed 1) by
-``benchmarks/tune_validation.py``, never on the test render; README lists the search."""
+FUSED_LAB_WEIGHT = 0.5
+"""The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
+FUSED_LAB_WEIGHT) * feature / its spread. Chosen on the validation render (seed 1) by
+``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
+lists the search."""
+
+FUSED_SCORE_LAB_WEIGHT = 0.0
+"""The same mix for the map whose maximum is the image score, chosen on the validation
+render for the best image AUROC. The two differ because the two jobs do: a whole-image
+verdict wants the error that good views reproduce least (the feature error ignores the
+colour shifts of an imperfect reconstruction), an outline wants pixel-sharp colour."""
 
 
 def blur(images: torch.Tensor) -> torch.Tensor:
@@ -64,7 +73,9 @@ class ErrorMetric(Protocol):
         features: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``,
-        and for models with CNN tokens their predicted ``[P, M, F]`` features)."""
+        and for models with CNN tokens their predicted ``[P, M, F]`` features); or
+        ``[P, 2, H, W]``, the second channel being the errors the image score is taken
+        from, for a metric that ranks images with another mix than it draws maps with."""
         ...
 
 
@@ -150,17 +161,30 @@ class PredictedFeatureMetric:
 
 class FusedMetric:
     """LAB error and predicted-feature error, each divided by its spread on good views
-    (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight``: colour
-    finds stains, features find shape and texture, and neither alone finds both."""
+    (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight`` for the
+    map and ``score_lab_weight`` for the image score: colour finds stains, features find
+    shape and texture, and neither alone finds both."""
 
-    def __init__(self, model: PADFormer, lab_weight: float = FUSED_LAB_WEIGHT) -> None:
-        if not 0.0 <= lab_weight <= 1.0:
-            raise UserError(f"fused LAB weight {lab_weight} must lie in [0, 1].")
+    def __init__(
+        self,
+        model: PADFormer,
+        lab_weight: float = FUSED_LAB_WEIGHT,
+        score_lab_weight: float = FUSED_SCORE_LAB_WEIGHT,
+    ) -> None:
+        for weight in (lab_weight, score_lab_weight):
+            if not 0.0 <= weight <= 1.0:
+                raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
-        lab_scale, feature_scale = (float(v) for v in model.score_scales)
-        self.lab_factor = lab_weight / lab_scale
-        self.feature_factor = (1.0 - lab_weight) / feature_scale
+        self.scales = tuple(float(v) for v in model.score_scales)
+        self.weights = (
+            (lab_weight,)
+            if lab_weight == score_lab_weight
+            else (
+                lab_weight,
+                score_lab_weight,
+            )
+        )
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
         return self.lab.target(query01, query_model), self.feature.target(query01, query_model)
@@ -172,10 +196,10 @@ class FusedMetric:
         size: tuple[int, int],
         features: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        lab = self.lab.errors(target[0], recon01, size).mul_(self.lab_factor)
-        return lab.add_(
-            self.feature.errors(target[1], recon01, size, features), alpha=self.feature_factor
-        )
+        lab = self.lab.errors(target[0], recon01, size).div_(self.scales[0])
+        feature = self.feature.errors(target[1], recon01, size, features).div_(self.scales[1])
+        mixes = [lab * weight + feature * (1.0 - weight) for weight in self.weights]
+        return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
 
 
 def build_metric(name: str, model: PADFormer) -> ErrorMetric:
@@ -267,10 +291,15 @@ def score_query(
     for start in range(0, recon01.shape[0], chunk):
         part_features = None if features is None else features[start : start + chunk]
         errors = metric.errors(target, recon01[start : start + chunk], size, part_features)
-        pass_mean += errors.mean(dim=(1, 2)).tolist()
-        pass_max += errors.amax(dim=(1, 2)).tolist()
+        errors = errors if errors.ndim == 4 else errors.unsqueeze(1)  # [P, map(, score), H, W]
+        pass_mean += errors[:, 0].mean(dim=(1, 2)).tolist()
+        pass_max += errors[:, 0].amax(dim=(1, 2)).tolist()
         part = PassMoments.of(errors)
         moments = part if moments is None else moments.merge(part)
     assert moments is not None  # recon01 always holds at least two passes
-    anomaly_map = consistency_filter(moments.mean, moments.variance)
-    return ScoredQuery(anomaly_map, float(anomaly_map.max()), pass_mean, pass_max)
+    filtered = [
+        consistency_filter(mean, variance)
+        for mean, variance in zip(moments.mean, moments.variance, strict=True)
+    ]
+    anomaly_map = filtered[0]
+    return ScoredQuery(anomaly_map, float(filtered[-1].max()), pass_mean, pass_max)
