@@ -188,8 +188,14 @@ def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
     assert detector.metric_name == "fused"
     (result,) = detector.detect([query])
     assert result.anomaly_map.shape == (80, 120)
+    # the score is the maximum of the score's own mix of the same passes
+    from padformer_edge.detect.scoring import FUSED_SCORE_LAB_WEIGHT, FusedMetric
+
+    weight = FUSED_SCORE_LAB_WEIGHT
+    detector.metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
+    (score_map,) = detector.detect([query])
     assert np.isfinite(result.score) and result.score == pytest.approx(
-        float(result.anomaly_map.max())
+        float(score_map.anomaly_map.max()), rel=1e-5
     )
 
 
