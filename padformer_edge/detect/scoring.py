@@ -177,14 +177,8 @@ class FusedMetric:
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
         self.scales = tuple(float(v) for v in model.score_scales)
-        self.weights = (
-            (lab_weight,)
-            if lab_weight == score_lab_weight
-            else (
-                lab_weight,
-                score_lab_weight,
-            )
-        )
+        # one mix when both jobs take the same weight: then the errors stay [P, H, W]
+        self.weights = tuple(dict.fromkeys((lab_weight, score_lab_weight)))
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
         return self.lab.target(query01, query_model), self.feature.target(query01, query_model)
