@@ -18,21 +18,11 @@ from sqlalchemy import Engine
 
 from padformer_edge.daemon.alerts import AlertsConfig, Cooldown, plan_alerts
 from padformer_edge.store import DetectionOutcome, claim_batch, complete, enqueue, open_engine
-from padformer_edge.store import upgrade as migrate
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    path = tmp_path / "results.sqlite3"
-    engine = open_engine(str(path))
-    migrate(engine)
-    engine.dispose()
-    return path
-
-
-@pytest.fixture
-def engine(db_path: Path) -> Iterator[Engine]:
-    writer = open_engine(str(db_path))
+def engine(sqlite_file: Path) -> Iterator[Engine]:
+    writer = open_engine(str(sqlite_file))
     yield writer
     writer.dispose()
 

@@ -79,7 +79,7 @@ def test_exit_code_timeout_and_missing_program_are_recorded(engine: Engine, tmp_
 
 
 def test_dead_alert_shows_in_alerts_list_and_retry_queues_it(
-    db_path: Path,
+    sqlite_file: Path,
     engine: Engine,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -94,7 +94,7 @@ def test_dead_alert_shows_in_alerts_list_and_retry_queues_it(
         "the second failure",
     )
 
-    db = ("--db", str(db_path))
+    db = ("--db", str(sqlite_file))
     code, listed, _ = run_cli(
         monkeypatch, capsys, "alerts", "list", *db, "--state", "dead", "--json"
     )

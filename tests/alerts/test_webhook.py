@@ -20,7 +20,7 @@ def hook_alerts(engine: Engine) -> list[dict]:
 
 
 def test_500_twice_then_200_delivers_each_alert_once_across_a_restart(
-    db_path: Path, engine: Engine, webhook: Callable[[int], WebhookReceiver]
+    sqlite_file: Path, engine: Engine, webhook: Callable[[int], WebhookReceiver]
 ) -> None:
     receiver = webhook(2)
     config = AlertsConfig.model_validate(
@@ -39,7 +39,7 @@ def test_500_twice_then_200_delivers_each_alert_once_across_a_restart(
     assert not first.alive
 
     # A new process in effect: its own engine on the same file, a fresh dispatcher.
-    reopened = open_engine(str(db_path))
+    reopened = open_engine(str(sqlite_file))
     second = AlertDispatcher(reopened, config)
     second.start()
     wait_until(lambda: all(a["state"] == "sent" for a in hook_alerts(reopened)), "every alert sent")

@@ -20,32 +20,22 @@ from padformer_edge.daemon.settings import IntakeConfig, WorkerConfig
 from padformer_edge.daemon.worker import Worker
 from padformer_edge.store import due_alerts, enqueue, open_engine
 from padformer_edge.store import engine as engine_module
-from padformer_edge.store import upgrade as migrate
 from padformer_edge.store.engine import reading
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> Path:
-    path = tmp_path / "results.sqlite3"
-    writer = open_engine(str(path))
-    migrate(writer)
-    writer.dispose()
-    return path
-
-
-@pytest.fixture
-def impatient(database: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+def impatient(sqlite_file: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     """An engine that gives up on a held lock after 0.2 s instead of 30 s."""
     monkeypatch.setattr(engine_module, "BUSY_TIMEOUT_MS", 200)
-    engine = open_engine(str(database))
+    engine = open_engine(str(sqlite_file))
     yield engine
     engine.dispose()
 
 
-def test_reads_go_on_while_another_process_holds_the_write_lock(tmp_path, database, impatient):
-    holder = sqlite3.connect(database, isolation_level=None)
+def test_reads_go_on_while_another_process_holds_the_write_lock(tmp_path, sqlite_file, impatient):
+    holder = sqlite3.connect(sqlite_file, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # a writer in the middle of a transaction
     try:
         worker = Worker(impatient, {}, {}, WorkerConfig(), tmp_path, 1 << 20, AlertsConfig())
@@ -61,9 +51,9 @@ def test_reads_go_on_while_another_process_holds_the_write_lock(tmp_path, databa
         holder.close()
 
 
-def test_intake_wakes_an_idle_worker_and_stopping_wakes_it_too(tmp_path, database, monkeypatch):
+def test_intake_wakes_an_idle_worker_and_stopping_wakes_it_too(tmp_path, sqlite_file, monkeypatch):
     monkeypatch.setattr(worker_module, "IDLE_RECHECK_S", 600.0)  # no timed re-check
-    engine = open_engine(str(database))
+    engine = open_engine(str(sqlite_file))
     camera = Camera("cam", tmp_path / "cam", "bolt")
     camera.root.mkdir()
     worker = Worker(engine, {}, {}, WorkerConfig(max_wait_ms=0), tmp_path, 1 << 20,

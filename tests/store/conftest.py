@@ -54,13 +54,3 @@ def engine(db_url: str) -> Iterator[Engine]:
     upgrade(writer)
     yield writer
     writer.dispose()
-
-
-@pytest.fixture
-def sqlite_file(tmp_path: Path) -> Iterator[Path]:
-    """A migrated SQLite file, for tests about files, processes and locks."""
-    path = tmp_path / "results.sqlite3"
-    writer = open_engine(str(path))
-    upgrade(writer)
-    writer.dispose()
-    yield path
