@@ -159,6 +159,14 @@ class PredictedFeatureMetric:
         return upsample(maps, size).squeeze(1)
 
 
+def mix_errors(
+    lab: torch.Tensor, feature: torch.Tensor, scales: tuple[float, float], lab_weight: float
+) -> torch.Tensor:
+    """The ``fused`` mix of LAB and feature errors, each divided by its spread on good
+    views: the one formula the detector and the validation sweep share."""
+    return lab * (lab_weight / scales[0]) + feature * ((1.0 - lab_weight) / scales[1])
+
+
 class FusedMetric:
     """LAB error and predicted-feature error, each divided by its spread on good views
     (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight`` for the
@@ -176,7 +184,8 @@ class FusedMetric:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
-        self.scales = tuple(float(v) for v in model.score_scales)
+        lab_scale, feature_scale = (float(v) for v in model.score_scales)
+        self.scales = (lab_scale, feature_scale)
         # one mix when both jobs take the same weight: then the errors stay [P, H, W]
         self.weights = tuple(dict.fromkeys((lab_weight, score_lab_weight)))
 
@@ -190,9 +199,9 @@ class FusedMetric:
         size: tuple[int, int],
         features: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        lab = self.lab.errors(target[0], recon01, size).div_(self.scales[0])
-        feature = self.feature.errors(target[1], recon01, size, features).div_(self.scales[1])
-        mixes = [lab * weight + feature * (1.0 - weight) for weight in self.weights]
+        lab = self.lab.errors(target[0], recon01, size)
+        feature = self.feature.errors(target[1], recon01, size, features)
+        mixes = [mix_errors(lab, feature, self.scales, weight) for weight in self.weights]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
 
 

@@ -15,21 +15,11 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.scoring import PassMoments, consistency_filter
+from padformer_edge.detect.scoring import PassMoments, consistency_filter, mix_errors
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from training.evaluation.scorers import Scored
 from training.score_scales import pass_error_maps
-
-
-def fused_pass_errors(
-    maps: dict[str, torch.Tensor], scales: Sequence[float], lab_weight: float
-) -> torch.Tensor:
-    """[P, H, W]: the ``fused`` metric's per-pass error for one LAB weight."""
-    lab_scale, feature_scale = scales
-    return maps["lab"] * (lab_weight / lab_scale) + maps["feature"] * (
-        (1.0 - lab_weight) / feature_scale
-    )
 
 
 class FusionSweepScorer:
@@ -40,7 +30,8 @@ class FusionSweepScorer:
         self, model: PADFormer, weights: Sequence[float], passes: int = 15, seed: int = 0
     ) -> None:
         self.model, self.weights, self.passes, self.seed = model, list(weights), passes, seed
-        self.scales = [float(v) for v in model.score_scales]
+        lab_scale, feature_scale = (float(v) for v in model.score_scales)
+        self.scales = (lab_scale, feature_scale)
         self.results: dict[float, list[Scored]] = {w: [] for w in self.weights}
         self.detector: Detector | None = None
 
@@ -55,7 +46,8 @@ class FusionSweepScorer:
         for query in queries:
             maps = pass_error_maps(self.detector, query)
             for weight in self.weights:
-                moments = PassMoments.of(fused_pass_errors(maps, self.scales, weight))
+                errors = mix_errors(maps["lab"], maps["feature"], self.scales, weight)
+                moments = PassMoments.of(errors)
                 amap = consistency_filter(moments.mean, moments.variance)
                 self.results[weight].append(Scored(float(amap.max()), amap.numpy()))
             first.append(self.results[self.weights[0]][-1])
