@@ -41,6 +41,7 @@ def _to_webp(source: Path, target: Path) -> None:
 
 
 def _to_png(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
     image = cv2.imread(str(source), cv2.IMREAD_UNCHANGED)
     if image is None or not cv2.imwrite(str(target), image):
         raise SystemExit(f"{source} could not be turned back into {target}.")
@@ -115,18 +116,13 @@ def unpack(args: argparse.Namespace) -> None:
     )
     jobs = []
     for dataset in sorted((bundle / "data").iterdir()):
-        target_root = to / "data" / dataset.name
-        for source in dataset.rglob("*"):
-            target = target_root / source.relative_to(dataset)
-            if source.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif source.suffix == ".webp":
+        for source in (p for p in dataset.rglob("*") if p.is_file()):
+            target = to / "data" / dataset.name / source.relative_to(dataset)
+            if source.suffix == ".webp":
                 jobs.append((source, target.with_suffix(".png")))
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-    for _, target in jobs:
-        target.parent.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor() as pool:
         list(pool.map(lambda job: _to_png(*job), jobs))
     print(f"unpacked {len(jobs)} views and the site folder into {to}")

@@ -22,13 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
 
-TORCH_STACK_PREFIXES = ("torch", "triton", "nvidia-", "nvidia_", "cuda-", "cuda_")
+TORCH_STACK_NAMES = ("torch", "triton")
+TORCH_STACK_PREFIXES = ("nvidia-", "nvidia_", "cuda-", "cuda_")
 
 
 def is_torch_stack(name: str) -> bool:
     """torch and the runtime libraries its wheel depends on (not torchvision, timm...)."""
     name = name.lower()
-    return name == "torch" or name == "triton" or name.startswith(TORCH_STACK_PREFIXES[2:])
+    return name in TORCH_STACK_NAMES or name.startswith(TORCH_STACK_PREFIXES)
 
 
 def stack_sizes(site: Path) -> dict[str, int]:

@@ -82,10 +82,6 @@ def best_map(rows: dict[Key, dict]) -> Key:
     return max(rows, key=lambda k: (rows[k]["aupro"] or 0, rows[k]["pixel_auroc"] or 0))
 
 
-def rows_aupro(rows: dict[str, dict], key: str) -> float:
-    return rows[key]["aupro"] or 0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="The validation render.")
@@ -193,12 +189,14 @@ def run(args: argparse.Namespace) -> None:
         # Per run, the score's weight by image AUROC and the map's by AUPRO (the image
         # score and the map are separate mixes of the same passes, so each metric depends
         # on one weight only); the run (training length) by the image AUROC it reaches.
-        picks = {
-            m: (best(rows), best_map(rows), rows[best(rows)]["image_auroc"] or 0)
-            for m, rows in edge_runs.items()
-        }
-        run = max(picks, key=lambda m: (picks[m][2], rows_aupro(edge_runs[m], picks[m][1])))
-        score_weight, map_weight, _ = picks[run]
+        picks = {m: (best(rows), best_map(rows)) for m, rows in edge_runs.items()}
+
+        def reach(m: str) -> tuple[float, float]:  # (image AUROC, AUPRO) the run reaches
+            score, outline = edge_runs[m][picks[m][0]], edge_runs[m][picks[m][1]]
+            return score["image_auroc"] or 0, outline["aupro"] or 0
+
+        run = max(picks, key=reach)
+        score_weight, map_weight = picks[run]
         marks[(run, score_weight)] = "<- score"
         marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
         choices["edge_checkpoint_step"] = results[run]["checkpoint step"]["step"]
