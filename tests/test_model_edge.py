@@ -5,8 +5,15 @@ import pytest
 import torch
 
 from padformer_edge.detect import Detector
-from padformer_edge.detect.scoring import ColourMetric, FusedMetric, PredictedFeatureMetric
+from padformer_edge.detect.scoring import (
+    FUSED_LAB_WEIGHT,
+    FUSED_SCORE_LAB_WEIGHT,
+    ColourMetric,
+    FusedMetric,
+    PredictedFeatureMetric,
+)
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
 from padformer_edge.model import build_model
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
@@ -252,3 +259,24 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
     np.testing.assert_allclose(split.anomaly_map, map_only.anomaly_map, atol=1e-5 * scale)
     assert split.score == pytest.approx(score_only.score, rel=1e-5)
     assert split.score != pytest.approx(map_only.score, rel=1e-3)  # the two mixes differ
+
+
+def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
+    plain = build_model("edge", **SMALL_EDGE)
+    default = FusedMetric(plain)
+    assert (default.lab_weight, default.score_lab_weight) == (
+        FUSED_LAB_WEIGHT,
+        FUSED_SCORE_LAB_WEIGHT,
+    )
+    path = tmp_path / "own.safetensors"
+    weighted = build_model("edge", **SMALL_EDGE, fused_lab_weight=0.0, fused_score_lab_weight=0.75)
+    save_checkpoint(path, weighted)
+    own, _ = load_checkpoint(path)
+    assert (own.config.fused_lab_weight, own.config.fused_score_lab_weight) == (0.0, 0.75)
+    metric = FusedMetric(own)
+    assert (metric.lab_weight, metric.score_lab_weight) == (0.0, 0.75)
+    assert metric.weights == (0.0, 0.75)
+    given = FusedMetric(own, lab_weight=0.5, score_lab_weight=0.5)  # the sweep's way
+    assert given.weights == (0.5,)
+    with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
+        build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)

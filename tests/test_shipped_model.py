@@ -67,6 +67,44 @@ def test_ship_writes_a_small_float16_file_and_a_complete_card(shipped: Path) -> 
     assert model.config.top_k == 3 and metadata["shipped_from"] == file_sha256(source)
 
 
+def test_a_continued_run_ships_with_its_whole_training_on_the_card(tmp_path: Path) -> None:
+    source = tmp_path / "run" / "model.safetensors"
+    init = {"path": "/x/generic.safetensors", "sha256": "ab" * 32}
+    save_checkpoint(source, build_model("tiny"), {"global_step": 500, "init": init})
+    with pytest.raises(UserError, match="--earlier-steps"):
+        ship(source, tmp_path / "refused", wall_time="1 min", machine="test CPU")
+    shipped = ship(source, tmp_path / "p", wall_time="1 min", machine="CPU", earlier_steps=4275)
+    card = json.loads(shipped.with_suffix(".json").read_text())
+    assert card["steps"] == 4775 and card["steps_this_run"] == 500
+    assert card["continued_from"] == init
+
+
+def test_ship_stores_the_validated_fused_weights_in_the_model(tmp_path: Path) -> None:
+    from tests.test_model_edge import SMALL_EDGE
+
+    source = tmp_path / "run" / "model.safetensors"
+    save_checkpoint(source, build_model("edge", **SMALL_EDGE), {"global_step": 7})
+    shipped = ship(source, tmp_path / "p", "1 min", "CPU", fused_weights=(0.0, 0.25))
+    model, _ = load_checkpoint(shipped)
+    assert (model.config.fused_lab_weight, model.config.fused_score_lab_weight) == (0.0, 0.25)
+    card = json.loads(shipped.with_suffix(".json").read_text())
+    assert card["fused_weights"] == {"map": 0.0, "score": 0.25}
+    with pytest.raises(UserError, match="must be None or in"):
+        ship(source, tmp_path / "bad", "1 min", "CPU", fused_weights=(2.0, 0.0))
+    tiny = tmp_path / "tiny.safetensors"
+    save_checkpoint(tiny, build_model("tiny"), {"global_step": 7})
+    with pytest.raises(UserError, match="no CNN tokens"):
+        ship(tiny, tmp_path / "q", "1 min", "CPU", fused_weights=(0.0, 0.0))
+
+
+def test_earlier_steps_without_a_continued_run_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "model.safetensors"
+    save_checkpoint(source, build_model("tiny"), {"global_step": 500})
+    with pytest.raises(UserError, match="records none"):
+        ship(source, tmp_path / "p", wall_time="1 min", machine="CPU", earlier_steps=10)
+    assert not (tmp_path / "p").exists()
+
+
 def test_the_locator_returns_the_checked_model(use_shipped: Path) -> None:
     assert models.locate_generic_model() == use_shipped
     assert models.resolve_model(None) == use_shipped

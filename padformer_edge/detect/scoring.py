@@ -171,14 +171,22 @@ class FusedMetric:
     """LAB error and predicted-feature error, each divided by its spread on good views
     (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight`` for the
     map and ``score_lab_weight`` for the image score: colour finds stains, features find
-    shape and texture, and neither alone finds both."""
+    shape and texture, and neither alone finds both. Weights not given are the model's
+    own validated ones (``ModelConfig.fused_lab_weight`` and ``fused_score_lab_weight``)
+    where it has them, else the product's defaults."""
 
     def __init__(
         self,
         model: PADFormer,
-        lab_weight: float = FUSED_LAB_WEIGHT,
-        score_lab_weight: float = FUSED_SCORE_LAB_WEIGHT,
+        lab_weight: float | None = None,
+        score_lab_weight: float | None = None,
     ) -> None:
+        config = model.config
+        if lab_weight is None:
+            lab_weight = _first_set(config.fused_lab_weight, FUSED_LAB_WEIGHT)
+        if score_lab_weight is None:
+            score_lab_weight = _first_set(config.fused_score_lab_weight, FUSED_SCORE_LAB_WEIGHT)
+        self.lab_weight, self.score_lab_weight = lab_weight, score_lab_weight
         for weight in (lab_weight, score_lab_weight):
             if not 0.0 <= weight <= 1.0:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
@@ -203,6 +211,10 @@ class FusedMetric:
         feature = self.feature.errors(target[1], recon01, size, features)
         mixes = [mix_errors(lab, feature, self.scales, weight) for weight in self.weights]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
+
+
+def _first_set(own: float | None, default: float) -> float:
+    return default if own is None else own
 
 
 def build_metric(name: str, model: PADFormer) -> ErrorMetric:

@@ -53,6 +53,13 @@ class ModelConfig:
     convolution's work by about d'/stn_channels."""
     norm_mean: tuple[float, float, float] = IMAGENET_MEAN
     norm_std: tuple[float, float, float] = IMAGENET_STD
+    fused_lab_weight: float | None = None
+    """The ``fused`` map's LAB weight chosen on validation data for this very model, or
+    None for the product's default (``detect.scoring.FUSED_LAB_WEIGHT``). A model that
+    inspects objects it never saw (the shipped generic one) can want another mix than
+    one trained on its test objects, so the choice travels with the weights."""
+    fused_score_lab_weight: float | None = None
+    """The same for the image score's mix (default ``FUSED_SCORE_LAB_WEIGHT``)."""
 
     def __post_init__(self) -> None:
         if self.img_size % self.patch_size:
@@ -74,6 +81,10 @@ class ModelConfig:
             )
         if self.cnn_tokens and self.patch_size % STRIDE8:
             raise ValueError(f"CNN tokens need a patch_size that is a multiple of {STRIDE8}.")
+        for name in ("fused_lab_weight", "fused_score_lab_weight"):
+            weight = getattr(self, name)
+            if weight is not None and not 0.0 <= weight <= 1.0:
+                raise ValueError(f"{name} must be None or in [0, 1], not {weight}.")
         if self.stn_channels < 0:
             raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")
 

