@@ -57,3 +57,10 @@ send_weights() {
         fi
     done
 }
+
+# A call returns at most eight files from $OUT (the second session lost a log that way),
+# so the logs go back as one archive; the weights stay separate files.
+pack_logs() {
+    tar -czf "$OUT/logs.tar.gz" -C "$OUT" --exclude=logs.tar.gz $(cd "$OUT" && ls *.log *.json 2>/dev/null)
+    (cd "$OUT" && rm -f -- *.log *.json)
+}

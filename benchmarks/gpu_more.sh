@@ -11,7 +11,8 @@
 #                 Table 3's ablations with the three-times edge recipe, to compare with
 #                 the first session's edge-gpu-3x (same recipe, seed and data).
 # Made ready and run like gpu_session.sh (DEADLINE, stopped runs' last weights scaled and
-# sent back, marked as such in their logs); everything lands in $OUT.
+# sent back, marked as such in their logs); everything lands in $OUT, the logs packed in
+# logs.tar.gz.
 set -uo pipefail
 
 OUT=${OUT:?OUT names the folder whose files come back}
@@ -36,4 +37,5 @@ wait "${pids[@]}"
 
 send_weights edge-more:synth224-s0 generic-more:generic no_stn:synth224-s0 \
     no_selection:synth224-s0 no_aat:synth224-s0
+pack_logs
 ls -la "$OUT"

@@ -4,7 +4,7 @@
 # same with three times (so that training length is chosen on the validation render, not
 # assumed), and the generic model's recipe with ten times its steps. Then the paper and
 # edge presets' detection time per image. Everything lands in $OUT: the checkpoints (with
-# their fused-metric scales), one log per run and the timings as JSON.
+# their fused-metric scales), and logs.tar.gz with one log per run and the timings as JSON.
 #
 # Made ready here with `python benchmarks/gpu_bundle.py pack ...` (its docstring), then run
 # there from the repository root: `bash benchmarks/gpu_session.sh`. A training still
@@ -31,4 +31,5 @@ send_weights edge-gpu:synth224-s0 edge-gpu-3x:synth224-s0 generic-gpu:generic
 if [[ "$DEVICE" == cuda ]]; then
     python3 benchmarks/gpu_detect_speed.py --json-out "$OUT/gpu_detect_speed.json"
 fi
+pack_logs
 ls -la "$OUT"
