@@ -1,5 +1,9 @@
-# Shared by the prepared GPU scripts (gpu_session.sh, gpu_more.sh): sourced, not run.
-# Reads OUT, BUNDLE, WORK, DEVICE and DEADLINE from the sourcing script.
+# Shared by the prepared GPU scripts (gpu_session.sh, gpu_more.sh): sourced, not run,
+# after the script has set its DEADLINE. The rest comes from the environment or defaults.
+OUT=${OUT:?OUT names the folder whose files come back}
+BUNDLE=${BUNDLE:-.gpu/bundle}
+WORK=${WORK:-/tmp/gpu}
+DEVICE=${DEVICE:-cuda}
 
 # Unpack the bundle into $WORK, log everything to $OUT/session.log, put the unpacked
 # site folder and this checkout on the path, and say which card is there.

@@ -15,10 +15,6 @@
 # logs.tar.gz.
 set -uo pipefail
 
-OUT=${OUT:?OUT names the folder whose files come back}
-BUNDLE=${BUNDLE:-.gpu/bundle}
-WORK=${WORK:-/tmp/gpu}
-DEVICE=${DEVICE:-cuda}
 DEADLINE=${DEADLINE:-450}
 source benchmarks/gpu_common.sh
 gpu_setup

@@ -12,10 +12,6 @@
 # last weights are scaled and sent back instead, marked as such in its log.
 set -uo pipefail
 
-OUT=${OUT:?OUT names the folder whose files come back}
-BUNDLE=${BUNDLE:-.gpu/bundle}
-WORK=${WORK:-/tmp/gpu}
-DEVICE=${DEVICE:-cuda}
 DEADLINE=${DEADLINE:-360}
 source benchmarks/gpu_common.sh
 gpu_setup
