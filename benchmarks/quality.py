@@ -153,12 +153,17 @@ def main_label(model) -> str:
     return f"PADFormer {model.preset_name} ({default_metric(model)}, 15 passes)"
 
 
+def padformer_row(label: str, model, seed: int, **options) -> tuple[str, Scorer]:
+    """One PADFormer row of any table: the model on the CPU with these detection options."""
+    settings = DetectionSettings(seed=seed, device="cpu", **options)
+    return label, PADFormerScorer(model, label, settings)
+
+
 def methods(args: argparse.Namespace, model, ablations: dict[str, Path]):
     """(label, scorer) in table order; PADFormer variants share one set of weights."""
 
     def padformer(label: str, net=model, **options) -> tuple[str, Scorer]:
-        settings = DetectionSettings(seed=args.seed, device="cpu", **options)
-        return label, PADFormerScorer(net, label, settings)
+        return padformer_row(label, net, args.seed, **options)
 
     rows: list[tuple[str, Scorer]] = [padformer(main_label(model)), *baselines()]
     for name, path in ablations.items():
@@ -326,11 +331,10 @@ def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     full = f"PADFormer {model.preset_name}, full ({default_metric(model)}, 15 passes)"
-    settings = DetectionSettings(seed=args.seed, device="cpu")
-    rows: list[tuple[str, Scorer]] = [(full, PADFormerScorer(model, full, settings))]
+    rows = [padformer_row(full, model, args.seed)]
     for name, path in args.ablation:
         label = f"PADFormer {name.replace('_', ' ')} (trained)"
-        rows.append((label, PADFormerScorer(ablation_model(name, path), label, settings)))
+        rows.append(padformer_row(label, ablation_model(name, path), args.seed))
     results = evaluate(rows, episodes, options)
     images = sum(len(e.tests) for e in episodes)
     text = (
@@ -354,8 +358,7 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     index = index_dataset(data, categories=list(args.unseen_class))
     episodes = plan_episodes(index, options)
     label = f"PADFormer {model.preset_name}, never saw these objects"
-    settings = DetectionSettings(seed=args.seed, device="cpu")
-    rows = [(label, PADFormerScorer(model, label, settings)), *baselines()]
+    rows = [padformer_row(label, model, args.seed), *baselines()]
     results = evaluate(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
     margin = (results[label]["image_auroc"] or 0.0) - (results[patchcore]["image_auroc"] or 0.0)

@@ -66,6 +66,19 @@ EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
 GENERIC = "generic,"  # likewise, for the generic-model candidates
 
 
+def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -> dict[str, dict]:
+    """'lab weight W' + ``suffix`` -> mean figures, for every weight of FUSED_WEIGHTS: one
+    reconstruction per query, scored once per weight."""
+    sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=seed)
+    run_scorer(sweep, episodes, options)
+    return {
+        f"lab weight {w}{suffix}": summarise(
+            run_scorer(ReplayScorer(sweep.results[w]), episodes, options)[0]
+        )["mean"]
+        for w in FUSED_WEIGHTS
+    }
+
+
 def run_label(metadata: dict) -> str:
     """'N steps', or 'N steps after FOLDER/FILE' for a run fine-tuned from other weights
     (train --init), so that continued runs are told apart from fresh ones of equal length."""
@@ -172,10 +185,9 @@ def run(args: argparse.Namespace) -> None:
         model, metadata = load_checkpoint(checkpoint)
         if not model.config.cnn_tokens:
             raise UserError(f"{checkpoint} is not an edge checkpoint; the sweep needs one.")
-        sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
-        run_scorer(sweep, episodes, options)
+        rows = fused_sweep(model, episodes, options, args.seed, "")
         results[f"{EDGE} {run_label(metadata)}"] = {
-            **{f"lab weight {w}": evaluate(ReplayScorer(sweep.results[w])) for w in FUSED_WEIGHTS},
+            **rows,
             "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
         }
     unseen = args.unseen_class or ["duck", "lego"]
@@ -192,16 +204,10 @@ def run(args: argparse.Namespace) -> None:
         seen = sorted(set(metadata.get("train_images", {})) & set(unseen))
         if seen:
             raise UserError(f"--generic {checkpoint} was trained on {', '.join(seen)}.")
-        sweep = FusionSweepScorer(model, FUSED_WEIGHTS, seed=args.seed)
-        run_scorer(sweep, unseen_episodes, unseen_options)
-        objects = "+".join(unseen)
+        suffix = f", unseen {'+'.join(unseen)}"
+        rows = fused_sweep(model, unseen_episodes, unseen_options, args.seed, suffix)
         results[f"{GENERIC} {run_label(metadata)}"] = {
-            **{
-                f"lab weight {w}, unseen {objects}": summarise(
-                    run_scorer(ReplayScorer(sweep.results[w]), unseen_episodes, unseen_options)[0]
-                )["mean"]
-                for w in FUSED_WEIGHTS
-            },
+            **rows,
             "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
         }
     if not args.skip_baselines:
@@ -231,16 +237,16 @@ def run(args: argparse.Namespace) -> None:
     # The edge runs are scored on the six seen objects, the generic candidates on the two
     # they never saw; each family gets its own run and weights (the generic model's are
     # shipped inside it, ModelConfig.fused_*_weight).
-    for prefix, key in ((EDGE, ""), (GENERIC, "generic_")):
+    for prefix, family, weights in ((EDGE, "edge", ""), (GENERIC, "generic", "generic_")):
         runs = {m: rows for m, rows in scored_rows.items() if m.startswith(prefix) and rows}
         if not runs:
             continue
         run, score_weight, map_weight = choose_run_and_weights(runs)
         marks[(run, score_weight)] = "<- score"
         marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
-        choices["edge_run" if prefix == EDGE else "generic_run"] = run.removeprefix(prefix).strip()
-        choices[f"{key}fused_score_lab_weight"] = weight_of(score_weight)
-        choices[f"{key}fused_lab_weight"] = weight_of(map_weight)
+        choices[f"{family}_run"] = run.removeprefix(prefix).strip()
+        choices[f"{weights}fused_score_lab_weight"] = weight_of(score_weight)
+        choices[f"{weights}fused_lab_weight"] = weight_of(map_weight)
     table_rows = [
         [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()

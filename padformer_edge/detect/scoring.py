@@ -159,6 +159,13 @@ class PredictedFeatureMetric:
         return upsample(maps, size).squeeze(1)
 
 
+def score_scales_of(model: PADFormer) -> tuple[float, float]:
+    """(LAB, feature) spreads on good views stored in an edge checkpoint (``score_scales``),
+    in the order ``mix_errors`` takes them."""
+    lab_scale, feature_scale = (float(v) for v in model.score_scales)
+    return lab_scale, feature_scale
+
+
 def mix_errors(
     lab: torch.Tensor, feature: torch.Tensor, scales: tuple[float, float], lab_weight: float
 ) -> torch.Tensor:
@@ -192,8 +199,7 @@ class FusedMetric:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
-        lab_scale, feature_scale = (float(v) for v in model.score_scales)
-        self.scales = (lab_scale, feature_scale)
+        self.scales = score_scales_of(model)
         # one mix when both jobs take the same weight: then the errors stay [P, H, W]
         self.weights = tuple(dict.fromkeys((lab_weight, score_lab_weight)))
 

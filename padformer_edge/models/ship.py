@@ -48,18 +48,8 @@ def card_fields(
     fused: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The model card: what the model saw, how long it trained, where, and its checksum
-    (and the fused-metric weights the model carries, if it carries its own)."""
-    init = metadata.get("init")
-    if earlier_steps and not init:
-        raise UserError(
-            "--earlier-steps is for a run continued from other weights (train --init), "
-            "and this checkpoint records none; leave it out."
-        )
-    if init and not earlier_steps:
-        raise UserError(
-            f"the checkpoint was fine-tuned from {init['path']}; give the steps behind those "
-            "weights with --earlier-steps so that the card states the whole training."
-        )
+    (and the fused-metric weights the model carries, if it carries its own).
+    ``check_lineage`` has vouched for ``earlier_steps``."""
     steps = metadata.get("global_step")
     return {
         "name": "generic",
@@ -72,7 +62,7 @@ def card_fields(
         "held_out": held_out,
         "steps": (steps or 0) + earlier_steps,
         "steps_this_run": steps,
-        "continued_from": init,
+        "continued_from": metadata.get("init"),
         "fused_weights": fused,
         "wall_time": wall_time,
         "machine": machine,
@@ -81,6 +71,22 @@ def card_fields(
         "storage": "float16",
         "quality": QUALITY_REFERENCE,
     }
+
+
+def check_lineage(metadata: dict[str, Any], earlier_steps: int) -> None:
+    """A continued run (its metadata records ``init``) must state the steps behind its
+    starting weights, and only a continued run may."""
+    init = metadata.get("init")
+    if earlier_steps and not init:
+        raise UserError(
+            "--earlier-steps is for a run continued from other weights (train --init), "
+            "and this checkpoint records none; leave it out."
+        )
+    if init and not earlier_steps:
+        raise UserError(
+            f"the checkpoint was fine-tuned from {init['path']}; give the steps behind those "
+            "weights with --earlier-steps so that the card states the whole training."
+        )
 
 
 def ship(
@@ -107,7 +113,7 @@ def ship(
             )
         except ValueError as err:
             raise UserError(f"fused weights for {checkpoint}: {err}") from None
-    card_fields(metadata, model.preset_name, wall_time, machine, "", 0, [], earlier_steps)
+    check_lineage(metadata, earlier_steps)  # before anything is written
     target = out / CHECKPOINT_NAME
     staging = out / f".{CHECKPOINT_NAME}.tmp"
     out.mkdir(parents=True, exist_ok=True)

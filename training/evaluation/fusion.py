@@ -15,7 +15,12 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.scoring import PassMoments, consistency_filter, mix_errors
+from padformer_edge.detect.scoring import (
+    PassMoments,
+    consistency_filter,
+    mix_errors,
+    score_scales_of,
+)
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from training.evaluation.scorers import Scored
@@ -30,8 +35,7 @@ class FusionSweepScorer:
         self, model: PADFormer, weights: Sequence[float], passes: int = 15, seed: int = 0
     ) -> None:
         self.model, self.weights, self.passes, self.seed = model, list(weights), passes, seed
-        lab_scale, feature_scale = (float(v) for v in model.score_scales)
-        self.scales = (lab_scale, feature_scale)
+        self.scales = score_scales_of(model)
         self.results: dict[float, list[Scored]] = {w: [] for w in self.weights}
         self.detector: Detector | None = None
 
