@@ -34,11 +34,16 @@ def steps_text(card: dict) -> str:
 
 
 def fused_text(card: dict) -> str:
-    """The model's own validated weights, or where the detector takes them from instead."""
-    own = card.get("fused_weights")
+    """The model's own validated settings, or where the detector takes them from instead."""
+    own = card.get("fused")
     if not own:
         return "the product's defaults (detect/scoring.py)"
-    return f"map {own['map']}, image score {own['score']} (chosen on validation, in the file)"
+    jobs = [
+        f"{name}: LAB weight {s['weight']:g}, {'filtered' if s['filter'] else 'pass mean'}, "
+        f"smoothing sigma {s['sigma']:g}"
+        for name, s in (("map", own["map"]), ("image score", own["score"]))
+    ]
+    return "; ".join(jobs) + " (chosen on validation, in the file)"
 
 
 def card_rows(card: dict) -> list[list[str]]:
@@ -54,7 +59,7 @@ def card_rows(card: dict) -> list[list[str]]:
         ],
         ["held out of training", ", ".join(card["held_out"])],
         ["steps", steps_text(card)],
-        ["fused metric's LAB weights", fused_text(card)],
+        ["fused metric's settings", fused_text(card)],
         ["wall time", card["wall_time"]],
         ["machine", card["machine"]],
         ["file", f"{card['size_bytes'] / 1e6:.1f} MB, {card['storage']}"],

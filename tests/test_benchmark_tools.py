@@ -121,10 +121,16 @@ def test_model_card_states_the_steps_of_a_continued_training():
     assert continued.startswith("10907: 8775 in earlier runs, then 2132 in the last")
 
 
-def test_model_card_names_where_the_fused_weights_come_from():
+def test_model_card_names_where_the_fused_settings_come_from():
     from benchmarks.model_card import fused_text
 
     assert "defaults" in fused_text({})
-    assert fused_text({"fused_weights": {"map": 0.0, "score": 1.0}}).startswith(
-        "map 0.0, image score 1.0"
+    card = {
+        "fused": {
+            "map": {"weight": 0.0, "filter": False, "sigma": 4.0},
+            "score": {"weight": 1.0, "filter": True, "sigma": 0.0},
+        }
+    }
+    assert fused_text(card).startswith(
+        "map: LAB weight 0, pass mean, smoothing sigma 4; image score: LAB weight 1, filtered"
     )

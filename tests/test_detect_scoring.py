@@ -6,10 +6,13 @@ import pytest
 import torch
 
 from padformer_edge.detect.scoring import (
+    SMOOTH_MAX_SIGMA,
     ColourMetric,
     PassMoments,
+    Readout,
     consistency_filter,
     score_query,
+    smooth,
 )
 
 
@@ -88,3 +91,68 @@ def test_score_is_the_maximum_of_the_filtered_map_and_chunking_changes_nothing(m
     scale = float(whole.anomaly_map.abs().max())
     torch.testing.assert_close(chunked.anomaly_map, whole.anomaly_map, rtol=1e-5, atol=1e-5 * scale)
     assert chunked.pass_max == whole.pass_max
+
+
+def test_smoothing_keeps_a_flat_map_and_spreads_a_point_as_a_gaussian():
+    flat = torch.full((40, 50), 3.0)
+    torch.testing.assert_close(smooth(flat, 2.0), flat)  # weights sum to one
+    assert smooth(flat, 0.0) is flat
+    point = torch.zeros(41, 41)
+    point[20, 20] = 1.0
+    blurred = smooth(point, 2.0)
+    # a sampled Gaussian of sigma 2 peaks at about 1 / (2 pi sigma^2); its kernel is
+    # renormalised over 17 taps, which moves the peak by far less than 1 %
+    assert float(blurred[20, 20]) == pytest.approx(1 / (2 * np.pi * 4), rel=1e-2)
+    assert float(blurred.sum()) == pytest.approx(1.0, rel=1e-4)
+
+
+def test_wide_smoothing_of_a_large_frame_runs_shrunk_and_agrees_with_a_full_blur():
+    """Above SMOOTH_MAX_SIGMA the blur runs on a frame shrunk by an integer factor; on a
+    feature much wider than that factor the result matches a full-size blur closely."""
+    import kornia
+
+    yy, xx = torch.meshgrid(torch.arange(320.0), torch.arange(320.0), indexing="ij")
+    blob = torch.exp(-((yy - 150) ** 2 + (xx - 170) ** 2) / (2 * 30.0**2))
+    sigma = 3 * SMOOTH_MAX_SIGMA  # factor 3
+    fast = smooth(blob, sigma)
+    radius = int(4 * sigma + 0.5)
+    full = kornia.filters.gaussian_blur2d(
+        blob[None, None], (2 * radius + 1,) * 2, (sigma, sigma), border_type="reflect"
+    )[0, 0]
+    # the shrink and bilinear return act on a map that varies over 30+ px: a few % of its
+    # range at most, against a blur that lowers its peak by about half
+    assert float((fast - full).abs().max()) < 0.03 * float(full.max())
+    assert fast.shape == blob.shape
+
+
+def test_a_readout_counts_its_sigma_in_model_pixels():
+    """The same part in a frame twice the model's size is smoothed twice as wide."""
+    mean = torch.zeros(30, 30)
+    mean[15, 15] = 1.0
+    readout = Readout(consistency_filter=False, sigma=2.0)
+    at_model_size = readout.apply(mean, torch.ones_like(mean), scale=1.0)
+    twice = readout.apply(mean, torch.ones_like(mean), scale=2.0)
+    assert float(at_model_size.max()) == pytest.approx(1 / (2 * np.pi * 4), rel=1e-2)
+    assert float(twice.max()) == pytest.approx(1 / (2 * np.pi * 16), rel=1e-2)
+    filtered = Readout(consistency_filter=True, sigma=0.0)
+    assert float(filtered.apply(mean, torch.ones_like(mean), 1.0).abs().max()) == 0.0
+    with pytest.raises(ValueError, match="readout sigma must lie in"):
+        Readout(False, -1.0)
+
+
+def test_a_metric_reads_its_map_and_its_score_each_with_its_own_readout():
+    generator = torch.Generator().manual_seed(2)
+    query = torch.rand(1, 3, 20, 20, generator=generator)
+    recon = torch.rand(6, 3, 10, 10, generator=generator)
+    metric = ColourMetric("lab")
+    paper = score_query(metric, query, None, recon)
+    metric.map_readout = Readout(consistency_filter=False, sigma=0.0)
+    metric.score_readout = Readout(consistency_filter=False, sigma=1.0)
+    plain = score_query(metric, query, None, recon)
+    # the plain pass mean keeps every pixel the filter zeroed, and equals it elsewhere
+    kept = paper.anomaly_map != 0
+    assert bool((plain.anomaly_map > 0).all()) and not bool(kept.all())
+    torch.testing.assert_close(plain.anomaly_map[kept], paper.anomaly_map[kept])
+    # the score is the maximum of the pass mean smoothed by 1 model px = 2 query px
+    expected = smooth(plain.anomaly_map, 2.0).max()
+    assert plain.score == pytest.approx(float(expected), rel=1e-5)

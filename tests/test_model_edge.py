@@ -195,11 +195,17 @@ def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
     assert detector.metric_name == "fused"
     (result,) = detector.detect([query])
     assert result.anomaly_map.shape == (80, 120)
-    # the score is the maximum of the score's own mix of the same passes
-    from padformer_edge.detect.scoring import FUSED_SCORE_LAB_WEIGHT, FusedMetric
+    # the score is the maximum of the score's own mix and readout of the same passes
+    from padformer_edge.detect.scoring import (
+        FUSED_SCORE_LAB_WEIGHT,
+        FUSED_SCORE_READOUT,
+        FusedMetric,
+    )
 
     weight = FUSED_SCORE_LAB_WEIGHT
-    detector.metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
+    metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
+    metric.map_readout = FUSED_SCORE_READOUT
+    detector.metric = metric
     (score_map,) = detector.detect([query])
     assert np.isfinite(result.score) and result.score == pytest.approx(
         float(score_map.anomaly_map.max()), rel=1e-5
@@ -214,25 +220,30 @@ def test_fused_metric_is_refused_for_pixel_models():
         build_metric("fused", build_model("tiny"))
 
 
-def test_fusion_sweep_matches_the_detector_for_each_weight(model):
-    from padformer_edge.detect.scoring import FusedMetric
+def test_fusion_sweep_matches_the_detector_for_each_weight_and_readout(model):
+    from padformer_edge.detect.scoring import FusedMetric, Readout
     from training.evaluation.fusion import FusionSweepScorer
 
     references = [product_image(64, 64, seed=s) for s in range(3)]
-    query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
+    query = with_defect(product_image(96, 64, seed=1), (20, 20, 10, 10))  # not model size
+    readouts = (Readout(True, 0.0), Readout(False, 3.0))
     model.score_scales.copy_(torch.tensor([5.0, 0.5]))
     try:
-        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), passes=4)
+        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), readouts, passes=4)
         sweep.prepare(references)
         sweep.score([query])
         for weight in (0.0, 0.3, 1.0):
-            fused = DetectionSettings(passes=4, metric="fused", device="cpu")
-            detector = Detector(model, references, fused)
-            detector.metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
-            (expected,) = detector.detect([query])
-            (got,) = sweep.results[weight]
-            scale = float(np.abs(expected.anomaly_map).max())
-            np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
+            for readout in readouts:
+                fused = DetectionSettings(passes=4, metric="fused", device="cpu")
+                detector = Detector(model, references, fused)
+                metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
+                metric.map_readout = metric.score_readout = readout
+                detector.metric = metric
+                (expected,) = detector.detect([query])
+                (got,) = sweep.results[(weight, readout)]
+                scale = float(np.abs(expected.anomaly_map).max())
+                np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
+                assert got.score == pytest.approx(expected.score, rel=1e-5)
     finally:
         model.score_scales.fill_(1.0)
 
@@ -280,3 +291,20 @@ def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
     assert given.weights == (0.5,)
     with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
         build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)
+
+
+def test_a_model_carries_its_own_validated_readouts_field_by_field(tmp_path):
+    from padformer_edge.detect.scoring import FUSED_MAP_READOUT, FUSED_SCORE_READOUT, Readout
+
+    default = FusedMetric(build_model("edge", **SMALL_EDGE))
+    assert (default.map_readout, default.score_readout) == (FUSED_MAP_READOUT, FUSED_SCORE_READOUT)
+    path = tmp_path / "own.safetensors"
+    own_settings = {"fused_map_filter": False, "fused_map_sigma": 4.0, "fused_score_sigma": 2.0}
+    save_checkpoint(path, build_model("edge", **SMALL_EDGE, **own_settings))
+    own, _ = load_checkpoint(path)
+    metric = FusedMetric(own)
+    assert metric.map_readout == Readout(False, 4.0)
+    # a field the model leaves unset keeps the product's default
+    assert metric.score_readout == Readout(FUSED_SCORE_READOUT.consistency_filter, 2.0)
+    with pytest.raises(UserError, match="fused_score_sigma must be None or in"):
+        build_model("edge", **SMALL_EDGE, fused_score_sigma=-1.0)

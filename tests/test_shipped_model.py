@@ -20,7 +20,7 @@ from padformer_edge.config import TrainConfig
 from padformer_edge.errors import UserError
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
-from padformer_edge.models.ship import MAX_BYTES, ship
+from padformer_edge.models.ship import MAX_BYTES, fused_from_validation, ship
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 from tests.train_helpers import mvtec_like_tree
@@ -84,17 +84,34 @@ def test_ship_stores_the_validated_fused_weights_in_the_model(tmp_path: Path) ->
 
     source = tmp_path / "run" / "model.safetensors"
     save_checkpoint(source, build_model("edge", **SMALL_EDGE), {"global_step": 7})
-    shipped = ship(source, tmp_path / "p", "1 min", "CPU", fused_weights=(0.0, 0.25))
+    choices = {
+        "generic_fused_lab_weight": 0.0,
+        "generic_fused_map_filter": False,
+        "generic_fused_map_sigma": 4.0,
+        "generic_fused_score_lab_weight": 0.25,
+        "generic_fused_score_filter": True,
+        "generic_fused_score_sigma": 0.0,
+    }
+    validation = tmp_path / "validation.json"
+    validation.write_text(json.dumps(choices))
+    fused = fused_from_validation(validation)
+    shipped = ship(source, tmp_path / "p", "1 min", "CPU", fused=fused)
     model, _ = load_checkpoint(shipped)
-    assert (model.config.fused_lab_weight, model.config.fused_score_lab_weight) == (0.0, 0.25)
+    assert {k: getattr(model.config, k.removeprefix("generic_")) for k in choices} == choices
     card = json.loads(shipped.with_suffix(".json").read_text())
-    assert card["fused_weights"] == {"map": 0.0, "score": 0.25}
+    assert card["fused"] == {
+        "map": {"weight": 0.0, "filter": False, "sigma": 4.0},
+        "score": {"weight": 0.25, "filter": True, "sigma": 0.0},
+    }
     with pytest.raises(UserError, match="must be None or in"):
-        ship(source, tmp_path / "bad", "1 min", "CPU", fused_weights=(2.0, 0.0))
+        ship(source, tmp_path / "bad", "1 min", "CPU", fused={**fused, "fused_lab_weight": 2.0})
     tiny = tmp_path / "tiny.safetensors"
     save_checkpoint(tiny, build_model("tiny"), {"global_step": 7})
     with pytest.raises(UserError, match="no CNN tokens"):
-        ship(tiny, tmp_path / "q", "1 min", "CPU", fused_weights=(0.0, 0.0))
+        ship(tiny, tmp_path / "q", "1 min", "CPU", fused=fused)
+    validation.write_text(json.dumps({"generic_fused_lab_weight": 0.0}))
+    with pytest.raises(UserError, match="has no generic_fused_map_filter; run benchmarks"):
+        fused_from_validation(validation)
 
 
 def test_earlier_steps_without_a_continued_run_is_refused(tmp_path: Path) -> None:

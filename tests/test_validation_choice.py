@@ -1,29 +1,37 @@
-"""The product's fused weights are the ones the validation sweep chose."""
+"""The product's fused settings, and the shipped generic model's, are the ones the
+validation sweep chose."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from padformer_edge.detect.scoring import FUSED_LAB_WEIGHT, FUSED_SCORE_LAB_WEIGHT
+from padformer_edge.detect.scoring import (
+    FUSED_LAB_WEIGHT,
+    FUSED_MAP_READOUT,
+    FUSED_SCORE_LAB_WEIGHT,
+    FUSED_SCORE_READOUT,
+)
 
 CHOICES = Path(__file__).resolve().parent.parent / "benchmarks" / "validation.json"
 
 
-def test_fused_weights_are_the_validated_ones():
+def test_fused_settings_are_the_validated_ones():
     choices = json.loads(CHOICES.read_text(encoding="utf-8"))
     assert pytest.approx(choices["fused_lab_weight"]) == FUSED_LAB_WEIGHT
     assert pytest.approx(choices["fused_score_lab_weight"]) == FUSED_SCORE_LAB_WEIGHT
+    assert choices["fused_map_filter"] == FUSED_MAP_READOUT.consistency_filter
+    assert pytest.approx(choices["fused_map_sigma"]) == FUSED_MAP_READOUT.sigma
+    assert choices["fused_score_filter"] == FUSED_SCORE_READOUT.consistency_filter
+    assert pytest.approx(choices["fused_score_sigma"]) == FUSED_SCORE_READOUT.sigma
 
 
-def test_the_shipped_generic_model_carries_its_validated_fused_weights():
+def test_the_shipped_generic_model_carries_its_validated_fused_settings():
     from padformer_edge.model.checkpoint import load_checkpoint
     from padformer_edge.models import CHECKPOINT_NAME, package_folder
+    from padformer_edge.models.ship import FUSED_FIELDS
 
     choices = json.loads(CHOICES.read_text(encoding="utf-8"))
     model, _ = load_checkpoint(package_folder() / CHECKPOINT_NAME)
-    assert pytest.approx(choices["generic_fused_lab_weight"]) == model.config.fused_lab_weight
-    assert (
-        pytest.approx(choices["generic_fused_score_lab_weight"])
-        == model.config.fused_score_lab_weight
-    )
+    for field in (f for fields in FUSED_FIELDS.values() for f in fields):
+        assert pytest.approx(choices[f"generic_{field}"]) == getattr(model.config, field), field

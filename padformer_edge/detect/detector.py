@@ -32,7 +32,12 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import make_masks
-from padformer_edge.detect.scoring import MIN_SIDE, build_metric, default_metric, score_query
+from padformer_edge.detect.scoring import (
+    MIN_SIDE,
+    resolve_metric,
+    score_query,
+    scoring_signature,
+)
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
@@ -111,11 +116,14 @@ class Detector:
             settings.mask_ratio,
             settings.seed,
         ).to(self.device)
-        auto = settings.metric == "auto"
-        self.metric_name = default_metric(self.model) if auto else settings.metric
-        self.metric = build_metric(self.metric_name, self.model)
+        self.metric_name, self.metric = resolve_metric(settings.metric, self.model)
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
+
+    @property
+    def scoring(self) -> str:
+        """How this detector's scores are computed (``scoring_signature``)."""
+        return scoring_signature(self.metric_name, self.metric)
 
     def load_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
         """The encodings from the store when it has a set for these references, else new."""

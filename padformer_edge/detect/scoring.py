@@ -4,9 +4,10 @@ Each pass ``i`` gives an error map ``E_i`` at the query's own resolution. The ma
 the mean error over passes only where the variance over passes is above its median:
 errors that every mask pattern reproduces are systematic (blur, texture the model cannot
 render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
-The image score is the maximum of that map, or, for the ``fused`` metric, of a second
-map filtered the same way whose LAB/feature mix is chosen for ranking images rather than
-for outlining defects.
+The image score is the maximum of that map. The ``fused`` metric reads its passes twice,
+once for the map and once for the score, each with its own ``Readout``: its own
+LAB/feature mix, with or without that filter, smoothed or not, all chosen on validation
+data, because outlining a defect and ranking whole images want different things.
 
 Passes are folded in chunks with an exact pairwise mean/variance merge, so a 20 MP camera
 frame never needs all passes' colour maps in memory at once.
@@ -25,23 +26,62 @@ from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import unfold_from_patches
+from padformer_edge.model.config import MAX_READOUT_SIGMA
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 
-FUSED_LAB_WEIGHT = 0.5
-"""The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
-FUSED_LAB_WEIGHT) * feature / its spread. Chosen on the validation render (seed 1) by
-``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
-lists the search."""
 
-FUSED_SCORE_LAB_WEIGHT = 0.0
-"""The same mix for the map whose maximum is the image score, chosen on the validation
-render for the best image AUROC. The two differ because the two jobs do: a whole-image
-verdict wants the error that good views reproduce least (the feature error ignores the
-colour shifts of an imperfect reconstruction), an outline wants pixel-sharp colour."""
+@dataclass(frozen=True)
+class Readout:
+    """How one job (the anomaly map, or the map whose maximum is the image score) reads
+    the passes of one error mix: the paper's consistency filter or the plain pass mean,
+    then a Gaussian of ``sigma`` pixels of the model's input (0: none).
+
+    Sigma is counted in model pixels so that a readout chosen on 224 px renders smooths
+    the same share of the part in a 20 MP camera frame.
+    """
+
+    consistency_filter: bool = True
+    sigma: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.sigma <= MAX_READOUT_SIGMA:
+            raise ValueError(
+                f"readout sigma must lie in [0, {MAX_READOUT_SIGMA}], not {self.sigma}."
+            )
+
+    def apply(self, mean: torch.Tensor, variance: torch.Tensor, scale: float) -> torch.Tensor:
+        """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel."""
+        amap = consistency_filter(mean, variance) if self.consistency_filter else mean
+        return smooth(amap, self.sigma * scale)
+
+    @property
+    def label(self) -> str:
+        """'filtered, sigma 0' / 'mean, sigma 4': how the validation sweep names it."""
+        return f"{'filtered' if self.consistency_filter else 'mean'}, sigma {self.sigma:g}"
+
+
+PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
+"""The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
+
+FUSED_LAB_WEIGHT = 0.25
+"""The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
+FUSED_LAB_WEIGHT) * feature / its spread, read with FUSED_MAP_READOUT. Both chosen on
+the validation render (seed 1) by ``benchmarks/tune_validation.py`` for the best AUPRO,
+never on the test render; README lists the search."""
+FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=4.0)
+
+FUSED_SCORE_LAB_WEIGHT = 0.25
+"""The same mix and readout for the map whose maximum is the image score, chosen on the
+validation render for the best image AUROC. Both jobs read the plain pass mean: the
+paper's filter zeroes at least half of every map, defect pixels with a low variance over
+passes among them, and on validation it lost at both jobs. They differ in smoothing: a
+whole-image verdict wants more of the map's stride-8 noise averaged away before its
+maximum is taken than an outline can give up."""
+FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=8.0)
 
 
 def blur(images: torch.Tensor) -> torch.Tensor:
@@ -49,6 +89,34 @@ def blur(images: torch.Tensor) -> torch.Tensor:
     return kornia.filters.gaussian_blur2d(
         images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
     )
+
+
+def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``[H, W]`` map blurred by a Gaussian of ``sigma`` pixels (0: unchanged).
+
+    A wide blur on a large camera frame runs on a frame shrunk by an integer factor (area
+    average) and is brought back bilinearly: the result differs from a full-size blur by
+    less than the blur removes, and a 20 MP frame does not need a 2,000-tap kernel.
+    """
+    if sigma <= 0:
+        return amap
+    factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
+    size = amap.shape[-2:]
+    small = amap[None, None]
+    if factor > 1:
+        small = F.avg_pool2d(small, factor, ceil_mode=True)
+    sigma_small = sigma / factor
+    radius = min(int(4 * sigma_small + 0.5), min(small.shape[-2:]) - 1)
+    if radius < 1:
+        return amap
+    kernel = 2 * radius + 1
+    small = kornia.filters.gaussian_blur2d(
+        small, (kernel, kernel), (sigma_small, sigma_small), border_type="reflect"
+    )
+    return upsample(small, (int(size[0]), int(size[1])))[0, 0]
+
+
+SMOOTH_MAX_SIGMA = 8.0  # blur at full size up to this sigma; beyond, on a shrunk frame
 
 
 def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -59,7 +127,12 @@ def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 
 class ErrorMetric(Protocol):
-    """A way to compare reconstructions with their query, one error map per pass."""
+    """A way to compare reconstructions with their query, one error map per pass, and
+    how the map and the image score read the passes (``PAPER_READOUT`` unless validated
+    otherwise)."""
+
+    map_readout: Readout
+    score_readout: Readout
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
         """What every pass is compared with; computed once per query."""
@@ -83,6 +156,8 @@ class ColourMetric:
     """Squared distance in a colour space, between the blurred query and each upsampled
     reconstruction (``lab``: CIELAB through kornia, the paper's choice; ``rgb``: the same
     with no colour conversion, for the metric ablation)."""
+
+    map_readout = score_readout = PAPER_READOUT
 
     def __init__(self, space: Literal["lab", "rgb"]) -> None:
         self.space = space
@@ -108,6 +183,8 @@ class FeatureMetric:
     """Squared distance between encoder patch features of the query and of each
     reconstruction, upsampled bilinearly from the patch grid to the query resolution
     (the paper's feature error, with the from-scratch encoder of pixel models)."""
+
+    map_readout = score_readout = PAPER_READOUT
 
     def __init__(self, model: PADFormer) -> None:
         self.model = model
@@ -135,6 +212,8 @@ class PredictedFeatureMetric:
     """Squared distance between the query's frozen CNN features and the decoder's
     prediction of them, per stride-8 cell, upsampled to the query resolution: the feature
     error of models with CNN tokens, whose ImageNet features see texture and shape."""
+
+    map_readout = score_readout = PAPER_READOUT
 
     def __init__(self, model: PADFormer) -> None:
         self.model = model
@@ -178,9 +257,9 @@ class FusedMetric:
     """LAB error and predicted-feature error, each divided by its spread on good views
     (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight`` for the
     map and ``score_lab_weight`` for the image score: colour finds stains, features find
-    shape and texture, and neither alone finds both. Weights not given are the model's
-    own validated ones (``ModelConfig.fused_lab_weight`` and ``fused_score_lab_weight``)
-    where it has them, else the product's defaults."""
+    shape and texture, and neither alone finds both. Each job also has its own readout.
+    Weights and readouts not given are the model's own validated ones
+    (``ModelConfig.fused_*``) where it has them, else the product's defaults."""
 
     def __init__(
         self,
@@ -197,6 +276,12 @@ class FusedMetric:
         for weight in (lab_weight, score_lab_weight):
             if not 0.0 <= weight <= 1.0:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
+        self.map_readout = readout_of(
+            config.fused_map_filter, config.fused_map_sigma, FUSED_MAP_READOUT
+        )
+        self.score_readout = readout_of(
+            config.fused_score_filter, config.fused_score_sigma, FUSED_SCORE_READOUT
+        )
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
         self.scales = score_scales_of(model)
@@ -217,6 +302,14 @@ class FusedMetric:
         feature = self.feature.errors(target[1], recon01, size, features)
         mixes = [mix_errors(lab, feature, self.scales, weight) for weight in self.weights]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
+
+
+def readout_of(consistency_filter: bool | None, sigma: float | None, default: Readout) -> Readout:
+    """A model's own readout where its config sets one, field by field, else ``default``."""
+    return Readout(
+        default.consistency_filter if consistency_filter is None else consistency_filter,
+        default.sigma if sigma is None else sigma,
+    )
 
 
 def _first_set(own: float | None, default: float) -> float:
@@ -243,6 +336,29 @@ def build_metric(name: str, model: PADFormer) -> ErrorMetric:
 def default_metric(model: PADFormer) -> str:
     """``fused`` for models that can compute it, the paper's ``lab`` otherwise."""
     return "fused" if model.config.cnn_tokens else "lab"
+
+
+def resolve_metric(setting: str, model: PADFormer) -> tuple[str, ErrorMetric]:
+    """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
+    name = default_metric(model) if setting == "auto" else setting
+    return name, build_metric(name, model)
+
+
+def scoring_signature(name: str, metric: ErrorMetric) -> str:
+    """One line that changes whenever the scores of the same images would: the metric, and
+    how its map and its image score read the passes (with the fused metric's weights). A
+    profile's threshold is only valid for the signature it was calibrated under."""
+    if isinstance(metric, FusedMetric):
+        return (
+            f"{name}; map: LAB weight {metric.lab_weight:g}, {metric.map_readout.label}; "
+            f"score: LAB weight {metric.score_lab_weight:g}, {metric.score_readout.label}"
+        )
+    return f"{name}; map: {metric.map_readout.label}; score: {metric.score_readout.label}"
+
+
+def paper_signature(name: str) -> str:
+    """The signature every non-fused metric had before signatures were recorded."""
+    return f"{name}; map: {PAPER_READOUT.label}; score: {PAPER_READOUT.label}"
 
 
 @dataclass
@@ -302,7 +418,8 @@ def score_query(
     features: torch.Tensor | None = None,
 ) -> ScoredQuery:
     """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes
-    (and their ``[P, M, F]`` predicted features, for models with CNN tokens)."""
+    (and their ``[P, M, F]`` predicted features, for models with CNN tokens); ``S`` is
+    the model's input size, which sets the readouts' pixel scale."""
     size = (query01.shape[-2], query01.shape[-1])
     target = metric.target(query01, query_model)
     chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
@@ -318,9 +435,7 @@ def score_query(
         part = PassMoments.of(errors)
         moments = part if moments is None else moments.merge(part)
     assert moments is not None  # recon01 always holds at least two passes
-    filtered = [
-        consistency_filter(mean, variance)
-        for mean, variance in zip(moments.mean, moments.variance, strict=True)
-    ]
-    anomaly_map = filtered[0]
-    return ScoredQuery(anomaly_map, float(filtered[-1].max()), pass_mean, pass_max)
+    scale = max(size) / recon01.shape[-1]  # query pixels per model pixel
+    anomaly_map = metric.map_readout.apply(moments.mean[0], moments.variance[0], scale)
+    score_map = metric.score_readout.apply(moments.mean[-1], moments.variance[-1], scale)
+    return ScoredQuery(anomaly_map, float(score_map.max()), pass_mean, pass_max)

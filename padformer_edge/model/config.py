@@ -21,6 +21,9 @@ TOKEN_SOURCES = ("pixels", "efficientnet-lite0")
 """Where encoder tokens come from: a linear patch embedding of pixels (the paper), or the
 frozen stride-8 EfficientNet-Lite0 map folded to the patch grid (the ``edge`` preset)."""
 
+MAX_READOUT_SIGMA = 32.0
+"""Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -60,6 +63,14 @@ class ModelConfig:
     one trained on its test objects, so the choice travels with the weights."""
     fused_score_lab_weight: float | None = None
     """The same for the image score's mix (default ``FUSED_SCORE_LAB_WEIGHT``)."""
+    fused_map_filter: bool | None = None
+    """Whether the ``fused`` map keeps the paper's consistency filter (None: the product's
+    ``FUSED_MAP_READOUT``); with the next three, validated per model like the weights."""
+    fused_map_sigma: float | None = None
+    """Gaussian smoothing of the ``fused`` map, in pixels of the model's input."""
+    fused_score_filter: bool | None = None
+    """The same two for the map whose maximum is the image score."""
+    fused_score_sigma: float | None = None
 
     def __post_init__(self) -> None:
         if self.img_size % self.patch_size:
@@ -85,6 +96,12 @@ class ModelConfig:
             weight = getattr(self, name)
             if weight is not None and not 0.0 <= weight <= 1.0:
                 raise ValueError(f"{name} must be None or in [0, 1], not {weight}.")
+        for name in ("fused_map_sigma", "fused_score_sigma"):
+            sigma = getattr(self, name)
+            if sigma is not None and not 0.0 <= sigma <= MAX_READOUT_SIGMA:
+                raise ValueError(
+                    f"{name} must be None or in [0, {MAX_READOUT_SIGMA:g}], not {sigma}."
+                )
         if self.stn_channels < 0:
             raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")
 

@@ -14,9 +14,10 @@ demo shows one of them) are the trainer's to state. A run continued from other w
 (``train --init``) records them (path and sha256) in its metadata, and the card keeps
 that record; the steps behind those weights are stated with ``--earlier-steps`` and
 added to the card's ``steps`` (``steps_this_run`` keeps the run's own count).
-``--fused-lab-weight`` and ``--fused-score-lab-weight`` store the fused metric's weights
-chosen for this model on validation objects it never saw (``tune_validation.py
---generic``) in the shipped file's model config, where the detector reads them.
+``--validation benchmarks/validation.json`` stores the fused metric's settings chosen for
+this model on validation objects it never saw (``tune_validation.py --generic``: the LAB
+weight and readout of its map and of its image score) in the shipped file's model
+config, where the detector reads them, and on the card.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from padformer_edge.models import CARD_NAME, CHECKPOINT_NAME, package_folder
 
 MAX_BYTES = 25 * 1024 * 1024  # the package must stay installable on a line PC quickly
 QUALITY_REFERENCE = "README.md, section 'The shipped model' (benchmarks/quality.py)"
+FUSED_FIELDS = {
+    "map": ("fused_lab_weight", "fused_map_filter", "fused_map_sigma"),
+    "score": ("fused_score_lab_weight", "fused_score_filter", "fused_score_sigma"),
+}
+"""The ModelConfig fields of each fused job: LAB weight, consistency filter, smoothing."""
 
 
 def card_fields(
@@ -45,10 +51,10 @@ def card_fields(
     size: int,
     held_out: list[str],
     earlier_steps: int = 0,
-    fused: dict[str, float] | None = None,
+    fused: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The model card: what the model saw, how long it trained, where, and its checksum
-    (and the fused-metric weights the model carries, if it carries its own).
+    (and the fused-metric settings the model carries, if it carries its own).
     ``check_lineage`` has vouched for ``earlier_steps``."""
     steps = metadata.get("global_step")
     return {
@@ -63,7 +69,7 @@ def card_fields(
         "steps": (steps or 0) + earlier_steps,
         "steps_this_run": steps,
         "continued_from": metadata.get("init"),
-        "fused_weights": fused,
+        "fused": fused,
         "wall_time": wall_time,
         "machine": machine,
         "sha256": sha256,
@@ -96,23 +102,21 @@ def ship(
     machine: str,
     held_out: list[str] | None = None,
     earlier_steps: int = 0,
-    fused_weights: tuple[float, float] | None = None,
+    fused: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out/generic.safetensors`` (float16) and its card; return the checkpoint path.
-    ``fused_weights`` (map, score) become the model's own fused-metric weights."""
+    ``fused`` (ModelConfig field -> value, every field of FUSED_FIELDS) become the model's
+    own fused-metric settings."""
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 
     model, metadata = load_checkpoint(checkpoint)
-    if fused_weights is not None:
+    if fused is not None:
         if not model.config.cnn_tokens:
-            raise UserError(f"{checkpoint} has no CNN tokens, so no fused metric to weigh.")
-        lab, score = fused_weights
+            raise UserError(f"{checkpoint} has no CNN tokens, so no fused metric to set.")
         try:
-            model.config = dataclasses.replace(
-                model.config, fused_lab_weight=lab, fused_score_lab_weight=score
-            )
-        except ValueError as err:
-            raise UserError(f"fused weights for {checkpoint}: {err}") from None
+            model.config = dataclasses.replace(model.config, **fused)
+        except (TypeError, ValueError) as err:
+            raise UserError(f"fused settings for {checkpoint}: {err}") from None
     check_lineage(metadata, earlier_steps)  # before anything is written
     target = out / CHECKPOINT_NAME
     staging = out / f".{CHECKPOINT_NAME}.tmp"
@@ -126,12 +130,6 @@ def ship(
             f"{MAX_BYTES // 2**20} MiB a shipped model may take; use a smaller preset."
         )
     sha = file_sha256(staging)
-    config = model.config
-    fused = (
-        {"map": config.fused_lab_weight, "score": config.fused_score_lab_weight}
-        if config.fused_lab_weight is not None
-        else None
-    )
     card = card_fields(
         metadata,
         model.preset_name,
@@ -141,20 +139,36 @@ def ship(
         size,
         held_out or [],
         earlier_steps,
-        fused,
+        fused_card(model.config) if fused is not None else None,
     )
     staging.replace(target)
     write_atomic(out / CARD_NAME, (json.dumps(card, indent=1, sort_keys=True) + "\n").encode())
     return target
 
 
-def fused_weights(args: argparse.Namespace) -> tuple[float, float] | None:
-    given = (args.fused_lab_weight, args.fused_score_lab_weight)
-    if given == (None, None):
-        return None
-    if None in given:
-        raise UserError("give --fused-lab-weight and --fused-score-lab-weight together.")
-    return given  # type: ignore[return-value]
+def fused_card(config: Any) -> dict[str, dict[str, Any]]:
+    """{'map': {...}, 'score': {...}}: each job's weight, filter and smoothing, as carried."""
+    return {
+        job: {field.split("_")[-1]: getattr(config, field) for field in fields}
+        for job, fields in FUSED_FIELDS.items()
+    }
+
+
+def fused_from_validation(path: Path) -> dict[str, Any]:
+    """The generic model's fused settings that ``tune_validation.py --generic`` chose, as
+    ModelConfig fields, read from its validation.json."""
+    try:
+        choices = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UserError(f"--validation {path} cannot be read as JSON: {err}") from None
+    wanted = [field for fields in FUSED_FIELDS.values() for field in fields]
+    missing = [f"generic_{field}" for field in wanted if f"generic_{field}" not in choices]
+    if missing:
+        raise UserError(
+            f"--validation {path} has no {missing[0]}; run benchmarks/tune_validation.py "
+            "--generic first."
+        )
+    return {field: choices[f"generic_{field}"] for field in wanted}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="steps behind the weights a continued run started from (train --init)",
     )
-    parser.add_argument("--fused-lab-weight", type=float, help="validated map weight")
-    parser.add_argument("--fused-score-lab-weight", type=float, help="validated score weight")
+    parser.add_argument(
+        "--validation", type=Path, help="validation.json with the generic model's fused choice"
+    )
     parser.add_argument("--out", type=Path, default=package_folder(), help="default: the package")
     args = parser.parse_args(argv)
     try:
@@ -186,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             args.machine,
             args.held_out,
             args.earlier_steps,
-            fused_weights(args),
+            None if args.validation is None else fused_from_validation(args.validation),
         )
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -101,7 +101,7 @@ def calibrate_profile(
         )
     if skipped:
         warnings.append(f"{len(skipped)} good images are references and were left out.")
-    detector = profile.build_detector(device)
+    detector = profile.build_detector(device, calibrating=True)
     total = len(good_paths) + len(bad_paths)
 
     def report(offset: int) -> Progress | None:
@@ -124,6 +124,7 @@ def calibrate_profile(
         model_sha256=profile.model_sha256,
         calibrated_at=now_iso(),
         warnings=warnings,
+        scoring=detector.scoring,
     )
     if load_profile(root, name).config.model != profile.config.model:
         raise UserError(
@@ -137,6 +138,15 @@ def calibrate_profile(
         log.warning("profile.calibration_warning", name=name, message=warning)
     log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
     return CalibrationReport(load_profile(root, name), result, skipped)
+
+
+def scoring_of(profile: Profile) -> str:
+    """The profile's scoring signature, from its checkpoint and metric setting alone."""
+    from padformer_edge.detect.scoring import resolve_metric, scoring_signature
+    from padformer_edge.model.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(profile.model_path)
+    return scoring_signature(*resolve_metric(profile.detection.metric, model))
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:
@@ -158,6 +168,7 @@ def pin_threshold(profile: Profile, threshold: float) -> Profile:
         normalise_max=1.0,
         model_sha256=profile.model_sha256,
         calibrated_at=now_iso(),
+        scoring=scoring_of(profile),
     )
     config = profile.config.model_copy(update={"calibration": calibration})
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))

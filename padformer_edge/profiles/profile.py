@@ -13,6 +13,7 @@ from pathlib import Path
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import load_config
 from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.scoring import paper_signature
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
@@ -93,20 +94,41 @@ class Profile:
         shas = [file_sha256(p) for p in self.reference_paths]
         return cache_key(self.model_sha256, shas, self.detection.precision)
 
-    def build_detector(self, device: str | None = None) -> Detector:
+    def build_detector(self, device: str | None = None, *, calibrating: bool = False) -> Detector:
         """A detector with this profile's settings and cached references.
 
         ``device`` overrides the profile's own device setting (``auto``, ``cpu``,
-        ``cuda``). The checkpoint's sha256 is verified first.
+        ``cuda``). The checkpoint's sha256 is verified first, and unless ``calibrating``,
+        that the threshold was set on scores computed the way this detector computes them.
         """
         self.verify_model()
         key = self.reference_key()
         model, _ = load_checkpoint(self.model_path)
         settings = self.detection if device is None else self.detection.replace(device=device)
         references = [read_image(path) for path in self.reference_paths]
-        return Detector(
+        detector = Detector(
             model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
         )
+        if not calibrating:
+            self.check_scoring(detector.scoring, detector.metric_name)
+        return detector
+
+    def check_scoring(self, scoring: str, metric_name: str) -> None:
+        """Refuse a threshold calibrated under another scoring than ``scoring``.
+
+        The same checkpoint can score differently after an upgrade (the fused metric's
+        validated readouts, for one), and a threshold on the old scores would raise or
+        drop alarms silently. Files calibrated before the scoring was recorded pass only
+        for a metric whose scores never changed (the paper's readouts)."""
+        if self.calibration is None:
+            return
+        recorded = self.calibration.scoring or paper_signature(metric_name)
+        if recorded != scoring:
+            raise UserError(
+                f"profile '{self.name}' was calibrated on scores computed another way "
+                f"({recorded}) than this version computes them ({scoring}); run "
+                f"`padformer-edge profile calibrate {self.name} --good DIR` again."
+            )
 
     def require_threshold(self) -> float:
         """The threshold, or a UserError telling the operator to calibrate first."""

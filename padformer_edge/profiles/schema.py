@@ -79,6 +79,9 @@ class CalibrationResult(StrictModel):
     model_sha256: str = Field(pattern=SHA256_PATTERN)
     calibrated_at: str
     warnings: list[str] = Field(default_factory=list)
+    scoring: str | None = None
+    """How the scores were computed (``detect.scoring.scoring_signature``); None in files
+    calibrated before it was recorded. A threshold only holds for the same scoring."""
 
 
 @register_config_kind("profile")

@@ -56,6 +56,14 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     _check_the_line(out, result.stdout)
     profile = (out / "profiles" / "demo-part" / "profile.yaml").read_text()
     assert str(shipped) in profile
+    # benchmarks/demo_figures.py's PatchCore row reads the same folder: every camera
+    # image once, split by its truth as the result database splits it
+    from benchmarks.demo_figures import baseline_figures, database_figures
+
+    flagged, defects, false_alarms, good = baseline_figures(out, "2@64")
+    _, db_defects, _, db_good = database_figures(out / "results.sqlite3")
+    assert (defects, good) == (db_defects, db_good) and defects > 0 and good > 0
+    assert 0 <= flagged <= defects and 0 <= false_alarms <= good
 
 
 def test_demo_without_a_shipped_model_says_so_in_one_line(tmp_path: Path) -> None:

@@ -112,3 +112,38 @@ def test_changed_checkpoint_stops_calibration(made, product, checkpoint):
 def test_target_fpr_must_be_a_small_rate(made, product, fpr):
     with pytest.raises(UserError, match=r"--target-fpr .* is outside"):
         calibrate_profile(made, "duck", product / "test" / "good", target_fpr=fpr)
+
+
+def test_a_threshold_only_holds_for_the_scoring_it_was_calibrated_under(made, product, tmp_path):
+    """The threshold records how its scores were computed; a profile whose scoring has
+    changed since (another metric in its file, a version that reads the passes another
+    way) is refused with the command that fixes it, until it is calibrated again."""
+    import yaml
+
+    calibrate_profile(made, "duck", product / "test" / "good", None, TARGET)
+    profile = load_profile(made, "duck")
+    detector = profile.build_detector()
+    assert profile.calibration.scoring == detector.scoring
+    assert detector.scoring == "lab; map: filtered, sigma 0; score: filtered, sigma 0"
+    path = profile.folder / "profile.yaml"
+    calibrated = yaml.safe_load(path.read_text())
+
+    def rewrite(change) -> None:
+        data = yaml.safe_load(yaml.safe_dump(calibrated))
+        change(data)
+        path.write_text(yaml.safe_dump(data))
+
+    rewrite(lambda d: d["detection"].update(metric="rgb"))  # edited after calibrating
+    with pytest.raises(UserError, match=r"calibrated on scores computed another way \(lab;"):
+        load_profile(made, "duck").build_detector()
+    with pytest.raises(UserError, match="run `padformer-edge profile calibrate duck --good DIR`"):
+        inspect_images(made, "duck", [product / "test" / "good" / "0.png"], tmp_path / "h")
+    # a file from before the scoring was recorded: the paper's readouts never changed
+    rewrite(lambda d: d["calibration"].pop("scoring"))
+    legacy = load_profile(made, "duck")
+    assert legacy.build_detector().scoring == detector.scoring
+    # ... but the fused metric's readouts did, so such a file is refused for it
+    with pytest.raises(UserError, match="calibrated on scores computed another way"):
+        legacy.check_scoring("fused; map: LAB weight 0.25, mean, sigma 4; score: x", "fused")
+    calibrate_profile(made, "duck", product / "test" / "good", None, TARGET)  # always allowed
+    assert load_profile(made, "duck").calibration.scoring == detector.scoring

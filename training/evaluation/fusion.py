@@ -1,10 +1,10 @@
-"""Score one set of detection passes under several fused-metric weights at once.
+"""Score one set of detection passes under several fused-metric settings at once.
 
-Choosing the fused metric's LAB weight on validation data would otherwise mean running
-the whole detection once per candidate weight. The reconstruction is the expensive part
-and does not depend on the weight, so each query is reconstructed once, both raw error
-maps are kept per pass, and every candidate weight is scored from them; a replaying
-scorer then hands each weight's results to the ordinary evaluation protocol.
+Choosing the fused metric's LAB weight and readout on validation data would otherwise
+mean running the whole detection once per candidate. The reconstruction is the expensive
+part and depends on neither, so each query is reconstructed once, both raw error maps
+are kept per pass, and every (weight, readout) pair is scored from them; a replaying
+scorer then hands each pair's results to the ordinary evaluation protocol.
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.scoring import (
-    PassMoments,
-    consistency_filter,
-    mix_errors,
-    score_scales_of,
-)
+from padformer_edge.detect.scoring import PassMoments, Readout, mix_errors, score_scales_of
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from training.evaluation.scorers import Scored
@@ -28,15 +23,24 @@ from training.score_scales import pass_error_maps
 
 
 class FusionSweepScorer:
-    """Reconstructs every query once and scores it for each of ``weights``; ``score``
-    returns the first weight's results and keeps all of them in ``results``."""
+    """Reconstructs every query once and scores it for each pair of ``weights`` x
+    ``readouts``; ``score`` returns the first pair's results and keeps all of them in
+    ``results``."""
 
     def __init__(
-        self, model: PADFormer, weights: Sequence[float], passes: int = 15, seed: int = 0
+        self,
+        model: PADFormer,
+        weights: Sequence[float],
+        readouts: Sequence[Readout],
+        passes: int = 15,
+        seed: int = 0,
     ) -> None:
-        self.model, self.weights, self.passes, self.seed = model, list(weights), passes, seed
+        self.model, self.passes, self.seed = model, passes, seed
+        self.weights, self.readouts = list(weights), list(readouts)
         self.scales = score_scales_of(model)
-        self.results: dict[float, list[Scored]] = {w: [] for w in self.weights}
+        self.results: dict[tuple[float, Readout], list[Scored]] = {
+            (w, r): [] for w in self.weights for r in self.readouts
+        }
         self.detector: Detector | None = None
 
     def prepare(self, references: Sequence[np.ndarray]) -> None:
@@ -49,12 +53,15 @@ class FusionSweepScorer:
         first = []
         for query in queries:
             maps = pass_error_maps(self.detector, query)
+            scale = max(query.shape[:2]) / self.model.config.img_size
             for weight in self.weights:
-                errors = mix_errors(maps["lab"], maps["feature"], self.scales, weight)
-                moments = PassMoments.of(errors)
-                amap = consistency_filter(moments.mean, moments.variance)
-                self.results[weight].append(Scored(float(amap.max()), amap.numpy()))
-            first.append(self.results[self.weights[0]][-1])
+                moments = PassMoments.of(
+                    mix_errors(maps["lab"], maps["feature"], self.scales, weight)
+                )
+                for readout in self.readouts:
+                    amap = readout.apply(moments.mean, moments.variance, scale)
+                    self.results[(weight, readout)].append(Scored(float(amap.max()), amap.numpy()))
+            first.append(self.results[(self.weights[0], self.readouts[0])][-1])
         return first
 
 
