@@ -348,17 +348,20 @@ def scoring_signature(name: str, metric: ErrorMetric) -> str:
     """One line that changes whenever the scores of the same images would: the metric, and
     how its map and its image score read the passes (with the fused metric's weights). A
     profile's threshold is only valid for the signature it was calibrated under."""
+    map_text, score_text = metric.map_readout.label, metric.score_readout.label
     if isinstance(metric, FusedMetric):
-        return (
-            f"{name}; map: LAB weight {metric.lab_weight:g}, {metric.map_readout.label}; "
-            f"score: LAB weight {metric.score_lab_weight:g}, {metric.score_readout.label}"
-        )
-    return f"{name}; map: {metric.map_readout.label}; score: {metric.score_readout.label}"
+        map_text = f"LAB weight {metric.lab_weight:g}, {map_text}"
+        score_text = f"LAB weight {metric.score_lab_weight:g}, {score_text}"
+    return _signature(name, map_text, score_text)
 
 
 def paper_signature(name: str) -> str:
     """The signature every non-fused metric had before signatures were recorded."""
-    return f"{name}; map: {PAPER_READOUT.label}; score: {PAPER_READOUT.label}"
+    return _signature(name, PAPER_READOUT.label, PAPER_READOUT.label)
+
+
+def _signature(name: str, map_text: str, score_text: str) -> str:
+    return f"{name}; map: {map_text}; score: {score_text}"
 
 
 @dataclass
@@ -437,5 +440,11 @@ def score_query(
     assert moments is not None  # recon01 always holds at least two passes
     scale = max(size) / recon01.shape[-1]  # query pixels per model pixel
     anomaly_map = metric.map_readout.apply(moments.mean[0], moments.variance[0], scale)
-    score_map = metric.score_readout.apply(moments.mean[-1], moments.variance[-1], scale)
+    # one mix read one way (the paper's metrics) is one map: filter a 20 MP frame once
+    same = moments.mean.shape[0] == 1 and metric.score_readout == metric.map_readout
+    score_map = (
+        anomaly_map
+        if same
+        else metric.score_readout.apply(moments.mean[-1], moments.variance[-1], scale)
+    )
     return ScoredQuery(anomaly_map, float(score_map.max()), pass_mean, pass_max)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import kornia
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from padformer_edge.detect.scoring import smooth
 from padformer_edge.errors import UserError
 from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from training.evaluation.scorers import Scored
@@ -116,9 +116,6 @@ class PatchCoreScorer:
                 .view(1, 1, h, w)
             )
             amap = F.interpolate(distance, query.shape[:2], mode="bilinear", align_corners=False)
-            kernel = 2 * int(4 * SMOOTHING_SIGMA + 0.5) + 1
-            amap = kornia.filters.gaussian_blur2d(
-                amap, (kernel, kernel), (SMOOTHING_SIGMA, SMOOTHING_SIGMA), border_type="reflect"
-            )[0, 0]
+            amap = smooth(amap[0, 0], SMOOTHING_SIGMA)
             results.append(Scored(float(amap.max()), amap.numpy()))
         return results
