@@ -6,14 +6,17 @@ Prints a markdown table and one JSON line; with --write-readme the table replace
 `demo-figures` block of README.md (`demo-figures-train` with --train). The demo's seed is
 fixed, so the figures are those of this model on this machine.
 
-A second row asks whether the demo's task is within reach of the bar the quality table
-sets: the validated PatchCore (benchmarks/validation.json) scores the same camera images
-with the same four references the profile chose, and its threshold comes from the same
-calibration views by the product's own rule (``false_alarm_threshold`` at the profile's
-target rate). If it flags no more defects than PADFormer, the demo's misses are the
-task's difficulty (views far from every reference), not only the model's.
+With ``--shots N`` (repeatable) the demo runs once per value, its profile keeping N
+reference photos. A second row per run asks whether the demo's task is within reach of
+the bar the quality table sets: the validated PatchCore (benchmarks/validation.json)
+scores the same camera images with the same references the profile chose, and its
+threshold comes from the same calibration views by the product's own rule
+(``false_alarm_threshold`` at the profile's target rate). If it flags no more defects
+than PADFormer, the demo's misses are the task's difficulty (views far from every
+reference), not only the model's.
 
-    python benchmarks/demo_figures.py [--train] [--quick] [--no-baseline] [--write-readme]
+    python benchmarks/demo_figures.py [--train] [--quick] [--shots N ...] [--no-baseline]
+        [--write-readme]
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ FIGURES = re.compile(
 PART = re.compile(r"rendering (\S+) at (\d+) px")
 
 
-def run_demo(out: Path, train: bool, quick: bool) -> tuple[str, float]:
-    """(stdout, wall seconds) of one demo run in a fresh process, as from the install."""
+def run_demo(out: Path, options: list[str]) -> tuple[str, float]:
+    """(stdout, wall seconds) of one demo run with ``options`` in a fresh process, as from
+    the install."""
     command = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "demo"]
-    command += ["--out", str(out)] + ["--train"] * train + ["--quick"] * quick
+    command += ["--out", str(out), *options]
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -100,19 +104,13 @@ def baseline_figures(out: Path, config: str) -> tuple[int, int, int, int]:
     return int(flagged[~good].sum()), int((~good).sum()), int(flagged[good].sum()), int(good.sum())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train", action="store_true", help="measure `demo --train`")
-    parser.add_argument("--quick", action="store_true", help="measure `demo --quick`")
-    parser.add_argument(
-        "--no-baseline", action="store_true", help="skip the PatchCore row on the same images"
-    )
-    parser.add_argument("--write-readme", action="store_true")
-    args = parser.parse_args()
-    baseline = None
+def measure(options: list[str], baseline: bool) -> dict:
+    """One demo run with ``options``: its printed figures (checked against its database),
+    its part, size and wall time, and with ``baseline`` the validated PatchCore's figures
+    on the same images."""
     with tempfile.TemporaryDirectory(prefix="demo-figures-") as tmp:
         out = Path(tmp) / "demo"
-        stdout, seconds = run_demo(out, args.train, args.quick)
+        stdout, seconds = run_demo(out, options)
         printed = FIGURES.search(stdout)
         part = PART.search(stdout)
         if printed is None or part is None:
@@ -120,44 +118,77 @@ def main() -> None:
         figures = tuple(int(v) for v in printed.groups())
         if figures != database_figures(out / "results.sqlite3"):
             raise SystemExit(f"the printed figures {figures} differ from the result database")
-        if not (args.no_baseline or args.quick):
-            config = json.loads(VALIDATION.read_text(encoding="utf-8"))["patchcore"]
-            baseline = config, baseline_figures(out, config)
-    flagged, defects, false_alarms, good = figures
-    command = "padformer-edge demo" + " --train" * args.train + " --quick" * args.quick
+        config = json.loads(VALIDATION.read_text(encoding="utf-8"))["patchcore"]
+        return {
+            "command": " ".join(["padformer-edge demo", *options]),
+            "part": part.group(1),
+            "size": part.group(2),
+            "figures": figures,
+            "seconds": seconds,
+            "patchcore": (config, baseline_figures(out, config)) if baseline else None,
+        }
+
+
+def table_rows(run: dict) -> list[list[str]]:
+    flagged, defects, false_alarms, good = run["figures"]
     rows = [[
-        f"`{command}`", part.group(1), f"{part.group(2)} px", f"{flagged} of {defects}",
-        f"{false_alarms} of {good}", f"{seconds / 60:.1f} min",
+        f"`{run['command']}`", run["part"], f"{run['size']} px", f"{flagged} of {defects}",
+        f"{false_alarms} of {good}", f"{run['seconds'] / 60:.1f} min",
     ]]  # fmt: skip
-    if baseline is not None:
-        config, (b_flagged, b_defects, b_false, b_good) = baseline
+    if run["patchcore"] is not None:
+        config, (b_flagged, b_defects, b_false, b_good) = run["patchcore"]
         rows.append([
             f"PatchCore {config} (validated), same references, calibration and images",
-            part.group(1), f"{part.group(2)} px", f"{b_flagged} of {b_defects}",
+            run["part"], f"{run['size']} px", f"{b_flagged} of {b_defects}",
             f"{b_false} of {b_good}", "",
         ])  # fmt: skip
-    headers = ["command", "part", "size", "defects flagged", "false alarms", "wall time"]
-    table = markdown_table(headers, rows)
-    print(table)
-    print_json_line(
-        "demo_figures",
-        {
-            "command": command,
-            "part": part.group(1),
-            "defects_flagged": flagged,
-            "defects": defects,
-            "false_alarms": false_alarms,
-            "good": good,
-            "wall_seconds": round(seconds, 1),
-            "patchcore": None
-            if baseline is None
-            else {
-                "config": baseline[0],
-                "defects_flagged": baseline[1][0],
-                "false_alarms": baseline[1][2],
-            },
-        },
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", action="store_true", help="measure `demo --train`")
+    parser.add_argument("--quick", action="store_true", help="measure `demo --quick`")
+    parser.add_argument(
+        "--shots",
+        type=int,
+        action="append",
+        default=None,
+        help="measure `demo --shots N` (repeat for one run per value; default: the demo's own)",
     )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the PatchCore rows on the same images"
+    )
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    common = ["--train"] * args.train + ["--quick"] * args.quick
+    shots = [[]] if args.shots is None else [["--shots", str(n)] for n in args.shots]
+    variants = [[*common, *extra] for extra in shots]
+    runs = [measure(options, not (args.no_baseline or args.quick)) for options in variants]
+    headers = ["command", "part", "size", "defects flagged", "false alarms", "wall time"]
+    table = markdown_table(headers, [row for run in runs for row in table_rows(run)])
+    print(table)
+    for run in runs:
+        flagged, defects, false_alarms, good = run["figures"]
+        print_json_line(
+            "demo_figures",
+            {
+                "command": run["command"],
+                "part": run["part"],
+                "defects_flagged": flagged,
+                "defects": defects,
+                "false_alarms": false_alarms,
+                "good": good,
+                "wall_seconds": round(run["seconds"], 1),
+                "patchcore": None
+                if run["patchcore"] is None
+                else {
+                    "config": run["patchcore"][0],
+                    "defects_flagged": run["patchcore"][1][0],
+                    "false_alarms": run["patchcore"][1][2],
+                },
+            },
+        )
     if args.write_readme:
         load = os.getloadavg()[0]
         note = f"\n\n1-minute load average {load:.2f} at the end on {os.cpu_count()} cores."

@@ -39,7 +39,8 @@ def fused_text(card: dict) -> str:
     if not own:
         return "the product's defaults (detect/scoring.py)"
     jobs = [
-        f"{name}: LAB weight {s['weight']:g}, {'filtered' if s['filter'] else 'pass mean'}, "
+        f"{name}: LAB weight {s['weight']:g}, nearest-reference weight "
+        f"{s.get('reference_weight') or 0:g}, {'filtered' if s['filter'] else 'pass mean'}, "
         f"smoothing sigma {s['sigma']:g}"
         for name, s in (("map", own["map"]), ("image score", own["score"]))
     ]

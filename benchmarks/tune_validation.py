@@ -50,24 +50,32 @@ from padformer_edge.detect.scoring import PAPER_READOUT, Readout
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
-from training.evaluation.fusion import FusionSweepScorer, ReplayScorer
+from training.evaluation.fusion import FusedSetting, FusionSweepScorer, ReplayScorer
 from training.evaluation.patchcore import PatchCoreScorer, parse_config
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
 
 CHOICES = Path(__file__).resolve().parent / "validation.json"
-FUSED_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-READOUTS = tuple(Readout(f, sigma) for f in (True, False) for sigma in (0.0, 2.0, 4.0, 8.0))
-"""The paper's filtered map and the plain pass mean, each unsmoothed or smoothed by a
-Gaussian of 2, 4 or 8 model pixels (PatchCore smooths with 4): how much of a map's noise
-to average away before its maximum or its outline is read is a property of the model's
-errors, so it is chosen here, not assumed."""
+FUSED_WEIGHTS = (0.0, 0.25, 0.5)
+"""LAB weights of a fused mix. 0.75 and 1 were swept too until the nearest-reference
+weight joined the grid; they never won a job for either model, and dropping them keeps
+the grown sweep within a CPU half hour."""
+READOUTS = (Readout(True, 0.0), *(Readout(False, sigma) for sigma in (0.0, 2.0, 4.0, 8.0)))
+"""The paper's filtered map, and the plain pass mean unsmoothed or smoothed by a Gaussian
+of 2, 4 or 8 model pixels (PatchCore smooths with 4): how much of a map's noise to
+average away before its maximum or its outline is read is a property of the model's
+errors, so it is chosen here, not assumed. The filtered map smoothed was swept too until
+the reference weight joined the grid, and never won a job."""
 PATCHCORE = (
     "2@160", "2@224", "2@320", "2@384", "2@448",
     "2+3@160", "2+3@224", "2+3@320", "2+3@384", "2+3@448",
     "3@224", "3@320",
 )  # fmt: skip
+REFERENCE_WEIGHTS = (0.0, 6.0, 12.0, 24.0, 48.0)
+"""Weights of the nearest-reference distance (one minus a cosine, so about 0.1 on good
+cells) in a fused mix whose other terms are in units of their spread on good views:
+0 leaves the references to the reconstruction alone, 48 lets them dominate."""
 REFDIFF_SIGMAS = (1.4, 3.0, 6.0)
 Key = TypeVar("Key")
 EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
@@ -75,18 +83,25 @@ GENERIC = "generic,"  # likewise, for the generic-model candidates
 
 
 def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -> dict[str, dict]:
-    """'lab weight W, READOUT' + ``suffix`` -> mean figures, for every weight of
-    FUSED_WEIGHTS and readout of READOUTS: one reconstruction per query, scored once per
-    pair."""
-    sweep = FusionSweepScorer(model, FUSED_WEIGHTS, READOUTS, seed=seed)
+    """'lab weight W, reference R, READOUT' + ``suffix`` -> mean figures, for every weight
+    of FUSED_WEIGHTS and REFERENCE_WEIGHTS and readout of READOUTS: one reconstruction per
+    query, scored once per setting."""
+    sweep = FusionSweepScorer(model, FUSED_WEIGHTS, READOUTS, REFERENCE_WEIGHTS, seed=seed)
     run_scorer(sweep, episodes, options)
     return {
-        f"lab weight {w:g}, {r.label}{suffix}": summarise(
-            run_scorer(ReplayScorer(sweep.results[(w, r)]), episodes, options)[0]
+        setting_label(setting) + suffix: summarise(
+            run_scorer(ReplayScorer(results), episodes, options)[0], per_defect=False
         )["mean"]
-        for w in FUSED_WEIGHTS
-        for r in READOUTS
+        for setting, results in sweep.results.items()
     }
+
+
+def setting_label(setting: FusedSetting) -> str:
+    """How the sweep's rows name a setting: 'lab weight 0.25, reference 12, mean, sigma 8'."""
+    return (
+        f"lab weight {setting.lab_weight:g}, reference {setting.reference_weight:g}, "
+        f"{setting.readout.label}"
+    )
 
 
 def run_label(metadata: dict) -> str:
@@ -115,20 +130,28 @@ def choose_run_and_weights(runs: dict[str, dict[str, dict]]) -> tuple[str, str, 
     return run, *picks[run]
 
 
-def setting_of(setting: str) -> tuple[float, Readout]:
-    """'lab weight 0.25, mean, sigma 4[, unseen duck+lego]' -> (0.25, Readout(False, 4.0));
-    rows from before readouts were swept ('lab weight 0.25') read the paper's way."""
+def setting_of(setting: str) -> FusedSetting:
+    """A row's name back to its setting: 'lab weight 0.25, reference 12, mean, sigma 4[,
+    unseen duck+lego]' -> FusedSetting(0.25, 12.0, Readout(False, 4.0)). Rows from before
+    the reference term ('lab weight 0.25, mean, sigma 4') have weight 0, and rows from
+    before readouts were swept ('lab weight 0.25') read the paper's way."""
     parts = [p.strip() for p in setting.removeprefix("lab weight ").split(",")]
-    weight = float(parts[0])
-    if len(parts) < 3 or not parts[2].startswith("sigma "):
-        return weight, PAPER_READOUT
-    return weight, Readout(parts[1] == "filtered", float(parts[2].removeprefix("sigma ")))
+    weight, parts = float(parts[0]), parts[1:]
+    reference = 0.0
+    if parts and parts[0].startswith("reference "):
+        reference, parts = float(parts[0].removeprefix("reference ")), parts[1:]
+    if len(parts) < 2 or not parts[1].startswith("sigma "):
+        return FusedSetting(weight, reference, PAPER_READOUT)
+    readout = Readout(parts[0] == "filtered", float(parts[1].removeprefix("sigma ")))
+    return FusedSetting(weight, reference, readout)
 
 
 def is_swept_readout(method: str, setting: str) -> bool:
-    """A fused row read out otherwise than the paper's way (filtered, unsmoothed)."""
-    fused = method.startswith((EDGE, GENERIC))
-    return fused and setting_of(setting)[1] != PAPER_READOUT
+    """A fused row other than the paper's (filtered, unsmoothed, no reference term)."""
+    if not method.startswith((EDGE, GENERIC)):
+        return False
+    parsed = setting_of(setting)
+    return parsed.readout != PAPER_READOUT or parsed.reference_weight > 0
 
 
 def patchcore_scorer(config: str) -> PatchCoreScorer:
@@ -267,10 +290,11 @@ def run(args: argparse.Namespace) -> None:
         marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
         choices[f"{family}_run"] = run.removeprefix(prefix).strip()
         for job, setting in (("score_", score_weight), ("", map_weight)):
-            weight, readout = setting_of(setting)
-            choices[f"{weights}fused_{job}lab_weight"] = weight
-            choices[f"{weights}fused_{job or 'map_'}filter"] = readout.consistency_filter
-            choices[f"{weights}fused_{job or 'map_'}sigma"] = readout.sigma
+            chosen = setting_of(setting)
+            choices[f"{weights}fused_{job}lab_weight"] = chosen.lab_weight
+            choices[f"{weights}fused_{job or 'map_'}reference_weight"] = chosen.reference_weight
+            choices[f"{weights}fused_{job or 'map_'}filter"] = chosen.readout.consistency_filter
+            choices[f"{weights}fused_{job or 'map_'}sigma"] = chosen.readout.sigma
     table_rows = [  # the fused sweeps' other readouts stay in validation.json
         [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()

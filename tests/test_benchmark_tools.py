@@ -127,10 +127,53 @@ def test_model_card_names_where_the_fused_settings_come_from():
     assert "defaults" in fused_text({})
     card = {
         "fused": {
-            "map": {"weight": 0.0, "filter": False, "sigma": 4.0},
-            "score": {"weight": 1.0, "filter": True, "sigma": 0.0},
+            "map": {"weight": 0.0, "reference_weight": 12.0, "filter": False, "sigma": 4.0},
+            "score": {"weight": 1.0, "filter": True, "sigma": 0.0},  # a card from before
         }
     }
     assert fused_text(card).startswith(
-        "map: LAB weight 0, pass mean, smoothing sigma 4; image score: LAB weight 1, filtered"
+        "map: LAB weight 0, nearest-reference weight 12, pass mean, smoothing sigma 4; "
+        "image score: LAB weight 1, nearest-reference weight 0, filtered"
     )
+
+
+def test_sweep_rows_name_their_settings_and_read_back_older_rows():
+    from benchmarks.tune_validation import is_swept_readout, setting_label, setting_of
+    from padformer_edge.detect.scoring import PAPER_READOUT, Readout
+    from training.evaluation.fusion import FusedSetting
+
+    setting = FusedSetting(0.25, 12.0, Readout(False, 8.0))
+    label = setting_label(setting)
+    assert label == "lab weight 0.25, reference 12, mean, sigma 8"
+    assert setting_of(label) == setting
+    assert setting_of(label + ", unseen duck+lego") == setting
+    assert setting_of("lab weight 0.25, mean, sigma 4") == FusedSetting(
+        0.25, 0.0, Readout(False, 4.0)
+    )
+    assert setting_of("lab weight 0.5") == FusedSetting(0.5, 0.0, PAPER_READOUT)
+    edge = "edge fused, 6000 steps"
+    assert not is_swept_readout(edge, "lab weight 0.5, reference 0, filtered, sigma 0")
+    assert is_swept_readout(edge, "lab weight 0.5, reference 6, filtered, sigma 0")
+    assert is_swept_readout(edge, "lab weight 0.5, reference 0, mean, sigma 0")
+    assert not is_swept_readout("PatchCore", "2@448")
+
+
+def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tiny_render, tmp_path):
+    torch.manual_seed(0)
+    model = tmp_path / "edge.safetensors"
+    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
+    save_checkpoint(model, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable, str(REPO / "benchmarks" / "reference_use.py"), "--model", str(model),
+        "--data", str(tiny_render), "--views", "1", "--sets", "2", "--threads", "1",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    own, alone = payload["the model's own"], payload["reconstruction alone"]
+    assert "reference weight 5" in own["scoring"] and "reference" not in alone["scoring"]
+    for row in (own, alone):
+        assert row["spread"] >= 0.0 and row["black_ratio"] > 0.0
+    # black references are nothing like the part: the reference term must see that
+    assert own["black_ratio"] > alone["black_ratio"]

@@ -220,30 +220,39 @@ def test_fused_metric_is_refused_for_pixel_models():
         build_metric("fused", build_model("tiny"))
 
 
-def test_fusion_sweep_matches_the_detector_for_each_weight_and_readout(model):
+def test_fusion_sweep_matches_the_detector_for_each_setting(model):
     from padformer_edge.detect.scoring import FusedMetric, Readout
-    from training.evaluation.fusion import FusionSweepScorer
+    from training.evaluation.fusion import FusedSetting, FusionSweepScorer
 
     references = [product_image(64, 64, seed=s) for s in range(3)]
     query = with_defect(product_image(96, 64, seed=1), (20, 20, 10, 10))  # not model size
     readouts = (Readout(True, 0.0), Readout(False, 3.0))
     model.score_scales.copy_(torch.tensor([5.0, 0.5]))
     try:
-        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), readouts, passes=4)
+        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), readouts, (0.0, 10.0), passes=4)
         sweep.prepare(references)
         sweep.score([query])
-        for weight in (0.0, 0.3, 1.0):
-            for readout in readouts:
-                fused = DetectionSettings(passes=4, metric="fused", device="cpu")
-                detector = Detector(model, references, fused)
-                metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
-                metric.map_readout = metric.score_readout = readout
-                detector.metric = metric
-                (expected,) = detector.detect([query])
-                (got,) = sweep.results[(weight, readout)]
-                scale = float(np.abs(expected.anomaly_map).max())
-                np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
-                assert got.score == pytest.approx(expected.score, rel=1e-5)
+        fused = DetectionSettings(passes=4, metric="fused", device="cpu")
+        detector = Detector(model, references, fused)
+        refs_model = torch.stack([detector.to_model_input(image) for image in references])
+        for setting in sweep.settings:
+            metric = FusedMetric(
+                model,
+                lab_weight=setting.lab_weight,
+                score_lab_weight=setting.lab_weight,
+                references_model=refs_model,
+                reference_weight=setting.reference_weight,
+                score_reference_weight=setting.reference_weight,
+            )
+            metric.map_readout = metric.score_readout = setting.readout
+            detector.metric = metric
+            (expected,) = detector.detect([query])
+            (got,) = sweep.results[setting]
+            scale = float(np.abs(expected.anomaly_map).max())
+            np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
+            assert got.score == pytest.approx(expected.score, rel=1e-5)
+        assert len(sweep.settings) == 3 * 2 * 2
+        assert FusedSetting(0.3, 10.0, readouts[1]) in sweep.results
     finally:
         model.score_scales.fill_(1.0)
 
@@ -286,9 +295,10 @@ def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
     assert (own.config.fused_lab_weight, own.config.fused_score_lab_weight) == (0.0, 0.75)
     metric = FusedMetric(own)
     assert (metric.lab_weight, metric.score_lab_weight) == (0.0, 0.75)
-    assert metric.weights == (0.0, 0.75)
+    ref = metric.reference_weight
+    assert metric.weights == ((0.0, ref), (0.75, ref))
     given = FusedMetric(own, lab_weight=0.5, score_lab_weight=0.5)  # the sweep's way
-    assert given.weights == (0.5,)
+    assert given.weights == ((0.5, ref),)
     with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
         build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)
 
@@ -308,3 +318,53 @@ def test_a_model_carries_its_own_validated_readouts_field_by_field(tmp_path):
     assert metric.score_readout == Readout(FUSED_SCORE_READOUT.consistency_filter, 2.0)
     with pytest.raises(UserError, match="fused_score_sigma must be None or in"):
         build_model("edge", **SMALL_EDGE, fused_score_sigma=-1.0)
+
+
+def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_one(model):
+    from padformer_edge.detect.scoring import nearest_reference_distance, reference_bank
+
+    references = _images(model, 2, seed=3)
+    bank = reference_bank(model, references)
+    size = model.config.img_size
+    assert bank.shape == (2 * (size // 8) ** 2, 40)
+    seen = nearest_reference_distance(model, references[1:2], bank, (size, size))
+    # cosine of a unit vector with itself: 1 up to float32 rounding over 40 channels
+    assert seen.abs().max() < 1e-5
+    other = nearest_reference_distance(model, _images(model, 1, seed=4), bank, (size, size))
+    assert other.min() >= -1e-5 and other.mean() > 100 * seen.abs().max() + 1e-3
+
+
+def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
+    from padformer_edge.detect.scoring import scoring_signature
+
+    query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
+    unlike = [product_image(64, 64, seed=s) for s in (5, 6)]
+    model.score_scales.copy_(torch.tensor([5.0, 0.5]))
+    try:
+        settings = DetectionSettings(passes=4, metric="fused", device="cpu")
+        scores = {}
+        for weight in (0.0, 20.0):
+            for name, refs in (("itself", [query, unlike[0]]), ("unlike", unlike)):
+                detector = Detector(model, refs, settings)
+                refs_model = torch.stack([detector.to_model_input(image) for image in refs])
+                detector.metric = FusedMetric(
+                    model, references_model=refs_model,
+                    reference_weight=weight, score_reference_weight=weight,
+                )  # fmt: skip
+                scores[weight, name] = detector.detect([query])[0].score
+        # with the term, a query that is one of the references scores lower than against
+        # references unlike it, by at least the term's share of the score
+        gap = scores[20.0, "unlike"] - scores[20.0, "itself"]
+        plain_gap = scores[0.0, "unlike"] - scores[0.0, "itself"]
+        assert gap > plain_gap + 1e-3
+        plain = FusedMetric(model, reference_weight=0.0, score_reference_weight=0.0)
+        assert "reference" not in scoring_signature("fused", plain)  # old signatures hold
+        weighted = FusedMetric(model, reference_weight=0.0, score_reference_weight=20.0)
+        assert "score: LAB weight" in scoring_signature("fused", weighted)
+        assert "reference weight 20" in scoring_signature("fused", weighted).split("score:")[1]
+        with pytest.raises(ValueError, match="build it with them"):
+            weighted.target(torch.rand(1, 3, 64, 64), torch.rand(1, 3, 64, 64))
+    finally:
+        model.score_scales.fill_(1.0)
+    with pytest.raises(UserError, match="fused_map_reference_weight must be None or in"):
+        build_model("edge", **SMALL_EDGE, fused_map_reference_weight=-1.0)

@@ -86,6 +86,8 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
     save_checkpoint(source, build_model("edge", **SMALL_EDGE), {"global_step": 7})
     choices = {
         "generic_fused_lab_weight": 0.0,
+        "generic_fused_map_reference_weight": 12.0,
+        "generic_fused_score_reference_weight": 0.0,
         "generic_fused_map_filter": False,
         "generic_fused_map_sigma": 4.0,
         "generic_fused_score_lab_weight": 0.25,
@@ -100,8 +102,8 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
     assert {k: getattr(model.config, k.removeprefix("generic_")) for k in choices} == choices
     card = json.loads(shipped.with_suffix(".json").read_text())
     assert card["fused"] == {
-        "map": {"weight": 0.0, "filter": False, "sigma": 4.0},
-        "score": {"weight": 0.25, "filter": True, "sigma": 0.0},
+        "map": {"weight": 0.0, "reference_weight": 12.0, "filter": False, "sigma": 4.0},
+        "score": {"weight": 0.25, "reference_weight": 0.0, "filter": True, "sigma": 0.0},
     }
     with pytest.raises(UserError, match="must be None or in"):
         ship(source, tmp_path / "bad", "1 min", "CPU", fused={**fused, "fused_lab_weight": 2.0})
@@ -110,7 +112,7 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
     with pytest.raises(UserError, match="no CNN tokens"):
         ship(tiny, tmp_path / "q", "1 min", "CPU", fused=fused)
     validation.write_text(json.dumps({"generic_fused_lab_weight": 0.0}))
-    with pytest.raises(UserError, match="has no generic_fused_map_filter; run benchmarks"):
+    with pytest.raises(UserError, match="has no generic_fused_map_reference_weight; run bench"):
         fused_from_validation(validation)
 
 

@@ -9,8 +9,10 @@ import pytest
 from padformer_edge.detect.scoring import (
     FUSED_LAB_WEIGHT,
     FUSED_MAP_READOUT,
+    FUSED_MAP_REFERENCE_WEIGHT,
     FUSED_SCORE_LAB_WEIGHT,
     FUSED_SCORE_READOUT,
+    FUSED_SCORE_REFERENCE_WEIGHT,
 )
 
 CHOICES = Path(__file__).resolve().parent.parent / "benchmarks" / "validation.json"
@@ -24,6 +26,8 @@ def test_fused_settings_are_the_validated_ones():
     assert pytest.approx(choices["fused_map_sigma"]) == FUSED_MAP_READOUT.sigma
     assert choices["fused_score_filter"] == FUSED_SCORE_READOUT.consistency_filter
     assert pytest.approx(choices["fused_score_sigma"]) == FUSED_SCORE_READOUT.sigma
+    assert pytest.approx(choices["fused_map_reference_weight"]) == FUSED_MAP_REFERENCE_WEIGHT
+    assert pytest.approx(choices["fused_score_reference_weight"]) == FUSED_SCORE_REFERENCE_WEIGHT
 
 
 def test_the_shipped_generic_model_carries_its_validated_fused_settings():
@@ -33,5 +37,5 @@ def test_the_shipped_generic_model_carries_its_validated_fused_settings():
 
     choices = json.loads(CHOICES.read_text(encoding="utf-8"))
     model, _ = load_checkpoint(package_folder() / CHECKPOINT_NAME)
-    for field in (f for fields in FUSED_FIELDS.values() for f in fields):
+    for field in (f for fields in FUSED_FIELDS.values() for f in fields.values()):
         assert pytest.approx(choices[f"generic_{field}"]) == getattr(model.config, field), field

@@ -4,6 +4,7 @@ model (no training) or, with ``--train``, a model trained for the demo in about 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,6 +71,12 @@ def demo(
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Inspect with this checkpoint instead of the shipped one."
     ),
+    shots: int | None = typer.Option(
+        None,
+        "--shots",
+        help="Reference photos the profile keeps, chosen from the rendered good views to "
+        "cover the most viewpoints (default 12 of 24; 4 with --train, 2 of 6 with --quick).",
+    ),
 ) -> None:
     """Render a part, take the shipped model (or train one), calibrate a profile, run the
     daemon on a camera folder and print what the line saw."""
@@ -85,6 +92,13 @@ def demo(
     else:
         choice = choose(GENERIC_QUICK if quick else GENERIC, model)
         plan = choice.plan
+    if shots is not None:
+        if not 1 <= shots <= plan.train_views:
+            raise UserError(
+                f"--shots {shots} does not fit the {plan.train_views} good views the demo "
+                f"renders; give 1 to {plan.train_views}."
+            )
+        plan = replace(plan, shots=shots)
     started = time.monotonic()
 
     def say(line: str) -> None:

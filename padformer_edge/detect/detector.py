@@ -116,9 +116,13 @@ class Detector:
             settings.mask_ratio,
             settings.seed,
         ).to(self.device)
-        self.metric_name, self.metric = resolve_metric(settings.metric, self.model)
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
+        with torch.inference_mode():
+            references_model = torch.stack([self.to_model_input(image) for image in references])
+            self.metric_name, self.metric = resolve_metric(
+                settings.metric, self.model, references_model
+            )
 
     @property
     def scoring(self) -> str:

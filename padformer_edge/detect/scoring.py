@@ -9,6 +9,13 @@ once for the map and once for the score, each with its own ``Readout``: its own
 LAB/feature mix, with or without that filter, smoothed or not, all chosen on validation
 data, because outlining a defect and ranking whole images want different things.
 
+The ``fused`` mix can also add, per stride-8 cell, how far the query's frozen CNN feature
+lies from the nearest cell of any reference (one minus the best cosine similarity). It is
+the same for every pass, so it moves the pass mean and leaves the variance alone. It is
+there because a measurement showed the reconstruction barely reads the references: the
+same query scores within a few per cent whichever good references it gets, black ones
+included. Without this term, the references would hardly affect the verdict.
+
 Passes are folded in chunks with an exact pairwise mean/variance merge, so a 20 MP camera
 frame never needs all passes' colour maps in memory at once.
 """
@@ -26,7 +33,7 @@ from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import unfold_from_patches
-from padformer_edge.model.config import MAX_READOUT_SIGMA
+from padformer_edge.model.config import MAX_READOUT_SIGMA, MAX_REFERENCE_WEIGHT
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
@@ -69,19 +76,23 @@ PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
 
 FUSED_LAB_WEIGHT = 0.25
 """The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
-FUSED_LAB_WEIGHT) * feature / its spread, read with FUSED_MAP_READOUT. Both chosen on
-the validation render (seed 1) by ``benchmarks/tune_validation.py`` for the best AUPRO,
-never on the test render; README lists the search."""
-FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=4.0)
+FUSED_LAB_WEIGHT) * feature / its spread + FUSED_MAP_REFERENCE_WEIGHT * the
+nearest-reference distance, read with FUSED_MAP_READOUT. All chosen on the validation
+render (seed 1) by ``benchmarks/tune_validation.py`` for the best AUPRO, never on the
+test render; README lists the search."""
+FUSED_MAP_REFERENCE_WEIGHT = 6.0
+FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
-FUSED_SCORE_LAB_WEIGHT = 0.25
+FUSED_SCORE_LAB_WEIGHT = 0.0
 """The same mix and readout for the map whose maximum is the image score, chosen on the
 validation render for the best image AUROC. Both jobs read the plain pass mean: the
 paper's filter zeroes at least half of every map, defect pixels with a low variance over
-passes among them, and on validation it lost at both jobs. They differ in smoothing: a
-whole-image verdict wants more of the map's stride-8 noise averaged away before its
-maximum is taken than an outline can give up."""
-FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=8.0)
+passes among them, and on validation it lost at both jobs. The score weighs the
+references twice as much as the map and leaves colour out: a whole-image verdict gains
+most from asking whether anything like each cell was seen in a reference, while an
+outline also wants colour's sharper edges."""
+FUSED_SCORE_REFERENCE_WEIGHT = 12.0
+FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 
 def blur(images: torch.Tensor) -> torch.Tensor:
@@ -246,11 +257,51 @@ def score_scales_of(model: PADFormer) -> tuple[float, float]:
 
 
 def mix_errors(
-    lab: torch.Tensor, feature: torch.Tensor, scales: tuple[float, float], lab_weight: float
+    lab: torch.Tensor,
+    feature: torch.Tensor,
+    scales: tuple[float, float],
+    lab_weight: float,
+    reference: torch.Tensor | None = None,
+    reference_weight: float = 0.0,
 ) -> torch.Tensor:
-    """The ``fused`` mix of LAB and feature errors, each divided by its spread on good
-    views: the one formula the detector and the validation sweep share."""
-    return lab * (lab_weight / scales[0]) + feature * ((1.0 - lab_weight) / scales[1])
+    """The ``fused`` mix of ``[P, H, W]`` LAB and feature errors, each divided by its
+    spread on good views, plus ``reference_weight`` times the ``[H, W]`` nearest-reference
+    distance: the one formula the detector and the validation sweep share."""
+    mixed = lab * (lab_weight / scales[0]) + feature * ((1.0 - lab_weight) / scales[1])
+    if reference_weight > 0:
+        if reference is None:
+            raise ValueError("a reference weight above 0 needs the reference distance map.")
+        mixed = mixed + reference_weight * reference
+    return mixed
+
+
+def cell_features(model: PADFormer, images_model: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` unit-length frozen CNN features of every stride-8 cell of
+    normalised images (models with CNN tokens)."""
+    cfg = model.config
+    cells = unfold_from_patches(
+        model.target_features(images_model).float(), cfg.cells_per_side, cfg.grid_size
+    )
+    return F.normalize(cells, dim=1)
+
+
+def reference_bank(model: PADFormer, references_model: torch.Tensor) -> torch.Tensor:
+    """``[N * h * w, C]``: every cell of the ``[N, 3, S, S]`` normalised references."""
+    cells = cell_features(model, references_model)
+    return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
+
+
+def nearest_reference_distance(
+    model: PADFormer, query_model: torch.Tensor, bank: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
+    """``[H, W]``: for each cell of the query, one minus its best cosine similarity to any
+    reference cell (``bank``), upsampled to the query's ``size``. Any cell, not the same
+    place: the part is seen from another side in every reference."""
+    cells = cell_features(model, query_model)[0]  # [C, h, w]
+    channels, height, width = cells.shape
+    best = (cells.reshape(channels, -1).T @ bank.T).amax(dim=1)
+    distance = (1.0 - best).reshape(1, 1, height, width)
+    return upsample(distance, size)[0, 0]
 
 
 class FusedMetric:
@@ -266,6 +317,9 @@ class FusedMetric:
         model: PADFormer,
         lab_weight: float | None = None,
         score_lab_weight: float | None = None,
+        references_model: torch.Tensor | None = None,
+        reference_weight: float | None = None,
+        score_reference_weight: float | None = None,
     ) -> None:
         config = model.config
         if lab_weight is None:
@@ -276,6 +330,30 @@ class FusedMetric:
         for weight in (lab_weight, score_lab_weight):
             if not 0.0 <= weight <= 1.0:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
+        if reference_weight is None:
+            reference_weight = _first_set(
+                config.fused_map_reference_weight, FUSED_MAP_REFERENCE_WEIGHT
+            )
+        if score_reference_weight is None:
+            score_reference_weight = _first_set(
+                config.fused_score_reference_weight, FUSED_SCORE_REFERENCE_WEIGHT
+            )
+        self.reference_weight, self.score_reference_weight = (
+            reference_weight,
+            score_reference_weight,
+        )
+        for weight in (self.reference_weight, self.score_reference_weight):
+            if not 0.0 <= weight <= MAX_REFERENCE_WEIGHT:
+                raise UserError(
+                    f"fused reference weight {weight} must lie in [0, {MAX_REFERENCE_WEIGHT:g}]."
+                )
+        self.model = model
+        self.reads_references = max(reference_weight, score_reference_weight) > 0
+        self.bank = (
+            reference_bank(model, references_model)
+            if self.reads_references and references_model is not None
+            else None
+        )
         self.map_readout = readout_of(
             config.fused_map_filter, config.fused_map_sigma, FUSED_MAP_READOUT
         )
@@ -285,11 +363,19 @@ class FusedMetric:
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
         self.scales = score_scales_of(model)
-        # one mix when both jobs take the same weight: then the errors stay [P, H, W]
-        self.weights = tuple(dict.fromkeys((lab_weight, score_lab_weight)))
+        # one mix when both jobs take the same weights: then the errors stay [P, H, W]
+        map_mix = (lab_weight, reference_weight)
+        self.weights = tuple(dict.fromkeys((map_mix, (score_lab_weight, score_reference_weight))))
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
-        return self.lab.target(query01, query_model), self.feature.target(query01, query_model)
+        reference = None
+        if self.reads_references:
+            if self.bank is None:
+                raise ValueError("this fused metric weighs the references: build it with them.")
+            size = (query01.shape[-2], query01.shape[-1])
+            reference = nearest_reference_distance(self.model, query_model, self.bank, size)
+        lab = self.lab.target(query01, query_model)
+        return lab, self.feature.target(query01, query_model), reference
 
     def errors(
         self,
@@ -300,7 +386,10 @@ class FusedMetric:
     ) -> torch.Tensor:
         lab = self.lab.errors(target[0], recon01, size)
         feature = self.feature.errors(target[1], recon01, size, features)
-        mixes = [mix_errors(lab, feature, self.scales, weight) for weight in self.weights]
+        mixes = [
+            mix_errors(lab, feature, self.scales, weight, target[2], reference_weight)
+            for weight, reference_weight in self.weights
+        ]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
 
 
@@ -316,8 +405,12 @@ def _first_set(own: float | None, default: float) -> float:
     return default if own is None else own
 
 
-def build_metric(name: str, model: PADFormer) -> ErrorMetric:
-    """The metric called ``name``; an unknown name is a user error."""
+def build_metric(
+    name: str, model: PADFormer, references_model: torch.Tensor | None = None
+) -> ErrorMetric:
+    """The metric called ``name``; an unknown name is a user error. ``references_model``
+    (``[N, 3, S, S]``, normalised) are the references, for a metric that reads them
+    itself; without them the metric can still name its scoring (``scoring_signature``)."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
     cnn = model.config.cnn_tokens
@@ -329,7 +422,7 @@ def build_metric(name: str, model: PADFormer) -> ErrorMetric:
                 f"the fused metric needs a model with CNN tokens (preset 'edge'); "
                 f"this is a '{model.preset_name}' model: use --metric lab."
             )
-        return FusedMetric(model)
+        return FusedMetric(model, references_model=references_model)
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
 
 
@@ -338,10 +431,12 @@ def default_metric(model: PADFormer) -> str:
     return "fused" if model.config.cnn_tokens else "lab"
 
 
-def resolve_metric(setting: str, model: PADFormer) -> tuple[str, ErrorMetric]:
+def resolve_metric(
+    setting: str, model: PADFormer, references_model: torch.Tensor | None = None
+) -> tuple[str, ErrorMetric]:
     """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
     name = default_metric(model) if setting == "auto" else setting
-    return name, build_metric(name, model)
+    return name, build_metric(name, model, references_model)
 
 
 def scoring_signature(name: str, metric: ErrorMetric) -> str:
@@ -350,9 +445,19 @@ def scoring_signature(name: str, metric: ErrorMetric) -> str:
     profile's threshold is only valid for the signature it was calibrated under."""
     map_text, score_text = metric.map_readout.label, metric.score_readout.label
     if isinstance(metric, FusedMetric):
-        map_text = f"LAB weight {metric.lab_weight:g}, {map_text}"
-        score_text = f"LAB weight {metric.score_lab_weight:g}, {score_text}"
+        map_text = mix_label(metric.lab_weight, metric.reference_weight) + f", {map_text}"
+        score_text = (
+            mix_label(metric.score_lab_weight, metric.score_reference_weight) + f", {score_text}"
+        )
     return _signature(name, map_text, score_text)
+
+
+def mix_label(lab_weight: float, reference_weight: float) -> str:
+    """'LAB weight 0.25' or 'LAB weight 0.25, reference weight 1': a mix as a signature
+    names it (no reference term, no mention, so signatures recorded before the term
+    existed still match)."""
+    text = f"LAB weight {lab_weight:g}"
+    return text + (f", reference weight {reference_weight:g}" if reference_weight > 0 else "")
 
 
 def paper_signature(name: str) -> str:

@@ -23,6 +23,8 @@ frozen stride-8 EfficientNet-Lite0 map folded to the patch grid (the ``edge`` pr
 
 MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
+MAX_REFERENCE_WEIGHT = 100.0
+"""Upper bound of the nearest-reference term's weight in a ``fused`` mix."""
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -71,6 +73,11 @@ class ModelConfig:
     fused_score_filter: bool | None = None
     """The same two for the map whose maximum is the image score."""
     fused_score_sigma: float | None = None
+    fused_map_reference_weight: float | None = None
+    """Weight of the nearest-reference distance in the ``fused`` map (None: the product's
+    ``FUSED_MAP_REFERENCE_WEIGHT``); chosen on validation data with the others."""
+    fused_score_reference_weight: float | None = None
+    """The same for the map whose maximum is the image score."""
 
     def __post_init__(self) -> None:
         if self.img_size % self.patch_size:
@@ -101,6 +108,12 @@ class ModelConfig:
             if sigma is not None and not 0.0 <= sigma <= MAX_READOUT_SIGMA:
                 raise ValueError(
                     f"{name} must be None or in [0, {MAX_READOUT_SIGMA:g}], not {sigma}."
+                )
+        for name in ("fused_map_reference_weight", "fused_score_reference_weight"):
+            weight = getattr(self, name)
+            if weight is not None and not 0.0 <= weight <= MAX_REFERENCE_WEIGHT:
+                raise ValueError(
+                    f"{name} must be None or in [0, {MAX_REFERENCE_WEIGHT:g}], not {weight}."
                 )
         if self.stn_channels < 0:
             raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")

@@ -16,8 +16,8 @@ that record; the steps behind those weights are stated with ``--earlier-steps`` 
 added to the card's ``steps`` (``steps_this_run`` keeps the run's own count).
 ``--validation benchmarks/validation.json`` stores the fused metric's settings chosen for
 this model on validation objects it never saw (``tune_validation.py --generic``: the LAB
-weight and readout of its map and of its image score) in the shipped file's model
-config, where the detector reads them, and on the card.
+weight, nearest-reference weight and readout of its map and of its image score) in the
+shipped file's model config, where the detector reads them, and on the card.
 """
 
 from __future__ import annotations
@@ -36,10 +36,21 @@ from padformer_edge.models import CARD_NAME, CHECKPOINT_NAME, package_folder
 MAX_BYTES = 25 * 1024 * 1024  # the package must stay installable on a line PC quickly
 QUALITY_REFERENCE = "README.md, section 'The shipped model' (benchmarks/quality.py)"
 FUSED_FIELDS = {
-    "map": ("fused_lab_weight", "fused_map_filter", "fused_map_sigma"),
-    "score": ("fused_score_lab_weight", "fused_score_filter", "fused_score_sigma"),
+    "map": {
+        "weight": "fused_lab_weight",
+        "reference_weight": "fused_map_reference_weight",
+        "filter": "fused_map_filter",
+        "sigma": "fused_map_sigma",
+    },
+    "score": {
+        "weight": "fused_score_lab_weight",
+        "reference_weight": "fused_score_reference_weight",
+        "filter": "fused_score_filter",
+        "sigma": "fused_score_sigma",
+    },
 }
-"""The ModelConfig fields of each fused job: LAB weight, consistency filter, smoothing."""
+"""Card key -> ModelConfig field, per fused job: LAB weight, nearest-reference weight,
+consistency filter, smoothing."""
 
 
 def card_fields(
@@ -147,9 +158,9 @@ def ship(
 
 
 def fused_card(config: Any) -> dict[str, dict[str, Any]]:
-    """{'map': {...}, 'score': {...}}: each job's weight, filter and smoothing, as carried."""
+    """{'map': {...}, 'score': {...}}: each job's weights, filter and smoothing, as carried."""
     return {
-        job: {field.split("_")[-1]: getattr(config, field) for field in fields}
+        job: {key: getattr(config, field) for key, field in fields.items()}
         for job, fields in FUSED_FIELDS.items()
     }
 
@@ -161,7 +172,7 @@ def fused_from_validation(path: Path) -> dict[str, Any]:
         choices = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise UserError(f"--validation {path} cannot be read as JSON: {err}") from None
-    wanted = [field for fields in FUSED_FIELDS.values() for field in fields]
+    wanted = [field for fields in FUSED_FIELDS.values() for field in fields.values()]
     missing = [f"generic_{field}" for field in wanted if f"generic_{field}" not in choices]
     if missing:
         raise UserError(

@@ -45,8 +45,9 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     shipped: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "demo"
-    result = _demo("--quick", "--out", str(out), env={models.ENV_VAR: str(shipped)})
+    result = _demo("--quick", "--shots", "3", "--out", str(out), env={models.ENV_VAR: str(shipped)})
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "the profile took 3 reference views" in result.stdout
     assert "training the" not in result.stdout and "How briefly" not in result.stdout
     assert not (out / "run").exists()  # no training step, no run folder
     assert "rendering builtin:duck at 64 px (a part the generic model never trained on)" in (
@@ -64,6 +65,15 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     _, db_defects, _, db_good = database_figures(out / "results.sqlite3")
     assert (defects, good) == (db_defects, db_good) and defects > 0 and good > 0
     assert 0 <= flagged <= defects and 0 <= false_alarms <= good
+
+
+def test_demo_refuses_more_shots_than_it_renders_views(shipped: Path, tmp_path: Path) -> None:
+    env = {models.ENV_VAR: str(shipped)}
+    result = _demo("--quick", "--shots", "7", "--out", str(tmp_path / "d"), env=env)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1
+    assert "--shots 7 does not fit the 6 good views the demo renders; give 1 to 6." in errors[0]
+    assert not (tmp_path / "d").exists()
 
 
 def test_demo_without_a_shipped_model_says_so_in_one_line(tmp_path: Path) -> None:

@@ -170,9 +170,11 @@ def mean_of(rows: Sequence[dict]) -> dict[str, float | None]:
     return mean
 
 
-def summarise(results: Sequence[ImageResult]) -> dict:
+def summarise(results: Sequence[ImageResult], per_defect: bool = True) -> dict:
     """Per class (with per defect type: that type against the class's good images) and
-    the mean over classes, the way MVTec-AD and MAD-Sim tables report it."""
+    the mean over classes, the way MVTec-AD and MAD-Sim tables report it. A sweep that
+    only reads the mean skips the per-type rows (``per_defect=False``): they are more
+    than half of the work and do not enter the mean."""
     by_class: dict[str, list[ImageResult]] = defaultdict(list)
     for result in results:
         by_class[result.record.category].append(result)
@@ -183,7 +185,7 @@ def summarise(results: Sequence[ImageResult]) -> dict:
         row = metrics_of(items)
         row["defects"] = {
             label: metrics_of(good + [r for r in items if r.record.label == label])
-            for label in defects
+            for label in (defects if per_defect else [])
         }
         classes[category] = row
     return {"classes": classes, "mean": mean_of(list(classes.values()))}

@@ -1,0 +1,137 @@
+"""How much do a model's references change its scores? (a diagnostic, no ground truth)
+
+PADFormer is meant to reconstruct a query from its references, so the references should
+matter: a good view scored against good references of its own part should score lower
+than against references of nothing. This scores the first good test views of each class
+with one checkpoint, 15 passes, against several sets of four good training views of
+that class (random, seeded) and against four black images, and reports per scoring:
+
+- ``spread over good sets``: (largest - smallest) / mean score of a view over the good
+  reference sets, averaged over views: how much the choice of good references matters;
+- ``black / good``: a view's score against black references over its mean score against
+  good ones, averaged: above 1 when the references are read at all.
+
+Scorings: the model's own default (the product's), and the same with both nearest-
+reference weights at 0 (the reconstruction alone). Prints a table and one JSON line;
+``--write-readme`` puts the table in README's ``reference-use`` block.
+
+    python benchmarks/reference_use.py --model padformer_edge/models/generic.safetensors \
+        --data data/synth224-s1 --class duck --class lego --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import read_image
+from padformer_edge.detect.scoring import resolve_metric, scoring_signature
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import load_checkpoint
+from training.data.layouts import index_dataset
+
+SHOTS = 4
+
+
+def reconstruction_only(model):
+    """The same model with its fused mixes' reference weights at 0."""
+    config = dataclasses.replace(
+        model.config, fused_map_reference_weight=0.0, fused_score_reference_weight=0.0
+    )
+    twin = type(model)(config, model.preset_name)
+    twin.load_state_dict(model.state_dict())
+    return twin.eval()
+
+
+def scores(model, references: list[np.ndarray], queries: list[np.ndarray]) -> np.ndarray:
+    detector = Detector(model, references, DetectionSettings(device="cpu"))
+    return np.array([d.score for d in detector.detect(queries)])
+
+
+def measure(model, classes: dict[str, tuple[list, list]], sets: int, seed: int) -> dict:
+    spreads, ratios = [], []
+    for pool, queries in classes.values():
+        rng = random.Random(seed)
+        good = np.stack([scores(model, rng.sample(pool, SHOTS), queries) for _ in range(sets)])
+        black = scores(model, [np.zeros_like(pool[0])] * SHOTS, queries)
+        spreads += list((good.max(0) - good.min(0)) / good.mean(0))
+        ratios += list(black / good.mean(0))
+    return {"spread": float(np.mean(spreads)), "black_ratio": float(np.mean(ratios))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True, help="a validation render")
+    parser.add_argument("--class", dest="classes", action="append", help="repeatable")
+    parser.add_argument("--views", type=int, default=6, help="good test views per class")
+    parser.add_argument("--sets", type=int, default=4, help="good reference sets per view")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    try:
+        run(args)
+    except UserError as err:
+        sys.exit(f"error: {err}")
+
+
+def run(args: argparse.Namespace) -> None:
+    model, _ = load_checkpoint(args.model)
+    model.eval()
+    index = index_dataset(args.data, categories=args.classes)
+    train = index.good_train()
+    classes = {}
+    for name, paths in sorted(train.items()):
+        good_tests = [
+            r.path for r in index.records if r.category == name and r.split == "test" and r.is_good
+        ][: args.views]
+        if len(paths) < SHOTS or not good_tests:
+            raise UserError(f"class {name} in {args.data} has too few good views for this.")
+        classes[name] = ([read_image(p) for p in paths], [read_image(p) for p in good_tests])
+    rows, payload = [], {}
+    for label, scored_model in (
+        ("the model's own", model),
+        ("reconstruction alone", reconstruction_only(model)),
+    ):
+        signature = scoring_signature(*resolve_metric("auto", scored_model))
+        figures = measure(scored_model, classes, args.sets, args.seed)
+        payload[label] = {**figures, "scoring": signature}
+        rows.append(
+            [
+                label,
+                f"`{signature}`",
+                f"{100 * figures['spread']:.1f} %",
+                f"{figures['black_ratio']:.2f}",
+            ]
+        )
+    table = markdown_table(["scoring", "signature", "spread over good sets", "black / good"], rows)
+    views = sum(len(q) for _, q in classes.values())
+    caption = (
+        f"{args.model.name}, {views} good test views of {', '.join(classes)} in "
+        f"{args.data.name}, each against {args.sets} random sets of {SHOTS} good training "
+        f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes."
+    )
+    print(table + "\n\n" + caption)
+    print_json_line("reference_use", {"model": args.model.name, "views": views, **payload})
+    if args.write_readme:
+        update_readme_section("reference-use", f"{table}\n\n{caption}")
+
+
+if __name__ == "__main__":
+    main()
