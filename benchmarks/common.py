@@ -7,6 +7,7 @@ table it just measured, together with the command that produced it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import re
@@ -50,6 +51,21 @@ def machine_summary() -> str:
     except ImportError:
         torch_info = "no torch"
     return f"{platform.machine()}, {os.cpu_count()} CPUs, {torch_info}"
+
+
+def parse_and_run(parser: argparse.ArgumentParser, run: Callable[[Any], None]) -> None:
+    """Parse the command line, give torch ``--threads`` threads and run; a user error (a
+    wrong path, a model that cannot be scored) ends in its one line, not a traceback."""
+    import torch
+
+    from padformer_edge.errors import UserError
+
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    try:
+        run(args)
+    except UserError as err:
+        sys.exit(f"error: {err}")
 
 
 def print_json_line(name: str, payload: dict[str, Any]) -> None:

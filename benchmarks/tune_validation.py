@@ -41,11 +41,10 @@ from typing import TypeVar
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
 from padformer_edge.detect.scoring import PAPER_READOUT, Readout
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -206,12 +205,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write-readme", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    try:
-        run(args)
-    except UserError as err:
-        sys.exit(f"error: {err}")
+    parse_and_run(parser, run)
 
 
 def run(args: argparse.Namespace) -> None:
