@@ -158,7 +158,13 @@ def test_fused_metric_divides_each_map_by_its_stored_spread(model):
         recon01 = torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(1))
         features = torch.randn(3, model.config.num_patches, model.config.feature_dim)
         size = (64, 64)
-        fused = FusedMetric(model, lab_weight=0.25, score_lab_weight=0.25)
+        fused = FusedMetric(
+            model,
+            lab_weight=0.25,
+            score_lab_weight=0.25,
+            reference_weight=0.0,
+            score_reference_weight=0.0,
+        )  # fmt: skip  (the reference term has its own tests)
         lab, feature = ColourMetric("lab"), PredictedFeatureMetric(model)
         expected = 0.25 * lab.errors(lab.target(query01, query_model), recon01, size) / 2.0
         expected += (
@@ -199,11 +205,16 @@ def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
     from padformer_edge.detect.scoring import (
         FUSED_SCORE_LAB_WEIGHT,
         FUSED_SCORE_READOUT,
+        FUSED_SCORE_REFERENCE_WEIGHT,
         FusedMetric,
     )
 
-    weight = FUSED_SCORE_LAB_WEIGHT
-    metric = FusedMetric(model, lab_weight=weight, score_lab_weight=weight)
+    weight, reference = FUSED_SCORE_LAB_WEIGHT, FUSED_SCORE_REFERENCE_WEIGHT
+    refs_model = torch.stack([detector.to_model_input(image) for image in references])
+    metric = FusedMetric(
+        model, lab_weight=weight, score_lab_weight=weight, references_model=refs_model,
+        reference_weight=reference, score_reference_weight=reference,
+    )  # fmt: skip
     metric.map_readout = FUSED_SCORE_READOUT
     detector.metric = metric
     (score_map,) = detector.detect([query])
@@ -269,8 +280,12 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
         settings = DetectionSettings(passes=4, metric="fused", device="cpu")
         detector = Detector(model, references, settings)
         results = {}
+        refs_model = torch.stack([detector.to_model_input(image) for image in references])
         for pair in ((0.6, 0.6), (0.0, 0.0), (0.6, 0.0)):
-            detector.metric = FusedMetric(model, lab_weight=pair[0], score_lab_weight=pair[1])
+            detector.metric = FusedMetric(
+                model, lab_weight=pair[0], score_lab_weight=pair[1], references_model=refs_model,
+                reference_weight=4.0, score_reference_weight=4.0,
+            )  # fmt: skip
             (results[pair],) = detector.detect([query])
     finally:
         model.score_scales.fill_(1.0)
@@ -295,9 +310,11 @@ def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
     assert (own.config.fused_lab_weight, own.config.fused_score_lab_weight) == (0.0, 0.75)
     metric = FusedMetric(own)
     assert (metric.lab_weight, metric.score_lab_weight) == (0.0, 0.75)
-    ref = metric.reference_weight
-    assert metric.weights == ((0.0, ref), (0.75, ref))
-    given = FusedMetric(own, lab_weight=0.5, score_lab_weight=0.5)  # the sweep's way
+    ref, score_ref = metric.reference_weight, metric.score_reference_weight
+    assert metric.weights == ((0.0, ref), (0.75, score_ref))
+    given = FusedMetric(  # the sweep's way: one mix for both jobs
+        own, lab_weight=0.5, score_lab_weight=0.5, reference_weight=ref, score_reference_weight=ref
+    )
     assert given.weights == ((0.5, ref),)
     with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
         build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)
