@@ -344,10 +344,12 @@ def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_on
     bank = reference_bank(model, references)
     size = model.config.img_size
     assert bank.shape == (2 * (size // 8) ** 2, 40)
-    seen = nearest_reference_distance(model, references[1:2], bank, (size, size))
+    seen_target = model.target_features(references[1:2])
+    seen = nearest_reference_distance(model, seen_target, bank, (size, size))
     # cosine of a unit vector with itself: 1 up to float32 rounding over 40 channels
     assert seen.abs().max() < 1e-5
-    other = nearest_reference_distance(model, _images(model, 1, seed=4), bank, (size, size))
+    other_target = model.target_features(_images(model, 1, seed=4))
+    other = nearest_reference_distance(model, other_target, bank, (size, size))
     assert other.min() >= -1e-5 and other.mean() > 100 * seen.abs().max() + 1e-3
 
 

@@ -275,29 +275,29 @@ def mix_errors(
     return mixed
 
 
-def cell_features(model: PADFormer, images_model: torch.Tensor) -> torch.Tensor:
-    """``[B, C, h, w]`` unit-length frozen CNN features of every stride-8 cell of
-    normalised images (models with CNN tokens)."""
+def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` unit-length frozen CNN features of every stride-8 cell, from the
+    ``[B, M, F]`` ``model.target_features`` of normalised images (the feature error's
+    own target, so a query runs the CNN once for both)."""
     cfg = model.config
-    cells = unfold_from_patches(
-        model.target_features(images_model).float(), cfg.cells_per_side, cfg.grid_size
-    )
+    cells = unfold_from_patches(target_features.float(), cfg.cells_per_side, cfg.grid_size)
     return F.normalize(cells, dim=1)
 
 
 def reference_bank(model: PADFormer, references_model: torch.Tensor) -> torch.Tensor:
     """``[N * h * w, C]``: every cell of the ``[N, 3, S, S]`` normalised references."""
-    cells = cell_features(model, references_model)
+    cells = cell_features(model, model.target_features(references_model))
     return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
 
 
 def nearest_reference_distance(
-    model: PADFormer, query_model: torch.Tensor, bank: torch.Tensor, size: tuple[int, int]
+    model: PADFormer, query_target: torch.Tensor, bank: torch.Tensor, size: tuple[int, int]
 ) -> torch.Tensor:
-    """``[H, W]``: for each cell of the query, one minus its best cosine similarity to any
-    reference cell (``bank``), upsampled to the query's ``size``. Any cell, not the same
-    place: the part is seen from another side in every reference."""
-    cells = cell_features(model, query_model)[0]  # [C, h, w]
+    """``[H, W]``: for each cell of the query (``query_target``: its ``[1, M, F]``
+    ``model.target_features``), one minus its best cosine similarity to any reference
+    cell (``bank``), upsampled to the query's ``size``. Any cell, not the same place: the
+    part is seen from another side in every reference."""
+    cells = cell_features(model, query_target)[0]  # [C, h, w]
     channels, height, width = cells.shape
     best = (cells.reshape(channels, -1).T @ bank.T).amax(dim=1)
     distance = (1.0 - best).reshape(1, 1, height, width)
@@ -368,14 +368,14 @@ class FusedMetric:
         self.weights = tuple(dict.fromkeys((map_mix, (score_lab_weight, score_reference_weight))))
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
+        feature = self.feature.target(query01, query_model)
         reference = None
         if self.reads_references:
             if self.bank is None:
                 raise ValueError("this fused metric weighs the references: build it with them.")
             size = (query01.shape[-2], query01.shape[-1])
-            reference = nearest_reference_distance(self.model, query_model, self.bank, size)
-        lab = self.lab.target(query01, query_model)
-        return lab, self.feature.target(query01, query_model), reference
+            reference = nearest_reference_distance(self.model, feature, self.bank, size)
+        return self.lab.target(query01, query_model), feature, reference
 
     def errors(
         self,

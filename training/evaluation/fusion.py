@@ -81,7 +81,7 @@ class FusionSweepScorer:
             maps = pass_error_maps(self.detector, query)
             query_model = self.detector.to_model_input(query).unsqueeze(0)
             reference = nearest_reference_distance(
-                self.model, query_model, self.bank, query.shape[:2]
+                self.model, self.model.target_features(query_model), self.bank, query.shape[:2]
             )
             scale = max(query.shape[:2]) / self.model.config.img_size
             moments: dict[tuple[float, float], PassMoments] = {}
