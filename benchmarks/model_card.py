@@ -33,6 +33,16 @@ def steps_text(card: dict) -> str:
     )
 
 
+def zoom_text(job: dict) -> str:
+    """' averaged over 1x-2x inputs' for a zoomed reference distance, ' with quarter turns'
+    for turned references; nothing at 1x upright (and on cards from before either)."""
+    if not job.get("reference_weight"):
+        return ""
+    zoom = job.get("reference_zoom") or 1
+    text = f" averaged over 1x-{zoom}x inputs" if zoom > 1 else ""
+    return text + (" with quarter turns" if job.get("reference_turns") else "")
+
+
 def fused_text(card: dict) -> str:
     """The model's own validated settings, or where the detector takes them from instead."""
     own = card.get("fused")
@@ -40,8 +50,8 @@ def fused_text(card: dict) -> str:
         return "the product's defaults (detect/scoring.py)"
     jobs = [
         f"{name}: LAB weight {s['weight']:g}, nearest-reference weight "
-        f"{s.get('reference_weight') or 0:g}, {'filtered' if s['filter'] else 'pass mean'}, "
-        f"smoothing sigma {s['sigma']:g}"
+        f"{s.get('reference_weight') or 0:g}{zoom_text(s)}, "
+        f"{'filtered' if s['filter'] else 'pass mean'}, smoothing sigma {s['sigma']:g}"
         for name, s in (("map", own["map"]), ("image score", own["score"]))
     ]
     return "; ".join(jobs) + " (chosen on validation, in the file)"

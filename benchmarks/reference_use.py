@@ -13,7 +13,9 @@ that class (random, seeded) and against four black images, and reports per scori
 
 Scorings: the model's own default (the product's), and the same with both nearest-
 reference weights at 0 (the reconstruction alone). Prints a table and one JSON line;
-``--write-readme`` puts the table in README's ``reference-use`` block.
+``--write-readme`` puts the table in README's ``reference-use`` block (``--section``
+names another). ``--model`` repeats to compare checkpoints, and
+``--reconstruction-only`` keeps the one row that asks what the training taught.
 
     python benchmarks/reference_use.py --model padformer_edge/models/generic.safetensors \
         --data data/synth224-s1 --class duck --class lego --write-readme
@@ -74,7 +76,13 @@ def measure(model, classes: dict[str, tuple[list, list]], sets: int, seed: int) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--model", type=Path, action="append", required=True, help="repeatable")
+    parser.add_argument(
+        "--reconstruction-only",
+        action="store_true",
+        help="only the reconstruction-alone row of each model",
+    )
+    parser.add_argument("--section", default="reference-use", help="README block to write")
     parser.add_argument("--data", type=Path, required=True, help="a validation render")
     parser.add_argument("--class", dest="classes", action="append", help="repeatable")
     parser.add_argument("--views", type=int, default=6, help="good test views per class")
@@ -86,8 +94,6 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    model, _ = load_checkpoint(args.model)
-    model.eval()
     index = index_dataset(args.data, categories=args.classes)
     train = index.good_train()
     classes = {}
@@ -99,32 +105,38 @@ def run(args: argparse.Namespace) -> None:
             raise UserError(f"class {name} in {args.data} has too few good views for this.")
         classes[name] = ([read_image(p) for p in paths], [read_image(p) for p in good_tests])
     rows, payload = [], {}
-    for label, scored_model in (
-        ("the model's own", model),
-        ("reconstruction alone", reconstruction_only(model)),
-    ):
-        signature = scoring_signature(*resolve_metric("auto", scored_model))
-        figures = measure(scored_model, classes, args.sets, args.seed)
-        payload[label] = {**figures, "scoring": signature}
-        rows.append(
-            [
-                label,
-                f"`{signature}`",
-                f"{100 * figures['spread']:.1f} %",
-                f"{figures['black_ratio']:.2f}",
-            ]
-        )
+    for path in args.model:
+        model, _ = load_checkpoint(path)
+        model.eval()
+        scorings = [("reconstruction alone", reconstruction_only(model))]
+        if not args.reconstruction_only:
+            scorings.insert(0, ("the model's own", model))
+        for label, scored_model in scorings:
+            signature = scoring_signature(*resolve_metric("auto", scored_model))
+            figures = measure(scored_model, classes, args.sets, args.seed)
+            name = label if len(args.model) == 1 else f"{path.name}: {label}"
+            payload[name] = {**figures, "scoring": signature}
+            rows.append(
+                [
+                    name,
+                    f"`{signature}`",
+                    f"{100 * figures['spread']:.1f} %",
+                    f"{figures['black_ratio']:.2f}",
+                ]
+            )
     table = markdown_table(["scoring", "signature", "spread over good sets", "black / good"], rows)
     views = sum(len(q) for _, q in classes.values())
     caption = (
-        f"{args.model.name}, {views} good test views of {', '.join(classes)} in "
+        f"{', '.join(p.name for p in args.model)}, {views} good test views of "
+        f"{', '.join(classes)} in "
         f"{args.data.name}, each against {args.sets} random sets of {SHOTS} good training "
         f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes."
     )
     print(table + "\n\n" + caption)
-    print_json_line("reference_use", {"model": args.model.name, "views": views, **payload})
+    models = [p.name for p in args.model]
+    print_json_line("reference_use", {"models": models, "views": views, **payload})
     if args.write_readme:
-        update_readme_section("reference-use", f"{table}\n\n{caption}")
+        update_readme_section(args.section, f"{table}\n\n{caption}")
 
 
 if __name__ == "__main__":

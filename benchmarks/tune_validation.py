@@ -56,36 +56,61 @@ from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
 
 CHOICES = Path(__file__).resolve().parent / "validation.json"
-FUSED_WEIGHTS = (0.0, 0.25, 0.5)
-"""LAB weights of a fused mix. 0.75 and 1 were swept too until the nearest-reference
-weight joined the grid; they never won a job for either model, and dropping them keeps
-the grown sweep within a CPU half hour."""
-READOUTS = (Readout(True, 0.0), *(Readout(False, sigma) for sigma in (0.0, 2.0, 4.0, 8.0)))
-"""The paper's filtered map, and the plain pass mean unsmoothed or smoothed by a Gaussian
-of 2, 4 or 8 model pixels (PatchCore smooths with 4): how much of a map's noise to
-average away before its maximum or its outline is read is a property of the model's
-errors, so it is chosen here, not assumed. The filtered map smoothed was swept too until
-the reference weight joined the grid, and never won a job."""
+FUSED_WEIGHTS = (0.0, 0.25)
+"""LAB weights of a fused mix. 0.5, 0.75 and 1 were swept too until the nearest-reference
+zoom joined the grid; they never won a job for either model, and dropping them keeps the
+grown sweep within a CPU half hour."""
+READOUTS = (Readout(True, 0.0), *(Readout(False, sigma) for sigma in (2.0, 4.0)))
+"""The paper's filtered map, and the plain pass mean smoothed by a Gaussian of 2 or 4
+model pixels (PatchCore smooths with 4): how much of a map's noise to average away
+before its maximum or its outline is read is a property of the model's errors, so it is
+chosen here, not assumed. The unsmoothed mean, sigma 8 and the filtered map smoothed
+were swept too until the reference zoom joined the grid, and never won a job."""
 PATCHCORE = (
     "2@160", "2@224", "2@320", "2@384", "2@448",
     "2+3@160", "2+3@224", "2+3@320", "2+3@384", "2+3@448",
     "3@224", "3@320",
+    "2@320 turned", "2@384 turned", "2@448 turned", "2+3@384 turned", "2+3@448 turned",
 )  # fmt: skip
-REFERENCE_WEIGHTS = (0.0, 6.0, 12.0, 24.0, 48.0)
+"""Stage sets and input sizes; the five best upright ones also with turned references in
+the memory bank, the offer the fused metric's reference term gets (REFERENCE_TURNS)."""
+REFERENCE_WEIGHTS = (0.0, 12.0, 24.0, 48.0, 96.0)
 """Weights of the nearest-reference distance (one minus a cosine, so about 0.1 on good
 cells) in a fused mix whose other terms are in units of their spread on good views:
-0 leaves the references to the reconstruction alone, 48 lets them dominate."""
+0 leaves the references to the reconstruction alone, 96 lets them dominate (the grid
+ended at 48 until the generic model chose 48; 6 was in it until no job chose it)."""
+REFERENCE_ZOOMS = (1, 2)
+"""The reference distance at the model's size, or averaged with the images magnified 2x.
+Measured on this render before the sweep, the distance alone at 2x ranked the six
+objects' images better than at 1x, and duck and lego's worse; 3x cost four times 2x's
+CPU and was worse still on both, so it is not swept."""
+REFERENCE_TURNS = (False, True)
+"""The references as taken, or also turned by a quarter, a half and three quarters: a
+camera that sees the part from any side sees it at any roll too, and a turned reference
+may then be the nearest view. Measured on this render before the sweep, the distance
+alone with turned references ranked the six objects' images better (and duck and lego's
+a little better); mirrored references added nothing, so they are not swept."""
 REFDIFF_SIGMAS = (1.4, 3.0, 6.0)
 Key = TypeVar("Key")
+TURNS_TEXT = "with quarter turns"
 EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
 GENERIC = "generic,"  # likewise, for the generic-model candidates
 
 
 def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -> dict[str, dict]:
-    """'lab weight W, reference R, READOUT' + ``suffix`` -> mean figures, for every weight
-    of FUSED_WEIGHTS and REFERENCE_WEIGHTS and readout of READOUTS: one reconstruction per
-    query, scored once per setting."""
-    sweep = FusionSweepScorer(model, FUSED_WEIGHTS, READOUTS, REFERENCE_WEIGHTS, seed=seed)
+    """'lab weight W, reference R[ at zoom Z][ with quarter turns], READOUT' + ``suffix`` ->
+    mean figures, for every weight of FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of
+    REFERENCE_ZOOMS, turns of REFERENCE_TURNS and readout of READOUTS: one reconstruction
+    per query, scored once per setting."""
+    sweep = FusionSweepScorer(
+        model,
+        FUSED_WEIGHTS,
+        READOUTS,
+        REFERENCE_WEIGHTS,
+        seed=seed,
+        reference_zooms=REFERENCE_ZOOMS,
+        reference_turns=REFERENCE_TURNS,
+    )
     run_scorer(sweep, episodes, options)
     return {
         setting_label(setting) + suffix: summarise(
@@ -96,11 +121,14 @@ def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -
 
 
 def setting_label(setting: FusedSetting) -> str:
-    """How the sweep's rows name a setting: 'lab weight 0.25, reference 12, mean, sigma 8'."""
-    return (
-        f"lab weight {setting.lab_weight:g}, reference {setting.reference_weight:g}, "
-        f"{setting.readout.label}"
-    )
+    """How the sweep's rows name a setting: 'lab weight 0.25, reference 12, mean, sigma 8'
+    ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to turned
+    references)."""
+    mix = setting.mix
+    term = f"reference {mix.reference_weight:g}"
+    term += f" at zoom {mix.zoom}" if mix.zoom > 1 else ""
+    term += f" {TURNS_TEXT}" if mix.turns else ""
+    return f"lab weight {mix.lab_weight:g}, {term}, {setting.readout.label}"
 
 
 def run_label(metadata: dict) -> str:
@@ -130,19 +158,23 @@ def choose_run_and_weights(runs: dict[str, dict[str, dict]]) -> tuple[str, str, 
 
 
 def setting_of(setting: str) -> FusedSetting:
-    """A row's name back to its setting: 'lab weight 0.25, reference 12, mean, sigma 4[,
-    unseen duck+lego]' -> FusedSetting(0.25, 12.0, Readout(False, 4.0)). Rows from before
-    the reference term ('lab weight 0.25, mean, sigma 4') have weight 0, and rows from
-    before readouts were swept ('lab weight 0.25') read the paper's way."""
+    """A row's name back to its setting: 'lab weight 0.25, reference 12 at zoom 2 with
+    quarter turns, mean, sigma 4[, unseen duck+lego]' -> FusedSetting(0.25, 12.0,
+    Readout(False, 4.0), 2, True). Rows without a zoom have zoom 1, rows without turns
+    none, rows from before the reference term ('lab weight 0.25, mean, sigma 4') weight
+    0, and rows from before readouts were swept ('lab weight 0.25') the paper's readout."""
     parts = [p.strip() for p in setting.removeprefix("lab weight ").split(",")]
     weight, parts = float(parts[0]), parts[1:]
-    reference = 0.0
+    reference, zoom, turns = 0.0, 1, False
     if parts and parts[0].startswith("reference "):
-        reference, parts = float(parts[0].removeprefix("reference ")), parts[1:]
+        term = parts[0].removeprefix("reference ")
+        turns = term.endswith(TURNS_TEXT)
+        term, _, zoom_text = term.removesuffix(TURNS_TEXT).strip().partition(" at zoom ")
+        reference, zoom, parts = float(term), int(zoom_text or 1), parts[1:]
     if len(parts) < 2 or not parts[1].startswith("sigma "):
-        return FusedSetting(weight, reference, PAPER_READOUT)
+        return FusedSetting(weight, reference, PAPER_READOUT, zoom, turns)
     readout = Readout(parts[0] == "filtered", float(parts[1].removeprefix("sigma ")))
-    return FusedSetting(weight, reference, readout)
+    return FusedSetting(weight, reference, readout, zoom, turns)
 
 
 def is_swept_readout(method: str, setting: str) -> bool:
@@ -287,6 +319,8 @@ def run(args: argparse.Namespace) -> None:
             chosen = setting_of(setting)
             choices[f"{weights}fused_{job}lab_weight"] = chosen.lab_weight
             choices[f"{weights}fused_{job or 'map_'}reference_weight"] = chosen.reference_weight
+            choices[f"{weights}fused_{job or 'map_'}reference_zoom"] = chosen.mix.zoom
+            choices[f"{weights}fused_{job or 'map_'}reference_turns"] = chosen.mix.turns
             choices[f"{weights}fused_{job or 'map_'}filter"] = chosen.readout.consistency_filter
             choices[f"{weights}fused_{job or 'map_'}sigma"] = chosen.readout.sigma
     table_rows = [  # the fused sweeps' other readouts stay in validation.json

@@ -135,6 +135,10 @@ def test_model_card_names_where_the_fused_settings_come_from():
         "map: LAB weight 0, nearest-reference weight 12, pass mean, smoothing sigma 4; "
         "image score: LAB weight 1, nearest-reference weight 0, filtered"
     )
+    card["fused"]["score"].update(reference_weight=24.0, reference_zoom=2)
+    card["fused"]["map"]["reference_zoom"] = 1
+    assert "nearest-reference weight 12, pass mean" in fused_text(card)
+    assert "nearest-reference weight 24 averaged over 1x-2x inputs, filtered" in fused_text(card)
 
 
 def test_sweep_rows_name_their_settings_and_read_back_older_rows():
@@ -151,6 +155,19 @@ def test_sweep_rows_name_their_settings_and_read_back_older_rows():
         0.25, 0.0, Readout(False, 4.0)
     )
     assert setting_of("lab weight 0.5") == FusedSetting(0.5, 0.0, PAPER_READOUT)
+    zoomed = FusedSetting(0.0, 24.0, Readout(False, 2.0), 2)
+    assert setting_label(zoomed) == "lab weight 0, reference 24 at zoom 2, mean, sigma 2"
+    assert setting_of(setting_label(zoomed) + ", unseen duck+lego") == zoomed
+    turned = FusedSetting(0.25, 12.0, PAPER_READOUT, 2, True)
+    label = "lab weight 0.25, reference 12 at zoom 2 with quarter turns, filtered, sigma 0"
+    assert setting_label(turned) == label and setting_of(label) == turned
+    assert setting_of("lab weight 0, reference 12 with quarter turns, mean, sigma 2") == (
+        FusedSetting(0.0, 12.0, Readout(False, 2.0), 1, True)
+    )
+    # without the term a zoom means nothing, so the row does not name one
+    assert setting_label(FusedSetting(0.0, 0.0, Readout(False, 2.0), 2)) == (
+        "lab weight 0, reference 0, mean, sigma 2"
+    )
     edge = "edge fused, 6000 steps"
     assert not is_swept_readout(edge, "lab weight 0.5, reference 0, filtered, sigma 0")
     assert is_swept_readout(edge, "lab weight 0.5, reference 6, filtered, sigma 0")
@@ -177,3 +194,17 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
         assert row["spread"] >= 0.0 and row["black_ratio"] > 0.0
     # black references are nothing like the part: the reference term must see that
     assert own["black_ratio"] > alone["black_ratio"]
+    other = tmp_path / "other.safetensors"
+    save_checkpoint(other, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    compare = [*command, "--model", str(other), "--reconstruction-only"]
+    result = subprocess.run(compare, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert payload["models"] == ["edge.safetensors", "other.safetensors"]
+    rows = [k for k in payload if k.endswith("reconstruction alone")]
+    assert rows == [
+        "edge.safetensors: reconstruction alone",
+        "other.safetensors: reconstruction alone",
+    ]
+    # the same model, the same references, the same passes: the same figures
+    assert payload[rows[0]] == pytest.approx(alone | {"scoring": alone["scoring"]})

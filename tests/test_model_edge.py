@@ -5,11 +5,13 @@ import pytest
 import torch
 
 from padformer_edge.detect import Detector
+from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
     FUSED_LAB_WEIGHT,
     FUSED_SCORE_LAB_WEIGHT,
     ColourMetric,
     FusedMetric,
+    Mix,
     PredictedFeatureMetric,
 )
 from padformer_edge.detect.settings import DetectionSettings
@@ -36,6 +38,11 @@ SMALL_EDGE = dict(
 def model():
     torch.manual_seed(0)
     return build_model("edge", **SMALL_EDGE).eval()
+
+
+def _unit(images):
+    """RGB arrays as the ``[3, H, W]`` tensors in [0, 1] a fused metric reads references as."""
+    return [to_unit_tensor(image, torch.device("cpu")) for image in images]
 
 
 def _images(model, *lead, seed=0):
@@ -205,15 +212,20 @@ def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
     from padformer_edge.detect.scoring import (
         FUSED_SCORE_LAB_WEIGHT,
         FUSED_SCORE_READOUT,
+        FUSED_SCORE_REFERENCE_TURNS,
         FUSED_SCORE_REFERENCE_WEIGHT,
+        FUSED_SCORE_REFERENCE_ZOOM,
         FusedMetric,
     )
 
     weight, reference = FUSED_SCORE_LAB_WEIGHT, FUSED_SCORE_REFERENCE_WEIGHT
-    refs_model = torch.stack([detector.to_model_input(image) for image in references])
+    zoom, turns = FUSED_SCORE_REFERENCE_ZOOM, FUSED_SCORE_REFERENCE_TURNS
+    refs01 = _unit(references)
     metric = FusedMetric(
-        model, lab_weight=weight, score_lab_weight=weight, references_model=refs_model,
+        model, lab_weight=weight, score_lab_weight=weight, references01=refs01,
         reference_weight=reference, score_reference_weight=reference,
+        reference_zoom=zoom, score_reference_zoom=zoom,
+        reference_turns=turns, score_reference_turns=turns,
     )  # fmt: skip
     metric.map_readout = FUSED_SCORE_READOUT
     detector.metric = metric
@@ -240,20 +252,27 @@ def test_fusion_sweep_matches_the_detector_for_each_setting(model):
     readouts = (Readout(True, 0.0), Readout(False, 3.0))
     model.score_scales.copy_(torch.tensor([5.0, 0.5]))
     try:
-        sweep = FusionSweepScorer(model, (0.0, 0.3, 1.0), readouts, (0.0, 10.0), passes=4)
+        sweep = FusionSweepScorer(
+            model, (0.0, 1.0), readouts, (0.0, 10.0), passes=4, reference_zooms=(1, 2),
+            reference_turns=(False, True),
+        )  # fmt: skip
         sweep.prepare(references)
         sweep.score([query])
         fused = DetectionSettings(passes=4, metric="fused", device="cpu")
         detector = Detector(model, references, fused)
-        refs_model = torch.stack([detector.to_model_input(image) for image in references])
+        refs01 = _unit(references)
         for setting in sweep.settings:
             metric = FusedMetric(
                 model,
                 lab_weight=setting.lab_weight,
                 score_lab_weight=setting.lab_weight,
-                references_model=refs_model,
+                references01=refs01,
                 reference_weight=setting.reference_weight,
                 score_reference_weight=setting.reference_weight,
+                reference_zoom=setting.reference_zoom,
+                score_reference_zoom=setting.reference_zoom,
+                reference_turns=setting.reference_turns,
+                score_reference_turns=setting.reference_turns,
             )
             metric.map_readout = metric.score_readout = setting.readout
             detector.metric = metric
@@ -262,8 +281,11 @@ def test_fusion_sweep_matches_the_detector_for_each_setting(model):
             scale = float(np.abs(expected.anomaly_map).max())
             np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
             assert got.score == pytest.approx(expected.score, rel=1e-5)
-        assert len(sweep.settings) == 3 * 2 * 2
-        assert FusedSetting(0.3, 10.0, readouts[1]) in sweep.results
+        # a reference weight of 0 is swept once, at zoom 1 upright; weight 10 at zooms 1
+        # and 2, upright and turned
+        assert len(sweep.settings) == 2 * (1 + 2 * 2) * 2
+        assert FusedSetting(1.0, 10.0, readouts[1]) in sweep.results
+        assert FusedSetting(1.0, 10.0, readouts[1], 2, True) in sweep.results
     finally:
         model.score_scales.fill_(1.0)
 
@@ -280,10 +302,10 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
         settings = DetectionSettings(passes=4, metric="fused", device="cpu")
         detector = Detector(model, references, settings)
         results = {}
-        refs_model = torch.stack([detector.to_model_input(image) for image in references])
+        refs01 = _unit(references)
         for pair in ((0.6, 0.6), (0.0, 0.0), (0.6, 0.0)):
             detector.metric = FusedMetric(
-                model, lab_weight=pair[0], score_lab_weight=pair[1], references_model=refs_model,
+                model, lab_weight=pair[0], score_lab_weight=pair[1], references01=refs01,
                 reference_weight=4.0, score_reference_weight=4.0,
             )  # fmt: skip
             (results[pair],) = detector.detect([query])
@@ -311,11 +333,14 @@ def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
     metric = FusedMetric(own)
     assert (metric.lab_weight, metric.score_lab_weight) == (0.0, 0.75)
     ref, score_ref = metric.reference_weight, metric.score_reference_weight
-    assert metric.weights == ((0.0, ref), (0.75, score_ref))
+    mixes = [(mix.lab_weight, mix.reference_weight) for mix in metric.mixes]
+    assert mixes == [(0.0, ref), (0.75, score_ref)]
     given = FusedMetric(  # the sweep's way: one mix for both jobs
-        own, lab_weight=0.5, score_lab_weight=0.5, reference_weight=ref, score_reference_weight=ref
-    )
-    assert given.weights == ((0.5, ref),)
+        own, lab_weight=0.5, score_lab_weight=0.5, reference_weight=ref,
+        score_reference_weight=ref, reference_zoom=1, score_reference_zoom=1,
+        reference_turns=False, score_reference_turns=False,
+    )  # fmt: skip
+    assert given.mixes == (Mix(0.5, ref),)
     with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
         build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)
 
@@ -338,19 +363,94 @@ def test_a_model_carries_its_own_validated_readouts_field_by_field(tmp_path):
 
 
 def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_one(model):
-    from padformer_edge.detect.scoring import nearest_reference_distance, reference_bank
+    from padformer_edge.detect.scoring import nearest_reference_distances, reference_banks
 
-    references = _images(model, 2, seed=3)
-    bank = reference_bank(model, references)
     size = model.config.img_size
-    assert bank.shape == (2 * (size // 8) ** 2, 40)
-    seen_target = model.target_features(references[1:2])
-    seen = nearest_reference_distance(model, seen_target, bank, (size, size))
+    references = [torch.rand(3, 48, 40, generator=torch.Generator().manual_seed(s)) for s in (3, 4)]
+    banks = reference_banks(model, references, zoom=2, turns=True)
+    cells_1x, cells_2x = (size // 8) ** 2, (size // 4) ** 2
+    assert [bank.upright for bank in banks] == [2 * cells_1x, 2 * cells_2x]
+    assert [bank.cells.shape for bank in banks] == [(8 * cells_1x, 40), (8 * cells_2x, 40)]
+    upright = reference_banks(model, references, zoom=2)
+    for turned, plain in zip(banks, upright, strict=True):
+        assert not plain.turned and torch.equal(turned.cells[: turned.upright], plain.cells)
+
+    def distances(image):
+        query_model = model.normalize(resize_square(image.unsqueeze(0), size))
+        target = model.target_features(query_model)
+        return nearest_reference_distances(model, image.unsqueeze(0), target, banks, (48, 40))
+
+    seen = distances(references[1])
+    assert sorted(seen) == [(1, False), (1, True), (2, False), (2, True)]
+    assert all(d.shape == (48, 40) for d in seen.values())
     # cosine of a unit vector with itself: 1 up to float32 rounding over 40 channels
-    assert seen.abs().max() < 1e-5
-    other_target = model.target_features(_images(model, 1, seed=4))
-    other = nearest_reference_distance(model, other_target, bank, (size, size))
-    assert other.min() >= -1e-5 and other.mean() > 100 * seen.abs().max() + 1e-3
+    assert max(float(d.abs().max()) for d in seen.values()) < 1e-5
+    new = distances(torch.rand(3, 48, 40, generator=torch.Generator().manual_seed(5)))
+    for level in new.values():
+        assert level.min() >= -1e-5 and level.mean() > 1e-3
+
+
+def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
+    """A query that is a reference squeezed square and turned a quarter has every cell in
+    the turned bank (distance 0 up to rounding) but not in the upright one."""
+    from padformer_edge.detect.scoring import nearest_reference_distances, reference_banks
+
+    size = model.config.img_size
+    reference = torch.rand(3, size, size, generator=torch.Generator().manual_seed(6))
+    banks = reference_banks(model, [reference], zoom=1, turns=True)
+    query = torch.rot90(reference, 1, (-2, -1)).unsqueeze(0)
+    target = model.target_features(model.normalize(query))
+    distances = nearest_reference_distances(model, query, target, banks, (size, size))
+    assert float(distances[1, True].abs().max()) < 1e-5
+    assert float(distances[1, False].mean()) > 1e-3
+
+
+def test_the_best_cosine_search_in_chunks_equals_the_whole_matrix(monkeypatch):
+    from padformer_edge.detect import scoring
+
+    generator = torch.Generator().manual_seed(0)
+    cells = torch.nn.functional.normalize(torch.randn(50, 40, generator=generator), dim=1)
+    rows = torch.nn.functional.normalize(torch.randn(120, 40, generator=generator), dim=1)
+    bank = scoring.ReferenceBank(rows, upright=30)
+    whole = cells @ rows.T
+    monkeypatch.setattr(scoring, "MAX_SIMILARITY_VALUES", 7 * 120)  # chunks of 7 query cells
+    upright, every = scoring.best_cosines(cells, bank)
+    # a chunk's product may sum its 40 terms in another order: float32 rounding per term
+    rounding = 40 * torch.finfo(torch.float32).eps
+    torch.testing.assert_close(upright, whole[:, :30].amax(dim=1), rtol=0, atol=rounding)
+    torch.testing.assert_close(every, whole.amax(dim=1), rtol=0, atol=rounding)
+    assert scoring.best_cosines(cells, scoring.ReferenceBank(rows[:30], 30))[1] is None
+
+
+def test_a_zoomed_reference_term_names_its_zoom_and_zoom_one_keeps_old_signatures(model):
+    from padformer_edge.detect.scoring import scoring_signature
+
+    one = FusedMetric(model, reference_weight=6.0, score_reference_weight=6.0, reference_zoom=1,
+                      score_reference_zoom=1)  # fmt: skip
+    signature = scoring_signature("fused", one)
+    assert "reference weight 6" in signature and "zoom" not in signature
+    two = FusedMetric(model, reference_weight=6.0, score_reference_weight=12.0,
+                      reference_zoom=1, score_reference_zoom=2)  # fmt: skip
+    turns = two.mixes[0].turns, two.mixes[1].turns  # the product's, not given here
+    assert two.mixes == (
+        Mix(two.lab_weight, 6.0, 1, turns[0]),
+        Mix(two.score_lab_weight, 12.0, 2, turns[1]),
+    )
+    assert two.zoom == 2
+    assert "score: LAB weight" in scoring_signature("fused", two)
+    assert "reference weight 12 at zoom 2" in scoring_signature("fused", two).split("score:")[1]
+    # without a reference term a zoom changes nothing, so it does not split the mixes
+    none = FusedMetric(
+        model, lab_weight=0.5, score_lab_weight=0.5, reference_weight=0.0,
+        score_reference_weight=0.0, reference_zoom=1, score_reference_zoom=3,
+    )  # fmt: skip
+    assert none.mixes == (Mix(0.5),) and not none.reads_references
+    with pytest.raises(UserError, match="fused reference zoom 4 must be a whole number"):
+        FusedMetric(model, reference_zoom=4)
+    with pytest.raises(UserError, match="fused_score_reference_zoom must be None or a whole"):
+        build_model("edge", **SMALL_EDGE, fused_score_reference_zoom=0)
+    with pytest.raises(UserError, match="fused_map_reference_zoom must be None or a whole"):
+        build_model("edge", **SMALL_EDGE, fused_map_reference_zoom=1.5)
 
 
 def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
@@ -365,9 +465,9 @@ def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
         for weight in (0.0, 20.0):
             for name, refs in (("itself", [query, unlike[0]]), ("unlike", unlike)):
                 detector = Detector(model, refs, settings)
-                refs_model = torch.stack([detector.to_model_input(image) for image in refs])
+                refs01 = _unit(refs)
                 detector.metric = FusedMetric(
-                    model, references_model=refs_model,
+                    model, references01=refs01,
                     reference_weight=weight, score_reference_weight=weight,
                 )  # fmt: skip
                 scores[weight, name] = detector.detect([query])[0].score

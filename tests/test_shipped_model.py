@@ -88,6 +88,10 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
         "generic_fused_lab_weight": 0.0,
         "generic_fused_map_reference_weight": 12.0,
         "generic_fused_score_reference_weight": 0.0,
+        "generic_fused_map_reference_zoom": 2,
+        "generic_fused_score_reference_zoom": 1,
+        "generic_fused_map_reference_turns": True,
+        "generic_fused_score_reference_turns": False,
         "generic_fused_map_filter": False,
         "generic_fused_map_sigma": 4.0,
         "generic_fused_score_lab_weight": 0.25,
@@ -102,9 +106,15 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
     assert {k: getattr(model.config, k.removeprefix("generic_")) for k in choices} == choices
     card = json.loads(shipped.with_suffix(".json").read_text())
     assert card["fused"] == {
-        "map": {"weight": 0.0, "reference_weight": 12.0, "filter": False, "sigma": 4.0},
-        "score": {"weight": 0.25, "reference_weight": 0.0, "filter": True, "sigma": 0.0},
-    }
+        "map": {
+            "weight": 0.0, "reference_weight": 12.0, "reference_zoom": 2,
+            "reference_turns": True, "filter": False, "sigma": 4.0,
+        },
+        "score": {
+            "weight": 0.25, "reference_weight": 0.0, "reference_zoom": 1,
+            "reference_turns": False, "filter": True, "sigma": 0.0,
+        },
+    }  # fmt: skip
     with pytest.raises(UserError, match="must be None or in"):
         ship(source, tmp_path / "bad", "1 min", "CPU", fused={**fused, "fused_lab_weight": 2.0})
     tiny = tmp_path / "tiny.safetensors"

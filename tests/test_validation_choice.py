@@ -9,10 +9,14 @@ import pytest
 from padformer_edge.detect.scoring import (
     FUSED_LAB_WEIGHT,
     FUSED_MAP_READOUT,
+    FUSED_MAP_REFERENCE_TURNS,
     FUSED_MAP_REFERENCE_WEIGHT,
+    FUSED_MAP_REFERENCE_ZOOM,
     FUSED_SCORE_LAB_WEIGHT,
     FUSED_SCORE_READOUT,
+    FUSED_SCORE_REFERENCE_TURNS,
     FUSED_SCORE_REFERENCE_WEIGHT,
+    FUSED_SCORE_REFERENCE_ZOOM,
 )
 
 CHOICES = Path(__file__).resolve().parent.parent / "benchmarks" / "validation.json"
@@ -28,6 +32,10 @@ def test_fused_settings_are_the_validated_ones():
     assert pytest.approx(choices["fused_score_sigma"]) == FUSED_SCORE_READOUT.sigma
     assert pytest.approx(choices["fused_map_reference_weight"]) == FUSED_MAP_REFERENCE_WEIGHT
     assert pytest.approx(choices["fused_score_reference_weight"]) == FUSED_SCORE_REFERENCE_WEIGHT
+    assert choices["fused_map_reference_zoom"] == FUSED_MAP_REFERENCE_ZOOM
+    assert choices["fused_score_reference_zoom"] == FUSED_SCORE_REFERENCE_ZOOM
+    assert choices["fused_map_reference_turns"] == FUSED_MAP_REFERENCE_TURNS
+    assert choices["fused_score_reference_turns"] == FUSED_SCORE_REFERENCE_TURNS
 
 
 def test_the_shipped_generic_model_carries_its_validated_fused_settings():

@@ -119,9 +119,9 @@ class Detector:
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
         with torch.inference_mode():
-            references_model = torch.stack([self.to_model_input(image) for image in references])
+            references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
-                settings.metric, self.model, references_model
+                settings.metric, self.model, references01
             )
 
     @property

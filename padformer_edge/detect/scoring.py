@@ -14,7 +14,11 @@ lies from the nearest cell of any reference (one minus the best cosine similarit
 the same for every pass, so it moves the pass mean and leaves the variance alone. It is
 there because a measurement showed the reconstruction barely reads the references: the
 same query scores within a few per cent whichever good references it gets, black ones
-included. Without this term, the references would hardly affect the verdict.
+included. Without this term, the references would hardly affect the verdict. The
+distance can also be averaged over magnified inputs (``reference_zoom``: the CNN sees
+the images at 1x, 2x... the model's size): a stride-8 cell of a magnified image covers
+less of the part, so small defects stand out more, while the 1x cells keep the context
+that tells a large stain from a new view.
 
 Passes are folded in chunks with an exact pairwise mean/variance merge, so a 20 MP camera
 frame never needs all passes' colour maps in memory at once.
@@ -29,16 +33,22 @@ import kornia
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.detect.images import resize_square
 from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import unfold_from_patches
-from padformer_edge.model.config import MAX_READOUT_SIGMA, MAX_REFERENCE_WEIGHT
+from padformer_edge.model.config import (
+    MAX_READOUT_SIGMA,
+    MAX_REFERENCE_WEIGHT,
+    MAX_REFERENCE_ZOOM,
+)
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
+MAX_SIMILARITY_VALUES = 1 << 24  # query-cell x reference-cell cosines held at once: 64 MiB
 
 
 @dataclass(frozen=True)
@@ -71,27 +81,64 @@ class Readout:
         return f"{'filtered' if self.consistency_filter else 'mean'}, sigma {self.sigma:g}"
 
 
+@dataclass(frozen=True)
+class Mix:
+    """What one ``fused`` job adds up per pass: the LAB weight (the feature error takes the
+    rest), the nearest-reference term's weight, the zoom its distance is averaged to, and
+    whether the references are also matched turned by quarter turns."""
+
+    lab_weight: float
+    reference_weight: float = 0.0
+    zoom: int = 1
+    turns: bool = False
+
+    @classmethod
+    def of(cls, lab_weight: float, reference_weight: float, zoom: int, turns: bool) -> Mix:
+        """The mix, with zoom 1 and no turns where there is no reference term for them to
+        change."""
+        if reference_weight > 0:
+            return cls(lab_weight, reference_weight, zoom, turns)
+        return cls(lab_weight, reference_weight)
+
+    @property
+    def label(self) -> str:
+        """'LAB weight 0.25', '..., reference weight 6' or '..., reference weight 6 at zoom
+        2 with quarter turns': no reference term, zoom 1 or no turns, no mention, so
+        signatures recorded before any of them existed still match."""
+        text = f"LAB weight {self.lab_weight:g}"
+        if self.reference_weight > 0:
+            text += f", reference weight {self.reference_weight:g}"
+            text += f" at zoom {self.zoom}" if self.zoom > 1 else ""
+            text += " with quarter turns" if self.turns else ""
+        return text
+
+
 PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
 """The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
 
 FUSED_LAB_WEIGHT = 0.25
 """The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
 FUSED_LAB_WEIGHT) * feature / its spread + FUSED_MAP_REFERENCE_WEIGHT * the
-nearest-reference distance, read with FUSED_MAP_READOUT. All chosen on the validation
-render (seed 1) by ``benchmarks/tune_validation.py`` for the best AUPRO, never on the
-test render; README lists the search."""
-FUSED_MAP_REFERENCE_WEIGHT = 6.0
+nearest-reference distance averaged over 1x..FUSED_MAP_REFERENCE_ZOOM x inputs, read with
+FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
+``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
+lists the search."""
+FUSED_MAP_REFERENCE_WEIGHT = 12.0
+FUSED_MAP_REFERENCE_ZOOM = 2
+FUSED_MAP_REFERENCE_TURNS = False
 FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 FUSED_SCORE_LAB_WEIGHT = 0.0
 """The same mix and readout for the map whose maximum is the image score, chosen on the
 validation render for the best image AUROC. Both jobs read the plain pass mean: the
 paper's filter zeroes at least half of every map, defect pixels with a low variance over
-passes among them, and on validation it lost at both jobs. The score weighs the
-references twice as much as the map and leaves colour out: a whole-image verdict gains
+passes among them, and on validation it lost at both jobs. The score leaves colour out,
+and reads the reference distance at the model's size only: a whole-image verdict gains
 most from asking whether anything like each cell was seen in a reference, while an
-outline also wants colour's sharper edges."""
+outline also wants colour's sharper edges and the finer cells of a 2x input."""
 FUSED_SCORE_REFERENCE_WEIGHT = 12.0
+FUSED_SCORE_REFERENCE_ZOOM = 1
+FUSED_SCORE_REFERENCE_TURNS = False
 FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 
@@ -275,6 +322,13 @@ def mix_errors(
     return mixed
 
 
+def unit_cells(maps: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` CNN maps with each cell's channel vector standardised (as the
+    feature target is) and then scaled to unit length, so a dot product is a cosine."""
+    standard = F.layer_norm(maps.float().permute(0, 2, 3, 1), (maps.shape[1],))
+    return F.normalize(standard, dim=-1).permute(0, 3, 1, 2)
+
+
 def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tensor:
     """``[B, C, h, w]`` unit-length frozen CNN features of every stride-8 cell, from the
     ``[B, M, F]`` ``model.target_features`` of normalised images (the feature error's
@@ -284,74 +338,194 @@ def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tens
     return F.normalize(cells, dim=1)
 
 
-def reference_bank(model: PADFormer, references_model: torch.Tensor) -> torch.Tensor:
-    """``[N * h * w, C]``: every cell of the ``[N, 3, S, S]`` normalised references."""
-    cells = cell_features(model, model.target_features(references_model))
+def level_cells(model: PADFormer, squares01: torch.Tensor, level: int) -> torch.Tensor:
+    """``[B, C, h, w]`` unit cells of ``[B, 3, L, L]`` square images in [0, 1] already at
+    ``level`` times the model's size. At 1x they come through ``model.target_features``,
+    exactly as the feature error's target (and a query's 1x cells) do; at a higher level
+    the frozen CNN reads the magnified image directly (it is fully convolutional)."""
+    normalised = model.normalize(squares01)
+    if level == 1:
+        return cell_features(model, model.target_features(normalised))
+    return unit_cells(model.encoder.patch_embed.cnn(normalised))
+
+
+def flat_cells(cells: torch.Tensor) -> torch.Tensor:
     return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
 
 
-def nearest_reference_distance(
-    model: PADFormer, query_target: torch.Tensor, bank: torch.Tensor, size: tuple[int, int]
-) -> torch.Tensor:
-    """``[H, W]``: for each cell of the query (``query_target``: its ``[1, M, F]``
-    ``model.target_features``), one minus its best cosine similarity to any reference
-    cell (``bank``), upsampled to the query's ``size``. Any cell, not the same place: the
-    part is seen from another side in every reference."""
-    cells = cell_features(model, query_target)[0]  # [C, h, w]
-    channels, height, width = cells.shape
-    best = (cells.reshape(channels, -1).T @ bank.T).amax(dim=1)
-    distance = (1.0 - best).reshape(1, 1, height, width)
-    return upsample(distance, size)[0, 0]
+@dataclass(frozen=True)
+class ReferenceBank:
+    """Every cell of the references at one magnification, ``[R, C]``. The first
+    ``upright`` rows are the references as taken; any further rows are the same
+    references turned by a quarter, a half and three quarters, so one similarity product
+    serves a mix that matches turned references and one that does not."""
+
+    cells: torch.Tensor
+    upright: int
+
+    @property
+    def turned(self) -> bool:
+        return self.cells.shape[0] > self.upright
+
+
+def reference_banks(
+    model: PADFormer, references01: list[torch.Tensor], zoom: int, turns: bool = False
+) -> list[ReferenceBank]:
+    """One bank per magnification 1..``zoom`` of the references (``[3, H, W]`` each, in
+    [0, 1], squeezed square like every input), with quarter turns when ``turns``."""
+    banks = []
+    for level in range(1, zoom + 1):
+        size = model.config.img_size * level
+        squares = torch.cat([resize_square(image.unsqueeze(0), size) for image in references01])
+        upright = flat_cells(level_cells(model, squares, level))
+        cells = [upright]
+        if turns:
+            cells += [
+                flat_cells(level_cells(model, torch.rot90(squares, k, (-2, -1)), level))
+                for k in (1, 2, 3)
+            ]
+        banks.append(ReferenceBank(torch.cat(cells), upright.shape[0]))
+    return banks
+
+
+def best_cosines(
+    cells: torch.Tensor, bank: ReferenceBank
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
+    and (for a turned bank) to all its rows; a chunk of query cells at a time: at 2x zoom
+    with a dozen turned references the full similarity matrix would take a gigabyte."""
+    rows = max(1, MAX_SIMILARITY_VALUES // max(1, bank.cells.shape[0]))
+    upright, every = [], []
+    for chunk in cells.split(rows):
+        similarity = chunk @ bank.cells.T
+        upright.append(similarity[:, : bank.upright].amax(dim=1))
+        if bank.turned:
+            every.append(similarity.amax(dim=1))
+    return torch.cat(upright), (torch.cat(every) if every else None)
+
+
+Distances = dict[tuple[int, bool], torch.Tensor]
+"""(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
+
+
+def nearest_reference_distances(
+    model: PADFormer,
+    query01: torch.Tensor,
+    query_target: torch.Tensor,
+    banks: list[ReferenceBank],
+    size: tuple[int, int],
+) -> Distances:
+    """For each magnification of ``banks`` (and, for turned banks, with the turns too): for
+    each cell of the query (``query01``, ``[1, 3, H, W]`` in [0, 1]; ``query_target``, its
+    ``[1, M, F]`` ``model.target_features``) one minus its best cosine similarity to any
+    reference cell, upsampled to ``size``. Any cell, not the same place: the part is seen
+    from another side in every reference."""
+    distances: Distances = {}
+    for level, bank in enumerate(banks, start=1):
+        if level == 1:
+            cells = cell_features(model, query_target)
+        else:
+            square = resize_square(query01, model.config.img_size * level)
+            cells = level_cells(model, square, level)
+        height, width = cells.shape[-2:]
+        for turned, best in zip((False, True), best_cosines(flat_cells(cells), bank), strict=True):
+            if best is not None:
+                distance = (1.0 - best).reshape(1, 1, height, width)
+                distances[level, turned] = upsample(distance, size)[0, 0]
+    return distances
+
+
+def reference_distance(distances: Distances, mix: Mix) -> torch.Tensor:
+    """The reference distance ``mix`` reads: the mean of its magnifications' maps."""
+    maps = [distances[level, mix.turns] for level in range(1, mix.zoom + 1)]
+    return torch.stack(maps).mean(0) if len(maps) > 1 else maps[0]
 
 
 class FusedMetric:
     """LAB error and predicted-feature error, each divided by its spread on good views
     (stored in the checkpoint as ``score_scales``) and mixed with ``lab_weight`` for the
     map and ``score_lab_weight`` for the image score: colour finds stains, features find
-    shape and texture, and neither alone finds both. Each job also has its own readout.
-    Weights and readouts not given are the model's own validated ones
-    (``ModelConfig.fused_*``) where it has them, else the product's defaults."""
+    shape and texture, and neither alone finds both. Each job also has its own readout and
+    its own nearest-reference term (weight, zoom, turns). Settings not given are the model's
+    own validated ones (``ModelConfig.fused_*``) where it has them, else the product's."""
 
     def __init__(
         self,
         model: PADFormer,
         lab_weight: float | None = None,
         score_lab_weight: float | None = None,
-        references_model: torch.Tensor | None = None,
+        references01: list[torch.Tensor] | None = None,
         reference_weight: float | None = None,
         score_reference_weight: float | None = None,
+        reference_zoom: int | None = None,
+        score_reference_zoom: int | None = None,
+        reference_turns: bool | None = None,
+        score_reference_turns: bool | None = None,
     ) -> None:
         config = model.config
-        if lab_weight is None:
-            lab_weight = _first_set(config.fused_lab_weight, FUSED_LAB_WEIGHT)
-        if score_lab_weight is None:
-            score_lab_weight = _first_set(config.fused_score_lab_weight, FUSED_SCORE_LAB_WEIGHT)
-        self.lab_weight, self.score_lab_weight = lab_weight, score_lab_weight
-        for weight in (lab_weight, score_lab_weight):
+        self.lab_weight = _own(lab_weight, config.fused_lab_weight, FUSED_LAB_WEIGHT)
+        self.score_lab_weight = _own(
+            score_lab_weight, config.fused_score_lab_weight, FUSED_SCORE_LAB_WEIGHT
+        )
+        for weight in (self.lab_weight, self.score_lab_weight):
             if not 0.0 <= weight <= 1.0:
                 raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
-        if reference_weight is None:
-            reference_weight = _first_set(
-                config.fused_map_reference_weight, FUSED_MAP_REFERENCE_WEIGHT
-            )
-        if score_reference_weight is None:
-            score_reference_weight = _first_set(
-                config.fused_score_reference_weight, FUSED_SCORE_REFERENCE_WEIGHT
-            )
-        self.reference_weight, self.score_reference_weight = (
-            reference_weight,
+        self.reference_weight = _own(
+            reference_weight, config.fused_map_reference_weight, FUSED_MAP_REFERENCE_WEIGHT
+        )
+        self.score_reference_weight = _own(
             score_reference_weight,
+            config.fused_score_reference_weight,
+            FUSED_SCORE_REFERENCE_WEIGHT,
         )
         for weight in (self.reference_weight, self.score_reference_weight):
             if not 0.0 <= weight <= MAX_REFERENCE_WEIGHT:
                 raise UserError(
                     f"fused reference weight {weight} must lie in [0, {MAX_REFERENCE_WEIGHT:g}]."
                 )
+        self.reference_zoom = int(
+            _own(reference_zoom, config.fused_map_reference_zoom, FUSED_MAP_REFERENCE_ZOOM)
+        )
+        self.score_reference_zoom = int(
+            _own(
+                score_reference_zoom,
+                config.fused_score_reference_zoom,
+                FUSED_SCORE_REFERENCE_ZOOM,
+            )
+        )
+        for zoom in (self.reference_zoom, self.score_reference_zoom):
+            if not 1 <= zoom <= MAX_REFERENCE_ZOOM:
+                raise UserError(
+                    f"fused reference zoom {zoom} must be a whole number in "
+                    f"[1, {MAX_REFERENCE_ZOOM}]."
+                )
+        turns = bool(
+            _own(reference_turns, config.fused_map_reference_turns, FUSED_MAP_REFERENCE_TURNS)
+        )
+        score_turns = bool(
+            _own(
+                score_reference_turns,
+                config.fused_score_reference_turns,
+                FUSED_SCORE_REFERENCE_TURNS,
+            )
+        )
         self.model = model
-        self.reads_references = max(reference_weight, score_reference_weight) > 0
-        self.bank = (
-            reference_bank(model, references_model)
-            if self.reads_references and references_model is not None
+        # one mix when both jobs take the same settings: then the errors stay [P, H, W]
+        map_mix = Mix.of(self.lab_weight, self.reference_weight, self.reference_zoom, turns)
+        score_mix = Mix.of(
+            self.score_lab_weight,
+            self.score_reference_weight,
+            self.score_reference_zoom,
+            score_turns,
+        )
+        self.mixes = tuple(dict.fromkeys((map_mix, score_mix)))
+        reading = [mix for mix in self.mixes if mix.reference_weight > 0]
+        self.zoom = max((mix.zoom for mix in reading), default=0)  # magnifications needed
+        self.turns = any(mix.turns for mix in reading)
+        self.reads_references = bool(reading)
+        self.banks = (
+            reference_banks(model, references01, self.zoom, self.turns)
+            if self.reads_references and references01 is not None
             else None
         )
         self.map_readout = readout_of(
@@ -363,19 +537,16 @@ class FusedMetric:
         self.lab = ColourMetric("lab")
         self.feature = PredictedFeatureMetric(model)
         self.scales = score_scales_of(model)
-        # one mix when both jobs take the same weights: then the errors stay [P, H, W]
-        map_mix = (lab_weight, reference_weight)
-        self.weights = tuple(dict.fromkeys((map_mix, (score_lab_weight, score_reference_weight))))
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
         feature = self.feature.target(query01, query_model)
-        reference = None
+        distances = None
         if self.reads_references:
-            if self.bank is None:
+            if self.banks is None:
                 raise ValueError("this fused metric weighs the references: build it with them.")
             size = (query01.shape[-2], query01.shape[-1])
-            reference = nearest_reference_distance(self.model, feature, self.bank, size)
-        return self.lab.target(query01, query_model), feature, reference
+            distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
+        return self.lab.target(query01, query_model), feature, distances
 
     def errors(
         self,
@@ -386,9 +557,17 @@ class FusedMetric:
     ) -> torch.Tensor:
         lab = self.lab.errors(target[0], recon01, size)
         feature = self.feature.errors(target[1], recon01, size, features)
+        distances = target[2]
         mixes = [
-            mix_errors(lab, feature, self.scales, weight, target[2], reference_weight)
-            for weight, reference_weight in self.weights
+            mix_errors(
+                lab,
+                feature,
+                self.scales,
+                mix.lab_weight,
+                reference_distance(distances, mix) if mix.reference_weight > 0 else None,
+                mix.reference_weight,
+            )
+            for mix in self.mixes
         ]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
 
@@ -401,15 +580,18 @@ def readout_of(consistency_filter: bool | None, sigma: float | None, default: Re
     )
 
 
-def _first_set(own: float | None, default: float) -> float:
-    return default if own is None else own
+def _own(given: float | None, model_own: float | None, product: float) -> float:
+    """The value given, else the model's own validated one, else the product's."""
+    if given is not None:
+        return given
+    return product if model_own is None else model_own
 
 
 def build_metric(
-    name: str, model: PADFormer, references_model: torch.Tensor | None = None
+    name: str, model: PADFormer, references01: list[torch.Tensor] | None = None
 ) -> ErrorMetric:
-    """The metric called ``name``; an unknown name is a user error. ``references_model``
-    (``[N, 3, S, S]``, normalised) are the references, for a metric that reads them
+    """The metric called ``name``; an unknown name is a user error. ``references01``
+    (``[3, H, W]`` each, in [0, 1]) are the references, for a metric that reads them
     itself; without them the metric can still name its scoring (``scoring_signature``)."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
@@ -422,7 +604,7 @@ def build_metric(
                 f"the fused metric needs a model with CNN tokens (preset 'edge'); "
                 f"this is a '{model.preset_name}' model: use --metric lab."
             )
-        return FusedMetric(model, references_model=references_model)
+        return FusedMetric(model, references01=references01)
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
 
 
@@ -432,11 +614,11 @@ def default_metric(model: PADFormer) -> str:
 
 
 def resolve_metric(
-    setting: str, model: PADFormer, references_model: torch.Tensor | None = None
+    setting: str, model: PADFormer, references01: list[torch.Tensor] | None = None
 ) -> tuple[str, ErrorMetric]:
     """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
     name = default_metric(model) if setting == "auto" else setting
-    return name, build_metric(name, model, references_model)
+    return name, build_metric(name, model, references01)
 
 
 def scoring_signature(name: str, metric: ErrorMetric) -> str:
@@ -445,19 +627,10 @@ def scoring_signature(name: str, metric: ErrorMetric) -> str:
     profile's threshold is only valid for the signature it was calibrated under."""
     map_text, score_text = metric.map_readout.label, metric.score_readout.label
     if isinstance(metric, FusedMetric):
-        map_text = mix_label(metric.lab_weight, metric.reference_weight) + f", {map_text}"
-        score_text = (
-            mix_label(metric.score_lab_weight, metric.score_reference_weight) + f", {score_text}"
-        )
+        map_mix, score_mix = metric.mixes[0], metric.mixes[-1]
+        map_text = f"{map_mix.label}, {map_text}"
+        score_text = f"{score_mix.label}, {score_text}"
     return _signature(name, map_text, score_text)
-
-
-def mix_label(lab_weight: float, reference_weight: float) -> str:
-    """'LAB weight 0.25' or 'LAB weight 0.25, reference weight 1': a mix as a signature
-    names it (no reference term, no mention, so signatures recorded before the term
-    existed still match)."""
-    text = f"LAB weight {lab_weight:g}"
-    return text + (f", reference weight {reference_weight:g}" if reference_weight > 0 else "")
 
 
 def paper_signature(name: str) -> str:

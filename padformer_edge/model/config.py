@@ -25,6 +25,9 @@ MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
 MAX_REFERENCE_WEIGHT = 100.0
 """Upper bound of the nearest-reference term's weight in a ``fused`` mix."""
+MAX_REFERENCE_ZOOM = 3
+"""Largest magnification the nearest-reference distance is averaged over: at 3x a 224 px
+model reads 672 px images, about nine times the CNN's work of 1x."""
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -78,6 +81,16 @@ class ModelConfig:
     ``FUSED_MAP_REFERENCE_WEIGHT``); chosen on validation data with the others."""
     fused_score_reference_weight: float | None = None
     """The same for the map whose maximum is the image score."""
+    fused_map_reference_zoom: int | None = None
+    """The ``fused`` map's nearest-reference distance is the mean over the images
+    magnified 1x..zoom x (None: the product's ``FUSED_MAP_REFERENCE_ZOOM``)."""
+    fused_score_reference_zoom: int | None = None
+    """The same for the map whose maximum is the image score."""
+    fused_map_reference_turns: bool | None = None
+    """Whether the ``fused`` map also matches each reference turned by a quarter, a half
+    and three quarters (None: the product's ``FUSED_MAP_REFERENCE_TURNS``)."""
+    fused_score_reference_turns: bool | None = None
+    """The same for the map whose maximum is the image score."""
 
     def __post_init__(self) -> None:
         if self.img_size % self.patch_size:
@@ -115,6 +128,18 @@ class ModelConfig:
                 raise ValueError(
                     f"{name} must be None or in [0, {MAX_REFERENCE_WEIGHT:g}], not {weight}."
                 )
+        for name in ("fused_map_reference_zoom", "fused_score_reference_zoom"):
+            zoom = getattr(self, name)
+            whole = isinstance(zoom, int) and not isinstance(zoom, bool)
+            if zoom is not None and not (whole and 1 <= zoom <= MAX_REFERENCE_ZOOM):
+                raise ValueError(
+                    f"{name} must be None or a whole number in [1, {MAX_REFERENCE_ZOOM}], "
+                    f"not {zoom!r}."
+                )
+        for name in ("fused_map_reference_turns", "fused_score_reference_turns"):
+            turns = getattr(self, name)
+            if turns is not None and not isinstance(turns, bool):
+                raise ValueError(f"{name} must be None, true or false, not {turns!r}.")
         if self.stn_channels < 0:
             raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")
 

@@ -39,18 +39,22 @@ FUSED_FIELDS = {
     "map": {
         "weight": "fused_lab_weight",
         "reference_weight": "fused_map_reference_weight",
+        "reference_zoom": "fused_map_reference_zoom",
+        "reference_turns": "fused_map_reference_turns",
         "filter": "fused_map_filter",
         "sigma": "fused_map_sigma",
     },
     "score": {
         "weight": "fused_score_lab_weight",
         "reference_weight": "fused_score_reference_weight",
+        "reference_zoom": "fused_score_reference_zoom",
+        "reference_turns": "fused_score_reference_turns",
         "filter": "fused_score_filter",
         "sigma": "fused_score_sigma",
     },
 }
-"""Card key -> ModelConfig field, per fused job: LAB weight, nearest-reference weight,
-consistency filter, smoothing."""
+"""Card key -> ModelConfig field, per fused job: LAB weight, nearest-reference weight, zoom
+and turns, consistency filter, smoothing."""
 
 
 def card_fields(

@@ -103,3 +103,23 @@ def test_patchcore_scores_its_own_bank_zero_and_a_defect_higher(tiny_data: Path)
     own, query = scorer.score([refs[0], read_image(defect.path)])
     assert own.score == pytest.approx(0.0, abs=1e-3)
     assert query.score > 0.1 and query.anomaly_map.shape == (64, 64)
+
+
+def test_patchcore_with_turned_references_sees_a_turned_view(tiny_data: Path) -> None:
+    from training.evaluation.patchcore import parse_config
+
+    assert parse_config("2@448 turned") == ((2,), 448, True)
+    assert parse_config("2+3@224") == ((2, 3), 224, False)
+    with pytest.raises(UserError, match="is not STAGES@SIZE"):
+        parse_config("2@448 upside-down")
+    index = index_dataset(tiny_data)
+    reference = read_image(index.good_train()["duck"][0])
+    turned_view = np.ascontiguousarray(np.rot90(reference))
+    upright, turned = PatchCoreScorer((2,), 64), PatchCoreScorer((2,), 64, turns=True)
+    for scorer in (upright, turned):
+        scorer.prepare([reference])
+    assert turned.bank is not None and upright.bank is not None
+    assert turned.bank.shape[0] == 4 * upright.bank.shape[0]
+    (seen,) = turned.score([turned_view])
+    (unseen,) = upright.score([turned_view])
+    assert seen.score == pytest.approx(0.0, abs=1e-3) and unseen.score > 0.1

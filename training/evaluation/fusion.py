@@ -1,9 +1,10 @@
 """Score one set of detection passes under several fused-metric settings at once.
 
-Choosing the fused metric's LAB weight, reference weight and readout on validation data
+Choosing the fused metric's LAB weight, reference weight and zoom, and readout on
+validation data
 would otherwise mean running the whole detection once per candidate. The reconstruction
 is the expensive part and depends on none of them, so each query is reconstructed once,
-both raw error maps are kept per pass with the query's nearest-reference distance, and
+both raw error maps are kept per pass with the query's nearest-reference distances, and
 every setting is scored from them; a replaying scorer then hands each setting's results
 to the ordinary evaluation protocol.
 """
@@ -17,12 +18,16 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.scoring import (
+    Mix,
     PassMoments,
     Readout,
+    ReferenceBank,
     mix_errors,
-    nearest_reference_distance,
-    reference_bank,
+    nearest_reference_distances,
+    reference_banks,
+    reference_distance,
     score_scales_of,
 )
 from padformer_edge.detect.settings import DetectionSettings
@@ -33,17 +38,28 @@ from training.score_scales import pass_error_maps
 
 @dataclass(frozen=True)
 class FusedSetting:
-    """One candidate of the sweep: the mix's LAB weight, its reference weight, the readout."""
+    """One candidate of the sweep: the mix's LAB weight, its reference weight, the readout,
+    and the zoom and turns of its reference distance."""
 
     lab_weight: float
     reference_weight: float
     readout: Readout
+    reference_zoom: int = 1
+    reference_turns: bool = False
+
+    @property
+    def mix(self) -> Mix:
+        return Mix.of(
+            self.lab_weight, self.reference_weight, self.reference_zoom, self.reference_turns
+        )
 
 
 class FusionSweepScorer:
     """Reconstructs every query once and scores it for each setting of ``weights`` x
-    ``reference_weights`` x ``readouts``; ``score`` returns the first setting's results
-    and keeps all of them in ``results``."""
+    ``reference_weights`` x ``reference_zooms`` x ``reference_turns`` x ``readouts`` (a
+    weight of 0 is swept at zoom 1 without turns only: without the term they change
+    nothing); ``score`` returns the first setting's results and keeps all of them in
+    ``results``."""
 
     def __init__(
         self,
@@ -53,43 +69,62 @@ class FusionSweepScorer:
         reference_weights: Sequence[float] = (0.0,),
         passes: int = 15,
         seed: int = 0,
+        reference_zooms: Sequence[int] = (1,),
+        reference_turns: Sequence[bool] = (False,),
     ) -> None:
         self.model, self.passes, self.seed = model, passes, seed
         self.settings = [
-            FusedSetting(w, r, readout)
+            FusedSetting(w, r, readout, zoom, turns)
             for w in weights
             for r in reference_weights
+            for zoom in (reference_zooms if r > 0 else (1,))
+            for turns in (reference_turns if r > 0 else (False,))
             for readout in readouts
         ]
+        self.zoom, self.turns = max(reference_zooms), any(reference_turns)
         self.scales = score_scales_of(model)
         self.results: dict[FusedSetting, list[Scored]] = {s: [] for s in self.settings}
         self.detector: Detector | None = None
-        self.bank: torch.Tensor | None = None
+        self.banks: list[ReferenceBank] | None = None
 
     @torch.inference_mode()
     def prepare(self, references: Sequence[np.ndarray]) -> None:
         settings = DetectionSettings(passes=self.passes, metric="lab", seed=self.seed, device="cpu")
         self.detector = Detector(self.model, references, settings)
-        refs = torch.stack([self.detector.to_model_input(image) for image in references])
-        self.bank = reference_bank(self.model, refs)
+        device = self.detector.device
+        references01 = [to_unit_tensor(image, device) for image in references]
+        self.banks = reference_banks(self.model, references01, self.zoom, self.turns)
 
     @torch.inference_mode()
     def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:
-        assert self.detector is not None and self.bank is not None, "prepare() comes first"
+        assert self.detector is not None and self.banks is not None, "prepare() comes first"
         first = []
         for query in queries:
             maps = pass_error_maps(self.detector, query)
-            query_model = self.detector.to_model_input(query).unsqueeze(0)
-            reference = nearest_reference_distance(
-                self.model, self.model.target_features(query_model), self.bank, query.shape[:2]
+            query01 = to_unit_tensor(query, self.detector.device).unsqueeze(0)
+            query_model = self.detector.fit(query01)
+            distances = nearest_reference_distances(
+                self.model,
+                query01,
+                self.model.target_features(query_model),
+                self.banks,
+                query.shape[:2],
             )
             scale = max(query.shape[:2]) / self.model.config.img_size
-            moments: dict[tuple[float, float], PassMoments] = {}
+            moments: dict[Mix, PassMoments] = {}
             for setting in self.settings:
-                mix = (setting.lab_weight, setting.reference_weight)
+                mix = setting.mix
                 if mix not in moments:
+                    reference = (
+                        reference_distance(distances, mix) if mix.reference_weight > 0 else None
+                    )
                     errors = mix_errors(
-                        maps["lab"], maps["feature"], self.scales, mix[0], reference, mix[1]
+                        maps["lab"],
+                        maps["feature"],
+                        self.scales,
+                        mix.lab_weight,
+                        reference,
+                        mix.reference_weight,
                     )
                     moments[mix] = PassMoments.of(errors)
                 amap = setting.readout.apply(moments[mix].mean, moments[mix].variance, scale)

@@ -34,21 +34,25 @@ INPUT_SIZE = 224
 STAGES = (2, 3)  # EfficientNet-Lite0 blocks with stride 8 (40 ch) and 16 (80 ch)
 NEIGHBOURHOOD = 3
 SMOOTHING_SIGMA = 4.0
+TURNED = " turned"
 
 
-def parse_config(text: str) -> tuple[tuple[int, ...], int]:
-    """'2+3@224' -> ((2, 3), 224): the stages tapped and the input size, as the quality
-    benchmarks write a PatchCore configuration."""
+def parse_config(text: str) -> tuple[tuple[int, ...], int, bool]:
+    """'2+3@224' -> ((2, 3), 224, False): the stages tapped and the input size, as the
+    quality benchmarks write a PatchCore configuration; a ' turned' suffix ('2@448
+    turned') also puts every reference turned by quarter turns in the memory bank, the
+    same offer the fused metric's reference term gets on validation."""
+    body = text.removesuffix(TURNED)
     try:
-        stages, size = text.split("@")
+        stages, size = body.split("@")
         parsed = tuple(int(s) for s in stages.split("+")), int(size)
     except ValueError:
         raise UserError(
-            f"PatchCore configuration '{text}' is not STAGES@SIZE, e.g. 2+3@224."
+            f"PatchCore configuration '{text}' is not STAGES@SIZE[{TURNED}], e.g. 2+3@224."
         ) from None
     if not all(1 <= s <= 5 for s in parsed[0]) or parsed[1] < 32:
         raise UserError(f"PatchCore configuration '{text}': stages are 1-5, sizes at least 32.")
-    return parsed
+    return parsed[0], parsed[1], body != text
 
 
 class LocalFeatures(nn.Module):
@@ -80,12 +84,14 @@ class LocalFeatures(nn.Module):
 class PatchCoreScorer:
     name = "PatchCore (EfficientNet-Lite0)"
 
-    def __init__(self, stages: tuple[int, ...] = STAGES, input_size: int = INPUT_SIZE) -> None:
+    def __init__(
+        self, stages: tuple[int, ...] = STAGES, input_size: int = INPUT_SIZE, turns: bool = False
+    ) -> None:
         self.features = LocalFeatures(stages)
-        self.input_size = input_size
+        self.input_size, self.turns = input_size, turns
         self.bank: torch.Tensor | None = None
 
-    def embed(self, images: Sequence[np.ndarray]) -> torch.Tensor:
+    def embed(self, images: Sequence[np.ndarray], turn: int = 0) -> torch.Tensor:
         batch = (
             torch.stack(
                 [torch.from_numpy(np.ascontiguousarray(i)).permute(2, 0, 1) for i in images]
@@ -95,11 +101,11 @@ class PatchCoreScorer:
         )
         size = (self.input_size, self.input_size)
         batch = F.interpolate(batch, size, mode="bilinear", antialias=True)
-        return self.features(batch.clamp_(0, 1))
+        return self.features(torch.rot90(batch.clamp_(0, 1), turn, (-2, -1)))
 
     @torch.inference_mode()
     def prepare(self, references: Sequence[np.ndarray]) -> None:
-        feats = self.embed(references)
+        feats = torch.cat([self.embed(references, k) for k in (range(4) if self.turns else (0,))])
         self.bank = feats.permute(0, 2, 3, 1).reshape(-1, feats.shape[1])
 
     @torch.inference_mode()
