@@ -208,3 +208,23 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
     ]
     # the same model, the same references, the same passes: the same figures
     assert payload[rows[0]] == pytest.approx(alone | {"scoring": alone["scoring"]})
+
+
+def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
+    """A grid constant that never reaches the sweep leaves its choice false by default (one
+    validation run lost its turns axis that way)."""
+    import benchmarks.tune_validation as tune
+    from training.evaluation.protocol import EvalOptions
+
+    given = {}
+
+    class Recorder:
+        def __init__(self, *args, **kwargs):
+            given.update(kwargs, args=args)
+            self.results = {}
+
+    monkeypatch.setattr(tune, "FusionSweepScorer", Recorder)
+    assert tune.fused_sweep(None, [], EvalOptions(), 0, "") == {}
+    assert given["args"][1:] == (tune.FUSED_WEIGHTS, tune.READOUTS, tune.REFERENCE_WEIGHTS)
+    assert given["reference_zooms"] == tune.REFERENCE_ZOOMS
+    assert given["reference_turns"] == tune.REFERENCE_TURNS
