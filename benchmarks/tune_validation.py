@@ -74,11 +74,12 @@ PATCHCORE = (
 )  # fmt: skip
 """Stage sets and input sizes; the five best upright ones also with turned references in
 the memory bank, the offer the fused metric's reference term gets (REFERENCE_TURNS)."""
-REFERENCE_WEIGHTS = (0.0, 12.0, 24.0, 48.0, 96.0)
+REFERENCE_WEIGHTS = (0.0, 12.0, 24.0, 48.0, 96.0, 192.0)
 """Weights of the nearest-reference distance (one minus a cosine, so about 0.1 on good
 cells) in a fused mix whose other terms are in units of their spread on good views:
-0 leaves the references to the reconstruction alone, 96 lets them dominate (the grid
-ended at 48 until the generic model chose 48; 6 was in it until no job chose it)."""
+0 leaves the references to the reconstruction alone, 192 lets them dominate (the grid
+ended at 48 until the generic model chose 48, and at 96 until it chose 96; 6 was in it
+until no job chose it)."""
 REFERENCE_ZOOMS = (1, 2)
 """The reference distance at the model's size, or averaged with the images magnified 2x.
 Measured on this render before the sweep, the distance alone at 2x ranked the six

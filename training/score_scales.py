@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -25,18 +26,31 @@ QUERIES_PER_CLASS = 4
 PASSES = 5
 
 
+class PassErrors(NamedTuple):
+    """One image's per-pass ``[P, H, W]`` error maps by name, with what they were computed
+    from, so a caller that needs the frozen features too does not run the CNN again."""
+
+    maps: dict[str, torch.Tensor]
+    query01: torch.Tensor
+    """``[1, 3, H, W]`` the image in [0, 1] at its own size."""
+    feature_target: torch.Tensor
+    """``[1, M, F]`` the frozen CNN's features of the image at the model's size."""
+
+
 @torch.inference_mode()
-def pass_error_maps(detector: Detector, image) -> dict[str, torch.Tensor]:
-    """Per-pass ``[P, H, W]`` LAB and predicted-feature error maps of one RGB image."""
+def pass_errors(detector: Detector, image) -> PassErrors:
+    """Per-pass LAB and predicted-feature error maps of one RGB image."""
     query = to_unit_tensor(image, detector.device).unsqueeze(0)
     model_in = detector.fit(query)
     pixels, features = detector.reconstruct(model_in)
     size = (query.shape[-2], query.shape[-1])
     lab, feature = ColourMetric("lab"), PredictedFeatureMetric(detector.model)
-    return {
+    feature_target = feature.target(query, model_in)
+    maps = {
         "lab": lab.errors(lab.target(query, model_in), pixels, size),
-        "feature": feature.errors(feature.target(query, model_in), pixels, size, features),
+        "feature": feature.errors(feature_target, pixels, size, features),
     }
+    return PassErrors(maps, query, feature_target)
 
 
 def measure_score_scales(
@@ -59,7 +73,7 @@ def measure_score_scales(
         )
         detector = Detector(model, [read_image(p) for p in references], settings)
         for path in queries:
-            for name, maps in pass_error_maps(detector, read_image(path)).items():
+            for name, maps in pass_errors(detector, read_image(path)).maps.items():
                 pooled[name].append(maps.mean(dim=0).flatten())
     model.train(was_training)
     if not pooled["lab"]:

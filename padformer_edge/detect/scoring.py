@@ -463,51 +463,37 @@ class FusedMetric:
         score_reference_turns: bool | None = None,
     ) -> None:
         config = model.config
-        self.lab_weight = _own(lab_weight, config.fused_lab_weight, FUSED_LAB_WEIGHT)
-        self.score_lab_weight = _own(
-            score_lab_weight, config.fused_score_lab_weight, FUSED_SCORE_LAB_WEIGHT
+        self.lab_weight, self.score_lab_weight = _per_job(
+            "LAB weight",
+            (lab_weight, score_lab_weight),
+            (config.fused_lab_weight, config.fused_score_lab_weight),
+            (FUSED_LAB_WEIGHT, FUSED_SCORE_LAB_WEIGHT),
+            float,
+            (0.0, 1.0),
         )
-        for weight in (self.lab_weight, self.score_lab_weight):
-            if not 0.0 <= weight <= 1.0:
-                raise UserError(f"fused LAB weight {weight} must lie in [0, 1].")
-        self.reference_weight = _own(
-            reference_weight, config.fused_map_reference_weight, FUSED_MAP_REFERENCE_WEIGHT
+        self.reference_weight, self.score_reference_weight = _per_job(
+            "reference weight",
+            (reference_weight, score_reference_weight),
+            (config.fused_map_reference_weight, config.fused_score_reference_weight),
+            (FUSED_MAP_REFERENCE_WEIGHT, FUSED_SCORE_REFERENCE_WEIGHT),
+            float,
+            (0.0, MAX_REFERENCE_WEIGHT),
         )
-        self.score_reference_weight = _own(
-            score_reference_weight,
-            config.fused_score_reference_weight,
-            FUSED_SCORE_REFERENCE_WEIGHT,
+        self.reference_zoom, self.score_reference_zoom = _per_job(
+            "reference zoom",
+            (reference_zoom, score_reference_zoom),
+            (config.fused_map_reference_zoom, config.fused_score_reference_zoom),
+            (FUSED_MAP_REFERENCE_ZOOM, FUSED_SCORE_REFERENCE_ZOOM),
+            int,
+            (1, MAX_REFERENCE_ZOOM),
         )
-        for weight in (self.reference_weight, self.score_reference_weight):
-            if not 0.0 <= weight <= MAX_REFERENCE_WEIGHT:
-                raise UserError(
-                    f"fused reference weight {weight} must lie in [0, {MAX_REFERENCE_WEIGHT:g}]."
-                )
-        self.reference_zoom = int(
-            _own(reference_zoom, config.fused_map_reference_zoom, FUSED_MAP_REFERENCE_ZOOM)
-        )
-        self.score_reference_zoom = int(
-            _own(
-                score_reference_zoom,
-                config.fused_score_reference_zoom,
-                FUSED_SCORE_REFERENCE_ZOOM,
-            )
-        )
-        for zoom in (self.reference_zoom, self.score_reference_zoom):
-            if not 1 <= zoom <= MAX_REFERENCE_ZOOM:
-                raise UserError(
-                    f"fused reference zoom {zoom} must be a whole number in "
-                    f"[1, {MAX_REFERENCE_ZOOM}]."
-                )
-        turns = bool(
-            _own(reference_turns, config.fused_map_reference_turns, FUSED_MAP_REFERENCE_TURNS)
-        )
-        score_turns = bool(
-            _own(
-                score_reference_turns,
-                config.fused_score_reference_turns,
-                FUSED_SCORE_REFERENCE_TURNS,
-            )
+        turns, score_turns = _per_job(
+            "reference turns",
+            (reference_turns, score_reference_turns),
+            (config.fused_map_reference_turns, config.fused_score_reference_turns),
+            (FUSED_MAP_REFERENCE_TURNS, FUSED_SCORE_REFERENCE_TURNS),
+            bool,
+            None,
         )
         self.model = model
         # one mix when both jobs take the same settings: then the errors stay [P, H, W]
@@ -578,6 +564,27 @@ def readout_of(consistency_filter: bool | None, sigma: float | None, default: Re
         default.consistency_filter if consistency_filter is None else consistency_filter,
         default.sigma if sigma is None else sigma,
     )
+
+
+def _per_job(
+    name: str,
+    given: tuple,
+    model_own: tuple,
+    product: tuple,
+    kind: type,
+    bounds: tuple[float, float] | None,
+) -> tuple:
+    """One fused setting for the map and for the score, each resolved by ``_own`` and held
+    to ``bounds``: every setting of a fused job follows the same precedence, so it is
+    resolved and checked in one place."""
+    values = tuple(kind(_own(*choice)) for choice in zip(given, model_own, product, strict=True))
+    for value in values:
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            whole = "a whole number " if kind is int else ""
+            raise UserError(
+                f"fused {name} {value:g} must be {whole}in [{bounds[0]:g}, {bounds[1]:g}]."
+            )
+    return values
 
 
 def _own(given: float | None, model_own: float | None, product: float) -> float:

@@ -23,8 +23,9 @@ frozen stride-8 EfficientNet-Lite0 map folded to the patch grid (the ``edge`` pr
 
 MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
-MAX_REFERENCE_WEIGHT = 100.0
-"""Upper bound of the nearest-reference term's weight in a ``fused`` mix."""
+MAX_REFERENCE_WEIGHT = 400.0
+"""Upper bound of the nearest-reference term's weight in a ``fused`` mix: twice the
+largest weight the validation sweep offers."""
 MAX_REFERENCE_ZOOM = 3
 """Largest magnification the nearest-reference distance is averaged over: at 3x a 224 px
 model reads 672 px images, about nine times the CNN's work of 1x."""

@@ -33,7 +33,7 @@ from padformer_edge.detect.scoring import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import PADFormer
 from training.evaluation.scorers import Scored
-from training.score_scales import pass_error_maps
+from training.score_scales import pass_errors
 
 
 @dataclass(frozen=True)
@@ -100,15 +100,9 @@ class FusionSweepScorer:
         assert self.detector is not None and self.banks is not None, "prepare() comes first"
         first = []
         for query in queries:
-            maps = pass_error_maps(self.detector, query)
-            query01 = to_unit_tensor(query, self.detector.device).unsqueeze(0)
-            query_model = self.detector.fit(query01)
+            maps, query01, feature_target = pass_errors(self.detector, query)
             distances = nearest_reference_distances(
-                self.model,
-                query01,
-                self.model.target_features(query_model),
-                self.banks,
-                query.shape[:2],
+                self.model, query01, feature_target, self.banks, query.shape[:2]
             )
             scale = max(query.shape[:2]) / self.model.config.img_size
             moments: dict[Mix, PassMoments] = {}
