@@ -119,13 +119,13 @@ PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
 FUSED_LAB_WEIGHT = 0.25
 """The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
 FUSED_LAB_WEIGHT) * feature / its spread + FUSED_MAP_REFERENCE_WEIGHT * the
-nearest-reference distance averaged over 1x..FUSED_MAP_REFERENCE_ZOOM x inputs, read with
-FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
+nearest-reference distance averaged over 1x..FUSED_MAP_REFERENCE_ZOOM x inputs (references
+also turned by quarter turns where FUSED_MAP_REFERENCE_TURNS), read with FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
 ``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
 lists the search."""
-FUSED_MAP_REFERENCE_WEIGHT = 12.0
+FUSED_MAP_REFERENCE_WEIGHT = 24.0
 FUSED_MAP_REFERENCE_ZOOM = 2
-FUSED_MAP_REFERENCE_TURNS = False
+FUSED_MAP_REFERENCE_TURNS = True
 FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 FUSED_SCORE_LAB_WEIGHT = 0.0
@@ -135,10 +135,12 @@ paper's filter zeroes at least half of every map, defect pixels with a low varia
 passes among them, and on validation it lost at both jobs. The score leaves colour out,
 and reads the reference distance at the model's size only: a whole-image verdict gains
 most from asking whether anything like each cell was seen in a reference, while an
-outline also wants colour's sharper edges and the finer cells of a 2x input."""
-FUSED_SCORE_REFERENCE_WEIGHT = 12.0
+outline also wants colour's sharper edges and the finer cells of a 2x input. Both match
+turned references: a part seen from any side is seen at any roll, and a quarter-turned
+reference is often a query's nearest good view."""
+FUSED_SCORE_REFERENCE_WEIGHT = 48.0
 FUSED_SCORE_REFERENCE_ZOOM = 1
-FUSED_SCORE_REFERENCE_TURNS = False
+FUSED_SCORE_REFERENCE_TURNS = True
 FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 
