@@ -120,7 +120,8 @@ FUSED_LAB_WEIGHT = 0.25
 """The ``fused`` anomaly map is FUSED_LAB_WEIGHT * LAB / its spread + (1 -
 FUSED_LAB_WEIGHT) * feature / its spread + FUSED_MAP_REFERENCE_WEIGHT * the
 nearest-reference distance averaged over 1x..FUSED_MAP_REFERENCE_ZOOM x inputs (references
-also turned by quarter turns where FUSED_MAP_REFERENCE_TURNS), read with FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
+also turned by quarter turns where FUSED_MAP_REFERENCE_TURNS), read with
+FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
 ``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
 lists the search."""
 FUSED_MAP_REFERENCE_WEIGHT = 24.0
