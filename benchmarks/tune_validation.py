@@ -45,7 +45,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
-from padformer_edge.detect.scoring import PAPER_READOUT, Readout
+from padformer_edge.detect.scoring import PAPER_READOUT, TURNS_TEXT, Readout
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -93,7 +93,6 @@ alone with turned references ranked the six objects' images better (and duck and
 a little better); mirrored references added nothing, so they are not swept."""
 REFDIFF_SIGMAS = (1.4, 3.0, 6.0)
 Key = TypeVar("Key")
-TURNS_TEXT = "with quarter turns"
 EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
 GENERIC = "generic,"  # likewise, for the generic-model candidates
 
@@ -126,9 +125,7 @@ def setting_label(setting: FusedSetting) -> str:
     ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to turned
     references)."""
     mix = setting.mix
-    term = f"reference {mix.reference_weight:g}"
-    term += f" at zoom {mix.zoom}" if mix.zoom > 1 else ""
-    term += f" {TURNS_TEXT}" if mix.turns else ""
+    term = f"reference {mix.reference_weight:g}{mix.reading}"
     return f"lab weight {mix.lab_weight:g}, {term}, {setting.readout.label}"
 
 

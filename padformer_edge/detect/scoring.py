@@ -49,6 +49,7 @@ BLUR_SIGMA = 1.4
 MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 MAX_SIMILARITY_VALUES = 1 << 24  # query-cell x reference-cell cosines held at once: 64 MiB
+TURNS_TEXT = "with quarter turns"  # how labels name a reference distance with turns
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,20 @@ class Mix:
         return cls(lab_weight, reference_weight)
 
     @property
+    def reading(self) -> str:
+        """' at zoom 2 with quarter turns': how the reference distance is read, in the words
+        every label of a mix uses (empty at zoom 1 without turns)."""
+        text = f" at zoom {self.zoom}" if self.zoom > 1 else ""
+        return text + (f" {TURNS_TEXT}" if self.turns else "")
+
+    @property
     def label(self) -> str:
         """'LAB weight 0.25', '..., reference weight 6' or '..., reference weight 6 at zoom
         2 with quarter turns': no reference term, zoom 1 or no turns, no mention, so
         signatures recorded before any of them existed still match."""
         text = f"LAB weight {self.lab_weight:g}"
         if self.reference_weight > 0:
-            text += f", reference weight {self.reference_weight:g}"
-            text += f" at zoom {self.zoom}" if self.zoom > 1 else ""
-            text += " with quarter turns" if self.turns else ""
+            text += f", reference weight {self.reference_weight:g}{self.reading}"
         return text
 
 
@@ -528,14 +534,21 @@ class FusedMetric:
         self.scales = score_scales_of(model)
 
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
+        """The LAB and feature targets, and each mix's ``[H, W]`` reference distance (None
+        without a reference term): the distance does not change over passes, so it is
+        read here once per query, not in ``errors`` once per chunk of passes."""
         feature = self.feature.target(query01, query_model)
-        distances = None
+        references: list[torch.Tensor | None] = [None] * len(self.mixes)
         if self.reads_references:
             if self.banks is None:
                 raise ValueError("this fused metric weighs the references: build it with them.")
             size = (query01.shape[-2], query01.shape[-1])
             distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
-        return self.lab.target(query01, query_model), feature, distances
+            references = [
+                reference_distance(distances, mix) if mix.reference_weight > 0 else None
+                for mix in self.mixes
+            ]
+        return self.lab.target(query01, query_model), feature, references
 
     def errors(
         self,
@@ -546,17 +559,9 @@ class FusedMetric:
     ) -> torch.Tensor:
         lab = self.lab.errors(target[0], recon01, size)
         feature = self.feature.errors(target[1], recon01, size, features)
-        distances = target[2]
         mixes = [
-            mix_errors(
-                lab,
-                feature,
-                self.scales,
-                mix.lab_weight,
-                reference_distance(distances, mix) if mix.reference_weight > 0 else None,
-                mix.reference_weight,
-            )
-            for mix in self.mixes
+            mix_errors(lab, feature, self.scales, mix.lab_weight, reference, mix.reference_weight)
+            for mix, reference in zip(self.mixes, target[2], strict=True)
         ]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
 

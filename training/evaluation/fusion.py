@@ -1,12 +1,11 @@
 """Score one set of detection passes under several fused-metric settings at once.
 
-Choosing the fused metric's LAB weight, reference weight and zoom, and readout on
-validation data
-would otherwise mean running the whole detection once per candidate. The reconstruction
-is the expensive part and depends on none of them, so each query is reconstructed once,
-both raw error maps are kept per pass with the query's nearest-reference distances, and
-every setting is scored from them; a replaying scorer then hands each setting's results
-to the ordinary evaluation protocol.
+Choosing the fused metric's LAB weight, reference weight, zoom and turns, and readout on
+validation data would otherwise mean running the whole detection once per candidate.
+The reconstruction is the expensive part and depends on none of them, so each query is
+reconstructed once, both raw error maps are kept per pass with the query's
+nearest-reference distances, and every setting is scored from them; a replaying scorer
+then hands each setting's results to the ordinary evaluation protocol.
 """
 
 from __future__ import annotations
