@@ -112,6 +112,47 @@ def test_ablation_table_refuses_a_model_trained_with_the_module(tiny_render, tmp
     assert "was trained with use_stn=true" in result.stderr
 
 
+def test_headline_table_gives_the_margin_over_patchcore_with_its_interval(tiny_render, tmp_path):
+    torch.manual_seed(0)
+    model = tmp_path / "edge.safetensors"
+    save_checkpoint(model, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    result = _quality(
+        "--headline-only", "--data", str(tiny_render), "--checkpoint", str(model),
+        "--shots", "2", "--max-per-label", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = list(payload["methods"])
+    assert rows[0] == "PADFormer edge (fused, 15 passes)"
+    assert any(row.startswith("PatchCore") for row in rows)
+    margin = payload["margin_over_patchcore"]
+    patchcore = next(payload["methods"][r] for r in rows if r.startswith("PatchCore"))
+    expected = payload["methods"][rows[0]]["image_auroc"] - patchcore["image_auroc"]
+    assert margin["margin"] == pytest.approx(expected, abs=2e-6)  # the rows are rounded to 1e-6
+    assert margin["low"] <= margin["margin"] <= margin["high"]
+    assert "paired bootstrap interval" in result.stdout
+
+
+def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_did_not(
+    tiny_render, tmp_path
+):
+    torch.manual_seed(0)
+    saw, unseen = tmp_path / "saw.safetensors", tmp_path / "unseen.safetensors"
+    save_checkpoint(saw, build_model("edge", **TINY_EDGE), {"train_images": {"duck": 6}})
+    save_checkpoint(unseen, build_model("edge", **TINY_EDGE), {"train_images": {"mug": 6}})
+    common = ["--data", str(tiny_render), "--unseen-class", "duck", "--shots", "2"]
+    refused = _quality("--unseen-only", "--unseen", str(saw), *common)
+    assert refused.returncode != 0
+    assert "was trained on duck" in refused.stderr
+    result = _quality("--unseen-only", "--unseen", str(unseen), *common, "--max-per-label", "1")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert next(iter(payload["methods"])) == "PADFormer edge, never saw these objects"
+    margin = payload["margin_over_patchcore"]
+    assert margin["low"] <= margin["margin"] <= margin["high"]
+    assert "trained on mug only" in result.stdout
+
+
 def test_model_card_states_the_steps_of_a_continued_training():
     from benchmarks.model_card import steps_text
 
