@@ -312,7 +312,12 @@ def evaluate_scored(
     results, scored_by_row = {}, {}
     for label, scorer in rows:
         scored, cpu = run_scorer(scorer, episodes, options)
-        results[label] = {**summarise(scored)["mean"], "cpu_s_per_image": round(cpu, 4)}
+        summary = summarise(scored, per_defect=False)
+        results[label] = {
+            **summary["mean"],
+            "cpu_s_per_image": round(cpu, 4),
+            "image_auroc_by_class": {c: v["image_auroc"] for c, v in summary["classes"].items()},
+        }
         scored_by_row[label] = scored
         print(f"{label}: {results[label]}", file=sys.stderr, flush=True)
     return results, scored_by_row

@@ -131,6 +131,7 @@ def test_headline_table_gives_the_margin_over_patchcore_with_its_interval(tiny_r
     assert margin["margin"] == pytest.approx(expected, abs=2e-6)  # the rows are rounded to 1e-6
     assert margin["low"] <= margin["margin"] <= margin["high"]
     assert "paired bootstrap interval" in result.stdout
+    assert list(payload["methods"][rows[0]]["image_auroc_by_class"]) == ["duck"]
 
 
 def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_did_not(
