@@ -7,7 +7,9 @@ same shape (per object, as many good and as many defective images, with replacem
 scores both methods from the scores they already gave, and reports the spread of the
 mean-over-objects difference. Paired, because both methods saw the same images with the
 same references: what varies together cancels, so the interval is that of the margin,
-narrower than the two methods' own intervals would suggest.
+narrower than the two methods' own intervals would suggest. The references are not
+redrawn (each object keeps the set the table drew), so the interval is a lower bound on
+the spread a fresh table would show.
 """
 
 from __future__ import annotations
