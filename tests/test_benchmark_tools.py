@@ -152,6 +152,8 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     margin = payload["margin_over_patchcore"]
     assert margin["low"] <= margin["margin"] <= margin["high"]
     assert "trained on mug only" in result.stdout
+    verdict = "met" if payload["target_met"] else "not met"
+    assert f"Target image_auroc>=PatchCore+0.03: {verdict}; margin" in result.stdout
 
 
 def test_model_card_states_the_steps_of_a_continued_training():
