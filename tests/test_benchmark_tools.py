@@ -272,3 +272,54 @@ def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
     assert given["args"][1:] == (tune.FUSED_WEIGHTS, tune.READOUTS, tune.REFERENCE_WEIGHTS)
     assert given["reference_zooms"] == tune.REFERENCE_ZOOMS
     assert given["reference_turns"] == tune.REFERENCE_TURNS
+
+
+def _sweep_file(path: Path, group: str, image_aurocs: dict[str, float], images: int = 40) -> Path:
+    """A tune_validation-shaped file: one row group whose settings score these image AUROCs
+    (AUPRO a fixed step below, pixel AUROC a fixed step above)."""
+    rows = {
+        label: {"image_auroc": v, "aupro": v - 0.1, "pixel_auroc": v + 0.05, "images": images}
+        for label, v in image_aurocs.items()
+    }
+    rows["chosen"] = {"note": "a marker row without figures, as the real files have"}
+    path.write_text(json.dumps({"results": {group: rows, "PatchCore": {}}}), encoding="utf-8")
+    return path
+
+
+def test_sweep_comparison_pairs_settings_and_picks_each_runs_best(tmp_path: Path):
+    from benchmarks.compare_sweeps import compare, parse_run
+
+    alone, near, far = (f"lab weight 0, reference {w}, mean, sigma 2" for w in (0, 12, 24))
+    base = _sweep_file(tmp_path / "a.json", "edge, 10 steps", {alone: 0.7, near: 0.8, far: 0.6})
+    other = _sweep_file(tmp_path / "b.json", "edge, 20 steps", {alone: 0.65, near: 0.75, far: 0.78})
+    table, payload = compare(
+        [parse_run(f"small={base}#edge, 10 steps"), parse_run(f"large={other}#edge, 20 steps")]
+    )
+    large = payload["runs"]["large"]
+    # mean of (-0.05, -0.05, +0.18) over the three shared settings, one of them higher
+    assert large["image_auroc_diff"] == pytest.approx(0.08 / 3, abs=1e-12)
+    assert (large["image_auroc_wins"], large["shared"]) == (1, 3)
+    assert payload["runs"]["small"]["score_setting"] == near
+    assert large["score_setting"] == large["map_setting"] == far
+    assert large["alone_setting"] == alone and large["alone"]["image_auroc"] == 0.65
+    assert "image +2.7 (higher on 1/3)" in table
+
+
+def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
+    from benchmarks.compare_sweeps import compare, parse_run
+    from padformer_edge.errors import UserError
+
+    alone = "lab weight 0, reference 0, mean, sigma 2"
+    path = _sweep_file(tmp_path / "a.json", "edge, 10 steps", {alone: 0.8})
+    with pytest.raises(UserError, match="NAME=FILE#GROUP"):
+        parse_run(str(path))
+    with pytest.raises(UserError, match="has no group 'edge, 99 steps'"):
+        parse_run(f"x={path}#edge, 99 steps")
+    fewer = _sweep_file(tmp_path / "b.json", "g", {alone: 0.8}, images=20)
+    with pytest.raises(UserError, match="different numbers of images"):
+        compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={fewer}#g")])
+    elsewhere = _sweep_file(tmp_path / "c.json", "g", {alone.replace("0,", "0.25,", 1): 0.8})
+    with pytest.raises(UserError, match="share no setting"):
+        compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={elsewhere}#g")])
+    with pytest.raises(UserError, match="no setting without the reference term"):
+        compare([parse_run(f"x={_sweep_file(tmp_path / 'd.json', 'g', {'s1': 0.8})}#g")])

@@ -1,0 +1,181 @@
+"""Compare training runs by the validation sweeps they were scored with, setting by setting.
+
+``benchmarks/tune_validation.py`` scores every fused setting of a run on the validation
+render and keeps each setting's figures in its JSON file. Two runs of one recipe that
+differ in one thing (the input size, say) are then best compared on the same settings,
+not only by their winners: the best of 126 settings is itself a noisy pick (the winner's
+curse of the eighth session's closing note), while the difference averaged over every
+shared setting, and how many of them each run wins, says whether the change moves the
+whole sweep or one lucky row. The first ``--run`` is the one the others are compared with.
+
+    python benchmarks/compare_sweeps.py \
+        --run 192px=benchmarks/sweeps/edge192-360.json#"edge fused, 6000 steps" \
+        --run 256px=benchmarks/sweeps/edge256-360.json#"edge fused, 1500 steps after ..." \
+        --section grid-size --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from padformer_edge.errors import UserError
+from training.evaluation.report import fmt
+
+NO_REFERENCE_TERM = ", reference 0,"
+"""How tune_validation's labels mark a setting without the nearest-reference distance: its
+score is the reconstruction error alone, the part of the fused metric a model run trains."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One run's figures in one sweep file: setting label -> {metric: value, images: n}."""
+
+    name: str
+    rows: dict[str, dict]
+
+    @property
+    def images(self) -> int:
+        return next(iter(self.rows.values()))["images"]
+
+    def best(self, metric: str, tie_break: str) -> tuple[str, dict]:
+        """The setting the sweep would choose for one job (the same rule as
+        tune_validation: the metric, then the tie-break, then the label for a fixed order)."""
+        return max(self.rows.items(), key=lambda kv: (kv[1][metric], kv[1][tie_break], kv[0]))
+
+    def reconstruction_alone(self) -> Sweep:
+        """The settings without the reference distance, which every run shares unchanged."""
+        rows = {k: v for k, v in self.rows.items() if NO_REFERENCE_TERM in k}
+        if not rows:
+            raise UserError(f"{self.name}'s sweep has no setting without the reference term.")
+        return Sweep(self.name, rows)
+
+
+def parse_run(spec: str) -> Sweep:
+    """'NAME=FILE#GROUP' -> that group's scored settings from the sweep file."""
+    name, sep, rest = spec.partition("=")
+    path, hash_sign, group = rest.partition("#")
+    if not (sep and hash_sign and name and group):
+        raise UserError(f"--run {spec!r}: write NAME=FILE#GROUP, GROUP a row group of FILE.")
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))["results"]
+    except (OSError, ValueError, KeyError) as err:
+        raise UserError(f"--run {spec!r}: {path} is not a readable sweep file ({err}).") from err
+    if group not in results:
+        raise UserError(
+            f"--run {spec!r}: {path} has no group {group!r}; it has {', '.join(sorted(results))}."
+        )
+    rows = {label: row for label, row in results[group].items() if "image_auroc" in row}
+    if not rows:
+        raise UserError(f"--run {spec!r}: group {group!r} holds no scored setting.")
+    return Sweep(name, rows)
+
+
+def paired(base: Sweep, other: Sweep, metric: str) -> tuple[float, int, int]:
+    """(mean of other - base over their shared settings, settings other scores higher on,
+    shared settings)."""
+    shared = sorted(set(base.rows) & set(other.rows))
+    if not shared:
+        raise UserError(f"{base.name} and {other.name} share no setting to compare.")
+    diffs = [other.rows[s][metric] - base.rows[s][metric] for s in shared]
+    return statistics.fmean(diffs), sum(d > 0 for d in diffs), len(shared)
+
+
+def compare(sweeps: list[Sweep]) -> tuple[str, dict]:
+    """The table (each run's chosen image-score and map settings, and its paired difference
+    from the first run) and the JSON payload."""
+    base = sweeps[0]
+    if len({s.images for s in sweeps}) != 1:
+        raise UserError("the sweeps scored different numbers of images; compare like with like.")
+    rows, payload = [], {"images": base.images, "runs": {}}
+    for sweep in sweeps:
+        score_label, score = sweep.best("image_auroc", "aupro")
+        map_label, amap = sweep.best("aupro", "pixel_auroc")
+        alone_label, alone = sweep.reconstruction_alone().best("image_auroc", "aupro")
+        entry = {
+            "score_setting": score_label,
+            "score": score,
+            "map_setting": map_label,
+            "map": amap,
+            "alone_setting": alone_label,
+            "alone": alone,
+        }
+        if sweep is base:
+            versus = "(the base)"
+        else:
+            img, img_wins, shared = paired(base, sweep, "image_auroc")
+            pro, pro_wins, _ = paired(base, sweep, "aupro")
+            versus = (
+                f"image {img * 100:+.1f} (higher on {img_wins}/{shared}), "
+                f"AUPRO {pro * 100:+.1f} (higher on {pro_wins}/{shared})"
+            )
+            entry |= {
+                "image_auroc_diff": img,
+                "image_auroc_wins": img_wins,
+                "aupro_diff": pro,
+                "aupro_wins": pro_wins,
+                "shared": shared,
+            }
+        rows.append(
+            [
+                sweep.name,
+                fmt(score["image_auroc"]),
+                score_label,
+                fmt(amap["aupro"]),
+                map_label,
+                fmt(alone["image_auroc"]),
+                versus,
+            ]
+        )
+        payload["runs"][sweep.name] = entry
+    table = markdown_table(
+        [
+            "run",
+            "best image AUROC",
+            "its setting",
+            "best AUPRO",
+            "its setting",
+            "best image AUROC, reconstruction alone",
+            f"mean over shared settings, against {base.name}",
+        ],
+        rows,
+    )
+    note = (
+        f"\n{base.images} validation images per run; figures in %. The paired columns "
+        "average each run's difference from the first over every setting both sweeps "
+        "scored, so one lucky setting cannot carry them. Reconstruction alone: the best "
+        "setting without the nearest-reference distance."
+    )
+    return table + "\n" + note, payload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        help="NAME=SWEEP_JSON#ROW_GROUP; the first is the base; repeat.",
+    )
+    parser.add_argument("--section", default="sweep-comparison", help="README block to write")
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    try:
+        table, payload = compare([parse_run(spec) for spec in args.run])
+    except UserError as err:
+        sys.exit(f"error: {err}")
+    print(table)
+    print_json_line("compare_sweeps", payload)
+    if args.write_readme:
+        update_readme_section(args.section, table)
+
+
+if __name__ == "__main__":
+    main()
