@@ -9,8 +9,8 @@ shared setting, and how many of them each run wins, says whether the change move
 whole sweep or one lucky row. The first ``--run`` is the one the others are compared with.
 
     python benchmarks/compare_sweeps.py \
-        --run 192px=benchmarks/sweeps/edge192-360.json#"edge fused, 6000 steps" \
-        --run 256px=benchmarks/sweeps/edge256-360.json#"edge fused, 1500 steps after ..." \
+        --run "192 px=benchmarks/sweeps/sweep-192px.json#edge fused, 6000 steps" \
+        --run "256 px=benchmarks/sweeps/sweep-edge256.json#edge fused, 1500 steps after ..." \
         --section grid-size --write-readme
 """
 
