@@ -46,12 +46,13 @@ class Sweep:
         return next(iter(self.rows.values()))["images"]
 
     def best(self, metric: str, tie_break: str) -> tuple[str, dict]:
-        """The setting the sweep would choose for one job (the same rule as
-        tune_validation: the metric, then the tie-break, then the label for a fixed order)."""
+        """The best setting for one job: the job's metric first, as tune_validation chooses,
+        then its tie-break, then the label, so that equal rows always give the same answer."""
         return max(self.rows.items(), key=lambda kv: (kv[1][metric], kv[1][tie_break], kv[0]))
 
     def reconstruction_alone(self) -> Sweep:
-        """The settings without the reference distance, which every run shares unchanged."""
+        """The settings without the reference distance: what the trained model ranks by
+        itself, since the distance reads frozen features that no training run changes."""
         rows = {k: v for k, v in self.rows.items() if NO_REFERENCE_TERM in k}
         if not rows:
             raise UserError(f"{self.name}'s sweep has no setting without the reference term.")
