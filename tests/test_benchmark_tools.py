@@ -323,3 +323,22 @@ def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
         compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={elsewhere}#g")])
     with pytest.raises(UserError, match="no setting without the reference term"):
         compare([parse_run(f"x={_sweep_file(tmp_path / 'd.json', 'g', {'s1': 0.8})}#g")])
+
+
+def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
+    from benchmarks.tune_validation import EDGE, drop_other_samples
+
+    def group(images: int) -> dict:
+        return {"lab weight 0": {"image_auroc": 0.8, "images": images}, "checkpoint": {}}
+
+    results = {
+        f"{EDGE} 6000 steps": group(120),
+        f"{EDGE} 1500 steps after x": group(360),
+        "PatchCore": group(120),
+        "refdiff": {"sigma 1.4": {"image_auroc": 0.6}},  # a row from before images were kept
+    }
+    kept = drop_other_samples(results, EDGE, 360)
+    assert sorted(kept) == sorted([f"{EDGE} 1500 steps after x", "PatchCore", "refdiff"])
+    assert sorted(drop_other_samples(results, "", 120)) == sorted(
+        [f"{EDGE} 6000 steps", "PatchCore"]
+    )
