@@ -26,12 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.tune_validation import best, best_map, setting_of
 from padformer_edge.errors import UserError
 from training.evaluation.report import fmt
-
-NO_REFERENCE_TERM = ", reference 0,"
-"""How tune_validation's labels mark a setting without the nearest-reference distance: its
-score is the reconstruction error alone, the part of the fused metric a model run trains."""
 
 
 @dataclass(frozen=True)
@@ -45,15 +42,20 @@ class Sweep:
     def images(self) -> int:
         return next(iter(self.rows.values()))["images"]
 
-    def best(self, metric: str, tie_break: str) -> tuple[str, dict]:
-        """The best setting for one job: the job's metric first, as tune_validation chooses,
-        then its tie-break, then the label, so that equal rows always give the same answer."""
-        return max(self.rows.items(), key=lambda kv: (kv[1][metric], kv[1][tie_break], kv[0]))
+    def score_choice(self) -> tuple[str, dict]:
+        """The image-score setting tune_validation would choose, with its figures."""
+        label = best(self.rows)
+        return label, self.rows[label]
+
+    def map_choice(self) -> tuple[str, dict]:
+        """The map setting tune_validation would choose, with its figures."""
+        label = best_map(self.rows)
+        return label, self.rows[label]
 
     def reconstruction_alone(self) -> Sweep:
         """The settings without the reference distance: what the trained model ranks by
         itself, since the distance reads frozen features that no training run changes."""
-        rows = {k: v for k, v in self.rows.items() if NO_REFERENCE_TERM in k}
+        rows = {k: v for k, v in self.rows.items() if setting_of(k).reference_weight == 0}
         if not rows:
             raise UserError(f"{self.name}'s sweep has no setting without the reference term.")
         return Sweep(self.name, rows)
@@ -97,9 +99,9 @@ def compare(sweeps: list[Sweep]) -> tuple[str, dict]:
         raise UserError("the sweeps scored different numbers of images; compare like with like.")
     rows, payload = [], {"images": base.images, "runs": {}}
     for sweep in sweeps:
-        score_label, score = sweep.best("image_auroc", "aupro")
-        map_label, amap = sweep.best("aupro", "pixel_auroc")
-        alone_label, alone = sweep.reconstruction_alone().best("image_auroc", "aupro")
+        score_label, score = sweep.score_choice()
+        map_label, amap = sweep.map_choice()
+        alone_label, alone = sweep.reconstruction_alone().score_choice()
         entry = {
             "score_setting": score_label,
             "score": score,

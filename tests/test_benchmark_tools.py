@@ -321,8 +321,10 @@ def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
     elsewhere = _sweep_file(tmp_path / "c.json", "g", {alone.replace("0,", "0.25,", 1): 0.8})
     with pytest.raises(UserError, match="share no setting"):
         compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={elsewhere}#g")])
+    referenced = {alone.replace("reference 0", "reference 12"): 0.8}
+    no_alone = _sweep_file(tmp_path / "d.json", "g", referenced)
     with pytest.raises(UserError, match="no setting without the reference term"):
-        compare([parse_run(f"x={_sweep_file(tmp_path / 'd.json', 'g', {'s1': 0.8})}#g")])
+        compare([parse_run(f"x={no_alone}#g")])
 
 
 def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
