@@ -1,5 +1,6 @@
 """Tools behind the README's GPU and quality figures: the GPU bundle's stride-8 weights,
-the validation sweep's run labels and the quality benchmark's ablation table."""
+the validation sweep's run labels, the quality benchmark's ablation table, the margin
+over several test renders and the nearest-reference distance's variants."""
 
 from __future__ import annotations
 
@@ -11,11 +12,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from benchmarks.gpu_bundle import _stride8_only
+from benchmarks.reference_variants import (
+    SIGMA,
+    VARIANTS,
+    CellDescriber,
+    VariantScorer,
+    rescaled,
+    turned,
+)
 from benchmarks.tune_validation import run_label
+from padformer_edge.detect.images import resize_square, to_unit_tensor
+from padformer_edge.detect.scoring import (
+    nearest_reference_distances,
+    reference_banks,
+    smooth,
+)
+from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import (
     STRIDE8_BLOCKS,
     Stride8Features,
@@ -344,3 +361,104 @@ def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
     assert sorted(drop_other_samples(results, "", 120)) == sorted(
         [f"{EDGE} 6000 steps", "PatchCore"]
     )
+
+
+def _render_spread(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(REPO / "benchmarks" / "render_spread.py"), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_render_spread_scores_each_render_and_pools_their_margins(tiny_render, tmp_path):
+    counts = ViewCounts(train=6, test_per_defect=1, test_good=1)
+    other = render_dataset(["builtin:duck"], tmp_path / "seed2", counts, 64, seed=2)
+    torch.manual_seed(0)
+    model = tmp_path / "edge.safetensors"
+    save_checkpoint(model, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    result = _render_spread(
+        "--model", str(model), "--render", str(tiny_render), "--render", str(other),
+        "--shots", "2", "--max-per-label", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [r["seed"] for r in payload["renders"]] == [0, 2]
+    each = [r["margin_over_patchcore"]["margin"] for r in payload["renders"]]
+    pooled = payload["margin_over_patchcore"]
+    assert pooled["margin"] == pytest.approx(sum(each) / 2, abs=1e-12)
+    assert pooled["redrawn"].startswith("the renders")
+    assert "mean over 2 renders" in result.stdout
+
+
+def test_render_spread_refuses_the_validation_render_and_a_seed_given_twice(tmp_path):
+    counts = ViewCounts(train=2, test_per_defect=1, test_good=1)
+    validation = render_dataset(["builtin:duck"], tmp_path / "val", counts, 32, seed=1)
+    model = tmp_path / "edge.safetensors"
+    save_checkpoint(model, build_model("edge", **TINY_EDGE))
+    refused = _render_spread("--model", str(model), "--render", str(validation))
+    assert refused.returncode != 0
+    assert "is the validation render (seed 1)" in refused.stderr
+    test = render_dataset(["builtin:duck"], tmp_path / "test", counts, 32, seed=0)
+    twice = _render_spread("--model", str(model), "--render", str(test), "--render", str(test))
+    assert twice.returncode != 0
+    assert "share a seed" in twice.stderr
+    missing = _render_spread("--model", str(model), "--render", str(tmp_path))
+    assert "does not record a seed" in missing.stderr
+
+
+def _tiny_edge_model() -> PADFormer:
+    torch.manual_seed(0)
+    model = build_model("edge", **TINY_EDGE)
+    model.encoder.patch_embed.cnn.load_imagenet()
+    return model.eval()
+
+
+def test_the_shipped_reference_variant_is_the_detectors_own_distance():
+    """The benchmark's baseline row must measure what the product measures: the same map
+    as ``nearest_reference_distances`` with turned references, smoothed alike."""
+    model = _tiny_edge_model()
+    rng = np.random.default_rng(0)
+    references = [rng.integers(0, 256, (64, 64, 3), dtype=np.uint8) for _ in range(2)]
+    query = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    scorer = VariantScorer(model, CellDescriber(model), VARIANTS[0])
+    scorer.prepare(references)
+    mine = torch.from_numpy(scorer.score([query])[0].anomaly_map)
+    with torch.inference_mode():
+        refs01 = [to_unit_tensor(r, "cpu") for r in references]
+        query01 = to_unit_tensor(query, "cpu")[None]
+        banks = reference_banks(model, refs01, 1, turns=True)
+        target = model.target_features(model.normalize(resize_square(query01, 64)))
+        product = nearest_reference_distances(model, query01, target, banks, (64, 64))[1, True]
+    # one minus a cosine of unit vectors: float32 rounding, a few ulps of 1
+    torch.testing.assert_close(mine, smooth(product, SIGMA), atol=1e-5, rtol=0)
+
+
+def test_reference_copies_turn_and_rescale_on_a_white_background():
+    squares = torch.rand(2, 3, 32, 32)
+    assert torch.equal(turned(squares, 90.0), torch.rot90(squares, 1, (-2, -1)))
+    eighth = turned(torch.zeros(1, 3, 32, 32), 45.0)
+    assert eighth[0, :, 0, 0].tolist() == [1.0, 1.0, 1.0]  # a new corner is background
+    smaller, larger = rescaled(squares, 0.75), rescaled(squares, 1.25)
+    assert smaller.shape == larger.shape == squares.shape
+    assert torch.all(smaller[..., 0, :] == 1.0)  # padded with white
+
+
+def test_reference_variants_table_compares_each_variant_with_the_shipped_distance(
+    tiny_render, tmp_path
+):
+    model = tmp_path / "edge.safetensors"
+    save_checkpoint(model, _tiny_edge_model())
+    command = [
+        sys.executable, str(REPO / "benchmarks" / "reference_variants.py"), "--model", str(model),
+        "--data", str(tiny_render), "--shots", "2", "--max-per-label", "1",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    variants = json.loads(result.stdout.strip().splitlines()[-1])["variants"]
+    assert sorted(variants) == sorted(v.name for v in VARIANTS)
+    shipped = variants["shipped"]
+    assert shipped["versus_shipped"] is None
+    for name, row in variants.items():
+        if name != "shipped":
+            expected = row["image_auroc"] - shipped["image_auroc"]
+            assert row["versus_shipped"]["margin"] == pytest.approx(expected, abs=2e-6)

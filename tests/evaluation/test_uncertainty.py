@@ -10,7 +10,13 @@ from sklearn.metrics import roc_auc_score
 
 from training.data.layouts import ImageRecord
 from training.evaluation.protocol import ImageResult
-from training.evaluation.uncertainty import image_auroc_margin, pair_wins
+from training.evaluation.uncertainty import (
+    IMAGES_REDRAWN,
+    RENDERS_REDRAWN,
+    image_auroc_margin,
+    margin_over_renders,
+    pair_wins,
+)
 
 EMPTY = np.zeros((1, 1))
 
@@ -95,3 +101,48 @@ def test_different_image_sets_are_refused():
     second = dict(list(first.items())[:-1])
     with pytest.raises(ValueError, match="different images"):
         image_auroc_margin(results(first), results(second))
+
+
+def test_one_render_gives_the_margin_and_interval_of_that_render():
+    scored = [
+        results(random_scores(np.random.default_rng(s), shift=m)) for s, m in ((4, 1.5), (6, 1))
+    ]
+    alone = image_auroc_margin(*scored, resamples=300, seed=7)
+    pooled = margin_over_renders([tuple(scored)], resamples=300, seed=7)
+    assert (pooled.margin, pooled.low, pooled.high) == (alone.margin, alone.low, alone.high)
+    assert pooled.redrawn == RENDERS_REDRAWN and alone.redrawn == IMAGES_REDRAWN
+
+
+def test_renders_that_disagree_widen_the_interval_each_render_calls_settled():
+    """One render where the first method ranks every defect above every good image and the
+    second ranks none, and one the other way round: each render's own interval is a single
+    point, the pooled margin is zero and its interval spans both signs."""
+    rng = np.random.default_rng(8)
+    separated = {**random_scores(rng, shift=0.0)}
+    separated = {k: v + (100.0 if k[1] != "good" else 0.0) for k, v in separated.items()}
+    inverted = {k: -v for k, v in separated.items()}
+    renders = [
+        (results(separated), results(inverted)),
+        (results(inverted), results(separated)),
+    ]
+    for pair in renders:
+        own = image_auroc_margin(*pair, resamples=200)
+        assert own.low == own.high == own.margin
+    pooled = margin_over_renders(renders, resamples=400)
+    assert pooled.margin == pytest.approx(0.0, abs=1e-12)
+    assert pooled.low == pytest.approx(-1.0) and pooled.high == pytest.approx(1.0)
+
+
+def test_the_margin_over_renders_is_their_mean_and_needs_one():
+    rng = np.random.default_rng(9)
+    pairs = [
+        (results(random_scores(rng, shift=s)), results(random_scores(rng, shift=0.5)))
+        for s in (0.5, 1.0, 2.0)
+    ]
+    each = [image_auroc_margin(*pair, resamples=50).margin for pair in pairs]
+    pooled = margin_over_renders(pairs, resamples=500)
+    assert pooled.margin == pytest.approx(float(np.mean(each)), abs=1e-12)
+    assert pooled.low <= pooled.margin <= pooled.high
+    assert pooled.brief().count("[") == 1
+    with pytest.raises(ValueError, match="at least one render"):
+        margin_over_renders([])

@@ -1,0 +1,261 @@
+"""How else could the nearest-reference distance be measured? One change at a time.
+
+The ``fused`` image score is dominated by the nearest-reference distance (weights 48 to
+192 against reconstruction errors in units of their spread): per stride-8 cell of the
+query, one minus the best cosine similarity of its standardised frozen EfficientNet-Lite0
+block-2 features to any cell of the references, also turned by quarter turns. PatchCore,
+the baseline it trails on the test render, reads the same network differently: 3x3
+neighbourhood averages, Euclidean distance, a 448 px input. This benchmark scores the
+distance alone (the map smoothed as the score's readout smooths it, its maximum the
+image score) in the shipped form and in variants that each change one thing, on the
+validation render, with the quality benchmark's protocol and the paired bootstrap
+interval of each variant's image-AUROC difference to the shipped form. It needs no
+reconstruction, so it costs seconds per variant, and it decides nothing by itself: a
+variant that wins here would still have to join the validation sweep
+(``tune_validation.py``) before any setting changes.
+
+    python benchmarks/reference_variants.py --model padformer_edge/models/generic.safetensors \
+        --data data/synth224-s1 --class duck --class lego --max-per-label 15 --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import kornia
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from padformer_edge.detect.images import resize_square, to_unit_tensor
+from padformer_edge.detect.scoring import smooth, unit_cells
+from padformer_edge.model import PADFormer
+from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
+from padformer_edge.model.checkpoint import load_checkpoint
+from training.data.layouts import index_dataset
+from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
+from training.evaluation.report import fmt
+from training.evaluation.scorers import Scored
+from training.evaluation.uncertainty import image_auroc_margin
+
+SECTION = "reference-variants"
+SIGMA = 2.0  # the score readout's smoothing in model pixels (both shipped models chose 2)
+QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to measure the distance: which maps describe a cell (``describe``: images
+    in [0, 1] at the model's size times ``zoom`` -> ``[B, C, h, w]``), cosine or
+    Euclidean, which copies of each reference enter the bank (angles in degrees, scales),
+    and why it is worth asking."""
+
+    name: str
+    why: str
+    describe: str = "cells"
+    cosine: bool = True
+    zooms: tuple[int, ...] = (1,)
+    angles: tuple[float, ...] = QUARTER_TURNS
+    scales: tuple[float, ...] = (1.0,)
+
+
+VARIANTS = (
+    Variant("shipped", "block-2 cells, standardised, cosine, 1x, quarter turns"),
+    Variant("3x3 neighbourhood", "PatchCore's aggregation", describe="pooled cells"),
+    Variant("Euclidean", "PatchCore's distance, on raw cells", describe="raw cells", cosine=False),
+    Variant(
+        "3x3 neighbourhood, Euclidean",
+        "PatchCore's patch feature on the model's input",
+        describe="raw pooled cells",
+        cosine=False,
+    ),
+    Variant("2x input", "PatchCore's validated input size (448 px for 224 px renders)", zooms=(2,)),
+    Variant("mean of 1x and 2x", "the map's reading (zoom 2)", zooms=(1, 2)),
+    Variant("block 3", "stride 16: more context per cell", describe="block 3"),
+    Variant("blocks 2 and 3", "both, concatenated at stride 8", describe="blocks 2+3"),
+    Variant("trained encoder tokens", "the model's own cross-view features", describe="encoder"),
+    Variant("eighth turns", "finer roll of the references", angles=tuple(range(0, 360, 45))),
+    Variant("scaled references", "references also at 0.85x and 1.15x", scales=(0.85, 1.0, 1.15)),
+)
+
+
+class CellDescriber:
+    """Every way ``Variant.describe`` names of turning images into cell maps, sharing one
+    model and one frozen block 3 (the edge preset keeps blocks 0-2 only)."""
+
+    def __init__(self, model: PADFormer) -> None:
+        self.model = model
+        self.block3 = build_efficientnet_lite0(require_lite0_weights("block 3")).blocks[3]
+        self.block3.eval()
+
+    def __call__(self, kind: str, squares01: torch.Tensor) -> torch.Tensor:
+        model = self.model
+        if kind == "encoder":
+            grid = model.config.grid_size
+            tokens = model.encode_features(model.normalize(squares01)).float()
+            return unit_cells(tokens.transpose(1, 2).unflatten(-1, (grid, grid)))
+        block2 = model.encoder.patch_embed.cnn(model.normalize(squares01)).float()
+        maps: dict[str, Callable[[], torch.Tensor]] = {
+            "cells": lambda: unit_cells(block2),
+            "raw cells": lambda: block2,
+            "pooled cells": lambda: unit_cells(pooled(block2)),
+            "raw pooled cells": lambda: pooled(block2),
+            "block 3": lambda: unit_cells(self.block3(block2).float()),
+            "blocks 2+3": lambda: F.normalize(
+                torch.cat([unit_cells(block2), upsampled_block3(self.block3, block2)], 1), dim=1
+            ),
+        }
+        return maps[kind]()
+
+
+def pooled(maps: torch.Tensor) -> torch.Tensor:
+    return F.avg_pool2d(maps, 3, 1, 1, count_include_pad=False)
+
+
+def upsampled_block3(block3: torch.nn.Module, block2: torch.Tensor) -> torch.Tensor:
+    coarse = unit_cells(block3(block2).float())
+    return F.interpolate(coarse, block2.shape[-2:], mode="bilinear", align_corners=False)
+
+
+def turned(squares01: torch.Tensor, angle: float) -> torch.Tensor:
+    """Quarter turns exactly; other angles by a rotation whose new corners are white (the
+    renders' background)."""
+    if angle % 90 == 0:
+        return torch.rot90(squares01, int(angle // 90), (-2, -1))
+    angles = torch.full((squares01.shape[0],), float(angle))
+    return kornia.geometry.transform.rotate(squares01 - 1.0, angles) + 1.0
+
+
+def rescaled(squares01: torch.Tensor, scale: float) -> torch.Tensor:
+    """The same square at ``scale``: centre-cropped when larger, padded white when smaller."""
+    if scale == 1.0:
+        return squares01
+    side = squares01.shape[-1]
+    resized = F.interpolate(squares01, scale_factor=scale, mode="bilinear", antialias=True)
+    if scale > 1.0:
+        start = (resized.shape[-1] - side) // 2
+        return resized[..., start : start + side, start : start + side]
+    pad = side - resized.shape[-1]
+    border = (pad // 2, pad - pad // 2, pad // 2, pad - pad // 2)
+    return F.pad(resized - 1.0, border) + 1.0
+
+
+def flat(maps: torch.Tensor) -> torch.Tensor:
+    return maps.permute(0, 2, 3, 1).reshape(-1, maps.shape[1])
+
+
+class VariantScorer:
+    """The distance of one ``Variant`` as a scorer of the evaluation protocol."""
+
+    def __init__(self, model: PADFormer, describer: CellDescriber, variant: Variant) -> None:
+        self.model, self.describe, self.variant = model, describer, variant
+        self.name = variant.name
+        self.banks: list[torch.Tensor] = []
+
+    def squares(self, images: Sequence[np.ndarray], zoom: int) -> torch.Tensor:
+        side = self.model.config.img_size * zoom
+        return torch.cat([resize_square(to_unit_tensor(i, "cpu")[None], side) for i in images])
+
+    @torch.inference_mode()
+    def prepare(self, references: Sequence[np.ndarray]) -> None:
+        v = self.variant
+        self.banks = []
+        for zoom in v.zooms:
+            squares = self.squares(references, zoom)
+            copies = [turned(rescaled(squares, s), a) for s in v.scales for a in v.angles]
+            self.banks.append(torch.cat([flat(self.describe(v.describe, c)) for c in copies]))
+
+    @torch.inference_mode()
+    def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:
+        results = []
+        for query in queries:
+            size = query.shape[:2]
+            maps = []
+            for zoom, bank in zip(self.variant.zooms, self.banks, strict=True):
+                cells = self.describe(self.variant.describe, self.squares([query], zoom))
+                rows = flat(cells)
+                if self.variant.cosine:
+                    nearest = 1.0 - (rows @ bank.T).amax(dim=1)
+                else:
+                    nearest = torch.cdist(rows, bank).amin(dim=1)
+                grid = nearest.view(1, 1, *cells.shape[-2:])
+                maps.append(F.interpolate(grid, size, mode="bilinear", align_corners=False)[0, 0])
+            scale = max(size) / self.model.config.img_size
+            amap = smooth(torch.stack(maps).mean(0), SIGMA * scale)
+            results.append(Scored(float(amap.max()), amap.numpy()))
+        return results
+
+
+def run(args: argparse.Namespace) -> None:
+    model, _ = load_checkpoint(args.model)
+    model.float().eval()
+    options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
+    classes = list(args.class_) or None
+    episodes = plan_episodes(index_dataset(args.data, categories=classes), options)
+    describer = CellDescriber(model)
+    scored = {
+        v.name: run_scorer(VariantScorer(model, describer, v), episodes, options)[0]
+        for v in VARIANTS
+    }
+    shipped = VARIANTS[0].name
+    rows, payload = [], {}
+    for v in VARIANTS:
+        mean = summarise(scored[v.name], per_defect=False)["mean"]
+        versus = (
+            image_auroc_margin(scored[v.name], scored[shipped], seed=args.seed)
+            if v.name != shipped
+            else None
+        )
+        rows.append(
+            [v.name, v.why, *(fmt(mean[m]) for m in METRICS), versus.brief() if versus else ""]
+        )
+        payload[v.name] = {**mean, "versus_shipped": dataclasses.asdict(versus) if versus else None}
+        print(rows[-1], file=sys.stderr, flush=True)
+    images = sum(len(e.tests) for e in episodes)
+    objects = ", ".join(classes) if classes else "every object"
+    summary = (
+        f"The nearest-reference distance alone as the image score (smoothed by sigma "
+        f"{SIGMA:g} model pixels, its maximum), {args.model.name}'s frozen features, on "
+        f"{args.data.name} ({objects}; first {args.max_per_label} test images of every label, "
+        f"{images} images), {args.shots}-shot, random references (seed {args.seed}); mean over "
+        "objects, in %. Last column: image-AUROC points against the shipped form, with the "
+        "95% paired bootstrap interval over the test images."
+    )
+    headers = ["distance", "what changes", "image AUROC", "pixel AUROC", "AUPRO", "vs shipped"]
+    body = markdown_table(headers, rows) + "\n\n" + summary
+    print(body)
+    print_json_line("reference_variants", {"model": str(args.model), "variants": payload})
+    if args.write_readme:
+        update_readme_section(args.section, body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="An edge or generic model.")
+    parser.add_argument("--data", type=Path, required=True, help="The validation render.")
+    parser.add_argument(
+        "--class", dest="class_", action="append", default=[], help="Only this object; repeat."
+    )
+    parser.add_argument("--shots", type=int, default=4)
+    parser.add_argument("--max-per-label", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--section", default=SECTION, help="The README block to write.")
+    parser.add_argument("--write-readme", action="store_true")
+    parse_and_run(parser, run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The model's image-AUROC margin over the validated PatchCore on several test renders.
+
+One test render is one draw of viewpoints, defects and references. Scored on 360 images
+each, the validation render (seed 1) had the edge model ahead of PatchCore and the test
+render (seed 0) had it behind, while each render's image bootstrap called its own sign
+settled: the bootstrap redraws images, not renders. This benchmark renders nothing
+itself; give it renders made with other seeds (``padformer-edge synth ... --seed N``, the
+same objects and size as the test render) and it scores the model's default row and the
+validated PatchCore on each, with the quality benchmark's protocol, and reports each
+render's margin and the margin averaged over all of them with a bootstrap that redraws
+the renders too (``training.evaluation.uncertainty.margin_over_renders``).
+
+The validation render is refused: settings were chosen on it, so its margin is biased
+towards the model. Nothing is chosen here; the settings are those the model and
+``benchmarks/validation.json`` carry.
+
+    python benchmarks/render_spread.py --model padformer_edge/models/generic.safetensors \
+        --render data/synth224 --render data/synth224-s2 --render data/synth224-s3 \
+        --class duck --class lego --max-per-label 15 --threads 2 --write-readme
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count spinning
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.quality import (
+    MARGIN_OVER_PATCHCORE,
+    baselines,
+    evaluate_scored,
+    main_label,
+    padformer_row,
+)
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import load_checkpoint
+from training.data.layouts import index_dataset
+from training.evaluation.protocol import EvalOptions, plan_episodes
+from training.evaluation.report import fmt
+from training.evaluation.uncertainty import image_auroc_margin, margin_over_renders
+
+VALIDATION_SEED = 1  # README: the validation render is `synth ... --seed 1`
+SECTION = "quality-renders"
+
+
+def render_seed(root: Path) -> int:
+    """The seed a ``padformer-edge synth`` render records in its ``dataset.json``."""
+    manifest = root / "dataset.json"
+    try:
+        return int(json.loads(manifest.read_text(encoding="utf-8"))["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(
+            f"{manifest} does not record a seed; give renders made by padformer-edge synth."
+        ) from None
+
+
+def check_renders(renders: list[Path], validation_seed: int) -> list[int]:
+    """Each render's seed; the validation render and a render given twice are refused."""
+    seeds = [render_seed(root) for root in renders]
+    for root, seed in zip(renders, seeds, strict=True):
+        if seed == validation_seed:
+            raise UserError(
+                f"{root} is the validation render (seed {seed}): settings were chosen on it, "
+                "so it cannot test them; render another seed."
+            )
+    if len(set(seeds)) < len(seeds):
+        raise UserError(f"two --render folders share a seed ({seeds}); give each seed once.")
+    return seeds
+
+
+def run(args: argparse.Namespace) -> None:
+    if not args.render:
+        raise UserError("give at least one --render DIR (a test render, not the validation one).")
+    seeds = check_renders(args.render, args.validation_seed)
+    model, metadata = load_checkpoint(args.model)
+    classes = list(args.class_) or None
+    trained_on = set(metadata.get("train_images", {}))
+    unseen = bool(classes) and not trained_on & set(classes)
+    options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
+    label = main_label(model)
+    patchcore_label, patchcore_scorer = baselines()[0]
+    rows = [padformer_row(label, model, args.seed), (patchcore_label, patchcore_scorer)]
+    table, pairs, renders = [], [], []
+    for root, seed in zip(args.render, seeds, strict=True):
+        episodes = plan_episodes(index_dataset(root, categories=classes), options)
+        results, scored = evaluate_scored(rows, episodes, options)
+        pairs.append((scored[label], scored[patchcore_label]))
+        interval = image_auroc_margin(*pairs[-1], seed=args.seed)
+        mine, theirs = results[label], results[patchcore_label]
+        table.append(
+            [
+                f"{root.name} (seed {seed})",
+                len(scored[label]),
+                fmt(mine["image_auroc"]),
+                fmt(theirs["image_auroc"]),
+                interval.brief(),
+                fmt(mine["aupro"]),
+                fmt(theirs["aupro"]),
+            ]
+        )
+        renders.append(
+            {
+                "render": str(root),
+                "seed": seed,
+                "methods": results,
+                "margin_over_patchcore": dataclasses.asdict(interval),
+            }
+        )
+    pooled = margin_over_renders(pairs, seed=args.seed)
+
+    def mean(method: str, metric: str) -> str:
+        return fmt(sum(r["methods"][method][metric] or 0 for r in renders) / len(renders))
+
+    table.append(
+        [
+            f"mean over {len(renders)} renders",
+            sum(len(p[0]) for p in pairs),
+            mean(label, "image_auroc"),
+            mean(patchcore_label, "image_auroc"),
+            pooled.brief(),
+            mean(label, "aupro"),
+            mean(patchcore_label, "aupro"),
+        ]
+    )
+    met = pooled.margin >= MARGIN_OVER_PATCHCORE
+    objects = ", ".join(classes) if classes else "every object of the renders"
+    seen_text = (
+        f"objects it never saw ({objects})"
+        if unseen
+        else f"{objects}" + (" (seen in training)" if trained_on & set(classes or []) else "")
+    )
+    summary = (
+        f"{args.model.name} (step {metadata.get('global_step')}) on {seen_text}, "
+        f"{args.shots}-shot, random references (seed {args.seed}), first "
+        f"{args.max_per_label} test images of every label, 15 passes, against {patchcore_label}; "
+        "image AUROC and AUPRO in %, mean over objects. Margin: image AUROC points with its "
+        "95% paired bootstrap interval, per render over its test images, and on the last "
+        f"row over {pooled.resamples} resamples of {pooled.redrawn}. Target: a margin of at "
+        f"least {100 * MARGIN_OVER_PATCHCORE:.0f} points; {'met' if met else 'not met'} on "
+        "the mean over renders."
+    )
+    headers = [
+        "test render",
+        "images",
+        "PADFormer image AUROC",
+        "PatchCore image AUROC",
+        "margin [95% interval]",
+        "PADFormer AUPRO",
+        "PatchCore AUPRO",
+    ]
+    body = markdown_table(headers, table) + "\n\n" + summary
+    print(body)
+    print_json_line(
+        "render_spread",
+        {
+            "model": str(args.model),
+            "renders": renders,
+            "margin_over_patchcore": dataclasses.asdict(pooled),
+            "target_met": met,
+        },
+    )
+    if args.write_readme:
+        update_readme_section(args.section, body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="An edge or generic model.")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        action="append",
+        default=[],
+        help="A test render (padformer-edge synth --seed N); repeat for several seeds.",
+    )
+    parser.add_argument(
+        "--class",
+        dest="class_",
+        action="append",
+        default=[],
+        help="Score only this object (repeat); default every object of the renders.",
+    )
+    parser.add_argument(
+        "--validation-seed",
+        type=int,
+        default=VALIDATION_SEED,
+        help="The seed of the render settings were chosen on; refused as a test render.",
+    )
+    parser.add_argument("--shots", type=int, default=4)
+    parser.add_argument("--max-per-label", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--section", default=SECTION, help="The README block to write.")
+    parser.add_argument("--write-readme", action="store_true")
+    parse_and_run(parser, run)
+
+
+if __name__ == "__main__":
+    main()
