@@ -117,3 +117,17 @@ def test_rocs_equal_scikit_learn() -> None:
     assert pixel_auroc(masks, [m.astype(float) for m in masks]) == pytest.approx(1.0)
     assert image_auroc([False, True], [1.0, 0.0]) == 0.0
     assert math.isnan(image_auroc([True, True], [0.2, 0.4]))
+
+
+def test_rank_auroc_counts_ties_as_scikit_learn_does() -> None:
+    """Scores with many ties (a quantised map, a saturated score): each tied pair counts
+    one half, so the rank formula and scikit-learn's ROC trapezoids must agree exactly."""
+    rng = np.random.default_rng(4)
+    for size in (2, 7, 50, 5000):
+        labels = rng.integers(0, 2, size).astype(bool)
+        labels[:2] = (True, False)  # both classes present
+        scores = rng.integers(0, 4, size).astype(np.float32)
+        assert image_auroc(labels, scores) == pytest.approx(
+            roc_auc_score(labels, scores), abs=1e-12
+        )
+    assert image_auroc([True, False, True], [0.5, 0.5, 0.5]) == 0.5

@@ -1,6 +1,9 @@
 """Detection-quality metrics: image AUROC, pixel AUROC and AUPRO.
 
-ROC areas come from scikit-learn so that they match what every other paper computes.
+ROC areas are the Mann-Whitney statistic of the scores' ranks, ties counted one half: the
+same number scikit-learn's ``roc_auc_score`` gives (the tests hold them equal), from one
+sort instead of a curve built threshold by threshold: on the million pixels of a class
+scikit-learn's curve was the slowest step of a validation sweep, scoring 126 settings.
 AUPRO follows the MVTec-AD definition: for each threshold, the false-positive rate over
 all normal pixels and the mean, over every connected ground-truth region of every image,
 of the share of that region above the threshold; the PRO curve is integrated over FPR
@@ -16,7 +19,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy import ndimage
-from sklearn.metrics import roc_auc_score
 
 FPR_LIMIT = 0.3
 # 8-connectivity, as the MVTec-AD evaluation code labels its ground-truth regions.
@@ -24,11 +26,24 @@ REGION_STRUCTURE = np.ones((3, 3), dtype=bool)
 
 
 def auroc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve; NaN when only one class is present (it is undefined)."""
+    """Area under the ROC curve; NaN when only one class is present (it is undefined).
+
+    The chance that a random positive outscores a random negative: the positives' rank
+    sum, less the smallest it could be, over the number of pairs. Tied scores share
+    their mean rank, which counts a tied pair one half, as the ROC's diagonal steps do."""
     labels = np.asarray(labels).astype(bool).ravel()
-    if labels.all() or not labels.any():
+    positives = int(labels.sum())
+    negatives = labels.size - positives
+    if positives == 0 or negatives == 0:
         return math.nan
-    return float(roc_auc_score(labels, np.asarray(scores, dtype=np.float64).ravel()))
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    order = np.argsort(scores)  # ties are grouped below, so their order does not matter
+    ranked = scores[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    ends = np.r_[starts[1:], ranked.size]
+    positives_per_tie = np.add.reduceat(labels[order].astype(np.int64), starts)
+    rank_sum = float(np.dot(positives_per_tie, (starts + 1 + ends) / 2.0))
+    return (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives)
 
 
 def image_auroc(is_anomalous: Sequence[bool], scores: Sequence[float]) -> float:
@@ -79,7 +94,7 @@ def pro_curve(
     normal = anomalous_weight == 0
     if regions == 0 or normal.all():
         raise ValueError("PRO needs at least one anomalous and one normal pixel")
-    order = np.argsort(-score, kind="stable")
+    order = np.argsort(-score)  # a tie group is read at its last index, in any order
     score, anomalous_weight, normal = score[order], anomalous_weight[order], normal[order]
     pro = np.cumsum(anomalous_weight) / regions
     fpr = np.cumsum(normal) / normal.sum()
