@@ -68,6 +68,29 @@ def parse_and_run(parser: argparse.ArgumentParser, run: Callable[[Any], None]) -
         sys.exit(f"error: {err}")
 
 
+def add_episode_arguments(
+    parser: argparse.ArgumentParser, section: str, max_per_label: int = 15
+) -> None:
+    """The options of a benchmark that scores renders with the evaluation protocol:
+    which objects, shots, images per label, the reference draw's seed, torch threads,
+    and the README block it writes. One place, so that every such benchmark reads its
+    sample the same way."""
+    parser.add_argument(
+        "--class",
+        dest="class_",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="Score only this object (repeat); default every object of the render.",
+    )
+    parser.add_argument("--shots", type=int, default=4)
+    parser.add_argument("--max-per-label", type=int, default=max_per_label)
+    parser.add_argument("--seed", type=int, default=0, help="The reference draw's seed.")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--section", default=section, help="The README block to write.")
+    parser.add_argument("--write-readme", action="store_true")
+
+
 def print_json_line(name: str, payload: dict[str, Any]) -> None:
     """The one machine-readable line every benchmark ends with."""
     print(json.dumps({"benchmark": name, **payload}, sort_keys=True))

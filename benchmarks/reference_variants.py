@@ -38,7 +38,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import (
+    add_episode_arguments,
+    markdown_table,
+    parse_and_run,
+    print_json_line,
+    update_readme_section,
+)
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import smooth, unit_cells
 from padformer_edge.model import PADFormer
@@ -245,15 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True, help="An edge or generic model.")
     parser.add_argument("--data", type=Path, required=True, help="The validation render.")
-    parser.add_argument(
-        "--class", dest="class_", action="append", default=[], help="Only this object; repeat."
-    )
-    parser.add_argument("--shots", type=int, default=4)
-    parser.add_argument("--max-per-label", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--section", default=SECTION, help="The README block to write.")
-    parser.add_argument("--write-readme", action="store_true")
+    add_episode_arguments(parser, SECTION)
     parse_and_run(parser, run)
 
 

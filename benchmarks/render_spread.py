@@ -33,7 +33,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import (
+    add_episode_arguments,
+    markdown_table,
+    parse_and_run,
+    print_json_line,
+    update_readme_section,
+)
 from benchmarks.quality import (
     MARGIN_OVER_PATCHCORE,
     baselines,
@@ -183,24 +189,12 @@ def main() -> None:
         help="A test render (padformer-edge synth --seed N); repeat for several seeds.",
     )
     parser.add_argument(
-        "--class",
-        dest="class_",
-        action="append",
-        default=[],
-        help="Score only this object (repeat); default every object of the renders.",
-    )
-    parser.add_argument(
         "--validation-seed",
         type=int,
         default=VALIDATION_SEED,
         help="The seed of the render settings were chosen on; refused as a test render.",
     )
-    parser.add_argument("--shots", type=int, default=4)
-    parser.add_argument("--max-per-label", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--section", default=SECTION, help="The README block to write.")
-    parser.add_argument("--write-readme", action="store_true")
+    add_episode_arguments(parser, SECTION)
     parse_and_run(parser, run)
 
 
