@@ -50,9 +50,13 @@ from benchmarks.quality import (
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
-from training.evaluation.protocol import EvalOptions, plan_episodes
+from training.evaluation.protocol import EvalOptions, ImageResult, plan_episodes
 from training.evaluation.report import fmt
-from training.evaluation.uncertainty import image_auroc_margin, margin_over_renders
+from training.evaluation.uncertainty import (
+    MarginInterval,
+    image_auroc_margin,
+    margin_over_renders,
+)
 
 VALIDATION_SEED = 1  # README: the validation render is `synth ... --seed 1`
 SECTION = "quality-renders"
@@ -83,36 +87,60 @@ def check_renders(renders: list[Path], validation_seed: int) -> list[int]:
     return seeds
 
 
+RenderScores = tuple[list[ImageResult], list[ImageResult]]
+"""The model's and PatchCore's per-image results on one render, paired image by image."""
+
+
+def score_render(
+    root: Path, rows: list, classes: list[str] | None, options: EvalOptions
+) -> tuple[dict[str, dict], RenderScores]:
+    """Both rows' mean figures on one render, and their per-image results."""
+    episodes = plan_episodes(index_dataset(root, categories=classes), options)
+    results, scored = evaluate_scored(rows, episodes, options)
+    (model_label, _), (patchcore_label, _) = rows
+    return results, (scored[model_label], scored[patchcore_label])
+
+
+def table_row(name: str, images: int, figures: list[dict], margin: MarginInterval) -> list:
+    """One line of the table: the model's and PatchCore's ``figures`` (means over the
+    renders the line covers) and the margin with its interval."""
+    mine, theirs = figures
+    return [
+        name,
+        images,
+        fmt(mine["image_auroc"]),
+        fmt(theirs["image_auroc"]),
+        margin.brief(),
+        fmt(mine["aupro"]),
+        fmt(theirs["aupro"]),
+    ]
+
+
+def mean_figures(per_render: list[dict[str, dict]], method: str) -> dict[str, float]:
+    return {
+        metric: sum(r[method][metric] or 0.0 for r in per_render) / len(per_render)
+        for metric in ("image_auroc", "aupro")
+    }
+
+
 def run(args: argparse.Namespace) -> None:
     if not args.render:
         raise UserError("give at least one --render DIR (a test render, not the validation one).")
     seeds = check_renders(args.render, args.validation_seed)
     model, metadata = load_checkpoint(args.model)
     classes = list(args.class_) or None
-    trained_on = set(metadata.get("train_images", {}))
-    unseen = bool(classes) and not trained_on & set(classes)
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     label = main_label(model)
     patchcore_label, patchcore_scorer = baselines()[0]
     rows = [padformer_row(label, model, args.seed), (patchcore_label, patchcore_scorer)]
-    table, pairs, renders = [], [], []
+    table, pairs, per_render, renders = [], [], [], []
     for root, seed in zip(args.render, seeds, strict=True):
-        episodes = plan_episodes(index_dataset(root, categories=classes), options)
-        results, scored = evaluate_scored(rows, episodes, options)
-        pairs.append((scored[label], scored[patchcore_label]))
-        interval = image_auroc_margin(*pairs[-1], seed=args.seed)
-        mine, theirs = results[label], results[patchcore_label]
-        table.append(
-            [
-                f"{root.name} (seed {seed})",
-                len(scored[label]),
-                fmt(mine["image_auroc"]),
-                fmt(theirs["image_auroc"]),
-                interval.brief(),
-                fmt(mine["aupro"]),
-                fmt(theirs["aupro"]),
-            ]
-        )
+        results, pair = score_render(root, rows, classes, options)
+        interval = image_auroc_margin(*pair, seed=args.seed)
+        figures = [results[label], results[patchcore_label]]
+        table.append(table_row(f"{root.name} (seed {seed})", len(pair[0]), figures, interval))
+        pairs.append(pair)
+        per_render.append(results)
         renders.append(
             {
                 "render": str(root),
@@ -122,30 +150,15 @@ def run(args: argparse.Namespace) -> None:
             }
         )
     pooled = margin_over_renders(pairs, seed=args.seed)
-
-    def mean(method: str, metric: str) -> str:
-        return fmt(sum(r["methods"][method][metric] or 0 for r in renders) / len(renders))
-
-    table.append(
-        [
-            f"mean over {len(renders)} renders",
-            sum(len(p[0]) for p in pairs),
-            mean(label, "image_auroc"),
-            mean(patchcore_label, "image_auroc"),
-            pooled.brief(),
-            mean(label, "aupro"),
-            mean(patchcore_label, "aupro"),
-        ]
-    )
+    means = [mean_figures(per_render, method) for method in (label, patchcore_label)]
+    images = sum(len(pair[0]) for pair in pairs)
+    table.append(table_row(f"mean over {len(renders)} renders", images, means, pooled))
     met = pooled.margin >= MARGIN_OVER_PATCHCORE
     objects = ", ".join(classes) if classes else "every object of the renders"
-    seen_text = (
-        f"objects it never saw ({objects})"
-        if unseen
-        else f"{objects}" + (" (seen in training)" if trained_on & set(classes or []) else "")
-    )
+    if classes and not set(metadata.get("train_images", {})) & set(classes):
+        objects = f"objects it never saw ({objects})"
     summary = (
-        f"{args.model.name} (step {metadata.get('global_step')}) on {seen_text}, "
+        f"{args.model.name} (step {metadata.get('global_step')}) on {objects}, "
         f"{args.shots}-shot, random references (seed {args.seed}), first "
         f"{args.max_per_label} test images of every label, 15 passes, against {patchcore_label}; "
         "image AUROC and AUPRO in %, mean over objects. Margin: image AUROC points with its "
