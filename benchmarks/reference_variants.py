@@ -46,7 +46,14 @@ from benchmarks.common import (
     update_readme_section,
 )
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.scoring import smooth, unit_cells
+from padformer_edge.detect.scoring import (
+    ReferenceBank,
+    best_cosines,
+    flat_cells,
+    smooth,
+    unit_cells,
+    upsample,
+)
 from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -131,8 +138,7 @@ def pooled(maps: torch.Tensor) -> torch.Tensor:
 
 
 def upsampled_block3(block3: torch.nn.Module, block2: torch.Tensor) -> torch.Tensor:
-    coarse = unit_cells(block3(block2).float())
-    return F.interpolate(coarse, block2.shape[-2:], mode="bilinear", align_corners=False)
+    return upsample(unit_cells(block3(block2).float()), block2.shape[-2:])
 
 
 def turned(squares01: torch.Tensor, angle: float) -> torch.Tensor:
@@ -158,10 +164,6 @@ def rescaled(squares01: torch.Tensor, scale: float) -> torch.Tensor:
     return F.pad(resized - 1.0, border) + 1.0
 
 
-def flat(maps: torch.Tensor) -> torch.Tensor:
-    return maps.permute(0, 2, 3, 1).reshape(-1, maps.shape[1])
-
-
 class VariantScorer:
     """The distance of one ``Variant`` as a scorer of the evaluation protocol."""
 
@@ -181,7 +183,7 @@ class VariantScorer:
         for zoom in v.zooms:
             squares = self.squares(references, zoom)
             copies = [turned(rescaled(squares, s), a) for s in v.scales for a in v.angles]
-            self.banks.append(torch.cat([flat(self.describe(v.describe, c)) for c in copies]))
+            self.banks.append(torch.cat([flat_cells(self.describe(v.describe, c)) for c in copies]))
 
     @torch.inference_mode()
     def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:
@@ -191,13 +193,13 @@ class VariantScorer:
             maps = []
             for zoom, bank in zip(self.variant.zooms, self.banks, strict=True):
                 cells = self.describe(self.variant.describe, self.squares([query], zoom))
-                rows = flat(cells)
-                if self.variant.cosine:
-                    nearest = 1.0 - (rows @ bank.T).amax(dim=1)
+                rows = flat_cells(cells)
+                if self.variant.cosine:  # the detector's own chunked search, every row upright
+                    nearest = 1.0 - best_cosines(rows, ReferenceBank(bank, bank.shape[0]))[0]
                 else:
                     nearest = torch.cdist(rows, bank).amin(dim=1)
                 grid = nearest.view(1, 1, *cells.shape[-2:])
-                maps.append(F.interpolate(grid, size, mode="bilinear", align_corners=False)[0, 0])
+                maps.append(upsample(grid, size)[0, 0])
             scale = max(size) / self.model.config.img_size
             amap = smooth(torch.stack(maps).mean(0), SIGMA * scale)
             results.append(Scored(float(amap.max()), amap.numpy()))

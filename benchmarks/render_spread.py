@@ -50,7 +50,7 @@ from benchmarks.quality import (
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
-from training.evaluation.protocol import EvalOptions, ImageResult, plan_episodes
+from training.evaluation.protocol import EvalOptions, ImageResult, mean_of, plan_episodes
 from training.evaluation.report import fmt
 from training.evaluation.uncertainty import (
     MarginInterval,
@@ -116,13 +116,6 @@ def table_row(name: str, images: int, figures: list[dict], margin: MarginInterva
     ]
 
 
-def mean_figures(per_render: list[dict[str, dict]], method: str) -> dict[str, float]:
-    return {
-        metric: sum(r[method][metric] or 0.0 for r in per_render) / len(per_render)
-        for metric in ("image_auroc", "aupro")
-    }
-
-
 def run(args: argparse.Namespace) -> None:
     if not args.render:
         raise UserError("give at least one --render DIR (a test render, not the validation one).")
@@ -133,14 +126,13 @@ def run(args: argparse.Namespace) -> None:
     label = main_label(model)
     patchcore_label, patchcore_scorer = baselines()[0]
     rows = [padformer_row(label, model, args.seed), (patchcore_label, patchcore_scorer)]
-    table, pairs, per_render, renders = [], [], [], []
+    table, pairs, renders = [], [], []
     for root, seed in zip(args.render, seeds, strict=True):
         results, pair = score_render(root, rows, classes, options)
         interval = image_auroc_margin(*pair, seed=args.seed)
         figures = [results[label], results[patchcore_label]]
         table.append(table_row(f"{root.name} (seed {seed})", len(pair[0]), figures, interval))
         pairs.append(pair)
-        per_render.append(results)
         renders.append(
             {
                 "render": str(root),
@@ -150,7 +142,9 @@ def run(args: argparse.Namespace) -> None:
             }
         )
     pooled = margin_over_renders(pairs, seed=args.seed)
-    means = [mean_figures(per_render, method) for method in (label, patchcore_label)]
+    means = [
+        mean_of([r["methods"][method] for r in renders]) for method in (label, patchcore_label)
+    ]
     images = sum(len(pair[0]) for pair in pairs)
     table.append(table_row(f"mean over {len(renders)} renders", images, means, pooled))
     met = pooled.margin >= MARGIN_OVER_PATCHCORE
