@@ -15,19 +15,26 @@ gpu_setup() {
 if torch.cuda.is_available() else 'no GPU')"
 }
 
+# The edge GPU recipe written to $1 with $2 within-view and $3 cross-view epochs and $4
+# loader workers; with $5 (a ModelConfig switch) set false, Table 3's ablation of that module.
+edge_recipe() {
+    python3 - "$@" <<'PY' || exit 1
+import sys, yaml
+out, within, cross, workers, switch = (sys.argv[1:] + [""])[:5]
+recipe = yaml.safe_load(open("config/train/edge-synth-gpu.yaml"))
+recipe["stages"]["within_view"]["epochs"] = int(within)
+recipe["stages"]["cross_view"]["epochs"] = int(cross)
+recipe["data"]["num_workers"] = int(workers)
+if switch:
+    recipe["model"]["overrides"] = {switch: False}
+yaml.safe_dump(recipe, open(out, "w"), sort_keys=False)
+PY
+}
+
 # The edge recipe with three times its CPU steps (3 + 9 epochs), written to $1; with
 # $2 (a ModelConfig switch) set false, Table 3's ablation of that module.
 three_times_recipe() {
-    python3 - "$1" "${2:-}" <<'PY' || exit 1
-import sys, yaml
-recipe = yaml.safe_load(open("config/train/edge-synth-gpu.yaml"))
-recipe["stages"]["within_view"]["epochs"] = 3
-recipe["stages"]["cross_view"]["epochs"] = 9
-recipe["data"]["num_workers"] = 3
-if sys.argv[2]:
-    recipe["model"]["overrides"] = {sys.argv[2]: False}
-yaml.safe_dump(recipe, open(sys.argv[1], "w"), sort_keys=False)
-PY
+    edge_recipe "$1" 3 9 3 "${2:-}"
 }
 
 # One training under the deadline: name, recipe, dataset, then any train options. A run
