@@ -235,6 +235,10 @@ def main() -> None:
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--section",
+        help="README block to fill instead of the table's own (e.g. a second ablation table).",
+    )
     parser.add_argument("--write-readme", action="store_true")
     parse_and_run(parser, run)
 
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace) -> None:
             print(body)
             print_json_line(f"quality_{name}", payload)
             if args.write_readme:
-                update_readme_section(f"quality-{name}", body)
+                update_readme_section(args.section or f"quality-{name}", body)
             return
     recipe = load_config(args.recipe, TrainConfig)
     checkpoint = args.checkpoint or train(recipe, data, args.work / "small-synth")
@@ -296,7 +300,7 @@ def run(args: argparse.Namespace) -> None:
     print(body)
     print_json_line("quality", payload)
     if args.write_readme:
-        update_readme_section("quality", body)
+        update_readme_section(args.section or "quality", body)
 
 
 def evaluate(rows, episodes, options: EvalOptions) -> dict[str, dict]:

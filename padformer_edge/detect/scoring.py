@@ -130,25 +130,27 @@ also turned by quarter turns where FUSED_MAP_REFERENCE_TURNS), read with
 FUSED_MAP_READOUT. All chosen on the validation render (seed 1) by
 ``benchmarks/tune_validation.py`` for the best AUPRO, never on the test render; README
 lists the search."""
-FUSED_MAP_REFERENCE_WEIGHT = 24.0
+FUSED_MAP_REFERENCE_WEIGHT = 12.0
 FUSED_MAP_REFERENCE_ZOOM = 2
 FUSED_MAP_REFERENCE_TURNS = True
 FUSED_MAP_READOUT = Readout(consistency_filter=False, sigma=2.0)
 
 FUSED_SCORE_LAB_WEIGHT = 0.0
 """The same mix and readout for the map whose maximum is the image score, chosen on the
-validation render for the best image AUROC. Both jobs read the plain pass mean: the
-paper's filter zeroes at least half of every map, defect pixels with a low variance over
-passes among them, and on validation it lost at both jobs. The score leaves colour out,
-and reads the reference distance at the model's size only: a whole-image verdict gains
-most from asking whether anything like each cell was seen in a reference, while an
-outline also wants colour's sharper edges and the finer cells of a 2x input. Both match
-turned references: a part seen from any side is seen at any roll, and a quarter-turned
-reference is often a query's nearest good view."""
-FUSED_SCORE_REFERENCE_WEIGHT = 48.0
-FUSED_SCORE_REFERENCE_ZOOM = 1
+validation render for the best image AUROC. The score leaves colour out and is carried by
+the nearest-reference distance: a whole-image verdict gains most from asking whether
+anything like each cell was seen in a reference. It reads that distance on 1x and 2x
+inputs, as the map does: the finer cells of the 2x input see small defects that a
+stride-8 cell of the model's own input averages away. Both jobs match turned references:
+a part seen from any side is seen at any roll, and a quarter-turned reference is often a
+query's nearest good view. The map reads the plain pass mean, smoothed (the paper's
+consistency filter zeroes at least half of every map, defect pixels with a low variance
+over passes among them); the score keeps the filter, unsmoothed, which on 360 validation
+images ranked images a little better than the smoothed mean, the two within a point."""
+FUSED_SCORE_REFERENCE_WEIGHT = 192.0
+FUSED_SCORE_REFERENCE_ZOOM = 2
 FUSED_SCORE_REFERENCE_TURNS = True
-FUSED_SCORE_READOUT = Readout(consistency_filter=False, sigma=2.0)
+FUSED_SCORE_READOUT = Readout(consistency_filter=True, sigma=0.0)
 
 
 def blur(images: torch.Tensor) -> torch.Tensor:
