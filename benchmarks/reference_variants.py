@@ -1,18 +1,19 @@
 """How else could the nearest-reference distance be measured? One change at a time.
 
-The ``fused`` image score is dominated by the nearest-reference distance (weights 48 to
-192 against reconstruction errors in units of their spread): per stride-8 cell of the
-query, one minus the best cosine similarity of its standardised frozen EfficientNet-Lite0
-block-2 features to any cell of the references, also turned by quarter turns. PatchCore,
-the baseline it trails on the test render, reads the same network differently: 3x3
-neighbourhood averages, Euclidean distance, a 448 px input. This benchmark scores the
-distance alone (the map smoothed as the score's readout smooths it, its maximum the
-image score) in the shipped form and in variants that each change one thing, on the
-validation render, with the quality benchmark's protocol and the paired bootstrap
-interval of each variant's image-AUROC difference to the shipped form. It needs no
-reconstruction, so it costs seconds per variant, and it decides nothing by itself: a
-variant that wins here would still have to join the validation sweep
-(``tune_validation.py``) before any setting changes.
+The ``fused`` image score is dominated by the nearest-reference distance (weight 192 in
+both shipped models' scores, against reconstruction errors in units of their spread):
+per stride-8 cell of the query, one minus the best cosine similarity of its standardised
+frozen EfficientNet-Lite0 block-2 features to any cell of the references, also turned by
+quarter turns. PatchCore, the baseline it trails on the test render, reads the same
+network differently: 3x3 neighbourhood averages, Euclidean distance, a 448 px input. This
+benchmark scores the distance alone (the map smoothed as the score's readout smooths it,
+its maximum the image score) in the generic model's shipped form (1x input, smoothed; the
+edge score now reads 1x and 2x, the "mean of 1x and 2x" variant) and in variants that
+each change one thing, on the validation render, with the quality benchmark's protocol
+and the paired bootstrap interval of each variant's image-AUROC difference to the
+shipped form. It needs no reconstruction, so it costs seconds per variant, and it
+decides nothing by itself: a variant that wins here would still have to join the
+validation sweep (``tune_validation.py``) before any setting changes.
 
     python benchmarks/reference_variants.py --model padformer_edge/models/generic.safetensors \
         --data data/synth224-s1 --class duck --class lego --max-per-label 15 --write-readme
@@ -64,7 +65,7 @@ from training.evaluation.scorers import Scored
 from training.evaluation.uncertainty import image_auroc_margin
 
 SECTION = "reference-variants"
-SIGMA = 2.0  # the score readout's smoothing in model pixels (both shipped models chose 2)
+SIGMA = 2.0  # the generic model's score smoothing in model pixels (the form this table tests)
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
 
 
