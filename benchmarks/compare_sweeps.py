@@ -12,6 +12,17 @@ whole sweep or one lucky row. The first ``--run`` is the one the others are comp
         --run "192 px=benchmarks/sweeps/sweep-192px.json#edge fused, 6000 steps" \
         --run "256 px=benchmarks/sweeps/sweep-edge256.json#edge fused, 1500 steps after ..." \
         --section grid-size --write-readme
+
+``--curve`` reads each run along the nearest-reference weight instead: per weight, the
+best image AUROC and the best AUPRO any setting with that weight reaches. A curve that
+is flat past some weight says the frozen-feature distance decides the ranking from there
+on, and a wider grid would only pick noise. A run named twice is one grid (a side sweep
+that scored more weights on the same images extends the product's sweep):
+
+    python benchmarks/compare_sweeps.py --curve \
+        --run "edge=benchmarks/validation.json#edge fused, 6000 steps" \
+        --run "edge=benchmarks/sweeps/sweep-weights-edge-360.json#edge fused, 6000 steps" \
+        --section reference-weight-curve --write-readme
 """
 
 from __future__ import annotations
@@ -79,6 +90,70 @@ def parse_run(spec: str) -> Sweep:
     if not rows:
         raise UserError(f"--run {spec!r}: group {group!r} holds no scored setting.")
     return Sweep(name, rows)
+
+
+def merged(sweeps: list[Sweep]) -> list[Sweep]:
+    """Runs given under one name joined into one grid, in the order first named. Both
+    files must have scored the same images, and a setting both hold the same figures: the
+    sweep is deterministic, so a difference means another render, sample or model."""
+    joined: dict[str, dict[str, dict]] = {}
+    for sweep in sweeps:
+        rows = joined.setdefault(sweep.name, {})
+        if rows and next(iter(rows.values()))["images"] != sweep.images:
+            raise UserError(
+                f"the two sweeps named {sweep.name} scored different numbers of images."
+            )
+        for label, row in sweep.rows.items():
+            if label in rows and rows[label] != row:
+                raise UserError(
+                    f"the sweeps named {sweep.name} disagree on {label!r}: not the same "
+                    "render, sample or model."
+                )
+            rows[label] = row
+    return [Sweep(name, rows) for name, rows in joined.items()]
+
+
+def weight_curve(sweeps: list[Sweep]) -> tuple[str, dict]:
+    """Per run and reference weight, the best image AUROC and the best AUPRO of the
+    settings with that weight (what the score's and the map's choice would be if the grid
+    held that weight only)."""
+    rows, payload = [], {"runs": {}}
+    for sweep in sweeps:
+        by_weight: dict[float, dict[str, dict]] = {}
+        for label, row in sweep.rows.items():
+            by_weight.setdefault(setting_of(label).reference_weight, {})[label] = row
+        curve = {}
+        for weight in sorted(by_weight):
+            group = by_weight[weight]
+            score_label, map_label = best(group), best_map(group)
+            curve[f"{weight:g}"] = {
+                "score_setting": score_label,
+                "image_auroc": group[score_label]["image_auroc"],
+                "map_setting": map_label,
+                "aupro": group[map_label]["aupro"],
+            }
+            rows.append(
+                [
+                    sweep.name,
+                    f"{weight:g}",
+                    fmt(group[score_label]["image_auroc"]),
+                    score_label,
+                    fmt(group[map_label]["aupro"]),
+                    map_label,
+                ]
+            )
+        payload["runs"][sweep.name] = {"images": sweep.images, "curve": curve}
+    table = markdown_table(
+        ["run", "reference weight", "best image AUROC", "its setting", "best AUPRO", "its setting"],
+        rows,
+    )
+    images = ", ".join(f"{s.name} {s.images}" for s in sweeps)
+    note = (
+        f"\nValidation images per run: {images}; figures in %. Each row is the best of the "
+        "settings with that nearest-reference weight (the other axes of the sweep free): the "
+        "image score's choice by image AUROC, the map's by AUPRO."
+    )
+    return table + "\n" + note, payload
 
 
 def paired(base: Sweep, other: Sweep, metric: str) -> tuple[float, int, int]:
@@ -165,13 +240,18 @@ def main() -> None:
         "--run",
         action="append",
         required=True,
-        help="NAME=SWEEP_JSON#ROW_GROUP; the first is the base; repeat.",
+        help="NAME=SWEEP_JSON#ROW_GROUP; the first is the base; repeat (a repeated NAME "
+        "joins the two groups into one grid).",
+    )
+    parser.add_argument(
+        "--curve", action="store_true", help="Each run's best figures per reference weight."
     )
     parser.add_argument("--section", default="sweep-comparison", help="README block to write")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     try:
-        table, payload = compare([parse_run(spec) for spec in args.run])
+        sweeps = merged([parse_run(spec) for spec in args.run])
+        table, payload = (weight_curve if args.curve else compare)(sweeps)
     except UserError as err:
         sys.exit(f"error: {err}")
     print(table)

@@ -3,8 +3,9 @@
 Renders one held-out part (a builtin the model card lists as held out), fine-tunes the
 generic model on that part's good training views only (the `folder` layout a user would
 give it: no defects, no masks), and scores the part's test views with both models on the
-same 4-shot episodes (same references, same masks, same seed). Prints a markdown table
-(image AUROC, pixel AUROC, AUPRO; before and after) and one JSON line; with
+same 4-shot episodes (same references, same masks, same seed), each with its shipped
+fused scoring and with the reconstruction alone. Prints a markdown table (image AUROC,
+pixel AUROC, AUPRO; before and after) and one JSON line; with
 --write-readme the table replaces the `finetune-gain` block of README.md.
 
     python benchmarks/finetune_gain.py [--generic PATH] [--part builtin:duck] \
@@ -27,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.reference_use import reconstruction_only
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.log import configure_logging
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -54,9 +56,8 @@ def fine_tune_recipe(args: argparse.Namespace) -> TrainConfig:
     })  # fmt: skip
 
 
-def evaluate(checkpoint: Path, label: str, data: Path, name: str, seed: int) -> dict:
-    """Mean metrics of one checkpoint over the part's test views, 4-shot."""
-    model, _ = load_checkpoint(checkpoint)
+def evaluate(model, label: str, data: Path, name: str, seed: int) -> dict:
+    """Mean metrics of one model over the part's test views, 4-shot."""
     episodes = plan_episodes(index_dataset(data, categories=[name]), EvalOptions(seed=seed))
     scorer = PADFormerScorer(model, label, DetectionSettings(seed=seed, device="cpu"))
     results, _ = run_scorer(scorer, episodes, EvalOptions(seed=seed))
@@ -99,22 +100,37 @@ def main() -> None:
         )
         seconds = time.perf_counter() - started
         assert summary.checkpoint is not None and not summary.interrupted
-        before = evaluate(generic, "generic", data, class_dir.name, args.seed)
-        after = evaluate(summary.checkpoint, "fine-tuned", data, class_dir.name, args.seed)
-    headers = ["model", *METRICS, "test images"]
+        tuned, _ = load_checkpoint(summary.checkpoint)
+        # The shipped scoring, and the reconstruction alone (reference weights 0): training
+        # changes only the second's inputs, the frozen-feature distance is the same.
+        figures = {
+            key: evaluate(candidate, key, data, class_dir.name, args.seed)
+            for key, candidate in (
+                ("before", model),
+                ("after", tuned),
+                ("before_alone", reconstruction_only(model)),
+                ("after_alone", reconstruction_only(tuned)),
+            )
+        }
+    before = figures["before"]
+    headers = ["model", "scoring", *METRICS, "test images"]
+    fine_tuned = f"generic + `train --init generic` ({summary.global_step} steps)"
     rows = [
-        ["generic (never saw the part)", *(before[m] for m in METRICS), before["images"]],
-        [
-            f"generic + `train --init generic` ({summary.global_step} steps)",
-            *(after[m] for m in METRICS),
-            after["images"],
-        ],
+        [name, scoring, *(figures[key][m] for m in METRICS), figures[key]["images"]]
+        for key, name, scoring in (
+            ("before", "generic (never saw the part)", "shipped"),
+            ("after", fine_tuned, "shipped"),
+            ("before_alone", "generic (never saw the part)", "reconstruction alone"),
+            ("after_alone", fine_tuned, "reconstruction alone"),
+        )
     ]
     table = markdown_table(headers, rows)
     note = (
         f"\n\n{part} at {size} px: fine-tuned on its {args.train_views} good training views "
         f"only ({args.epochs} cross-view epochs, lr {args.lr:g}, {seconds / 60:.1f} min); "
-        f"both rows score the same 4-shot episodes of its {before['images']} test views."
+        f"every row scores the same 4-shot episodes of its {before['images']} test views. "
+        "Shipped: the model's own fused settings; reconstruction alone: the same with the "
+        "nearest-reference weights at 0."
     )
     print(table + note)
     print_json_line(
@@ -124,8 +140,7 @@ def main() -> None:
             "generic": str(generic),
             "steps": summary.global_step,
             "fine_tune_seconds": round(seconds, 1),
-            "before": before,
-            "after": after,
+            **figures,
         },
     )
     if args.write_readme:

@@ -27,6 +27,11 @@ they can be validated while the model trains (without ``--checkpoint``); a later
         --checkpoint runs/edge/model.safetensors --checkpoint runs/edge-gpu/model.safetensors \
         --generic runs/generic/model.safetensors --generic runs/generic-gpu/model.safetensors \
         --write-readme
+
+A side sweep that must not move the product's choices (a wider reference-weight grid, to
+see where the curve flattens) names its own file with ``--out`` and its grid with
+``--reference-weight``; it starts from ``benchmarks/validation.json``'s rows as a full run
+does, and leaves that file alone.
 """
 
 from __future__ import annotations
@@ -79,7 +84,10 @@ REFERENCE_WEIGHTS = (0.0, 12.0, 24.0, 48.0, 96.0, 192.0)
 cells) in a fused mix whose other terms are in units of their spread on good views:
 0 leaves the references to the reconstruction alone, 192 lets them dominate (the grid
 ended at 48 until the generic model chose 48, and at 96 until it chose 96; 6 was in it
-until no job chose it)."""
+until no job chose it). 384 and 768 were scored in a side sweep (``--reference-weight``,
+benchmarks/sweeps/sweep-weights-*.json, README ``reference-weight-curve``): both models'
+image AUROC was flat past 192, so the grid stops there. Eight weights on 360 images do
+not fit this machine's 24 GiB (every setting keeps its maps for the replay)."""
 REFERENCE_ZOOMS = (1, 2)
 """The reference distance at the model's size, or averaged with the images magnified 2x.
 Measured on this render before the sweep, the distance alone at 2x ranked the six
@@ -97,7 +105,14 @@ EDGE = "edge fused,"  # + the checkpoint's training steps: one row group per run
 GENERIC = "generic,"  # likewise, for the generic-model candidates
 
 
-def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -> dict[str, dict]:
+def fused_sweep(
+    model,
+    episodes,
+    options: EvalOptions,
+    seed: int,
+    suffix: str,
+    reference_weights: tuple[float, ...] = REFERENCE_WEIGHTS,
+) -> dict[str, dict]:
     """'lab weight W, reference R[ at zoom Z][ with quarter turns], READOUT' + ``suffix`` ->
     mean figures, for every weight of FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of
     REFERENCE_ZOOMS, turns of REFERENCE_TURNS and readout of READOUTS: one reconstruction
@@ -106,7 +121,7 @@ def fused_sweep(model, episodes, options: EvalOptions, seed: int, suffix: str) -
         model,
         FUSED_WEIGHTS,
         READOUTS,
-        REFERENCE_WEIGHTS,
+        reference_weights,
         seed=seed,
         reference_zooms=REFERENCE_ZOOMS,
         reference_turns=REFERENCE_TURNS,
@@ -234,6 +249,21 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--reference-weight",
+        type=float,
+        action="append",
+        default=None,
+        help="A nearest-reference weight of the fused grid; repeat (default: "
+        f"{', '.join(f'{w:g}' for w in REFERENCE_WEIGHTS)}).",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=CHOICES,
+        help="Where the choices and every row go (default: benchmarks/validation.json, "
+        "which quality.py and the product-constant test read).",
+    )
     parser.add_argument("--write-readme", action="store_true")
     parse_and_run(parser, run)
 
@@ -260,9 +290,15 @@ def drop_other_samples(
 
 
 def run(args: argparse.Namespace) -> None:
+    if args.write_readme and args.out.resolve() != CHOICES:
+        raise UserError(
+            "--write-readme shows the product's choices; a side sweep written to --out "
+            "cannot replace them. Drop --write-readme or --out."
+        )
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     episodes = plan_episodes(index_dataset(args.data), options)
     images = sum(len(e.tests) for e in episodes)
+    weights = tuple(args.reference_weight or REFERENCE_WEIGHTS)
     earlier = json.loads(CHOICES.read_text(encoding="utf-8")) if CHOICES.is_file() else {}
     results: dict[str, dict[str, dict]] = dict(earlier.get("results", {}))
 
@@ -276,7 +312,7 @@ def run(args: argparse.Namespace) -> None:
         model, metadata = load_checkpoint(checkpoint)
         if not model.config.cnn_tokens:
             raise UserError(f"{checkpoint} is not an edge checkpoint; the sweep needs one.")
-        rows = fused_sweep(model, episodes, options, args.seed, "")
+        rows = fused_sweep(model, episodes, options, args.seed, "", weights)
         results[f"{EDGE} {run_label(metadata)}"] = {
             **rows,
             "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
@@ -296,7 +332,7 @@ def run(args: argparse.Namespace) -> None:
         if seen:
             raise UserError(f"--generic {checkpoint} was trained on {', '.join(seen)}.")
         suffix = f", unseen {'+'.join(unseen)}"
-        rows = fused_sweep(model, unseen_episodes, unseen_options, args.seed, suffix)
+        rows = fused_sweep(model, unseen_episodes, unseen_options, args.seed, suffix, weights)
         results[f"{GENERIC} {run_label(metadata)}"] = {
             **rows,
             "checkpoint": {"run": run_label(metadata), "file": checkpoint.name},
@@ -370,7 +406,7 @@ def run(args: argparse.Namespace) -> None:
         "need no model, so they were validated while the model trained)."
     )
     print(table + "\n\n" + summary)
-    CHOICES.write_text(json.dumps(choices, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(choices, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print_json_line("tune_validation", {k: v for k, v in choices.items() if k != "results"})
     if args.write_readme:
         update_readme_section("validation", f"{table}\n\n{summary}")

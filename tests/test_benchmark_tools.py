@@ -25,7 +25,7 @@ from benchmarks.reference_variants import (
     rescaled,
     turned,
 )
-from benchmarks.tune_validation import run_label
+from benchmarks.tune_validation import run_label, setting_of
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
     nearest_reference_distances,
@@ -289,6 +289,38 @@ def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
     assert given["args"][1:] == (tune.FUSED_WEIGHTS, tune.READOUTS, tune.REFERENCE_WEIGHTS)
     assert given["reference_zooms"] == tune.REFERENCE_ZOOMS
     assert given["reference_turns"] == tune.REFERENCE_TURNS
+    # a side sweep's own weights replace the grid's, and only them
+    tune.fused_sweep(None, [], EvalOptions(), 0, "", (384.0, 768.0))
+    assert given["args"][1:] == (tune.FUSED_WEIGHTS, tune.READOUTS, (384.0, 768.0))
+
+
+def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_render, tmp_path):
+    torch.manual_seed(0)
+    model = tmp_path / "edge.safetensors"
+    save_checkpoint(model, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    choices = REPO / "benchmarks" / "validation.json"
+    before = choices.read_bytes()
+    out = tmp_path / "side.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable, str(REPO / "benchmarks" / "tune_validation.py"),
+        "--data", str(tiny_render), "--skip-baselines", "--checkpoint", str(model),
+        "--max-per-label", "1", "--threads", "1",
+        "--reference-weight", "0", "--reference-weight", "999", "--out", str(out),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert choices.read_bytes() == before
+    rows = json.loads(out.read_text(encoding="utf-8"))["results"]["edge fused, 3 steps"]
+    weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
+    assert weights == {0.0, 999.0}
+    # the README's validation table shows the product's choices, never a side sweep's
+    refused = subprocess.run(
+        [*command, "--write-readme"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert "a side sweep written to --out" in refused.stderr
+    assert refused.stderr.count("\n") == 1
 
 
 def _sweep_file(path: Path, group: str, image_aurocs: dict[str, float], images: int = 40) -> Path:
@@ -320,6 +352,35 @@ def test_sweep_comparison_pairs_settings_and_picks_each_runs_best(tmp_path: Path
     assert large["score_setting"] == large["map_setting"] == far
     assert large["alone_setting"] == alone and large["alone"]["image_auroc"] == 0.65
     assert "image +2.7 (higher on 1/3)" in table
+
+
+def test_weight_curve_joins_a_run_named_twice_and_reads_the_best_per_weight(tmp_path: Path):
+    from benchmarks.compare_sweeps import merged, parse_run, weight_curve
+    from padformer_edge.errors import UserError
+
+    alone, near, near_mean, far = (
+        "lab weight 0, reference 0, mean, sigma 2",
+        "lab weight 0, reference 12, filtered, sigma 0",
+        "lab weight 0.25, reference 12, mean, sigma 2",
+        "lab weight 0, reference 24, mean, sigma 2",
+    )
+    product = _sweep_file(tmp_path / "a.json", "g", {alone: 0.6, near: 0.8, near_mean: 0.7})
+    side = _sweep_file(tmp_path / "b.json", "g", {near: 0.8, far: 0.82})
+    (joined,) = merged([parse_run(f"m={product}#g"), parse_run(f"m={side}#g")])
+    assert sorted(joined.rows) == sorted([alone, near, near_mean, far])
+    table, payload = weight_curve([joined])
+    curve = payload["runs"]["m"]["curve"]
+    assert list(curve) == ["0", "12", "24"]
+    assert curve["12"]["score_setting"] == near and curve["12"]["image_auroc"] == 0.8
+    assert curve["24"]["image_auroc"] == 0.82 and payload["runs"]["m"]["images"] == 40
+    assert "| m | 12 | 80.0 |" in table
+    # a shared setting scored differently means another render, sample or model
+    other = _sweep_file(tmp_path / "c.json", "g", {near: 0.81})
+    with pytest.raises(UserError, match="disagree on"):
+        merged([parse_run(f"m={product}#g"), parse_run(f"m={other}#g")])
+    smaller = _sweep_file(tmp_path / "d.json", "g", {far: 0.82}, images=20)
+    with pytest.raises(UserError, match="different numbers of images"):
+        merged([parse_run(f"m={product}#g"), parse_run(f"m={smaller}#g")])
 
 
 def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
@@ -462,3 +523,24 @@ def test_reference_variants_table_compares_each_variant_with_the_shipped_distanc
         if name != "shipped":
             expected = row["image_auroc"] - shipped["image_auroc"]
             assert row["versus_shipped"]["margin"] == pytest.approx(expected, abs=2e-6)
+
+
+def test_finetune_gain_scores_both_models_with_and_without_the_references(tmp_path: Path):
+    torch.manual_seed(0)
+    model = tmp_path / "generic.safetensors"
+    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
+    save_checkpoint(model, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable, str(REPO / "benchmarks" / "finetune_gain.py"), "--generic", str(model),
+        "--part", "builtin:duck", "--train-views", "6", "--test-views-per-defect", "1",
+        "--good-test-views", "2", "--epochs", "1", "--batch-size", "2",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert payload["steps"] == 3  # 6 views in batches of 2, one epoch
+    keys = ("before", "after", "before_alone", "after_alone")
+    assert {payload[k]["images"] for k in keys} == {5}  # 3 defect types + 2 good views
+    table = result.stdout.split("\n\n")[0]
+    assert table.count("| shipped |") == 2 and table.count("| reconstruction alone |") == 2
