@@ -92,10 +92,24 @@ def tiny_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return render_dataset(["builtin:duck"], tmp_path_factory.mktemp("abl") / "synth", counts, 64)
 
 
-def _quality(*args: str) -> subprocess.CompletedProcess[str]:
+def _benchmark(script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``benchmarks/SCRIPT`` as the README does, on one thread."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(REPO / "benchmarks" / "quality.py"), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    command = [sys.executable, str(REPO / "benchmarks" / script), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _quality(*args: str) -> subprocess.CompletedProcess[str]:
+    return _benchmark("quality.py", *args)
+
+
+def _tiny_edge_with_references(path: Path) -> Path:
+    """A tiny edge model whose fused mixes weigh the nearest-reference distance, so that
+    its shipped scoring and its reconstruction alone are different scorings."""
+    torch.manual_seed(0)
+    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
+    save_checkpoint(path, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
+    return path
 
 
 def test_ablation_table_scores_the_full_model_and_each_ablation(tiny_render, tmp_path):
@@ -237,16 +251,12 @@ def test_sweep_rows_name_their_settings_and_read_back_older_rows():
 
 
 def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tiny_render, tmp_path):
-    torch.manual_seed(0)
-    model = tmp_path / "edge.safetensors"
-    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
-    save_checkpoint(model, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    model = _tiny_edge_with_references(tmp_path / "edge.safetensors")
     command = [
-        sys.executable, str(REPO / "benchmarks" / "reference_use.py"), "--model", str(model),
+        "reference_use.py", "--model", str(model),
         "--data", str(tiny_render), "--views", "1", "--sets", "2", "--threads", "1",
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = _benchmark(*command)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     own, alone = payload["the model's own"], payload["reconstruction alone"]
@@ -258,7 +268,7 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
     other = tmp_path / "other.safetensors"
     save_checkpoint(other, build_model("edge", **TINY_EDGE), {"global_step": 3})
     compare = [*command, "--model", str(other), "--reconstruction-only"]
-    result = subprocess.run(compare, capture_output=True, text=True, env=env, timeout=300)
+    result = _benchmark(*compare)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     assert payload["models"] == ["edge.safetensors", "other.safetensors"]
@@ -301,23 +311,20 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
     choices = REPO / "benchmarks" / "validation.json"
     before = choices.read_bytes()
     out = tmp_path / "side.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     command = [
-        sys.executable, str(REPO / "benchmarks" / "tune_validation.py"),
+        "tune_validation.py",
         "--data", str(tiny_render), "--skip-baselines", "--checkpoint", str(model),
         "--max-per-label", "1", "--threads", "1",
         "--reference-weight", "0", "--reference-weight", "999", "--out", str(out),
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = _benchmark(*command)
     assert result.returncode == 0, result.stderr
     assert choices.read_bytes() == before
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]["edge fused, 3 steps"]
     weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
     assert weights == {0.0, 999.0}
     # the README's validation table shows the product's choices, never a side sweep's
-    refused = subprocess.run(
-        [*command, "--write-readme"], capture_output=True, text=True, env=env, timeout=300
-    )
+    refused = _benchmark(*command, "--write-readme")
     assert refused.returncode == 1, refused.stderr
     assert "a side sweep written to --out" in refused.stderr
     assert refused.stderr.count("\n") == 1
@@ -425,9 +432,7 @@ def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
 
 
 def _render_spread(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(REPO / "benchmarks" / "render_spread.py"), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    return _benchmark("render_spread.py", *args)
 
 
 def test_render_spread_scores_each_render_and_pools_their_margins(tiny_render, tmp_path):
@@ -508,12 +513,10 @@ def test_reference_variants_table_compares_each_variant_with_the_shipped_distanc
 ):
     model = tmp_path / "edge.safetensors"
     save_checkpoint(model, _tiny_edge_model())
-    command = [
-        sys.executable, str(REPO / "benchmarks" / "reference_variants.py"), "--model", str(model),
+    result = _benchmark(
+        "reference_variants.py", "--model", str(model),
         "--data", str(tiny_render), "--shots", "2", "--max-per-label", "1",
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     variants = json.loads(result.stdout.strip().splitlines()[-1])["variants"]
     assert sorted(variants) == sorted(v.name for v in VARIANTS)
@@ -526,17 +529,13 @@ def test_reference_variants_table_compares_each_variant_with_the_shipped_distanc
 
 
 def test_finetune_gain_scores_both_models_with_and_without_the_references(tmp_path: Path):
-    torch.manual_seed(0)
-    model = tmp_path / "generic.safetensors"
-    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
-    save_checkpoint(model, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [
-        sys.executable, str(REPO / "benchmarks" / "finetune_gain.py"), "--generic", str(model),
+    model = _tiny_edge_with_references(tmp_path / "generic.safetensors")
+    result = _benchmark(
+        "finetune_gain.py", "--generic", str(model),
         "--part", "builtin:duck", "--train-views", "6", "--test-views-per-defect", "1",
         "--good-test-views", "2", "--epochs", "1", "--batch-size", "2",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        timeout=600,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     assert payload["steps"] == 3  # 6 views in batches of 2, one epoch
