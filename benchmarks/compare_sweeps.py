@@ -100,9 +100,7 @@ def merged(sweeps: list[Sweep]) -> list[Sweep]:
     for sweep in sweeps:
         rows = joined.setdefault(sweep.name, {})
         if rows and next(iter(rows.values()))["images"] != sweep.images:
-            raise UserError(
-                f"the two sweeps named {sweep.name} scored different numbers of images."
-            )
+            raise UserError(f"the sweeps named {sweep.name} scored different numbers of images.")
         for label, row in sweep.rows.items():
             if label in rows and rows[label] != row:
                 raise UserError(

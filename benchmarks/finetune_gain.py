@@ -101,8 +101,10 @@ def main() -> None:
         seconds = time.perf_counter() - started
         assert summary.checkpoint is not None and not summary.interrupted
         tuned, _ = load_checkpoint(summary.checkpoint)
-        # The shipped scoring, and the reconstruction alone (reference weights 0): training
-        # changes only the second's inputs, the frozen-feature distance is the same.
+        # Each model with its shipped scoring and with the reconstruction alone (reference
+        # weights 0): fine-tuning can only change the reconstruction, never the distance
+        # to the references, which the frozen CNN computes; the pair shows how much of a
+        # change in the first row the second explains.
         figures = {
             key: evaluate(candidate, key, data, class_dir.name, args.seed)
             for key, candidate in (
