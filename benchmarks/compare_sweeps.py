@@ -97,9 +97,10 @@ def merged(sweeps: list[Sweep]) -> list[Sweep]:
     files must have scored the same images, and a setting both hold the same figures: the
     sweep is deterministic, so a difference means another render, sample or model."""
     joined: dict[str, dict[str, dict]] = {}
+    images: dict[str, int] = {}
     for sweep in sweeps:
         rows = joined.setdefault(sweep.name, {})
-        if rows and next(iter(rows.values()))["images"] != sweep.images:
+        if images.setdefault(sweep.name, sweep.images) != sweep.images:
             raise UserError(f"the sweeps named {sweep.name} scored different numbers of images.")
         for label, row in sweep.rows.items():
             if label in rows and rows[label] != row:

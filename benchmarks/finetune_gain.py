@@ -56,9 +56,8 @@ def fine_tune_recipe(args: argparse.Namespace) -> TrainConfig:
     })  # fmt: skip
 
 
-def evaluate(model, label: str, data: Path, name: str, seed: int) -> dict:
-    """Mean metrics of one model over the part's test views, 4-shot."""
-    episodes = plan_episodes(index_dataset(data, categories=[name]), EvalOptions(seed=seed))
+def evaluate(model, label: str, episodes: list, seed: int) -> dict:
+    """Mean metrics of one model over the part's 4-shot episodes."""
     scorer = PADFormerScorer(model, label, DetectionSettings(seed=seed, device="cpu"))
     results, _ = run_scorer(scorer, episodes, EvalOptions(seed=seed))
     return summarise(results)["mean"]
@@ -105,8 +104,11 @@ def main() -> None:
         # weights 0): fine-tuning can only change the reconstruction, never the distance
         # to the references, which the frozen CNN computes; the pair shows how much of a
         # change in the first row the second explains.
+        # planned once, so that every row scores the same references and test views
+        options = EvalOptions(seed=args.seed)
+        episodes = plan_episodes(index_dataset(data, categories=[class_dir.name]), options)
         figures = {
-            key: evaluate(candidate, key, data, class_dir.name, args.seed)
+            key: evaluate(candidate, key, episodes, args.seed)
             for key, candidate in (
                 ("before", model),
                 ("after", tuned),

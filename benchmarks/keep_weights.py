@@ -44,10 +44,10 @@ def largest_relative_change(before: dict, after: dict) -> tuple[float, str]:
 
 def keep(source: Path, out_dir: Path) -> dict:
     """Write the float16 copy of ``source`` into ``out_dir`` and check it."""
-    model, metadata = load_checkpoint(source)
     target = out_dir / source.name
     if target.resolve() == source.resolve():
         raise UserError(f"{source} is already in {out_dir}; give the GPU's original file.")
+    model, metadata = load_checkpoint(source)
     save_checkpoint(target, model, metadata, half=True)
     copy, copy_metadata = load_checkpoint(target)
     if copy.config != model.config or copy_metadata != metadata:
