@@ -28,7 +28,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from benchmarks.reference_use import reconstruction_only
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.log import configure_logging
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -37,6 +36,7 @@ from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.scorers import PADFormerScorer
+from training.evaluation.simple_rows import reconstruction_only
 from training.synth import ViewCounts, render_dataset
 from training.trainer import run_training
 

@@ -63,6 +63,7 @@ from training.evaluation.protocol import (
 from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
 from training.evaluation.scorers import PADFormerScorer, Scorer
+from training.evaluation.simple_rows import simple_rows
 from training.evaluation.uncertainty import MarginInterval, image_auroc_margin
 
 BUILTINS = ("duck", "soccerball", "teddy", "bunny", "mug", "lego")
@@ -161,19 +162,35 @@ def main_label(model) -> str:
     return f"PADFormer {model.preset_name} ({default_metric(model)}, 15 passes)"
 
 
-def padformer_row(label: str, model, seed: int, **options) -> tuple[str, Scorer]:
+def detection(args: argparse.Namespace) -> DetectionSettings:
+    """The PADFormer rows' detection settings before each row's own options."""
+    return DetectionSettings(seed=args.seed, device="cpu", mask_ratio=args.mask_ratio)
+
+
+def padformer_row(label: str, model, base: DetectionSettings, **options) -> tuple[str, Scorer]:
     """One PADFormer row of any table: the model on the CPU with these detection options."""
-    settings = DetectionSettings(seed=seed, device="cpu", **options)
-    return label, PADFormerScorer(model, label, settings)
+    return label, PADFormerScorer(model, label, base.replace(**options))
+
+
+def simple(label: str, model, base: DetectionSettings) -> list[tuple[str, Scorer]]:
+    """The reconstruction-alone and distance-alone rows of ``label``'s model."""
+    return [
+        padformer_row(row, net, base, **options) for row, net, options in simple_rows(label, model)
+    ]
 
 
 def methods(args: argparse.Namespace, model, ablations: dict[str, Path]):
     """(label, scorer) in table order; PADFormer variants share one set of weights."""
 
     def padformer(label: str, net=model, **options) -> tuple[str, Scorer]:
-        return padformer_row(label, net, args.seed, **options)
+        return padformer_row(label, net, detection(args), **options)
 
-    rows: list[tuple[str, Scorer]] = [padformer(main_label(model)), *baselines()]
+    main = main_label(model)
+    rows: list[tuple[str, Scorer]] = [
+        padformer(main),
+        *simple(main, model, detection(args)),
+        *baselines(),
+    ]
     for name, path in ablations.items():
         rows.append(
             padformer(f"PADFormer {name.replace('_', ' ')} (trained)", ablation_model(name, path))
@@ -234,6 +251,12 @@ def main() -> None:
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mask-ratio",
+        type=float,
+        default=DetectionSettings().mask_ratio,
+        help="Share of patches each PADFormer pass hides.",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--section",
@@ -359,15 +382,17 @@ def targets_of(main: dict, results: dict, patchcore: str, edge: bool) -> dict[st
 
 
 def against_baselines(
-    label: str, model, episodes: list[Episode], options: EvalOptions, seed: int
+    label: str, model, episodes: list[Episode], options: EvalOptions, args: argparse.Namespace
 ) -> tuple[dict[str, dict], str, MarginInterval]:
     """One PADFormer row and the validated baselines on the same episodes: their figures,
     the validated PatchCore's row label, and the paired bootstrap interval of the row's
-    image-AUROC margin over it (a margin read from one small test set needs one)."""
-    rows = [padformer_row(label, model, seed), *baselines()]
+    image-AUROC margin over it (a margin read from one small test set needs one). The
+    row's two halves (reconstruction alone, distance alone) stand beside it."""
+    base = detection(args)
+    rows = [padformer_row(label, model, base), *simple(label, model, base), *baselines()]
     results, scored = evaluate_scored(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
-    return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=seed)
+    return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=args.seed)
 
 
 def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:
@@ -378,10 +403,10 @@ def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     full = f"PADFormer {model.preset_name}, full ({default_metric(model)}, 15 passes)"
-    rows = [padformer_row(full, model, args.seed)]
+    rows = [padformer_row(full, model, detection(args))]
     for name, path in args.ablation:
         label = f"PADFormer {name.replace('_', ' ')} (trained)"
-        rows.append(padformer_row(label, ablation_model(name, path), args.seed))
+        rows.append(padformer_row(label, ablation_model(name, path), detection(args)))
     results = evaluate(rows, episodes, options)
     images = sum(len(e.tests) for e in episodes)
     text = (
@@ -405,7 +430,7 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     index = index_dataset(data, categories=list(args.unseen_class))
     episodes = plan_episodes(index, options)
     label = f"PADFormer {model.preset_name}, never saw these objects"
-    results, patchcore, interval = against_baselines(label, model, episodes, options, args.seed)
+    results, patchcore, interval = against_baselines(label, model, episodes, options, args)
     target = margin_target(results[label], results[patchcore])
     images = sum(len(e.tests) for e in episodes)
     text = (
@@ -435,7 +460,7 @@ def headline_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     main = main_label(model)
-    results, patchcore, interval = against_baselines(main, model, episodes, options, args.seed)
+    results, patchcore, interval = against_baselines(main, model, episodes, options, args)
     targets = targets_of(results[main], results, patchcore, model.config.cnn_tokens)
     images = sum(len(e.tests) for e in episodes)
     text = (

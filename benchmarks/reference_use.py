@@ -24,7 +24,6 @@ names another). ``--model`` repeats to compare checkpoints, and
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import random
 import sys
@@ -44,31 +43,32 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
+from training.evaluation.simple_rows import reconstruction_only
 
 SHOTS = 4
 
 
-def reconstruction_only(model):
-    """The same model with its fused mixes' reference weights at 0."""
-    config = dataclasses.replace(
-        model.config, fused_map_reference_weight=0.0, fused_score_reference_weight=0.0
-    )
-    twin = type(model)(config, model.preset_name)
-    twin.load_state_dict(model.state_dict())
-    return twin.eval()
-
-
-def scores(model, references: list[np.ndarray], queries: list[np.ndarray]) -> np.ndarray:
-    detector = Detector(model, references, DetectionSettings(device="cpu"))
+def scores(
+    model, references: list[np.ndarray], queries: list[np.ndarray], settings: DetectionSettings
+) -> np.ndarray:
+    detector = Detector(model, references, settings)
     return np.array([d.score for d in detector.detect(queries)])
 
 
-def measure(model, classes: dict[str, tuple[list, list]], sets: int, seed: int) -> dict:
+def measure(
+    model,
+    classes: dict[str, tuple[list, list]],
+    sets: int,
+    seed: int,
+    settings: DetectionSettings,
+) -> dict:
     spreads, ratios = [], []
     for pool, queries in classes.values():
         rng = random.Random(seed)
-        good = np.stack([scores(model, rng.sample(pool, SHOTS), queries) for _ in range(sets)])
-        black = scores(model, [np.zeros_like(pool[0])] * SHOTS, queries)
+        good = np.stack(
+            [scores(model, rng.sample(pool, SHOTS), queries, settings) for _ in range(sets)]
+        )
+        black = scores(model, [np.zeros_like(pool[0])] * SHOTS, queries, settings)
         spreads += list((good.max(0) - good.min(0)) / good.mean(0))
         ratios += list(black / good.mean(0))
     return {"spread": float(np.mean(spreads)), "black_ratio": float(np.mean(ratios))}
@@ -88,6 +88,9 @@ def main() -> None:
     parser.add_argument("--views", type=int, default=6, help="good test views per class")
     parser.add_argument("--sets", type=int, default=4, help="good reference sets per view")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mask-ratio", type=float, default=0.4, help="share of patches each pass hides"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write-readme", action="store_true")
     parse_and_run(parser, run)
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> None:
         if len(paths) < SHOTS or not good_tests:
             raise UserError(f"class {name} in {args.data} has too few good views for this.")
         classes[name] = ([read_image(p) for p in paths], [read_image(p) for p in good_tests])
+    settings = DetectionSettings(device="cpu", mask_ratio=args.mask_ratio)
     rows, payload = [], {}
     for path in args.model:
         model, _ = load_checkpoint(path)
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> None:
             scorings.insert(0, ("the model's own", model))
         for label, scored_model in scorings:
             signature = scoring_signature(*resolve_metric("auto", scored_model))
-            figures = measure(scored_model, classes, args.sets, args.seed)
+            figures = measure(scored_model, classes, args.sets, args.seed, settings)
             name = label if len(args.model) == 1 else f"{path.name}: {label}"
             payload[name] = {**figures, "scoring": signature}
             rows.append(
@@ -130,7 +134,8 @@ def run(args: argparse.Namespace) -> None:
         f"{', '.join(p.name for p in args.model)}, {views} good test views of "
         f"{', '.join(classes)} in "
         f"{args.data.name}, each against {args.sets} random sets of {SHOTS} good training "
-        f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes."
+        f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes hiding "
+        f"{args.mask_ratio:g} of the patches each."
     )
     print(table + "\n\n" + caption)
     models = [p.name for p in args.model]

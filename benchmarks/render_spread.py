@@ -47,6 +47,7 @@ from benchmarks.quality import (
     main_label,
     padformer_row,
 )
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -125,7 +126,8 @@ def run(args: argparse.Namespace) -> None:
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     label = main_label(model)
     patchcore_label, patchcore_scorer = baselines()[0]
-    rows = [padformer_row(label, model, args.seed), (patchcore_label, patchcore_scorer)]
+    settings = DetectionSettings(seed=args.seed, device="cpu")
+    rows = [padformer_row(label, model, settings), (patchcore_label, patchcore_scorer)]
     table, pairs, renders = [], [], []
     for root, seed in zip(args.render, seeds, strict=True):
         results, pair = score_render(root, rows, classes, options)
