@@ -324,7 +324,7 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
     weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
     assert weights == {0.0, 999.0}
     # the README's validation table shows the product's choices, never a side sweep's
-    refused = _benchmark(*command, "--write-readme")
+    refused = _benchmark(*command, "--write-docs")
     assert refused.returncode == 1, refused.stderr
     assert "a side sweep written to --out" in refused.stderr
     assert refused.stderr.count("\n") == 1
