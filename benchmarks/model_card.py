@@ -75,7 +75,7 @@ def card_rows(card: dict) -> list[list[str]]:
         ["machine", card["machine"]],
         ["file", f"{card['size_bytes'] / 1e6:.1f} MB, {card['storage']}"],
         ["sha256", f"`{card['sha256']}`"],
-        ["quality", "the unseen-object table under 'Quality benchmark' (4-shot, held-out parts)"],
+        ["quality", f"{card['quality']} (4-shot, held-out parts)"],
     ]
 
 
