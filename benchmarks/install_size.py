@@ -6,9 +6,9 @@ itself, triton and the ``nvidia-*`` / ``cuda-*`` libraries the CUDA wheel pulls 
 sizes of the files its RECORD lists are summed, so the table counts what pip installed and
 nothing else in the folder.
 
-    pip install --no-deps --target /tmp/cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
+    pip install --no-deps --target cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
     python benchmarks/install_size.py --site "CUDA (default)=.venv/lib/python3.11/site-packages" \
-        --site "CPU-only=/tmp/cpu-torch" --write-docs
+        --site "CPU-only=cpu-torch" --write-docs
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Keep a GPU run's weights in the repository: a float16 copy, and what the rounding cost.
 
-A lent GPU machine is bare each time and the development machine can be replaced, so the
+A lent GPU machine is bare each time and a workstation can be replaced, so the
 weights a docs table was measured on are kept in ``benchmarks/models/`` (the first edge
 model was lost because they were not). Float16 halves the file; this says, per file, how
 far the rounding moved the weights (the largest change of any tensor relative to that
 tensor's largest value) and checks that the copy loads with the same config and metadata.
 
-    python benchmarks/keep_weights.py /work/runs/gpu5/edge-gpu.safetensors \\
+    python benchmarks/keep_weights.py runs/gpu/edge-gpu.safetensors \\
         --out benchmarks/models --write-docs
 """
 
