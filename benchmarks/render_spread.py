@@ -58,7 +58,7 @@ from training.evaluation.uncertainty import (
     margin_over_renders,
 )
 
-VALIDATION_SEED = 1  # README: the validation render is `synth ... --seed 1`
+VALIDATION_SEED = 1  # docs/research.md: the validation render is `synth ... --seed 1`
 SECTION = "quality-renders"
 
 
