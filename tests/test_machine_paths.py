@@ -1,10 +1,11 @@
 """No tracked file names a path that exists only on some machine.
 
-A home folder (``/home/NAME``, ``/root/``), a development machine's work folder
-(``/work/``) or a fixed temporary folder (``/tmp/NAME``) in a command, a config, a model
-card or a docs table works on no user's machine. Tests make their own temporary folders
-(``tmp_path``) and never type one. Paths a product installs to or reads on a line PC
-(``/etc/``, ``/opt/``, ``/srv/``, ``/var/lib/``, ``/usr/``) are not machine paths.
+A user's home folder or root's, a development machine's work folder at the top of the
+file system, or a fixed folder in the system's temporary directory, named in a command, a
+config, a model card or a docs table, works on no user's machine. Tests make their own
+temporary folders (``tmp_path``) and never type one. Paths a product installs to or reads
+on a line PC (``/etc/``, ``/opt/``, ``/srv/``, ``/var/lib/``, ``/usr/``) are not machine
+paths.
 """
 
 from __future__ import annotations
