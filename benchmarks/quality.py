@@ -25,7 +25,7 @@ keeps the whole comparison to a few minutes of a 2-core CPU. The images and refe
 are fixed before any method runs; nothing is tuned on them.
 
     python benchmarks/quality.py --checkpoint runs/small-synth/model.safetensors \
-        --data data/synth --write-readme
+        --data data/synth --write-docs
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.config import load_config
 from padformer_edge.detect.scoring import default_metric
 from padformer_edge.detect.settings import DetectionSettings
@@ -234,18 +234,18 @@ def main() -> None:
     parser.add_argument(
         "--unseen-only",
         action="store_true",
-        help="Only the unseen-object table (its own README section), not the main one.",
+        help="Only the unseen-object table (its own docs block), not the main one.",
     )
     parser.add_argument(
         "--ablations-only",
         action="store_true",
-        help="Only the checkpoint and its --ablation models (their own README section).",
+        help="Only the checkpoint and its --ablation models (their own docs block).",
     )
     parser.add_argument(
         "--headline-only",
         action="store_true",
         help="Only the checkpoint's default row and the baselines, with the bootstrap "
-        "interval of its margin over the validated PatchCore (its own README section); "
+        "interval of its margin over the validated PatchCore (its own docs block); "
         "cheap enough to run on more images per label than the main table.",
     )
     parser.add_argument("--shots", type=int, default=4)
@@ -260,15 +260,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--section",
-        help="README block to fill instead of the table's own (e.g. a second ablation table).",
+        help="docs block to fill instead of the table's own (e.g. a second ablation table).",
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 
 def run(args: argparse.Namespace) -> None:
     data = args.data or render_builtins(args.work / "data")
-    # the side tables: each its own JSON line name and README section
+    # the side tables: each its own JSON line name and docs block
     for wanted, table, name in (
         (args.unseen_only, unseen_table, "unseen"),
         (args.ablations_only, ablation_table, "ablations"),
@@ -281,8 +281,8 @@ def run(args: argparse.Namespace) -> None:
             body, payload = table(args, data, options)
             print(body)
             print_json_line(f"quality_{name}", payload)
-            if args.write_readme:
-                update_readme_section(args.section or f"quality-{name}", body)
+            if args.write_docs:
+                update_docs_section(args.section or f"quality-{name}", body)
             return
     recipe = load_config(args.recipe, TrainConfig)
     checkpoint = args.checkpoint or train(recipe, data, args.work / "small-synth")
@@ -322,8 +322,8 @@ def run(args: argparse.Namespace) -> None:
     }
     print(body)
     print_json_line("quality", payload)
-    if args.write_readme:
-        update_readme_section(args.section or "quality", body)
+    if args.write_docs:
+        update_docs_section(args.section or "quality", body)
 
 
 def evaluate(rows, episodes, options: EvalOptions) -> dict[str, dict]:

@@ -13,12 +13,12 @@ that class (random, seeded) and against four black images, and reports per scori
 
 Scorings: the model's own default (the product's), and the same with both nearest-
 reference weights at 0 (the reconstruction alone). Prints a table and one JSON line;
-``--write-readme`` puts the table in README's ``reference-use`` block (``--section``
+``--write-docs`` puts the table in the docs' ``reference-use`` block (``--section``
 names another). ``--model`` repeats to compare checkpoints, and
 ``--reconstruction-only`` keeps the one row that asks what the training taught.
 
     python benchmarks/reference_use.py --model padformer_edge/models/generic.safetensors \
-        --data data/synth224-s1 --class duck --class lego --write-readme
+        --data data/synth224-s1 --class duck --class lego --write-docs
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.scoring import resolve_metric, scoring_signature
@@ -82,7 +82,7 @@ def main() -> None:
         action="store_true",
         help="only the reconstruction-alone row of each model",
     )
-    parser.add_argument("--section", default="reference-use", help="README block to write")
+    parser.add_argument("--section", default="reference-use", help="docs block to write")
     parser.add_argument("--data", type=Path, required=True, help="a validation render")
     parser.add_argument("--class", dest="classes", action="append", help="repeatable")
     parser.add_argument("--views", type=int, default=6, help="good test views per class")
@@ -92,7 +92,7 @@ def main() -> None:
         "--mask-ratio", type=float, default=0.4, help="share of patches each pass hides"
     )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 
@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> None:
     print(table + "\n\n" + caption)
     models = [p.name for p in args.model]
     print_json_line("reference_use", {"models": models, "views": views, **payload})
-    if args.write_readme:
-        update_readme_section(args.section, f"{table}\n\n{caption}")
+    if args.write_docs:
+        update_docs_section(args.section, f"{table}\n\n{caption}")
 
 
 if __name__ == "__main__":
