@@ -99,7 +99,8 @@ class Gate:
 
     def _refuse(self, request: Request) -> Response:
         if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-            target = auth.safe_next(request.url.path)
+            query = request.url.query
+            target = auth.safe_next(request.url.path + (f"?{query}" if query else ""))
             return page(request, "login.html", 401, failed=False, wait=None, next=target)
         return text(
             401,
