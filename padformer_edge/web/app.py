@@ -5,7 +5,8 @@ the Host and token checks (``middleware.Gate``), then Starlette's router: an unk
 path is 404, a known path with another method 405 (GET routes answer HEAD too), the
 static files come from Starlette's ``StaticFiles`` over the package folder. Every
 handler is wrapped by ``guarded``: a bad filter is a 400 with its sentence, a database
-not readable yet a 503, a bug a 500 with the details in the log only.
+not readable yet a 503, a client gone in the middle of its form a debug line, a bug a
+500 with the details in the log only.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -76,6 +77,9 @@ class CachedStatic(StaticFiles):
 
 
 def _failure(request: Request, err: Exception) -> Response:
+    if isinstance(err, ClientDisconnect):  # gone while sending a body: nobody to tell
+        log.debug("web.client_gone", path=request.url.path)
+        return Response(status_code=400)
     if isinstance(err, Unavailable):
         return error(request, 503, str(err))
     if isinstance(err, TooLarge):
