@@ -3,8 +3,9 @@
 Handlers receive the Starlette request (the ``WebApp`` is ``web_app(request)``, path
 parameters are already converted); they raise ``UserError`` for a bad filter (shown as
 a 400 page with the sentence) and never build HTML by hand. Handlers that read the
-database are plain functions, which Starlette runs in its bounded thread pool; the two
-that read a form body are coroutines. The live stream is in ``events``.
+database are plain functions, which Starlette runs in its bounded thread pool; ``retry``
+reads a form body, so it is a coroutine. The live stream is in ``events``, login and
+logout in ``login``.
 """
 
 from __future__ import annotations
