@@ -142,3 +142,10 @@ def test_next_keeps_a_path_and_query_on_this_site(token_server: WebServer) -> No
     assert _login(token_server, TOKEN, target).headers["location"] == target
     form = request(token_server.url, "/login?next=" + quote("//evil.example"))
     assert 'name="next" value="/"' in form.text
+
+
+def test_an_oversized_form_is_refused_in_one_sentence(token_server: WebServer) -> None:
+    body = b"token=" + b"x" * (70 * 1024)
+    reply = request(token_server.url, "/login", method="POST", body=body)
+    assert reply.status == 413 and "larger than 64 KiB" in reply.text
+    assert "set-cookie" not in reply.headers
