@@ -5,10 +5,10 @@ pages) around the shared ``WebApp``, ``middleware`` the Host/token checks and se
 headers, ``auth``, ``sessions`` and ``throttle`` who may log in and how often, ``login``
 the login and logout routes, ``pages`` one handler per page, ``events`` the live stream,
 ``daemon_state`` the heartbeat banner, ``queries`` the reads (and the one retry write),
-``media`` the rules for serving pictures, ``metrics`` the Prometheus collector and
-``server`` uvicorn on the socket. Nothing here imports the model, the detector or the
-daemon: the page can run beside a daemon (``serve``) or inside it (``watch`` with an
-``http:`` section).
+``media`` the rules for serving pictures, ``metrics`` the Prometheus collector,
+``server`` uvicorn on the socket and ``protocol`` its HTTP protocol with a deadline for
+the first request. Nothing here imports the model, the detector or the daemon: the page
+can run beside a daemon (``serve``) or inside it (``watch`` with an ``http:`` section).
 
 Names resolve lazily: the daemon config imports ``config`` alone and must not pay for
 Starlette, uvicorn, Jinja2, OpenCV and prometheus-client when no page is served.

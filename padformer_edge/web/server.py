@@ -3,9 +3,12 @@
 The socket is bound here, before uvicorn starts, so a port already in use is one
 sentence at start-up and ``port: 0`` reports the port it got. uvicorn runs the app on
 one event loop: connections wait in a real listen backlog instead of a thread each,
-page handlers run in Starlette's bounded thread pool, a hang-up ends its request quietly,
-and at most ``MAX_CONNECTIONS`` are served at once (beyond that a 503). uvicorn's own
-log lines are kept to warnings; the page logs its events through structlog.
+page handlers run in Starlette's bounded thread pool (40 threads), a hang-up ends its
+request quietly, and a connection that sends no complete request within
+``protocol.HEAD_TIMEOUT_S`` is closed. There is deliberately no cap on connections
+(uvicorn's ``limit_concurrency``): a few hundred idle sockets would then turn every
+operator away with a 503. uvicorn's own log lines are kept to warnings; the page logs its
+events through structlog.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.web.app import WebApp
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
+from padformer_edge.web.protocol import HeadDeadline
 
 log = get_logger("web")
 BACKLOG = 1024
-MAX_CONNECTIONS = 256
 KEEP_ALIVE_S = 5
 GRACEFUL_STOP_S = 3
 START_TIMEOUT_S = 30.0
@@ -60,7 +63,7 @@ class WebServer:
             log_level=logging.WARNING,
             access_log=False,
             backlog=BACKLOG,
-            limit_concurrency=MAX_CONNECTIONS,
+            http=HeadDeadline,
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
             server_header=False,

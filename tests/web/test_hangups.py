@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from padformer_edge.web import WebServer
+from padformer_edge.web import WebServer, protocol
 from tests.web.client import request
 
 
@@ -39,3 +39,19 @@ def test_hang_ups_leave_no_traceback(
     printed = capfd.readouterr()
     assert "Traceback" not in printed.out + printed.err
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
+
+
+def test_a_connection_that_sends_no_request_is_closed(
+    server: WebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half-open connections (nothing, or half a request head) are dropped after the
+    deadline instead of being held for good; the page keeps answering meanwhile."""
+    monkeypatch.setattr(protocol, "HEAD_TIMEOUT_S", 1.0)
+    silent = [socket.create_connection((server.host, server.port), timeout=10) for _ in range(20)]
+    partial = socket.create_connection((server.host, server.port), timeout=10)
+    partial.sendall(b"GET /history HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert request(server.url, "/history").status == 200  # served alongside them
+    for conn in [*silent, partial]:
+        assert conn.recv(1) == b""  # closed by the server (a timeout here fails the test)
+        conn.close()
+    assert request(server.url, "/").status == 200
