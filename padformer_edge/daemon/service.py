@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 
 from sqlalchemy import Engine, text
 
-from padformer_edge import heartbeat
 from padformer_edge.daemon.alerts import AlertDispatcher
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
@@ -31,12 +31,19 @@ from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.log import get_logger
-from padformer_edge.store import migrate_on_start, open_engine, requeue_interrupted
+from padformer_edge.store import (
+    migrate_on_start,
+    open_engine,
+    record_heartbeat,
+    requeue_interrupted,
+)
 from padformer_edge.store.engine import reading
+from padformer_edge.store.models import utc_now
 
 log = get_logger("daemon")
 
 STATUS_EVERY_S = 5.0
+"""How often a healthy daemon reports STATUS= and beats; the beat stores this interval."""
 INTAKE_TICK_S = 0.1
 
 
@@ -48,6 +55,7 @@ class Daemon:
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
         self.layout = resolve_layout(config)
+        self.started_at = utc_now()
 
     def start(self) -> None:
         # Profiles first: a config naming a profile that does not exist (or has no
@@ -171,11 +179,23 @@ class Daemon:
         return 0
 
     def beat(self) -> None:
-        """Leave the heartbeat file the operator's page reports the age of."""
+        """Store the heartbeat in this daemon's own database, where the page reads it.
+
+        Called from the supervising thread and only while ``healthy()``: a beat means the
+        observer, worker, dispatcher and database all answered. It is one short write
+        through the daemon's engine, like intake's and the worker's.
+        """
         try:
-            heartbeat.beat({"pid": os.getpid(), "status": self.status_line()})
-        except OSError as err:  # a read-only state dir costs the page its heartbeat, no more
-            log.warning("daemon.heartbeat_failed", error=str(err))
+            record_heartbeat(
+                self.engine,
+                interval_s=STATUS_EVERY_S,
+                started_at=self.started_at,
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                status=self.status_line(),
+            )
+        except Exception as err:  # a locked or full disk costs the page its beat, no more
+            log.warning("daemon.heartbeat_failed", error=f"{type(err).__name__}: {err}")
 
     def shutdown(self) -> None:
         self.notifier.stopping()

@@ -6,6 +6,7 @@ CLI offers. The names below are the whole public surface.
 """
 
 from padformer_edge.store.engine import open_engine, resolve_url, state_dir
+from padformer_edge.store.heartbeat import Heartbeat, read_heartbeat, record_heartbeat
 from padformer_edge.store.history import (
     Filters,
     GroupStats,
@@ -16,7 +17,7 @@ from padformer_edge.store.history import (
     prune,
     stats,
 )
-from padformer_edge.store.models import Alert, AlertState, Inspection, Status
+from padformer_edge.store.models import Alert, AlertState, DaemonHeartbeat, Inspection, Status
 from padformer_edge.store.queue import (
     AlertRequest,
     DetectionOutcome,
@@ -44,9 +45,11 @@ __all__ = [
     "Alert",
     "AlertRequest",
     "AlertState",
+    "DaemonHeartbeat",
     "DetectionOutcome",
     "Filters",
     "GroupStats",
+    "Heartbeat",
     "Inspection",
     "PruneResult",
     "Status",
@@ -67,6 +70,8 @@ __all__ = [
     "open_checked",
     "open_engine",
     "prune",
+    "read_heartbeat",
+    "record_heartbeat",
     "requeue_interrupted",
     "require_head",
     "resolve_url",

@@ -157,3 +157,23 @@ class Alert(Base):
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     inspection: Mapped[Inspection] = relationship(back_populates="alerts")
+
+
+class DaemonHeartbeat(Base):
+    """The daemon's last sign of life, one row per database (``id`` is always 1).
+
+    It lives in the database the daemon writes, not in a file on the machine, so a page
+    reading this database reports this database's daemon and no other. ``interval_s`` is
+    how often the daemon promises to beat, so a reader can judge staleness without
+    knowing the daemon's settings.
+    """
+
+    __tablename__ = "daemon_heartbeat"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    beat_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    interval_s: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(Text)

@@ -1,50 +1,155 @@
-"""``WebApp``: routes, the checks every request passes, and the engines the pages read.
+"""``WebApp``: the engines, settings and helpers one server shares, and its Starlette app.
 
-Order of checks on every request: the ``Host`` header (loopback binds), the token (when
-one is set), then the route; anything not routed is 404 and anything but GET/HEAD is 405
-except the login form and the authenticated "retry alert". Every response carries a
-strict Content-Security-Policy (scripts and styles from this server only, no inline
-code), ``nosniff`` and no framing.
+Requests pass, in order: the security headers (``middleware.Headers``, on every reply),
+the Host and token checks (``middleware.Gate``), then Starlette's router: an unknown
+path is 404, a known path with another method 405 (GET routes answer HEAD too), the
+static files come from Starlette's ``StaticFiles`` over the package folder. Every
+handler is wrapped by ``guarded``: a bad filter is a 400 with its sentence, a database
+not readable yet a 503, a client gone in the middle of its form a debug line, a bug a
+500 with the details in the log only.
 """
 
 from __future__ import annotations
 
-import re
+import functools
+import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
-from padformer_edge import heartbeat
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store import open_engine
+from padformer_edge.store import open_engine, read_heartbeat
 from padformer_edge.store.schema import open_checked
-from padformer_edge.web import auth, pages
+from padformer_edge.web import events, login, pages
 from padformer_edge.web.config import is_loopback
-from padformer_edge.web.http import HTML, Request, Response, text_response
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.metrics import Metrics
-from padformer_edge.web.render import render
+from padformer_edge.web.middleware import Gate, Headers
+from padformer_edge.web.responses import TooLarge, error
+from padformer_edge.web.sessions import Sessions
+from padformer_edge.web.throttle import LoginThrottle
 
 log = get_logger("web")
-
-SECURITY_HEADERS = [
-    (
-        "Content-Security-Policy",
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-    ),
-    ("X-Content-Type-Options", "nosniff"),
-    ("X-Frame-Options", "DENY"),
-    ("Referrer-Policy", "same-origin"),
-]
-Handler = Callable[..., Response]
+Handler = Callable[[Request], Response | Awaitable[Response]]
 
 
 class Unavailable(UserError):
     """The database cannot be read yet (not created, not migrated): 503, try again."""
+
+
+class RowId(Convertor[int]):
+    """A database id in a path: at most 18 digits, so it always fits a 64-bit integer
+    (a longer one is 404, not an overflow inside the database driver)."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("row_id", RowId())
+
+
+class CachedStatic(StaticFiles):
+    """The package's script and style sheet, cacheable for five minutes."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code == 200:
+            response.headers["Cache-Control"] = "public, max-age=300"
+        return response
+
+
+def _failure(request: Request, err: Exception) -> Response:
+    if isinstance(err, ClientDisconnect):  # gone while sending a body: nobody to tell
+        log.debug("web.client_gone", path=request.url.path)
+        return Response(status_code=400)
+    if isinstance(err, Unavailable):
+        return error(request, 503, str(err))
+    if isinstance(err, TooLarge):
+        return error(request, 413, str(err))
+    if isinstance(err, UserError):
+        return error(request, 400, str(err))
+    log.error("web.error", path=request.url.path, error=f"{type(err).__name__}: {err}",
+              exc_info=err)  # fmt: skip
+    return error(request, 500, "internal error; the server log has details.")
+
+
+def guarded(handler: Handler) -> Handler:
+    """The handler, with a user's mistake or a bug turned into one sentence."""
+    if inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(request: Request) -> Response:
+            try:
+                return await handler(request)  # type: ignore[misc]
+            except Exception as err:
+                return _failure(request, err)
+
+        return run_async
+
+    @functools.wraps(handler)
+    def run(request: Request) -> Response:
+        try:
+            return handler(request)  # type: ignore[return-value]
+        except Exception as err:
+            return _failure(request, err)
+
+    return run
+
+
+def _routes() -> list[BaseRoute]:
+    get: list[tuple[str, Handler]] = [
+        ("/", pages.live),
+        ("/api/live", pages.live_json),
+        ("/api/heartbeat", pages.heartbeat_json),
+        ("/events", events.events),
+        ("/history", pages.history),
+        ("/history.{fmt}", pages.export),
+        ("/inspections/{inspection_id:row_id}", pages.detail),
+        ("/media/{inspection_id:row_id}/{kind}", pages.media),
+        ("/health", pages.health),
+        ("/metrics", pages.metrics),
+        ("/login", login.login_form),
+    ]
+    post: list[tuple[str, Handler]] = [
+        ("/login", login.login),
+        ("/logout", login.logout),
+        ("/alerts/{alert_id:row_id}/retry", pages.retry),
+    ]
+    routes: list[BaseRoute] = [Route(p, guarded(h), methods=["GET"]) for p, h in get]
+    routes += [Route(p, guarded(h), methods=["POST"]) for p, h in post]
+    routes.append(Mount("/static", CachedStatic(packages=[("padformer_edge.web", "static")])))
+    return routes
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's 404 and 405 (no route, wrong method) as this app's one sentence; in
+    the thread pool, since a browser's error page reads the daemon banner."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 405:
+        message = f"{request.method} is not allowed on {request.url.path}."
+    elif status == 404:
+        message = "there is no such page."
+    else:
+        message = str(getattr(exc, "detail", "")) or "request refused."
+    return await run_in_threadpool(error, request, status, message)
 
 
 class WebApp:
@@ -58,37 +163,31 @@ class WebApp:
         token: str | None = None,
         host: str = "127.0.0.1",
         live_cards: int = 24,
-        heartbeat_file: Path | None = None,
+        stale_after_beats: float = 3.0,
         event_interval_s: float = 1.0,
+        throttle: LoginThrottle | None = None,
+        sessions: Sessions | None = None,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
         self.token = token
         self.loopback = is_loopback(host)
         self.live_cards = live_cards
-        self.heartbeat_file = heartbeat_file
+        self.stale_after_beats = stale_after_beats
         self.event_interval_s = event_interval_s
+        self.throttle = throttle or LoginThrottle()
+        self.sessions = sessions or Sessions()
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None
         self._writer: Engine | None = None
         self.metrics = Metrics(self.reader, self.heartbeat_age)
-        self.routes: list[tuple[str, re.Pattern[str], Handler]] = [
-            ("GET", re.compile(r"/"), pages.live),
-            ("GET", re.compile(r"/api/live"), pages.live_json),
-            ("GET", re.compile(r"/events"), pages.events),
-            ("GET", re.compile(r"/history"), pages.history),
-            ("GET", re.compile(r"/history\.(?P<fmt>csv|json)"), pages.export),
-            ("GET", re.compile(r"/inspections/(?P<inspection_id>[0-9]{1,18})"), pages.detail),
-            ("GET", re.compile(r"/media/(?P<inspection_id>[0-9]{1,18})/(?P<kind>image|heatmap)"),
-             pages.media),
-            ("GET", re.compile(r"/health"), pages.health),
-            ("GET", re.compile(r"/metrics"), pages.metrics),
-            ("GET", re.compile(r"/static/(?P<name>[a-z]+\.(?:js|css))"), pages.static),
-            ("GET", re.compile(r"/login"), pages.login_form),
-            ("POST", re.compile(r"/login"), pages.login),
-            ("POST", re.compile(r"/alerts/(?P<alert_id>[0-9]{1,18})/retry"), pages.retry),
-        ]  # fmt: skip
+        self.asgi = Starlette(
+            routes=_routes(),
+            middleware=[Middleware(Headers), Middleware(Gate, web=self)],
+            exception_handlers={HTTPException: _http_error},
+        )
+        self.asgi.state.web = self
 
     # -- the database --------------------------------------------------------------------
     def reader(self) -> Engine:
@@ -109,65 +208,12 @@ class WebApp:
                 self._writer = open_engine(self.db)
             return self._writer
 
-    def heartbeat(self) -> dict | None:
-        return heartbeat.read(self.heartbeat_file)
-
     def heartbeat_age(self) -> float | None:
-        beat = self.heartbeat()
-        return None if beat is None else float(beat["age_s"])
+        """Seconds since this database's daemon last beat (``None``: never), for /metrics."""
+        beat = read_heartbeat(self.reader())
+        return None if beat is None else beat.age_s
 
     def close(self) -> None:
         for engine in (self._reader, self._writer):
             if engine is not None:
                 engine.dispose()
-
-    # -- requests ------------------------------------------------------------------------
-    def authenticated(self, request: Request) -> bool:
-        return self.token is not None and auth.token_matches(
-            auth.presented_token(request), self.token
-        )
-
-    def handle(self, request: Request) -> Response:
-        response = self._route(request)
-        response.headers.extend(SECURITY_HEADERS)
-        if not any(name == "Cache-Control" for name, _ in response.headers):
-            response.headers.append(("Cache-Control", "no-store"))
-        return response
-
-    def _route(self, request: Request) -> Response:
-        if self.loopback and not auth.host_is_local(request):
-            return text_response(421, "this server answers only to 127.0.0.1 or localhost.")
-        public = request.path == "/login" or request.path.startswith("/static/")
-        if self.token is not None and not public and not self.authenticated(request):
-            return pages.unauthorised(self, request)
-        method = "GET" if request.method == "HEAD" else request.method
-        allowed = False
-        for verb, pattern, handler in self.routes:
-            match = pattern.fullmatch(request.path)
-            if match is None:
-                continue
-            if verb != method:
-                allowed = True
-                continue
-            return self._call(handler, request, match.groupdict())
-        if allowed:
-            return text_response(405, f"{request.method} is not allowed on {request.path}.")
-        return self.error_page(request, 404, "there is no such page.")
-
-    def _call(self, handler: Handler, request: Request, params: dict[str, str]) -> Response:
-        args = {k: int(v) if k.endswith("_id") else v for k, v in params.items()}
-        try:
-            return handler(self, request, **args)
-        except Unavailable as err:
-            return self.error_page(request, 503, str(err))
-        except UserError as err:
-            return self.error_page(request, 400, str(err))
-        except Exception:
-            log.exception("web.error", path=request.path)
-            return self.error_page(request, 500, "internal error; the server log has details.")
-
-    def error_page(self, request: Request, status: int, message: str) -> Response:
-        if "text/html" in request.headers.get("accept", ""):
-            body = render("error.html", status=status, message=message, app=self, path=request.path)
-            return Response(status, body, HTML)
-        return text_response(status, message)

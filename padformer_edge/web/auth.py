@@ -1,22 +1,20 @@
-"""Who may see the page: the Host a browser asked for, and the token when one is set.
+"""Who may see the page: the Host a browser asked for, the token, and where to go next.
 
-With a token every request must carry it, as ``Authorization: Bearer TOKEN`` (scripts,
-Prometheus) or as the cookie the login form sets (browsers; ``HttpOnly`` and
-``SameSite=Strict``, so another site can neither read it nor send it along). On a
-loopback bind the ``Host`` header must name this machine too, which defeats DNS
-rebinding: a web page elsewhere cannot make the browser treat this server as its own.
+With a token every request must carry it as ``Authorization: Bearer TOKEN`` (scripts,
+Prometheus) or come from a browser that logged in (``sessions``: a signed random id in
+an ``HttpOnly``, ``SameSite=Strict`` cookie, never the token). On a loopback bind the
+``Host`` header must name this machine too, which defeats DNS rebinding: a web page
+elsewhere cannot make the browser treat this server as its own.
 """
 
 from __future__ import annotations
 
 import hmac
-from http.cookies import SimpleCookie
 from urllib.parse import urlsplit
 
-from padformer_edge.web.config import is_loopback
-from padformer_edge.web.http import Request
+from starlette.requests import HTTPConnection
 
-COOKIE = "padformer_token"
+from padformer_edge.web.config import is_loopback
 
 
 def token_matches(given: str | None, token: str) -> bool:
@@ -24,20 +22,23 @@ def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
-def presented_token(request: Request) -> str | None:
+def bearer_token(request: HTTPConnection) -> str | None:
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
-    return request.cookie(COOKIE)
+    return None
 
 
-def host_is_local(request: Request) -> bool:
+def host_is_local(request: HTTPConnection) -> bool:
     """True when the ``Host`` header names a loopback address or ``localhost``."""
-    host = urlsplit("//" + request.headers.get("host", "")).hostname
+    try:
+        host = urlsplit("//" + request.headers.get("host", "")).hostname
+    except ValueError:  # a malformed bracketed address
+        return False
     return host is not None and is_loopback(host)
 
 
-def same_origin(request: Request) -> bool:
+def same_origin(request: HTTPConnection) -> bool:
     """A browser POST must come from this site's own page (``Origin`` equal to ``Host``)."""
     origin = request.headers.get("origin")
     if origin is None:
@@ -46,17 +47,19 @@ def same_origin(request: Request) -> bool:
     return parts.netloc == request.headers.get("host") and parts.scheme in ("http", "https")
 
 
-def login_cookie(token: str) -> str:
-    jar: SimpleCookie = SimpleCookie()
-    jar[COOKIE] = token
-    jar[COOKIE]["httponly"] = True
-    jar[COOKIE]["samesite"] = "Strict"
-    jar[COOKIE]["path"] = "/"
-    return jar[COOKIE].OutputString()
-
-
 def safe_next(target: str | None) -> str:
-    """Where to go after logging in: a path on this site only, never another host."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Where to go after logging in: a path on this site, else ``/``.
+
+    Refused: anything with a scheme or host (``https://x``, ``//x``), a backslash (some
+    browsers read ``/\\x`` as ``//x``), and any control character or space (a tab or
+    line break is dropped by browsers, turning ``/<TAB>/x`` into ``//x``, and CR/LF in
+    a header would start a new one).
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    if "\\" in target or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in target):
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
         return "/"
     return target

@@ -25,7 +25,10 @@ class HttpConfig(StrictModel):
     """Where the operator's page listens, the token it asks for, and extra file roots.
 
     ``roots`` are folders besides the cameras and the heatmap folder whose files may be
-    shown (images moved elsewhere by a archiving job, for example).
+    shown (images moved elsewhere by a archiving job, for example). ``stale_after_beats``
+    is when every page turns red: the daemon's last heartbeat is older than this many of
+    its heartbeat intervals (3 x 5 s by default), so one late beat is tolerated but a
+    stopped or wedged daemon is shown within seconds.
     """
 
     host: str = "127.0.0.1"
@@ -33,6 +36,7 @@ class HttpConfig(StrictModel):
     token: str | None = Field(None, min_length=MIN_TOKEN_CHARS)
     roots: list[Path] = Field(default_factory=list)
     live_cards: int = Field(24, ge=1, le=200)
+    stale_after_beats: float = Field(3.0, ge=1.5, le=100.0)
 
 
 def is_loopback(host: str) -> bool:

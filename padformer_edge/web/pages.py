@@ -1,7 +1,11 @@
 """One function per route: read through ``queries``, render a template or send data.
 
-Handlers receive the app, the request and the path parameters; they raise ``UserError``
-for a bad filter (shown as a 400 page with the sentence) and never build HTML by hand.
+Handlers receive the Starlette request (the ``WebApp`` is ``web_app(request)``, path
+parameters are already converted); they raise ``UserError`` for a bad filter (shown as
+a 400 page with the sentence) and never build HTML by hand. Handlers that read the
+database are plain functions, which Starlette runs in its bounded thread pool; ``retry``
+reads a form body, so it is a coroutine. The live stream is in ``events``, login and
+logout in ``login``.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
@@ -23,19 +30,8 @@ from padformer_edge.store import Inspection
 from padformer_edge.store.history import COLUMNS
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.web import auth, queries
-from padformer_edge.web.http import (
-    HTML,
-    JSON,
-    Request,
-    Response,
-    json_response,
-    redirect,
-    text_response,
-)
-from padformer_edge.web.render import render, static_files
-
-if TYPE_CHECKING:
-    from padformer_edge.web.app import WebApp
+from padformer_edge.web.daemon_state import daemon_state
+from padformer_edge.web.responses import error, page, read_form, text, web_app
 
 log = get_logger("web")
 # The columns of ``padformer-edge results list``, in its order.
@@ -43,7 +39,6 @@ LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "
                 "detect_ms", "source_path"]  # fmt: skip
 WINDOWS = {"15m": 15, "1h": 60, "6h": 360, "24h": 1440}
 MAX_LIMIT = 500
-KEEPALIVE_S = 15.0
 
 
 def card(row: dict[str, Any]) -> dict[str, Any]:
@@ -64,44 +59,26 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _page(template: str, app: WebApp, request: Request, **context: Any) -> Response:
-    return Response(200, render(template, app=app, path=request.path, **context), HTML)
+def query_of(request: Request) -> dict[str, str]:
+    """The query string as a dict, blank values left out (an empty form field means
+    "any"), the last value of a repeated key winning."""
+    return {k: v for k, v in request.query_params.items() if v}
 
 
-def live(app: WebApp, request: Request) -> Response:
+def live(request: Request) -> Response:
+    app = web_app(request)
     cards = [card(r) for r in queries.newest(app.reader(), app.live_cards)]
-    return _page("live.html", app, request, cards=cards)
+    return page(request, "live.html", cards=cards)
 
 
-def live_json(app: WebApp, request: Request) -> Response:
-    return json_response([card(r) for r in queries.newest(app.reader(), app.live_cards)])
+def live_json(request: Request) -> Response:
+    app = web_app(request)
+    return JSONResponse([card(r) for r in queries.newest(app.reader(), app.live_cards)])
 
 
-def events(app: WebApp, request: Request) -> Response:
-    """Server-sent events: the card list again whenever a card appears or changes verdict."""
-    engine = app.reader()
-
-    def stream() -> Iterator[bytes]:
-        yield b"retry: 2000\n\n"
-        last: list[tuple[int, str]] | None = None
-        quiet = 0.0
-        while not app.stopping.is_set():
-            try:
-                cards = [card(r) for r in queries.newest(engine, app.live_cards)]
-            except Exception as err:  # the browser reconnects; the page must not hang
-                log.error("web.events_failed", error=f"{type(err).__name__}: {err}")
-                return
-            key = [(c["id"], c["verdict"]) for c in cards]
-            if key != last:
-                last, quiet = key, 0.0
-                yield b"event: cards\ndata: " + json.dumps(cards).encode() + b"\n\n"
-            elif quiet >= KEEPALIVE_S:
-                quiet = 0.0
-                yield b": keep-alive\n\n"
-            app.stopping.wait(app.event_interval_s)
-            quiet += app.event_interval_s
-
-    return Response(200, stream(), "text/event-stream")
+def heartbeat_json(request: Request) -> Response:
+    """What the banner on every page polls: the daemon's state as ``base.html`` shows it."""
+    return JSONResponse(daemon_state(web_app(request)).as_json())
 
 
 def history_query(params: dict[str, str]) -> queries.HistoryQuery:
@@ -142,31 +119,34 @@ def _filter_link(params: dict[str, str], **changes: Any) -> str:
     return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 
 
-def history(app: WebApp, request: Request) -> Response:
-    query = history_query(request.query)
+def history(request: Request) -> Response:
+    app, params = web_app(request), query_of(request)
+    query = history_query(params)
     engine = app.reader()
-    page = queries.history_page(engine, query)
-    params = {k: v for k, v in request.query.items() if k != "before"}
-    return _page(
-        "history.html",
-        app,
+    found = queries.history_page(engine, query)
+    kept = {k: v for k, v in params.items() if k != "before"}
+    return page(
         request,
-        rows=page.rows,
+        "history.html",
+        rows=found.rows,
         columns=LIST_COLUMNS,
         verdicts=queries.VERDICTS,
         cameras=queries.distinct_values(engine, "camera"),
         products=queries.distinct_values(engine, "product"),
-        params=request.query,
-        older=_filter_link(params, before=page.older) if page.older is not None else None,
-        export=_filter_link({k: v for k, v in params.items() if k != "limit"}),
+        params=params,
+        older=_filter_link(kept, before=found.older) if found.older is not None else None,
+        export=_filter_link({k: v for k, v in kept.items() if k != "limit"}),
         verdict_of=queries.verdict_of,
     )
 
 
-def export(app: WebApp, request: Request, fmt: str) -> Response:
+def export(request: Request) -> Response:
     """Every row matching the filters (paging ignored), streamed as CSV or a JSON array."""
-    query = history_query({k: v for k, v in request.query.items() if k != "before"})
-    rows = queries.iter_history(app.reader(), query)
+    fmt = request.path_params["fmt"]
+    if fmt not in ("csv", "json"):
+        return error(request, 404, "there is no such page.")
+    query = history_query({k: v for k, v in query_of(request).items() if k != "before"})
+    rows = queries.iter_history(web_app(request).reader(), query)
 
     def as_csv() -> Iterator[bytes]:
         buffer = io.StringIO()
@@ -189,21 +169,22 @@ def export(app: WebApp, request: Request, fmt: str) -> Response:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     disposition = f'attachment; filename="inspections-{stamp}.{fmt}"'
     body = as_csv() if fmt == "csv" else as_json()
-    ctype = "text/csv; charset=utf-8" if fmt == "csv" else JSON
-    return Response(200, body, ctype, [("Content-Disposition", disposition)])
+    ctype = "text/csv; charset=utf-8" if fmt == "csv" else "application/json"
+    return StreamingResponse(body, media_type=ctype,
+                             headers={"Content-Disposition": disposition})  # fmt: skip
 
 
-def detail(app: WebApp, request: Request, inspection_id: int) -> Response:
+def detail(request: Request) -> Response:
+    app, inspection_id = web_app(request), request.path_params["inspection_id"]
     row = queries.get_inspection(app.reader(), inspection_id)
     if row is None:
-        return app.error_page(request, 404, f"there is no inspection {inspection_id}.")
+        return error(request, 404, f"there is no inspection {inspection_id}.")
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
                    for c in COLUMNS})  # fmt: skip
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
-    return _page(
-        "detail.html",
-        app,
+    return page(
         request,
+        "detail.html",
         row=row,
         card=fields,
         normalised=normalised,
@@ -212,7 +193,11 @@ def detail(app: WebApp, request: Request, inspection_id: int) -> Response:
     )
 
 
-def media(app: WebApp, request: Request, inspection_id: int, kind: str) -> Response:
+def media(request: Request) -> Response:
+    app = web_app(request)
+    inspection_id, kind = request.path_params["inspection_id"], request.path_params["kind"]
+    if kind not in ("image", "heatmap"):
+        return error(request, 404, "there is no such page.")
     column = Inspection.source_path if kind == "image" else Inspection.heatmap_path
     with app.reader().connect() as conn:
         recorded = conn.execute(
@@ -220,86 +205,48 @@ def media(app: WebApp, request: Request, inspection_id: int, kind: str) -> Respo
         ).scalar_one_or_none()
     picture = app.media.read(recorded)
     if picture is None:
-        return text_response(404, f"no {kind} can be shown for inspection {inspection_id}.")
-    return Response(200, picture.data, picture.content_type,
-                    [("Cache-Control", "private, max-age=60")])  # fmt: skip
+        return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
+    return Response(picture.data, media_type=picture.content_type,
+                    headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
 
 
-def health(app: WebApp, request: Request) -> Response:
-    window = request.query.get("window", "1h")
+def health(request: Request) -> Response:
+    app = web_app(request)
+    window = query_of(request).get("window", "1h")
     if window not in WINDOWS:
         raise UserError(f"window '{window}' is not one of {', '.join(WINDOWS)}; pick one.")
     minutes = WINDOWS[window]
     since = datetime.now(UTC) - timedelta(minutes=minutes)
     report = queries.health(app.reader(), since, float(minutes))
-    return _page(
-        "health.html",
-        app,
+    return page(
         request,
+        "health.html",
         report=report,
         window=window,
         windows=list(WINDOWS),
-        beat=app.heartbeat(),
         can_retry=app.token is not None,
     )
 
 
-def metrics(app: WebApp, request: Request) -> Response:
-    return Response(200, app.metrics.render(), CONTENT_TYPE_LATEST)
+def metrics(request: Request) -> Response:
+    return Response(web_app(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-def static(app: WebApp, request: Request, name: str) -> Response:
-    found = static_files().get(name)
-    if found is None:
-        return text_response(404, "there is no such file.")
-    data, ctype = found
-    return Response(200, data, ctype, [("Cache-Control", "public, max-age=300")])
-
-
-def unauthorised(app: WebApp, request: Request) -> Response:
-    if "text/html" in request.headers.get("accept", "") and request.method == "GET":
-        body = render("login.html", app=app, path=request.path, failed=False,
-                      next=request.path)  # fmt: skip
-        return Response(401, body, HTML)
-    return Response(
-        401,
-        b"a token is required; send 'Authorization: Bearer TOKEN' or log in at /login.\n",
-        "text/plain; charset=utf-8",
-        [("WWW-Authenticate", 'Bearer realm="padformer-edge"')],
-    )
-
-
-def login_form(app: WebApp, request: Request) -> Response:
-    target = auth.safe_next(request.query.get("next"))
-    return _page("login.html", app, request, failed=False, next=target)
-
-
-def login(app: WebApp, request: Request) -> Response:
-    form = request.form()
-    target = auth.safe_next(form.get("next"))
-    if app.token is None:
-        return redirect(target)
-    if not auth.token_matches(form.get("token"), app.token):
-        body = render("login.html", app=app, path=request.path, failed=True, next=target)
-        return Response(401, body, HTML)
-    response = redirect(target)
-    response.headers.append(("Set-Cookie", auth.login_cookie(app.token)))
-    return response
-
-
-def retry(app: WebApp, request: Request, alert_id: int) -> Response:
+async def retry(request: Request) -> Response:
     """The one write: queue a dead alert again. Needs a token, and the page's own origin."""
+    app, alert_id = web_app(request), request.path_params["alert_id"]
     if app.token is None:
-        return text_response(
+        return text(
             403,
             "retrying alerts needs a token; set http.token or $PADFORMER_EDGE_HTTP_TOKEN "
             "and log in.",
         )
     if not auth.same_origin(request):
-        return text_response(403, "this request did not come from this server's own page.")
-    queries.retry_alert(app.writer(), alert_id)
+        return text(403, "this request did not come from this server's own page.")
+    form = await read_form(request)
+    await run_in_threadpool(queries.retry_alert, app.writer(), alert_id)
     log.info("web.alert_retried", alert=alert_id)
-    target = request.form().get("next")
+    target = form.get("next")
     if target is not None:
-        return redirect(auth.safe_next(target))
-    return json_response({"retried": alert_id})
+        return RedirectResponse(auth.safe_next(target), 303)
+    return JSONResponse({"retried": alert_id})

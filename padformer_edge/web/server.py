@@ -1,85 +1,52 @@
-"""The listening socket: the standard library's threaded HTTP server around ``WebApp``.
+"""The listening socket: uvicorn serving the Starlette app in a background thread.
 
-Why not a framework: the page serves a handful of read-only routes to a few people at a
-line, and the daemon's install should not grow an ASGI stack for that. One thread per
-connection also suits server-sent events, which hold a connection open per viewer.
+The socket is bound here, before uvicorn starts, so a port already in use is one
+sentence at start-up and ``port: 0`` reports the port it got. uvicorn runs the app on
+one event loop: connections wait in a real listen backlog instead of a thread each,
+page handlers run in Starlette's bounded thread pool (40 threads), a hang-up ends its
+request quietly, and a connection that sends no complete request within
+``protocol.HEAD_TIMEOUT_S`` is closed. There is deliberately no cap on connections
+(uvicorn's ``limit_concurrency``): a few hundred idle sockets would then turn every
+operator away with a 503. uvicorn's own log lines are kept to warnings; the page logs its
+events through structlog.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+
+import uvicorn
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.web.app import WebApp
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
-from padformer_edge.web.http import Request, Response, text_response
+from padformer_edge.web.protocol import HeadDeadline
 
 log = get_logger("web")
-MAX_BODY = 64 * 1024
+BACKLOG = 1024
+KEEP_ALIVE_S = 5
+GRACEFUL_STOP_S = 3
+START_TIMEOUT_S = 30.0
 
 
-def _handler_for(app: WebApp) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "padformer-edge"
-        sys_version = ""
-
-        def _dispatch(self) -> None:
-            url = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                self._send(text_response(413, "request body too large."))
-                return
-            body = self.rfile.read(length) if length > 0 else b""
-            request = Request(
-                self.command,
-                url.path,
-                dict(parse_qsl(url.query, keep_blank_values=False)),
-                {k.lower(): v for k, v in self.headers.items()},
-                body,
-            )
-            self._send(app.handle(request))
-
-        do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = do_PATCH = _dispatch
-
-        def _send(self, response: Response) -> None:
-            self.send_response(response.status)
-            self.send_header("Content-Type", response.content_type)
-            for name, value in response.headers:
-                self.send_header(name, value)
-            if response.streaming:
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                try:
-                    for chunk in response.body:  # type: ignore[union-attr]
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the viewer went away
-                finally:
-                    close = getattr(response.body, "close", None)
-                    if close is not None:
-                        close()
-                return
-            body = response.body  # type: ignore[assignment]
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)  # type: ignore[arg-type]
-
-        def log_message(self, fmt: str, *args: object) -> None:
-            log.debug("web.request", line=fmt % args)
-
-    return Handler
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # an open live view must not keep a stopping process alive
-    allow_reuse_address = True
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when the host is an IPv6 address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 class WebServer:
@@ -87,11 +54,21 @@ class WebServer:
 
     def __init__(self, app: WebApp, host: str, port: int) -> None:
         self.app = app
-        server_class = _Server
-        if ":" in host:
-            server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
-        self.httpd = server_class((host, port), _handler_for(app))
-        self.host, self.port = host, self.httpd.server_address[1]
+        self.socket = bind(host, port)
+        self.host, self.port = host, self.socket.getsockname()[1]
+        config = uvicorn.Config(
+            app.asgi,
+            lifespan="off",
+            log_config=None,
+            log_level=logging.WARNING,
+            access_log=False,
+            backlog=BACKLOG,
+            http=HeadDeadline,
+            timeout_keep_alive=KEEP_ALIVE_S,
+            timeout_graceful_shutdown=GRACEFUL_STOP_S,
+            server_header=False,
+        )
+        self.server = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
 
     @property
@@ -100,21 +77,30 @@ class WebServer:
         return f"http://{host}:{self.port}"
 
     def start(self) -> WebServer:
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="web", daemon=True)
+        """Serve in a thread; returns once uvicorn accepts connections."""
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, name="web", daemon=True
+        )
         self.thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the web server did not start; see the log above")
+            time.sleep(0.01)
         log.info("web.listening", url=self.url)
         return self
 
-    def serve_forever(self) -> None:
-        log.info("web.listening", url=self.url)
-        self.httpd.serve_forever()
-
     def stop(self) -> None:
+        """End open event streams, let requests in flight finish, close the socket."""
         self.app.stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.server.should_exit = True
         if self.thread is not None:
-            self.thread.join(5)
+            self.thread.join(GRACEFUL_STOP_S + 5)
+        self.close()
+
+    def close(self) -> None:
+        """Release the socket (also of a server that was never started)."""
+        self.socket.close()
 
 
 def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebServer:
@@ -131,6 +117,7 @@ def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebSer
         token=token,
         host=config.host,
         live_cards=config.live_cards,
+        stale_after_beats=config.stale_after_beats,
     )
     try:
         return WebServer(app, config.host, config.port)

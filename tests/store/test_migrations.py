@@ -25,7 +25,7 @@ from padformer_edge.store.models import Base
 
 from .seed import digest
 
-TABLES = {"inspections", "alerts"}
+TABLES = {"inspections", "alerts", "daemon_heartbeat"}
 
 
 def test_upgrade_empty_to_head_and_downgrade_back(db_url: str) -> None:

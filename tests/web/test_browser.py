@@ -13,13 +13,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from padformer_edge.store import open_engine, record_heartbeat
 from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
 from tests.detect_images import product_image
+from tests.web.conftest import TOKEN
 from tests.web.site import Site
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -130,3 +133,44 @@ def test_the_detail_slider_changes_the_overlay(server: Any, site: Site, page: An
     assert page.inner_text("#opacity-value") == "20%"
     page.fill("#opacity", "100")
     assert page.evaluate(opacity) == "1"
+
+
+def test_the_daemon_banner_turns_red_without_a_reload(server: Any, site: Site, page: Any) -> None:
+    """A history page left open on a line screen: the daemon stops beating, and within
+    one refresh of the page script (5 s) the banner is red, with no reload."""
+    engine = open_engine(site.db)
+    now = datetime.now(UTC)
+    record_heartbeat(engine, interval_s=5.0, started_at=now, pid=1, host="line-pc",
+                     status="backlog 0", now=now)  # fmt: skip
+    page.goto(server.url + "/history")
+    banner = "document.getElementById('daemon-state')"
+    assert "red" not in page.evaluate(f"() => {banner}.className").split()
+    page.evaluate("() => { window.notReloaded = true; }")
+    old = now - timedelta(seconds=60)
+    record_heartbeat(engine, interval_s=5.0, started_at=old, pid=1, host="line-pc",
+                     status="backlog 0", now=old)  # fmt: skip
+    engine.dispose()
+    page.wait_for_function(f"() => {banner}.classList.contains('red')", timeout=12_000)
+    assert "Daemon silent" in page.inner_text("#daemon-state")
+    assert page.evaluate("() => window.notReloaded === true")
+    color = page.evaluate(f"() => getComputedStyle({banner}).backgroundColor")
+    assert color == "rgb(198, 40, 40)"  # #c62828, the red of style.css
+
+
+def test_log_in_and_out_in_a_browser(token_server: Any, page: Any) -> None:
+    """The login form brings the operator back to the page asked for; the cookie the
+    browser holds is not the token; logging out ends the session."""
+    page.goto(token_server.url + "/history?camera=cam-a")
+    page.fill("input[name=token]", TOKEN)
+    page.click("form[action='/login'] button")
+    page.wait_for_url("**/history?camera=cam-a")
+    assert page.locator("#rows").count() == 1
+    cookies = page.context.cookies()
+    assert [c["name"] for c in cookies] == ["padformer_session"]
+    assert TOKEN not in cookies[0]["value"] and cookies[0]["httpOnly"]
+    assert cookies[0]["sameSite"] == "Strict"
+    page.click("#logout")
+    page.wait_for_url("**/login")
+    assert page.context.cookies() == []
+    page.goto(token_server.url + "/history")
+    assert page.locator("form[action='/login']").count() == 1

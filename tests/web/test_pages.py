@@ -19,8 +19,14 @@ import cv2
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
-from padformer_edge import heartbeat
-from padformer_edge.store import DetectionOutcome, claim_batch, complete, enqueue, open_engine
+from padformer_edge.store import (
+    DetectionOutcome,
+    claim_batch,
+    complete,
+    enqueue,
+    open_engine,
+    record_heartbeat,
+)
 from padformer_edge.store.history import COLUMNS, Filters, list_inspections, record
 from padformer_edge.web import WebServer
 from padformer_edge.web.media import MediaRoots
@@ -108,7 +114,11 @@ def test_health_reports_cameras_queue_failures_outbox_and_heartbeat(
     assert "dead: 1" in page and "sent: 1" in page
     assert re.search(r'id="queue-depth">(\d+)<', page).group(1) == str(len(site.hostile))
     assert "never seen" in page
-    heartbeat.beat({"status": "backlog 0"})
+    engine = open_engine(site.db)
+    now = datetime.now(UTC)
+    record_heartbeat(engine, interval_s=5.0, started_at=now, pid=1, host="line-pc",
+                     status="backlog 0")  # fmt: skip
+    engine.dispose()
     page = request(server.url, "/health").text
     assert re.search(r'id="heartbeat-age">[0-9.e-]+ s ago', page)
 

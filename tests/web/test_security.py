@@ -60,7 +60,7 @@ def test_binding_beyond_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("PADFORMER_EDGE_HTTP_TOKEN", TOKEN)
     server = make_server(HttpConfig(host="0.0.0.0", port=0), None, [])
     assert server.app.token == TOKEN
-    server.httpd.server_close()
+    server.close()
     monkeypatch.setenv("PADFORMER_EDGE_HTTP_TOKEN", "short")
     with pytest.raises(UserError, match="shorter than 16"):
         make_server(HttpConfig(port=0), None, [])

@@ -71,7 +71,29 @@ function startSlider(slider) {
   apply();
 }
 
+// The daemon banner on every page: the server renders it, this keeps it current, so a
+// page left open turns red when the daemon stops without anyone reloading it.
+const DAEMON_POLL_MS = 5000;
+
+function startDaemonState(banner) {
+  const refresh = async () => {
+    try {
+      const reply = await fetch("/api/heartbeat", { cache: "no-store" });
+      if (!reply.ok) throw new Error("HTTP " + reply.status);
+      const daemon = await reply.json();
+      banner.textContent = daemon.sentence;
+      banner.className = "daemon daemon-" + daemon.state + (daemon.red ? " red" : "");
+    } catch (err) {
+      banner.textContent = "This page cannot reach its server (" + err.message + "); what it shows may be old.";
+      banner.className = "daemon daemon-unreachable red";
+    }
+  };
+  setInterval(refresh, DAEMON_POLL_MS);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const banner = document.getElementById("daemon-state");
+  if (banner) startDaemonState(banner);
   const cards = document.getElementById("cards");
   if (cards) startLive(cards);
   const slider = document.getElementById("opacity");

@@ -1,0 +1,59 @@
+"""``/events``: the live cards as server-sent events, for as long as a viewer stays.
+
+Starlette's ``StreamingResponse`` sends the stream and ends it when the viewer hangs up
+(no traceback, nothing left running); the database is polled in the thread pool once a
+second, and a new card list is sent only when a card appears or changes verdict, with a
+comment line now and then so proxies and browsers keep the connection. The stream stops
+when the server stops, so a shutdown never waits on an open tab.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from padformer_edge.log import get_logger
+from padformer_edge.web import queries
+from padformer_edge.web.pages import card
+from padformer_edge.web.responses import web_app
+
+log = get_logger("web")
+KEEPALIVE_S = 15.0
+
+
+def events(request: Request) -> Response:
+    """A plain function so the first database open runs in the thread pool (and a
+    missing database is the usual 503 before any stream starts)."""
+    app = web_app(request)
+    engine = app.reader()
+
+    def newest() -> list[dict]:
+        return [card(r) for r in queries.newest(engine, app.live_cards)]
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield b"retry: 2000\n\n"
+        last: list[tuple[int, str]] | None = None
+        quiet = 0.0
+        while not app.stopping.is_set():
+            try:
+                cards = await run_in_threadpool(newest)
+            except Exception as err:  # the browser reconnects; the page must not hang
+                log.error("web.events_failed", error=f"{type(err).__name__}: {err}")
+                return
+            key = [(c["id"], c["verdict"]) for c in cards]
+            if key != last:
+                last, quiet = key, 0.0
+                yield b"event: cards\ndata: " + json.dumps(cards).encode() + b"\n\n"
+            elif quiet >= KEEPALIVE_S:
+                quiet = 0.0
+                yield b": keep-alive\n\n"
+            await anyio.sleep(app.event_interval_s)
+            quiet += app.event_interval_s
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"X-Accel-Buffering": "no"})  # fmt: skip

@@ -1,0 +1,109 @@
+"""What every request passes before any route: the Host check, the token, the headers.
+
+Two plain ASGI middlewares (not ``BaseHTTPMiddleware``, which would buffer the event
+stream): ``Headers`` outermost, so even a refusal carries the strict
+Content-Security-Policy (scripts and styles from this server only, no inline code),
+``nosniff``, no framing and ``Cache-Control: no-store`` unless a route chose otherwise;
+then ``Gate``: on a loopback bind the ``Host`` must name this machine (421), and with a
+token every path but the login form and the static files needs a bearer token or a
+logged-in session (401: the login form for a browser, one sentence for a script).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from padformer_edge.web import auth
+from padformer_edge.web.responses import page, text
+from padformer_edge.web.sessions import COOKIE
+
+if TYPE_CHECKING:
+    from padformer_edge.web.app import WebApp
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+PUBLIC_PREFIXES = ("/static/",)
+PUBLIC_PATHS = ("/login",)
+
+
+class Headers:
+    """Adds the security headers to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+                if "cache-control" not in headers:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class Gate:
+    """Refuses a foreign Host and, with a token, anyone who has not proved it."""
+
+    def __init__(self, app: ASGIApp, web: WebApp) -> None:
+        self.app = app
+        self.web = web
+
+    def _authorised(self, conn: HTTPConnection) -> tuple[bool, bool]:
+        """(may see the page, is a logged-in browser session)."""
+        token = self.web.token
+        if token is None:
+            return True, False
+        if auth.token_matches(auth.bearer_token(conn), token):
+            return True, False
+        session = self.web.sessions.valid(conn.cookies.get(COOKIE))
+        return session, session
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        conn = HTTPConnection(scope)
+        if self.web.loopback and not auth.host_is_local(conn):
+            refused = text(421, "this server answers only to 127.0.0.1 or localhost.")
+            await refused(scope, receive, send)
+            return
+        allowed, session = self._authorised(conn)
+        state = scope.setdefault("state", {})
+        state["authorised"], state["session"] = allowed, session
+        path = scope["path"]
+        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+        if not allowed and not public:
+            await self._refuse(Request(scope, receive))(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refuse(self, request: Request) -> Response:
+        if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+            query = request.url.query
+            target = auth.safe_next(request.url.path + (f"?{query}" if query else ""))
+            return page(request, "login.html", 401, failed=False, wait=None, next=target)
+        return text(
+            401,
+            "a token is required; send 'Authorization: Bearer TOKEN' or log in at /login.",
+            {"WWW-Authenticate": 'Bearer realm="padformer-edge"'},
+        )

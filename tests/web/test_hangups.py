@@ -1,0 +1,57 @@
+"""Clients that go away: a viewer closing the live stream, a browser hanging up on a
+page or an export mid-way, a half-sent request. The server logs no traceback and no
+error for any of them, and still answers afterwards."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+
+import pytest
+
+from padformer_edge.web import WebServer, protocol
+from tests.web.client import request
+
+
+def _hang_up(server: WebServer, raw: bytes, after_s: float = 0.1) -> None:
+    """Send ``raw``, wait, then reset the connection (RST, as a killed browser does)."""
+    conn = socket.create_connection((server.host, server.port), timeout=10)
+    conn.sendall(raw)
+    time.sleep(after_s)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+def test_hang_ups_leave_no_traceback(
+    server: WebServer, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    host = f"Host: 127.0.0.1:{server.port}\r\n"
+    for path in ("/events", "/", "/history", "/history.csv", "/media/1/image"):
+        _hang_up(server, f"GET {path} HTTP/1.1\r\n{host}\r\n".encode())
+        _hang_up(server, f"GET {path} HTTP/1.1\r\n{host}\r\n".encode(), after_s=0.0)
+    _hang_up(server, b"GET /history HTTP/1.1\r\nHo")  # gone in the middle of the headers
+    _hang_up(server, f"POST /login HTTP/1.1\r\n{host}Content-Length: 100\r\n\r\nto".encode())
+    time.sleep(1.5)  # the open streams notice on their next poll
+    assert request(server.url, "/history").status == 200
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.out + printed.err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
+
+
+def test_a_connection_that_sends_no_request_is_closed(
+    server: WebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half-open connections (nothing, or half a request head) are dropped after the
+    deadline instead of being held for good; the page keeps answering meanwhile."""
+    monkeypatch.setattr(protocol, "HEAD_TIMEOUT_S", 1.0)
+    silent = [socket.create_connection((server.host, server.port), timeout=10) for _ in range(20)]
+    partial = socket.create_connection((server.host, server.port), timeout=10)
+    partial.sendall(b"GET /history HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert request(server.url, "/history").status == 200  # served alongside them
+    for conn in [*silent, partial]:
+        assert conn.recv(1) == b""  # closed by the server (a timeout here fails the test)
+        conn.close()
+    assert request(server.url, "/").status == 200
