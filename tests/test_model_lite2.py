@@ -1,4 +1,4 @@
-"""EfficientNet-Lite2 as a token source (issue 30, item 3)."""
+"""EfficientNet-Lite2 as a token source and as PatchCore's backbone (issue 30, item 3)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from padformer_edge.model.config import BACKBONES, EDGE, LITE0_MEAN, LITE0_STD
 from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from tests.detect_images import product_image, with_defect
 from tests.test_model_edge import SMALL_EDGE
+from training.evaluation.patchcore import PatchCoreScorer, parse_config
 
 LITE2 = "efficientnet-lite2"
 LITE2_MODULE = BACKBONES[LITE2].module
@@ -134,9 +135,49 @@ def test_lite2_model_detects_end_to_end_with_the_fused_metric(model):
     assert result.anomaly_map.shape == (80, 120) and np.isfinite(result.score)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2@448 turned lite2", ((2,), 448, True, LITE2)),
+        ("2+3@224 lite2", ((2, 3), 224, False, LITE2)),
+        ("2@448 turned", ((2,), 448, True, "efficientnet-lite0")),
+        ("2+3@224", ((2, 3), 224, False, "efficientnet-lite0")),
+    ],
+)
+def test_patchcore_configurations_parse_and_print_back(text, expected):
+    config = parse_config(text)
+    assert config == expected
+    assert config.text == text
+    assert parse_config(config.text) == config
+
+
+@pytest.mark.parametrize("text", ["2@448 lite2 turned", "2@448 lite3", "2@448 turned turned"])
+def test_patchcore_refuses_a_backbone_word_out_of_place(text):
+    with pytest.raises(UserError, match=r"is not STAGES@SIZE\[ turned\]\[ lite0\|lite2\]"):
+        parse_config(text)
+
+
+def test_patchcore_on_lite2_scores_its_own_bank_zero_and_a_defect_higher():
+    references = [product_image(64, 64, seed=s) for s in range(2)]
+    query = with_defect(product_image(64, 64, seed=0), (20, 20, 12, 12))
+    lite2, lite0 = (PatchCoreScorer(*parse_config(f"2@64{suffix}")) for suffix in (" lite2", ""))
+    assert lite2.name == "PatchCore (EfficientNet-Lite2)"
+    for scorer in (lite2, lite0):
+        scorer.prepare(references)
+    # 2 references x 8 x 8 stride-8 cells; Lite2's block 2 is 48 wide, Lite0's 40
+    assert lite2.bank.shape == (2 * 8 * 8, 48) and lite0.bank.shape == (2 * 8 * 8, 40)
+    own, defect = lite2.score([references[0], query])
+    # the query's cells are the bank's own: zero up to cdist's float32 rounding
+    assert own.score == pytest.approx(0.0, abs=1e-3)
+    assert defect.score > 0.1 and defect.anomaly_map.shape == (64, 64)
+
+
 def test_lite2_without_its_package_is_one_sentence_saying_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, LITE2_MODULE, None)
-    for make in (lambda: build_model("edge", **SMALL_EDGE, token_source=LITE2),):
+    for make in (
+        lambda: build_model("edge", **SMALL_EDGE, token_source=LITE2),
+        lambda: PatchCoreScorer(*parse_config("2@224 turned lite2")),
+    ):
         with pytest.raises(UserError) as caught:
             make()
         message = str(caught.value)
