@@ -42,10 +42,11 @@ def efficientnet_weights_path(name: str) -> Path | None:
     """Where the backbone's package keeps its weights, or None if it is not installed."""
     spec = backbone_spec(name)
     try:
-        model_file = getattr(importlib.import_module(spec.module), spec.model_file)
-    except (ImportError, AttributeError):
+        package = importlib.import_module(spec.module)
+    except ImportError:
         return None
-    path = Path(model_file.get_model_file_path())
+    # an installed package without the class is another version's API: fail loudly
+    path = Path(getattr(package, spec.model_file).get_model_file_path())
     return path if path.is_file() else None
 
 
