@@ -11,7 +11,7 @@ Each child reports the median CPU seconds per call and the minor page faults per
 (``getrusage``): a fault is one page handed back by the kernel, zero-filled, that the
 default allocator had returned a moment before. Ratios compare medians over rounds.
 
-    python benchmarks/allocator.py --write-readme
+    python benchmarks/allocator.py --write-docs
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from benchmarks.common import (
     print_json_line,
     smooth_photo,
     timed,
-    update_readme_section,
+    update_docs_section,
 )
 from padformer_edge.allocator import DISABLE_VARIABLE, retain_freed_memory
 
@@ -116,14 +116,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     if args.child:
         child(args.repeats)
         return
     import torch
 
-    torch.set_num_threads(1)  # as in the children, so the README header says so
+    torch.set_num_threads(1)  # as in the children, so the docs header says so
     runs: dict[bool, list[dict]] = {False: [], True: []}
     for _ in range(args.rounds):
         for tuned in (False, True):
@@ -164,8 +164,8 @@ def main() -> None:
     table = markdown_table(headers, rows)
     print(table)
     print_json_line("allocator", {"rounds": args.rounds, "repeats": args.repeats, **payload})
-    if args.write_readme:
-        update_readme_section("allocator", table)
+    if args.write_docs:
+        update_docs_section("allocator", table)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ Reported: entries written and rows recorded, files lost (no row) or duplicated (
 for one file), good images not ``done`` (failed because of a neighbour, or by the kills),
 hostile entries with the wrong reason, the daemon's peak resident memory (VmHWM of every
 process), and alerts delivered once, more than once or never. Prints a table and one JSON
-line; ``--write-readme`` puts the table into README.
+line; ``--write-docs`` puts the table into the docs.
 
-    python benchmarks/chaos.py [--kills 3] [--burst 12] [--seed 0] [--write-readme]
+    python benchmarks/chaos.py [--kills 3] [--burst 12] [--seed 0] [--write-docs]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from benchmarks.hostile_files import plant
 from tests.daemon.harness import DaemonProcess, encoded, make_site, rows
 from tests.detect_images import product_image
@@ -238,7 +238,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=3, help="SIGKILLs, one per round")
     parser.add_argument("--burst", type=int, default=12, help="good images per round")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         result = run(args.kills, args.burst, args.seed, Path(tmp))
@@ -260,14 +260,14 @@ def main() -> None:
     ]
     table = markdown_table(["metric", "value"], [[label, result[key]] for label, key in labels])
     print(table)
-    if args.write_readme:
+    if args.write_docs:
         note = (
             f"{args.kills} SIGKILLs at random moments during bursts of {args.burst} good images "
             "over 2 camera folders, each burst with one of every hostile entry; the webhook "
             f"receiver went down and came back between rounds; {result['seconds']} s in all. "
             "Tiny random-weight model, threshold 0 (every good image raises an alert)."
         )
-        update_readme_section("chaos-benchmark", f"{table}\n\n{note}")
+        update_docs_section("chaos-benchmark", f"{table}\n\n{note}")
     print_json_line("chaos", {k: v for k, v in result.items() if k != "examples"})
     if any(result["examples"].values()):
         print(json.dumps(result["examples"]), file=sys.stderr)

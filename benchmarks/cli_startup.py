@@ -7,7 +7,7 @@ from ``getrusage``), which other jobs on a shared machine stretch far less than 
 time; the fastest wall time is shown beside it. A probe run of each command records
 whether torch was imported.
 
-    python benchmarks/cli_startup.py [--repeats 5] [--write-readme]
+    python benchmarks/cli_startup.py [--repeats 5] [--write-docs]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.store import open_engine, upgrade
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def imports_torch(args: list[str], env: dict[str, str], work: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -118,7 +118,7 @@ def main() -> None:
         rows,
     )  # fmt: skip
     print(table)
-    if args.write_readme:
+    if args.write_docs:
         note = (
             f"Median of {args.repeats} fresh processes after a warm-up; CPU time is the "
             "child's user + system time, the figure to compare: wall time also counts the "
@@ -127,7 +127,7 @@ def main() -> None:
             "for typer, rich, SQLAlchemy and Alembic, never for torch. The mistyped "
             "`--model` path is reported (status 2) before torch is imported."
         )
-        update_readme_section("cli-startup", f"{table}\n\n{note}")
+        update_docs_section("cli-startup", f"{table}\n\n{note}")
     print_json_line(
         "cli_startup",
         {

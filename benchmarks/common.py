@@ -1,14 +1,19 @@
-"""Helpers every benchmark shares: a markdown table, one JSON line, and README sections.
+"""Helpers every benchmark shares: a markdown table, one JSON line, and docs blocks.
 
-Numbers in README are never typed by hand: a benchmark run with ``--write-readme``
-replaces the block between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` with the
-table it just measured, together with the command that produced it.
+Numbers in the documentation are never typed by hand: a benchmark run with
+``--write-docs`` replaces the block between ``<!-- BEGIN name -->`` and
+``<!-- END name -->`` with the table it just measured, together with the command that
+produced it, the machine and the date. Blocks live in ``docs/benchmarks.md`` (one current
+table per benchmark) or ``docs/research.md`` (the findings that explain the design); a
+block found in neither is added at the end of ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import platform
 import re
 import shlex
@@ -22,7 +27,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS_PAGE = REPO / "docs" / "benchmarks.md"
+RESEARCH_PAGE = REPO / "docs" / "research.md"
+DOC_PAGES = (BENCHMARKS_PAGE, RESEARCH_PAGE)
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -40,8 +48,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 def machine_summary() -> str:
     """One line describing where the numbers were measured."""
-    import os
-
     try:
         import torch
 
@@ -73,7 +79,7 @@ def add_episode_arguments(
 ) -> None:
     """The options of a benchmark that scores renders with the evaluation protocol:
     which objects, shots, images per label, the reference draw's seed, torch threads,
-    and the README block it writes. One place, so that every such benchmark reads its
+    and the docs block it writes. One place, so that every such benchmark reads its
     sample the same way."""
     parser.add_argument(
         "--class",
@@ -87,8 +93,8 @@ def add_episode_arguments(
     parser.add_argument("--max-per-label", type=int, default=max_per_label)
     parser.add_argument("--seed", type=int, default=0, help="The reference draw's seed.")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--section", default=section, help="The README block to write.")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--section", default=section, help="The docs block to write.")
+    parser.add_argument("--write-docs", action="store_true")
 
 
 def print_json_line(name: str, payload: dict[str, Any]) -> None:
@@ -96,24 +102,53 @@ def print_json_line(name: str, payload: dict[str, Any]) -> None:
     print(json.dumps({"benchmark": name, **payload}, sort_keys=True))
 
 
-def update_readme_section(
-    name: str, body: str, command: str | None = None, machine: str | None = None
-) -> None:
-    """Replace the README block named ``name`` with ``body`` (and the command that made it).
+def portable_command(command: str) -> str:
+    """``command`` with this machine's folders left out: the repository root and the
+    working folder become relative paths and the home folder ``~``, so that a docs block
+    names no path that exists only here."""
+    for folder, replacement in ((str(REPO), ""), (os.getcwd(), ""), (str(Path.home()), "~/")):
+        if folder not in ("", "/"):
+            command = command.replace(folder + "/", replacement)
+    return command
+
+
+def docs_block(
+    name: str, body: str, command: str, machine: str, date: datetime.date | None = None
+) -> str:
+    """The text of the docs block ``name``: markers, where and when it was measured, body."""
+    when = (date or datetime.datetime.now(datetime.UTC).date()).isoformat()
+    return (
+        f"<!-- BEGIN {name} -->\nMeasured with `{command}` on {machine}, {when}:\n\n"
+        f"{body}\n<!-- END {name} -->"
+    )
+
+
+def update_docs_section(
+    name: str,
+    body: str,
+    command: str | None = None,
+    machine: str | None = None,
+    pages: Sequence[Path] = DOC_PAGES,
+) -> Path:
+    """Replace the docs block named ``name`` with ``body`` (and the command that made it,
+    the machine and today's date) in whichever of ``pages`` holds it, else add it at the
+    end of the first page. Returns the page written.
 
     ``machine`` names where the figures were measured when that is not this machine (a
     lent GPU whose results are rendered here from a saved file)."""
-    command = command or "python " + shlex.join(sys.argv)
-    text = README.read_text(encoding="utf-8")
+    command = portable_command(command or "python " + shlex.join(sys.argv))
+    block = docs_block(name, body, command, machine or machine_summary())
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    where = machine or machine_summary()
-    block = f"{begin}\nMeasured with `{command}` on {where}:\n\n{body}\n{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: block, text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    README.write_text(text, encoding="utf-8")
+    for page in pages:
+        text = page.read_text(encoding="utf-8") if page.exists() else ""
+        if pattern.search(text):
+            page.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+            return page
+    page = pages[0]
+    text = page.read_text(encoding="utf-8") if page.exists() else ""
+    page.write_text(text.rstrip("\n") + "\n\n" + block + "\n", encoding="utf-8")
+    return page
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:

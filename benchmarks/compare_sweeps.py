@@ -11,7 +11,7 @@ whole sweep or one lucky row. The first ``--run`` is the one the others are comp
     python benchmarks/compare_sweeps.py \
         --run "192 px=benchmarks/sweeps/sweep-192px.json#edge fused, 6000 steps" \
         --run "256 px=benchmarks/sweeps/sweep-edge256.json#edge fused, 1500 steps after ..." \
-        --section grid-size --write-readme
+        --section grid-size --write-docs
 
 ``--curve`` reads each run along the nearest-reference weight instead: per weight, the
 best image AUROC and the best AUPRO any setting with that weight reaches. A curve that
@@ -22,7 +22,7 @@ that scored more weights on the same images extends the product's sweep):
     python benchmarks/compare_sweeps.py --curve \
         --run "edge=benchmarks/validation.json#edge fused, 6000 steps" \
         --run "edge=benchmarks/sweeps/sweep-weights-edge-360.json#edge fused, 6000 steps" \
-        --section reference-weight-curve --write-readme
+        --section reference-weight-curve --write-docs
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from benchmarks.tune_validation import best, best_map, setting_of
 from padformer_edge.errors import UserError
 from training.evaluation.report import fmt
@@ -245,8 +245,8 @@ def main() -> None:
     parser.add_argument(
         "--curve", action="store_true", help="Each run's best figures per reference weight."
     )
-    parser.add_argument("--section", default="sweep-comparison", help="README block to write")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--section", default="sweep-comparison", help="docs block to write")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     try:
         sweeps = merged([parse_run(spec) for spec in args.run])
@@ -255,8 +255,8 @@ def main() -> None:
         sys.exit(f"error: {err}")
     print(table)
     print_json_line("compare_sweeps", payload)
-    if args.write_readme:
-        update_readme_section(args.section, table)
+    if args.write_docs:
+        update_docs_section(args.section, table)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ cameras would, and waits until every row is done. It reports
 Weights are random (detection cost does not depend on them); the profile is made with
 the profiles API. Example:
 
-    python benchmarks/daemon_throughput.py --preset small --images 48 --write-readme
+    python benchmarks/daemon_throughput.py --preset small --images 48 --write-docs
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
@@ -203,7 +203,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256, help="camera image side in pixels")
     parser.add_argument("--batch", type=int, default=4, help="the worker's max_batch")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -271,8 +271,8 @@ def main() -> None:
             "rss_growth_mib_per_1000_images": growth,
         },
     )
-    if args.write_readme:
-        update_readme_section("daemon-throughput", f"{table}\n\n{summary}")
+    if args.write_docs:
+        update_docs_section("daemon-throughput", f"{table}\n\n{summary}")
 
 
 if __name__ == "__main__":

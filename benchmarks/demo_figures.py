@@ -2,8 +2,8 @@
 process, its wall time from start to exit, and the figures it prints (defective parts
 flagged, false alarms on good parts), checked against the result database it leaves.
 
-Prints a markdown table and one JSON line; with --write-readme the table replaces the
-`demo-figures` block of README.md (`demo-figures-train` with --train). The demo's seed is
+Prints a markdown table and one JSON line; with --write-docs the table replaces the
+`demo-figures` docs block (`demo-figures-train` with --train). The demo's seed is
 fixed, so the figures are those of this model on this machine.
 
 With ``--shots N`` (repeatable) the demo runs once per value, its profile keeping N
@@ -16,7 +16,7 @@ than PADFormer, the demo's misses are the task's difficulty (views far from ever
 reference), not only the model's.
 
     python benchmarks/demo_figures.py [--train] [--quick] [--shots N ...] [--no-baseline]
-        [--write-readme]
+        [--write-docs]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATION = REPO / "benchmarks" / "validation.json"
@@ -159,7 +159,7 @@ def main() -> None:
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the PatchCore rows on the same images"
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     common = ["--train"] * args.train + ["--quick"] * args.quick
     shots = [[]] if args.shots is None else [["--shots", str(n)] for n in args.shots]
@@ -189,10 +189,10 @@ def main() -> None:
                 },
             },
         )
-    if args.write_readme:
+    if args.write_docs:
         load = os.getloadavg()[0]
         note = f"\n\n1-minute load average {load:.2f} at the end on {os.cpu_count()} cores."
-        update_readme_section("demo-figures" + "-train" * args.train, table + note)
+        update_docs_section("demo-figures" + "-train" * args.train, table + note)
 
 
 if __name__ == "__main__":

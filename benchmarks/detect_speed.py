@@ -17,7 +17,7 @@ the script checks that before it reports a speed-up.
 Times are CPU seconds of this process (see ``timed``), so other jobs on a shared machine
 move them little.
 
-    python benchmarks/detect_speed.py --preset small --write-readme
+    python benchmarks/detect_speed.py --preset small --write-docs
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from benchmarks.common import (
     print_json_line,
     smooth_photo,
     timed,
-    update_readme_section,
+    update_docs_section,
 )
 from padformer_edge.detect import Detector
 from padformer_edge.detect.scoring import score_query
@@ -102,7 +102,7 @@ def main() -> None:
         default=1,
         help="torch threads; 1 keeps numbers stable on a shared machine",
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -195,8 +195,8 @@ def main() -> None:
             **versus_patchcore,
         },
     )
-    if args.write_readme:
-        update_readme_section(section, f"{table}\n\n{summary}")
+    if args.write_docs:
+        update_docs_section(section, f"{table}\n\n{summary}")
 
 
 if __name__ == "__main__":

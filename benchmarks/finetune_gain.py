@@ -6,10 +6,10 @@ give it: no defects, no masks), and scores the part's test views with both model
 same 4-shot episodes (same references, same masks, same seed), each with its shipped
 fused scoring and with the reconstruction alone. Prints a markdown table (image AUROC,
 pixel AUROC, AUPRO; before and after) and one JSON line; with
---write-readme the table replaces the `finetune-gain` block of README.md.
+--write-docs the table replaces the `finetune-gain` docs block.
 
     python benchmarks/finetune_gain.py [--generic PATH] [--part builtin:duck] \
-        [--train-views 60] [--epochs 2] [--write-readme]
+        [--train-views 60] [--epochs 2] [--write-docs]
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
-from benchmarks.reference_use import reconstruction_only
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.log import configure_logging
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -37,6 +36,7 @@ from training.config import TrainConfig
 from training.data.layouts import index_dataset
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.scorers import PADFormerScorer
+from training.evaluation.simple_rows import reconstruction_only
 from training.synth import ViewCounts, render_dataset
 from training.trainer import run_training
 
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     configure_logging("json", "WARNING")  # stdout: the table and the JSON line only
     torch.set_num_threads(args.threads)
@@ -147,8 +147,8 @@ def main() -> None:
             **figures,
         },
     )
-    if args.write_readme:
-        update_readme_section("finetune-gain", table + note)
+    if args.write_docs:
+        update_docs_section("finetune-gain", table + note)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ computing with zeros. It frees about 18 MiB for more data or starting weights; P
 and the perceptual loss need ``full`` (the default).
 
     python benchmarks/gpu_bundle.py pack --out .gpu/bundle --wheels .gpu/whl \
-        --data synth224-s0=/work/runs/data/synth224-s0 --data generic=/work/runs/data/generic
-    python3 benchmarks/gpu_bundle.py unpack --bundle .gpu/bundle --to /tmp/gpu
+        --data synth224-s0=data/synth224-s0 --data generic=data/generic
+    python3 benchmarks/gpu_bundle.py unpack --bundle .gpu/bundle --to .gpu/work
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-# Shared by the prepared GPU scripts (gpu_session.sh, gpu_more.sh): sourced, not run,
+# Shared by the prepared GPU script (gpu_session.sh): sourced, not run,
 # after the script has set its DEADLINE. The rest comes from the environment or defaults.
 OUT=${OUT:?OUT names the folder whose files come back}
 BUNDLE=${BUNDLE:-.gpu/bundle}
-WORK=${WORK:-/tmp/gpu}
+WORK=${WORK:-.gpu/work}  # the unpacked bundle, recipes and runs, inside the checkout
 DEVICE=${DEVICE:-cuda}
 
 # Unpack the bundle into $WORK, log everything to $OUT/session.log, put the unpacked

@@ -6,10 +6,10 @@ milliseconds with the GPU synchronised before the clock stops (the median of the
 repeats after warm-up calls); weights are random, which does not change the work.
 
 It runs where a GPU is (``benchmarks/gpu_session.sh``) and saves its rows as JSON; the
-README block is written here from that file, so no figure is typed by hand:
+docs block is written here from that file, so no figure is typed by hand:
 
     python3 benchmarks/gpu_detect_speed.py --json-out $OUT/gpu_detect_speed.json
-    python benchmarks/gpu_detect_speed.py --from-json gpu_detect_speed.json --write-readme
+    python benchmarks/gpu_detect_speed.py --from-json gpu_detect_speed.json --write-docs
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 
 HEADERS = ["preset", "input px", "precision", "ms per image", "images/s"]
 
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="cpu only to dry-run this script")
     parser.add_argument("--json-out", type=Path, help="save the measured rows here")
     parser.add_argument("--from-json", type=Path, help="render a saved run instead")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     if args.from_json:
         payload = json.loads(args.from_json.read_text())
@@ -115,10 +115,10 @@ def main() -> None:
     print()
     print(summary)
     print_json_line("gpu_detect_speed", payload)
-    if args.write_readme:
+    if args.write_docs:
         command = "python " + " ".join(sys.argv)
         machine = f"{payload['device']} (a lent GPU machine)"
-        update_readme_section("gpu_detect_speed", f"{table}\n\n{summary}", command, machine)
+        update_docs_section("gpu_detect_speed", f"{table}\n\n{summary}", command, machine)
 
 
 if __name__ == "__main__":

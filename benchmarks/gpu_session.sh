@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one prepared run for a lent GPU machine (see README, "GPU rows"). Three trainings
+# The one prepared run for a lent GPU machine (see docs/training.md, "Training on a lent GPU"). Three trainings
 # share the GPU at once: the edge recipe with ten times its steps (the GPU run), the
 # same with three times (so that training length is chosen on the validation render, not
 # assumed), and the generic model's recipe with ten times its steps. Then the paper and

@@ -3,11 +3,11 @@
 ``padformer-edge train`` logs ``stage_started`` / ``stage_finished`` / ``interrupted`` /
 ``train_finished`` events as JSON lines; this script turns the logs that
 ``benchmarks/gpu_session.sh`` brought back into one table (steps, seconds, samples/s per
-stage, and where a run was stopped), so README's GPU rows are never typed by hand. A run
+stage, and where a run was stopped), so the docs' GPU rows are never typed by hand. A run
 continued with ``--resume`` passes both logs, in order.
 
     python benchmarks/gpu_training_report.py --machine "NVIDIA H200" \
-        --run edge-gpu=runs/gpu/edge-gpu.log,runs/gpu/edge-gpu-resume.log --write-readme
+        --run edge-gpu=runs/gpu/edge-gpu.log,runs/gpu/edge-gpu-resume.log --write-docs
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 
 HEADERS = ["run", "stage", "steps", "seconds", "samples/s", "first loss", "last loss"]
 
@@ -93,9 +93,9 @@ def main() -> None:
     parser.add_argument("--run", action="append", required=True, help="NAME=LOG[,LOG...]")
     parser.add_argument("--machine", required=True, help="the card the runs trained on")
     parser.add_argument(
-        "--section", default="gpu-training", help="README block (one per GPU session)"
+        "--section", default="gpu-training", help="docs block (one per GPU session)"
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     rows, payload = [], {}
     for spec in args.run:
@@ -106,9 +106,9 @@ def main() -> None:
     table = markdown_table(HEADERS, rows)
     print(table)
     print_json_line("gpu_training", {"machine": args.machine, "runs": payload})
-    if args.write_readme:
+    if args.write_docs:
         machine = f"{args.machine} (a lent GPU machine)"
-        update_readme_section(args.section, table, machine=machine)
+        update_docs_section(args.section, table, machine=machine)
 
 
 if __name__ == "__main__":

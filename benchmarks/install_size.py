@@ -6,9 +6,9 @@ itself, triton and the ``nvidia-*`` / ``cuda-*`` libraries the CUDA wheel pulls 
 sizes of the files its RECORD lists are summed, so the table counts what pip installed and
 nothing else in the folder.
 
-    pip install --no-deps --target /tmp/cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
+    pip install --no-deps --target cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
     python benchmarks/install_size.py --site "CUDA (default)=.venv/lib/python3.11/site-packages" \
-        --site "CPU-only=/tmp/cpu-torch" --write-readme
+        --site "CPU-only=cpu-torch" --write-docs
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 
 TORCH_STACK_NAMES = ("torch", "triton")
 TORCH_STACK_PREFIXES = ("nvidia-", "nvidia_", "cuda-", "cuda_")
@@ -51,7 +51,7 @@ def stack_sizes(site: Path) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", action="append", required=True, help="LABEL=PATH")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     rows, payload = [], {}
     for spec in args.site:
@@ -75,8 +75,8 @@ def main() -> None:
     )
     print(table + "\n\n" + summary)
     print_json_line("install_size", payload)
-    if args.write_readme:
-        update_readme_section("install-size", f"{table}\n\n{summary}")
+    if args.write_docs:
+        update_docs_section("install-size", f"{table}\n\n{summary}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Keep a GPU run's weights in the repository: a float16 copy, and what the rounding cost.
 
-A lent GPU machine is bare each time and the development machine can be replaced, so the
-weights a README table was measured on are kept in ``benchmarks/models/`` (the first edge
+A lent GPU machine is bare each time and a workstation can be replaced, so the
+weights a docs table was measured on are kept in ``benchmarks/models/`` (the first edge
 model was lost because they were not). Float16 halves the file; this says, per file, how
 far the rounding moved the weights (the largest change of any tensor relative to that
 tensor's largest value) and checks that the copy loads with the same config and metadata.
 
-    python benchmarks/keep_weights.py /work/runs/gpu5/edge-gpu.safetensors \\
-        --out benchmarks/models --write-readme
+    python benchmarks/keep_weights.py runs/gpu/edge-gpu.safetensors \\
+        --out benchmarks/models --write-docs
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from benchmarks.common import (
     markdown_table,
     parse_and_run,
     print_json_line,
-    update_readme_section,
+    update_docs_section,
 )
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
@@ -82,17 +82,17 @@ def run(args: argparse.Namespace) -> None:
     )
     print(table)
     print_json_line("keep_weights", {"kept": kept})
-    if args.write_readme:
-        update_readme_section(args.section, table)
+    if args.write_docs:
+        update_docs_section(args.section, table)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", type=Path, nargs="+", help="The GPU's float32 files.")
     parser.add_argument("--out", type=Path, required=True, help="Folder for the copies.")
-    parser.add_argument("--section", default="kept-weights", help="README block to fill.")
+    parser.add_argument("--section", default="kept-weights", help="docs block to fill.")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 

@@ -5,12 +5,12 @@ with. A model inspecting parts it never saw might do better copying more from it
 references and less from the query's own visible context, so this scores one checkpoint
 with its own default metric (the product's detection, readouts included) at several mask
 ratios on the same 4-shot episodes of a validation render, and prints a table and one JSON
-line (--write-readme puts the table in README's ``mask-ratio`` block). It is a question
+line (--write-docs puts the table in the docs' ``mask-ratio`` block). It is a question
 for the validation render: a ratio chosen here would be a detection setting like the
 readouts.
 
     python benchmarks/mask_ratio.py --model padformer_edge/models/generic.safetensors \
-        --data data/synth224-s1 --class duck --class lego --max-per-label 30 --write-readme
+        --data data/synth224-s1 --class duck --class lego --max-per-label 30 --write-docs
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--ratio", type=float, action="append", help=f"default {RATIOS}")
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model, _ = load_checkpoint(args.model)
@@ -69,8 +69,8 @@ def main() -> None:
     print_json_line(
         "mask_ratio", {"images": images, "figures": {str(r): v for r, v in figures.items()}}
     )
-    if args.write_readme:
-        update_readme_section("mask-ratio", f"{table}\n\n{summary}")
+    if args.write_docs:
+        update_docs_section("mask-ratio", f"{table}\n\n{summary}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""The shipped generic model's card as a README table, read from the card file itself.
+"""The shipped generic model's card as a docs table, read from the card file itself.
 
 The card (``padformer_edge/models/generic.json``) is written by ``padformer_edge.models.ship``
-from the checkpoint's own metadata; this prints it as markdown and, with --write-readme,
-puts it in the ``generic-model-card`` block, so README cannot disagree with the file the
+from the checkpoint's own metadata; this prints it as markdown and, with --write-docs,
+puts it in the ``generic-model-card`` block, so the docs cannot disagree with the file the
 locator checks.
 
-    python benchmarks/model_card.py --write-readme
+    python benchmarks/model_card.py --write-docs
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.models import CARD_NAME, package_folder
 
 
@@ -75,20 +75,20 @@ def card_rows(card: dict) -> list[list[str]]:
         ["machine", card["machine"]],
         ["file", f"{card['size_bytes'] / 1e6:.1f} MB, {card['storage']}"],
         ["sha256", f"`{card['sha256']}`"],
-        ["quality", "the unseen-object table under 'Quality benchmark' (4-shot, held-out parts)"],
+        ["quality", f"{card['quality']} (4-shot, held-out parts)"],
     ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     card = json.loads((package_folder() / CARD_NAME).read_text(encoding="utf-8"))
     table = markdown_table(["field", "value"], card_rows(card))
     print(table)
     print_json_line("model_card", card)
-    if args.write_readme:
-        update_readme_section("generic-model-card", table)
+    if args.write_docs:
+        update_docs_section("generic-model-card", table)
 
 
 if __name__ == "__main__":

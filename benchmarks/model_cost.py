@@ -15,7 +15,7 @@ drops its 1x1 channel reduction before the STN localisation convolution.
 Times are this process's CPU milliseconds (summed over ``--threads`` threads, median of
 ``--repeats`` calls); the JSON line adds the fastest wall-clock time of each.
 
-    PYTHONPATH=. python -m benchmarks.model_cost [--presets paper small edge] [--write-readme]
+    PYTHONPATH=. python -m benchmarks.model_cost [--presets paper small edge] [--write-docs]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from benchmarks.common import (
     markdown_table,
     print_json_line,
     timed,
-    update_readme_section,
+    update_docs_section,
 )
 from padformer_edge.model import build_model
 
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--refs", nargs="+", type=int, default=[2, 4, 10])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -89,9 +89,9 @@ def main() -> None:
     table = markdown_table(headers, rows)
     print(table)
     print_json_line("model_cost", {"threads": args.threads, "results": results})
-    if args.write_readme:
+    if args.write_docs:
         command = "python -m benchmarks.model_cost " + " ".join(sys.argv[1:])
-        update_readme_section("model-cost", table, command.strip())
+        update_docs_section("model-cost", table, command.strip())
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ references, then times, as CPU seconds of this process (median of ``--repeats``)
 Both detectors must give the same score bits for a query, which the script checks before
 it reports anything. Weights are random: the cost of encoding does not depend on them.
 
-    python benchmarks/profile_startup.py --preset paper --write-readme
+    python benchmarks/profile_startup.py --preset paper --write-docs
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.service import load_references
 from padformer_edge.detect.settings import DetectionSettings
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--references", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -121,8 +121,8 @@ def main() -> None:
     print(table)
     print()
     print(note)
-    if args.write_readme:
-        update_readme_section("profile_startup", f"{table}\n\n{note}")
+    if args.write_docs:
+        update_docs_section("profile_startup", f"{table}\n\n{note}")
     print_json_line(
         "profile_startup",
         {"preset": args.preset, "references": args.references, "threads": args.threads,

@@ -25,7 +25,7 @@ keeps the whole comparison to a few minutes of a 2-core CPU. The images and refe
 are fixed before any method runs; nothing is tuned on them.
 
     python benchmarks/quality.py --checkpoint runs/small-synth/model.safetensors \
-        --data data/synth --write-readme
+        --data data/synth --write-docs
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.config import load_config
 from padformer_edge.detect.scoring import default_metric
 from padformer_edge.detect.settings import DetectionSettings
@@ -63,6 +63,7 @@ from training.evaluation.protocol import (
 from training.evaluation.refdiff import ReferenceDifferenceScorer
 from training.evaluation.report import fmt
 from training.evaluation.scorers import PADFormerScorer, Scorer
+from training.evaluation.simple_rows import simple_rows
 from training.evaluation.uncertainty import MarginInterval, image_auroc_margin
 
 BUILTINS = ("duck", "soccerball", "teddy", "bunny", "mug", "lego")
@@ -161,19 +162,35 @@ def main_label(model) -> str:
     return f"PADFormer {model.preset_name} ({default_metric(model)}, 15 passes)"
 
 
-def padformer_row(label: str, model, seed: int, **options) -> tuple[str, Scorer]:
+def detection(args: argparse.Namespace) -> DetectionSettings:
+    """The PADFormer rows' detection settings before each row's own options."""
+    return DetectionSettings(seed=args.seed, device="cpu", mask_ratio=args.mask_ratio)
+
+
+def padformer_row(label: str, model, base: DetectionSettings, **options) -> tuple[str, Scorer]:
     """One PADFormer row of any table: the model on the CPU with these detection options."""
-    settings = DetectionSettings(seed=seed, device="cpu", **options)
-    return label, PADFormerScorer(model, label, settings)
+    return label, PADFormerScorer(model, label, base.replace(**options))
+
+
+def simple(label: str, model, base: DetectionSettings) -> list[tuple[str, Scorer]]:
+    """The reconstruction-alone and distance-alone rows of ``label``'s model."""
+    return [
+        padformer_row(row, net, base, **options) for row, net, options in simple_rows(label, model)
+    ]
 
 
 def methods(args: argparse.Namespace, model, ablations: dict[str, Path]):
     """(label, scorer) in table order; PADFormer variants share one set of weights."""
 
     def padformer(label: str, net=model, **options) -> tuple[str, Scorer]:
-        return padformer_row(label, net, args.seed, **options)
+        return padformer_row(label, net, detection(args), **options)
 
-    rows: list[tuple[str, Scorer]] = [padformer(main_label(model)), *baselines()]
+    main = main_label(model)
+    rows: list[tuple[str, Scorer]] = [
+        padformer(main),
+        *simple(main, model, detection(args)),
+        *baselines(),
+    ]
     for name, path in ablations.items():
         rows.append(
             padformer(f"PADFormer {name.replace('_', ' ')} (trained)", ablation_model(name, path))
@@ -217,35 +234,41 @@ def main() -> None:
     parser.add_argument(
         "--unseen-only",
         action="store_true",
-        help="Only the unseen-object table (its own README section), not the main one.",
+        help="Only the unseen-object table (its own docs block), not the main one.",
     )
     parser.add_argument(
         "--ablations-only",
         action="store_true",
-        help="Only the checkpoint and its --ablation models (their own README section).",
+        help="Only the checkpoint and its --ablation models (their own docs block).",
     )
     parser.add_argument(
         "--headline-only",
         action="store_true",
         help="Only the checkpoint's default row and the baselines, with the bootstrap "
-        "interval of its margin over the validated PatchCore (its own README section); "
+        "interval of its margin over the validated PatchCore (its own docs block); "
         "cheap enough to run on more images per label than the main table.",
     )
     parser.add_argument("--shots", type=int, default=4)
     parser.add_argument("--max-per-label", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mask-ratio",
+        type=float,
+        default=DetectionSettings().mask_ratio,
+        help="Share of patches each PADFormer pass hides.",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--section",
-        help="README block to fill instead of the table's own (e.g. a second ablation table).",
+        help="docs block to fill instead of the table's own (e.g. a second ablation table).",
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 
 def run(args: argparse.Namespace) -> None:
     data = args.data or render_builtins(args.work / "data")
-    # the side tables: each its own JSON line name and README section
+    # the side tables: each its own JSON line name and docs block
     for wanted, table, name in (
         (args.unseen_only, unseen_table, "unseen"),
         (args.ablations_only, ablation_table, "ablations"),
@@ -258,8 +281,8 @@ def run(args: argparse.Namespace) -> None:
             body, payload = table(args, data, options)
             print(body)
             print_json_line(f"quality_{name}", payload)
-            if args.write_readme:
-                update_readme_section(args.section or f"quality-{name}", body)
+            if args.write_docs:
+                update_docs_section(args.section or f"quality-{name}", body)
             return
     recipe = load_config(args.recipe, TrainConfig)
     checkpoint = args.checkpoint or train(recipe, data, args.work / "small-synth")
@@ -299,8 +322,8 @@ def run(args: argparse.Namespace) -> None:
     }
     print(body)
     print_json_line("quality", payload)
-    if args.write_readme:
-        update_readme_section(args.section or "quality", body)
+    if args.write_docs:
+        update_docs_section(args.section or "quality", body)
 
 
 def evaluate(rows, episodes, options: EvalOptions) -> dict[str, dict]:
@@ -359,15 +382,17 @@ def targets_of(main: dict, results: dict, patchcore: str, edge: bool) -> dict[st
 
 
 def against_baselines(
-    label: str, model, episodes: list[Episode], options: EvalOptions, seed: int
+    label: str, model, episodes: list[Episode], options: EvalOptions, args: argparse.Namespace
 ) -> tuple[dict[str, dict], str, MarginInterval]:
     """One PADFormer row and the validated baselines on the same episodes: their figures,
     the validated PatchCore's row label, and the paired bootstrap interval of the row's
-    image-AUROC margin over it (a margin read from one small test set needs one)."""
-    rows = [padformer_row(label, model, seed), *baselines()]
+    image-AUROC margin over it (a margin read from one small test set needs one). The
+    row's two halves (reconstruction alone, distance alone) stand beside it."""
+    base = detection(args)
+    rows = [padformer_row(label, model, base), *simple(label, model, base), *baselines()]
     results, scored = evaluate_scored(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
-    return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=seed)
+    return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=args.seed)
 
 
 def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:
@@ -378,10 +403,10 @@ def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     full = f"PADFormer {model.preset_name}, full ({default_metric(model)}, 15 passes)"
-    rows = [padformer_row(full, model, args.seed)]
+    rows = [padformer_row(full, model, detection(args))]
     for name, path in args.ablation:
         label = f"PADFormer {name.replace('_', ' ')} (trained)"
-        rows.append(padformer_row(label, ablation_model(name, path), args.seed))
+        rows.append(padformer_row(label, ablation_model(name, path), detection(args)))
     results = evaluate(rows, episodes, options)
     images = sum(len(e.tests) for e in episodes)
     text = (
@@ -405,7 +430,7 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     index = index_dataset(data, categories=list(args.unseen_class))
     episodes = plan_episodes(index, options)
     label = f"PADFormer {model.preset_name}, never saw these objects"
-    results, patchcore, interval = against_baselines(label, model, episodes, options, args.seed)
+    results, patchcore, interval = against_baselines(label, model, episodes, options, args)
     target = margin_target(results[label], results[patchcore])
     images = sum(len(e.tests) for e in episodes)
     text = (
@@ -435,7 +460,7 @@ def headline_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     main = main_label(model)
-    results, patchcore, interval = against_baselines(main, model, episodes, options, args.seed)
+    results, patchcore, interval = against_baselines(main, model, episodes, options, args)
     targets = targets_of(results[main], results, patchcore, model.config.cnn_tokens)
     images = sum(len(e.tests) for e in episodes)
     text = (

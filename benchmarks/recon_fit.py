@@ -15,7 +15,7 @@ not lower than an earlier one says steps alone no longer help.
 
     python benchmarks/recon_fit.py --data data/synth \
         --checkpoint runs/small-synth/within_view.safetensors \
-        --checkpoint runs/small-synth/model.safetensors --write-readme
+        --checkpoint runs/small-synth/model.safetensors --write-docs
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.detect import Detector, read_image
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     images = sample_images(args.data, args.per_class, args.seed)
@@ -116,8 +116,8 @@ def main() -> None:
     print(table)
     print(note)
     print_json_line("recon_fit", {"images": counts[1], "checkpoints": payload})
-    if args.write_readme:
-        update_readme_section("recon_fit", f"{table}\n\n{note}")
+    if args.write_docs:
+        update_docs_section("recon_fit", f"{table}\n\n{note}")
 
 
 if __name__ == "__main__":

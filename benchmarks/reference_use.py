@@ -13,18 +13,17 @@ that class (random, seeded) and against four black images, and reports per scori
 
 Scorings: the model's own default (the product's), and the same with both nearest-
 reference weights at 0 (the reconstruction alone). Prints a table and one JSON line;
-``--write-readme`` puts the table in README's ``reference-use`` block (``--section``
+``--write-docs`` puts the table in the docs' ``reference-use`` block (``--section``
 names another). ``--model`` repeats to compare checkpoints, and
 ``--reconstruction-only`` keeps the one row that asks what the training taught.
 
     python benchmarks/reference_use.py --model padformer_edge/models/generic.safetensors \
-        --data data/synth224-s1 --class duck --class lego --write-readme
+        --data data/synth224-s1 --class duck --class lego --write-docs
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import random
 import sys
@@ -36,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.scoring import resolve_metric, scoring_signature
@@ -44,31 +43,32 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
+from training.evaluation.simple_rows import reconstruction_only
 
 SHOTS = 4
 
 
-def reconstruction_only(model):
-    """The same model with its fused mixes' reference weights at 0."""
-    config = dataclasses.replace(
-        model.config, fused_map_reference_weight=0.0, fused_score_reference_weight=0.0
-    )
-    twin = type(model)(config, model.preset_name)
-    twin.load_state_dict(model.state_dict())
-    return twin.eval()
-
-
-def scores(model, references: list[np.ndarray], queries: list[np.ndarray]) -> np.ndarray:
-    detector = Detector(model, references, DetectionSettings(device="cpu"))
+def scores(
+    model, references: list[np.ndarray], queries: list[np.ndarray], settings: DetectionSettings
+) -> np.ndarray:
+    detector = Detector(model, references, settings)
     return np.array([d.score for d in detector.detect(queries)])
 
 
-def measure(model, classes: dict[str, tuple[list, list]], sets: int, seed: int) -> dict:
+def measure(
+    model,
+    classes: dict[str, tuple[list, list]],
+    sets: int,
+    seed: int,
+    settings: DetectionSettings,
+) -> dict:
     spreads, ratios = [], []
     for pool, queries in classes.values():
         rng = random.Random(seed)
-        good = np.stack([scores(model, rng.sample(pool, SHOTS), queries) for _ in range(sets)])
-        black = scores(model, [np.zeros_like(pool[0])] * SHOTS, queries)
+        good = np.stack(
+            [scores(model, rng.sample(pool, SHOTS), queries, settings) for _ in range(sets)]
+        )
+        black = scores(model, [np.zeros_like(pool[0])] * SHOTS, queries, settings)
         spreads += list((good.max(0) - good.min(0)) / good.mean(0))
         ratios += list(black / good.mean(0))
     return {"spread": float(np.mean(spreads)), "black_ratio": float(np.mean(ratios))}
@@ -82,14 +82,17 @@ def main() -> None:
         action="store_true",
         help="only the reconstruction-alone row of each model",
     )
-    parser.add_argument("--section", default="reference-use", help="README block to write")
+    parser.add_argument("--section", default="reference-use", help="docs block to write")
     parser.add_argument("--data", type=Path, required=True, help="a validation render")
     parser.add_argument("--class", dest="classes", action="append", help="repeatable")
     parser.add_argument("--views", type=int, default=6, help="good test views per class")
     parser.add_argument("--sets", type=int, default=4, help="good reference sets per view")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mask-ratio", type=float, default=0.4, help="share of patches each pass hides"
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> None:
         if len(paths) < SHOTS or not good_tests:
             raise UserError(f"class {name} in {args.data} has too few good views for this.")
         classes[name] = ([read_image(p) for p in paths], [read_image(p) for p in good_tests])
+    settings = DetectionSettings(device="cpu", mask_ratio=args.mask_ratio)
     rows, payload = [], {}
     for path in args.model:
         model, _ = load_checkpoint(path)
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> None:
             scorings.insert(0, ("the model's own", model))
         for label, scored_model in scorings:
             signature = scoring_signature(*resolve_metric("auto", scored_model))
-            figures = measure(scored_model, classes, args.sets, args.seed)
+            figures = measure(scored_model, classes, args.sets, args.seed, settings)
             name = label if len(args.model) == 1 else f"{path.name}: {label}"
             payload[name] = {**figures, "scoring": signature}
             rows.append(
@@ -130,13 +134,14 @@ def run(args: argparse.Namespace) -> None:
         f"{', '.join(p.name for p in args.model)}, {views} good test views of "
         f"{', '.join(classes)} in "
         f"{args.data.name}, each against {args.sets} random sets of {SHOTS} good training "
-        f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes."
+        f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes hiding "
+        f"{args.mask_ratio:g} of the patches each."
     )
     print(table + "\n\n" + caption)
     models = [p.name for p in args.model]
     print_json_line("reference_use", {"models": models, "views": views, **payload})
-    if args.write_readme:
-        update_readme_section(args.section, f"{table}\n\n{caption}")
+    if args.write_docs:
+        update_docs_section(args.section, f"{table}\n\n{caption}")
 
 
 if __name__ == "__main__":

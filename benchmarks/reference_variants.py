@@ -16,7 +16,7 @@ decides nothing by itself: a variant that wins here would still have to join the
 validation sweep (``tune_validation.py``) before any setting changes.
 
     python benchmarks/reference_variants.py --model padformer_edge/models/generic.safetensors \
-        --data data/synth224-s1 --class duck --class lego --max-per-label 15 --write-readme
+        --data data/synth224-s1 --class duck --class lego --max-per-label 15 --write-docs
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from benchmarks.common import (
     markdown_table,
     parse_and_run,
     print_json_line,
-    update_readme_section,
+    update_docs_section,
 )
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
@@ -246,8 +246,8 @@ def run(args: argparse.Namespace) -> None:
     body = markdown_table(headers, rows) + "\n\n" + summary
     print(body)
     print_json_line("reference_variants", {"model": str(args.model), "variants": payload})
-    if args.write_readme:
-        update_readme_section(args.section, body)
+    if args.write_docs:
+        update_docs_section(args.section, body)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ towards the model. Nothing is chosen here; the settings are those the model and
 
     python benchmarks/render_spread.py --model padformer_edge/models/generic.safetensors \
         --render data/synth224 --render data/synth224-s2 --render data/synth224-s3 \
-        --class duck --class lego --max-per-label 15 --threads 2 --write-readme
+        --class duck --class lego --max-per-label 15 --threads 2 --write-docs
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from benchmarks.common import (
     markdown_table,
     parse_and_run,
     print_json_line,
-    update_readme_section,
+    update_docs_section,
 )
 from benchmarks.quality import (
     MARGIN_OVER_PATCHCORE,
@@ -47,6 +47,7 @@ from benchmarks.quality import (
     main_label,
     padformer_row,
 )
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -58,7 +59,7 @@ from training.evaluation.uncertainty import (
     margin_over_renders,
 )
 
-VALIDATION_SEED = 1  # README: the validation render is `synth ... --seed 1`
+VALIDATION_SEED = 1  # docs/research.md: the validation render is `synth ... --seed 1`
 SECTION = "quality-renders"
 
 
@@ -125,7 +126,8 @@ def run(args: argparse.Namespace) -> None:
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     label = main_label(model)
     patchcore_label, patchcore_scorer = baselines()[0]
-    rows = [padformer_row(label, model, args.seed), (patchcore_label, patchcore_scorer)]
+    settings = DetectionSettings(seed=args.seed, device="cpu")
+    rows = [padformer_row(label, model, settings), (patchcore_label, patchcore_scorer)]
     table, pairs, renders = [], [], []
     for root, seed in zip(args.render, seeds, strict=True):
         results, pair = score_render(root, rows, classes, options)
@@ -181,8 +183,8 @@ def run(args: argparse.Namespace) -> None:
             "target_met": met,
         },
     )
-    if args.write_readme:
-        update_readme_section(args.section, body)
+    if args.write_docs:
+        update_docs_section(args.section, body)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ jobs the wall time swings with their load, while CPU time (summed over our threa
 does, so the speed ratio against the chosen ``small`` preset is taken from median CPU time;
 samples/s comes from the fastest wall-clock step, the one least disturbed by others.
 
-    PYTHONPATH=. python -m benchmarks.small_preset_candidates [--repeats 5] [--write-readme]
+    PYTHONPATH=. python -m benchmarks.small_preset_candidates [--repeats 5] [--write-docs]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.model import PRESETS, PADFormer
 
 SMALL = PRESETS["small"]
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--refs", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -108,9 +108,9 @@ def main() -> None:
         "small_preset_candidates",
         {"threads": args.threads, "batch": args.batch, "refs": args.refs, "results": results},
     )
-    if args.write_readme:
+    if args.write_docs:
         command = "python -m benchmarks.small_preset_candidates " + " ".join(sys.argv[1:])
-        update_readme_section("small-preset-candidates", table, command.strip())
+        update_docs_section("small-preset-candidates", table, command.strip())
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Part 2 fills a file with ``--rows`` finished inspections (default 1,000,000, spr
 30 days and 8 cameras) and times the ``results`` queries on a read-only engine, median
 of three runs after a warm-up.
 
-    python benchmarks/store.py [--rows 1000000] [--images 2000] [--write-readme]
+    python benchmarks/store.py [--rows 1000000] [--images 2000] [--write-docs]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import Engine, insert
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.store import (
     AlertRequest,
     DetectionOutcome,
@@ -151,7 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--images", type=int, default=2_000)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -204,8 +204,8 @@ def main() -> None:
             "export_rows_per_s": round(export_rate, 1),
         },
     )
-    if args.write_readme:
-        update_readme_section("store-benchmark", table)
+    if args.write_docs:
+        update_docs_section("store-benchmark", table)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Render the README picture of `padformer-edge synth`: per class, three training views,
+"""Render the docs picture of `padformer-edge synth`: per class, three training views,
 then each defect type next to its ground-truth mask. The images come from a real
 ``render_dataset`` run, so the picture shows exactly what the command writes.
 

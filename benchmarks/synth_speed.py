@@ -2,11 +2,11 @@
 classes, 200 training and 120 test images each (30 good + 30 per defect kind), 256 px.
 
 Prints a markdown table (one row per class and the total) and one JSON line; with
---write-readme the table replaces the `synth-speed` block of README.md. The CPU load
+--write-docs the table replaces the `synth-speed` docs block. The CPU load
 average at the start and the end is printed too, because this machine's cores are
 shared and a contended run is slower.
 
-    python benchmarks/synth_speed.py [--classes 6] [--size 256] [--write-readme]
+    python benchmarks/synth_speed.py [--classes 6] [--size 256] [--write-docs]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.log import configure_logging
 from training.synth import ViewCounts, builtin_names, render_dataset
 
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--train-views", type=int, default=200)
     parser.add_argument("--test-views-per-defect", type=int, default=30)
     parser.add_argument("--good-test-views", type=int, default=30)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     configure_logging("json", "WARNING")  # keep stdout to the table and the JSON line
     counts = ViewCounts(args.train_views, args.test_views_per_defect, args.good_test_views)
@@ -69,8 +69,8 @@ def main() -> None:
             "load_average": [load_before, load_after],
         },
     )
-    if args.write_readme:
-        update_readme_section("synth-speed", table + note)
+    if args.write_docs:
+        update_docs_section("synth-speed", table + note)
 
 
 if __name__ == "__main__":

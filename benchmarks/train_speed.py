@@ -3,11 +3,11 @@
 For each preset and stage, a one-stage recipe runs ``--steps`` optimizer steps on a
 generated dataset (drawn shapes written as PNG and decoded by the loader, so decoding,
 warping and reference reading are included). The first step is excluded (allocation and
-worker start-up). Run with ``--write-readme`` to refresh the README table; the CPU is
+worker start-up). Run with ``--write-docs`` to refresh the docs table; the CPU is
 shared on the build machine, so compare rows measured in the same run. ``--threads``
 (default 1) is the recipe key ``cpu_threads``.
 
-    python benchmarks/train_speed.py [--presets small paper] [--steps 6] [--write-readme]
+    python benchmarks/train_speed.py [--presets small paper] [--steps 6] [--write-docs]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.log import configure_logging
 from padformer_edge.model import PRESETS
 from training.config import TrainConfig
@@ -101,7 +101,7 @@ def main() -> None:
     # One thread by default: on a CPU shared with other jobs, OpenMP threads that spin-wait
     # on each other make two threads several times slower than one, and noisier.
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the model")
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     configure_logging("json", "WARNING")
@@ -117,8 +117,8 @@ def main() -> None:
     table = markdown_table(headers, [[row[k] for k in keys] for row in rows])
     print(table)
     print_json_line("train_speed", {"rows": rows, "threads": args.threads})
-    if args.write_readme:
-        update_readme_section("train-speed", table)
+    if args.write_docs:
+        update_docs_section("train-speed", table)
 
 
 if __name__ == "__main__":

@@ -23,11 +23,11 @@ written to ``benchmarks/validation.json``, with every setting's figures;
 they can be validated while the model trains (without ``--checkpoint``); a later run with
 ``--checkpoint --skip-baselines`` adds the fused sweep and keeps the baselines' results.
 
-    python benchmarks/tune_validation.py --data data/synth224-s1 --write-readme
+    python benchmarks/tune_validation.py --data data/synth224-s1 --write-docs
     python benchmarks/tune_validation.py --data data/synth224-s1 --skip-baselines \
         --checkpoint runs/edge/model.safetensors --checkpoint runs/edge-gpu/model.safetensors \
         --generic runs/generic/model.safetensors --generic runs/generic-gpu/model.safetensors \
-        --write-readme
+        --write-docs
 
 A side sweep that must not move the product's choices (a wider reference-weight grid, to
 see where the curve flattens) names its own file with ``--out`` and its grid with
@@ -50,7 +50,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.detect.scoring import PAPER_READOUT, TURNS_TEXT, Readout
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
@@ -89,7 +89,7 @@ cells) in a fused mix whose other terms are in units of their spread on good vie
 0 leaves the references to the reconstruction alone, 192 lets them dominate (the grid
 ended at 48 until the generic model chose 48, and at 96 until it chose 96; 6 was in it
 until no job chose it). 384 and 768 were scored in a side sweep (``--reference-weight``,
-benchmarks/sweeps/sweep-weights-*.json, README ``reference-weight-curve``): both models'
+benchmarks/sweeps/sweep-weights-*.json, docs block ``reference-weight-curve``): both models'
 image AUROC was flat past 192, so the grid stops there. Eight weights on 360 images do
 not fit this machine's 24 GiB (every setting keeps its maps for the replay)."""
 REFERENCE_ZOOMS = (1, 2)
@@ -268,7 +268,7 @@ def main() -> None:
         help="Where the choices and every row go (default: benchmarks/validation.json, "
         "which quality.py and the product-constant test read).",
     )
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     parse_and_run(parser, run)
 
 
@@ -294,10 +294,10 @@ def drop_other_samples(
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.write_readme and args.out.resolve() != CHOICES:
+    if args.write_docs and args.out.resolve() != CHOICES:
         raise UserError(
-            "--write-readme shows the product's choices; a side sweep written to --out "
-            "cannot replace them. Drop --write-readme or --out."
+            "--write-docs shows the product's choices; a side sweep written to --out "
+            "cannot replace them. Drop --write-docs or --out."
         )
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     episodes = plan_episodes(index_dataset(args.data), options)
@@ -412,8 +412,8 @@ def run(args: argparse.Namespace) -> None:
     print(table + "\n\n" + summary)
     args.out.write_text(json.dumps(choices, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print_json_line("tune_validation", {k: v for k, v in choices.items() if k != "results"})
-    if args.write_readme:
-        update_readme_section("validation", f"{table}\n\n{summary}")
+    if args.write_docs:
+        update_docs_section("validation", f"{table}\n\n{summary}")
 
 
 if __name__ == "__main__":

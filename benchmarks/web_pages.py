@@ -8,7 +8,7 @@ one request at a time. Reports per page the p50 and p95 (nearest rank) of the wa
 of a load and of this process's CPU time during it (server and client together): on a
 shared machine other jobs stretch wall time, hardly the CPU time a load costs.
 
-    python benchmarks/web_pages.py [--rows 1000000] [--repeats 30] [--write-readme]
+    python benchmarks/web_pages.py [--rows 1000000] [--repeats 30] [--write-docs]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, print_json_line, update_readme_section
+from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.store import open_engine, upgrade
 from padformer_edge.web import HttpConfig, make_server
 
@@ -81,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "big.sqlite3"
@@ -139,8 +139,8 @@ def main() -> None:
             "worst_p95_ms": max(p95.values()),
         },
     )
-    if args.write_readme:
-        update_readme_section("web-benchmark", table)
+    if args.write_docs:
+        update_docs_section("web-benchmark", table)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Screenshots of the operator's page for README: the live view and one inspection.
+"""Screenshots of the operator's page for the docs: the live view and one inspection.
 
 They show a real run. By default the daemon itself runs (``watch`` with an ``http:``
 section and a token, as the browser tests start it: the tiny random-weight model, two

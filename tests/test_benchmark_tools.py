@@ -1,4 +1,4 @@
-"""Tools behind the README's GPU and quality figures: the GPU bundle's stride-8 weights,
+"""Tools behind the docs' GPU and quality figures: the GPU bundle's stride-8 weights,
 the validation sweep's run labels, the quality benchmark's ablation table, the margin
 over several test renders and the nearest-reference distance's variants."""
 
@@ -82,7 +82,7 @@ def test_stride8_weights_compress_to_a_small_part_of_the_file():
 
 def test_run_labels_tell_continued_runs_from_fresh_ones():
     assert run_label({"global_step": 6000}) == "6000 steps"
-    continued = {"global_step": 4500, "init": {"path": "/tmp/x/edge-gpu/model.safetensors"}}
+    continued = {"global_step": 4500, "init": {"path": "runs/x/edge-gpu/model.safetensors"}}
     assert run_label(continued) == "4500 steps after edge-gpu/model.safetensors"
 
 
@@ -93,7 +93,7 @@ def tiny_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _benchmark(script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``benchmarks/SCRIPT`` as the README does, on one thread."""
+    """Run ``benchmarks/SCRIPT`` as the docs do, on one thread."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(REPO / "benchmarks" / script), *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
@@ -323,8 +323,8 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]["edge fused, 3 steps"]
     weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
     assert weights == {0.0, 999.0}
-    # the README's validation table shows the product's choices, never a side sweep's
-    refused = _benchmark(*command, "--write-readme")
+    # the docs' validation table shows the product's choices, never a side sweep's
+    refused = _benchmark(*command, "--write-docs")
     assert refused.returncode == 1, refused.stderr
     assert "a side sweep written to --out" in refused.stderr
     assert refused.stderr.count("\n") == 1

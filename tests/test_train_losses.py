@@ -13,6 +13,7 @@ from training.losses import (
     build_perceptual,
     efficientnet_lite0_weights_path,
     feature_distance,
+    shown_by_references,
 )
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -90,3 +91,15 @@ def test_a_missing_vgg16_file_is_a_user_error(tmp_path) -> None:
 
     with pytest.raises(UserError, match=r"VGG16 weights file .* does not exist"):
         build_perceptual("vgg16", tmp_path / "vgg16.pth")
+
+
+def test_the_feature_term_leaves_out_the_masked_cells_no_reference_shows():
+    basis = torch.eye(4)
+    references = basis[:2].view(1, 1, 2, 4)  # the references show directions 0 and 1
+    query = torch.stack([basis[0], basis[2], basis[1], basis[3]]).unsqueeze(0)  # [1, 4, 4]
+    mask = torch.tensor([[True, True, True, False]])  # patch 3 is visible and unseen too
+    kept = shown_by_references(query, references, mask, unseen_share=0.34)
+    assert kept.tolist() == [[True, False, True, False]]  # masked and unseen: left out
+    assert torch.equal(shown_by_references(query, references, mask, 0.0), mask)
+    # a share too small to drop a whole patch drops none
+    assert torch.equal(shown_by_references(query, references, mask, 0.3), mask)

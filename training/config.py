@@ -18,6 +18,10 @@ class TrainModelSection(StrictModel):
 
     preset: str = "small"
     overrides: dict[str, Any] = Field(default_factory=dict)
+    init_overrides: dict[str, Any] = Field(default_factory=dict)
+    """Config fields changed on top of an ``--init`` checkpoint's own (which otherwise
+    replaces ``preset`` and ``overrides``): switches that keep the weights' shapes, such as
+    the training mask or the decoder's isolation, so a shipped model can be taught them."""
     encoder_weights: str | None = None  # MAE .pth or timm file to start the encoder from
 
     @field_validator("preset")
@@ -57,6 +61,10 @@ class TrainLossSection(StrictModel):
     perceptual_weight: float = Field(0.5, ge=0)
     feature_weight: float = Field(1.0, ge=0)
     """Weight of the masked-feature term (models with CNN tokens; others ignore it)."""
+    unseen_share: float = Field(0.0, ge=0.0, lt=1.0)
+    """Share of each query's masked cells left out of the feature term: those whose
+    frozen feature lies farthest from every reference cell, which no reference shows (the
+    far side of the part), so the decoder is not taught to invent what it cannot read."""
     vgg16_weights: str | None = None
 
 

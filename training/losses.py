@@ -122,6 +122,25 @@ def masked_feature_loss(
     return (per_patch * weights).sum() / weights.sum().clamp_min(1.0)
 
 
+def shown_by_references(
+    query: torch.Tensor, references: torch.Tensor, mask: torch.Tensor, unseen_share: float
+) -> torch.Tensor:
+    """``mask`` [B, M] without, per row, the ``unseen_share`` of its masked patches whose
+    features (query [B, M, F], references [B, N, M, F]) have the lowest best cosine to
+    any reference patch: what no reference shows cannot be read from them."""
+    if unseen_share <= 0:
+        return mask
+    q = F.normalize(query.float(), dim=-1)
+    r = F.normalize(references.float().flatten(1, 2), dim=-1)
+    best = torch.einsum("bmf,btf->bmt", q, r).amax(dim=-1)  # [B, M]
+    best = best.masked_fill(~mask, float("inf"))  # visible patches are never dropped
+    dropped = int(int(mask[0].sum()) * unseen_share)
+    if dropped == 0:
+        return mask
+    lowest = best.topk(dropped, dim=1, largest=False).indices
+    return mask.scatter(1, lowest, False)
+
+
 class ReconstructionLoss(nn.Module):
     """MSE(Q, Q~) on normalised pixels + weight * perceptual(Q, Q~) on de-normalised ones."""
 

@@ -39,7 +39,12 @@ from training.config import TrainConfig
 from training.data.layouts import DatasetIndex, index_dataset
 from training.data.samples import STAGE_IDS, EpochSampler, ReferenceSamples, resolve_num_refs
 from training.distributed import DistContext, gather_floats, init_distributed, shutdown_distributed
-from training.losses import ReconstructionLoss, build_perceptual, masked_feature_loss
+from training.losses import (
+    ReconstructionLoss,
+    build_perceptual,
+    masked_feature_loss,
+    shown_by_references,
+)
 from training.progress import QuietReporter, Reporter, StepInfo
 from training.resume import capture_rng, load_resume, restore_rng, save_resume
 from training.schedule import WarmupCosine
@@ -125,6 +130,18 @@ def _init_record(init: Path | None) -> dict[str, Any] | None:
     return {"path": str(init), "sha256": file_sha256(init)}
 
 
+def reconfigure(model: PADFormer, overrides: dict[str, Any]) -> PADFormer:
+    """``model`` with the recipe's ``init_overrides``, or one sentence saying what is wrong."""
+    try:
+        return model.reconfigured(**overrides)
+    except (TypeError, ValueError, RuntimeError) as err:
+        reason = str(err).splitlines()[0]
+        raise UserError(
+            f"the recipe's model.init_overrides do not fit the --init checkpoint ({reason}); "
+            "keep only settings that leave the weights' shapes as they are."
+        ) from None
+
+
 def _mask_generator(seed: int, stage: str, step: int, rank: int, micro: int) -> torch.Generator:
     state = np.random.SeedSequence([seed, STAGE_IDS[stage], step, rank, micro, 7]).generate_state(2)
     return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
@@ -156,7 +173,10 @@ class _Run:
         torch.manual_seed(config.seed)
         self.init = _init_record(init)
         if init is not None:  # fine-tuning: the checkpoint's preset and config, not the recipe's
+            # preset or overrides; its init_overrides apply on top
             self.model: PADFormer = load_checkpoint(init)[0].train()
+            if config.model.init_overrides:
+                self.model = reconfigure(self.model, config.model.init_overrides)
         else:
             self.model = build_model(config.model.preset, **config.model.overrides)
         if config.model.encoder_weights and init is None:
@@ -266,11 +286,22 @@ class _Run:
             if reconstruction.features is not None and weight > 0:
                 with torch.no_grad():
                     target = self.model.target_features(query)
-                feature = masked_feature_loss(reconstruction.features, target, mask)
+                    scored = self._shown_cells(target, refs, mask)
+                feature = masked_feature_loss(reconstruction.features, target, scored)
                 terms["feature"] = feature
                 terms["loss"] = terms["loss"] + weight * feature
             self.scaler.scale(terms["loss"] / self.config.optim.accumulate).backward()
         return {k: float(v.detach()) for k, v in terms.items()}
+
+    def _shown_cells(
+        self, target: torch.Tensor, refs: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The masked patches the feature term scores (``loss.unseen_share``)."""
+        share = self.config.loss.unseen_share
+        if share <= 0:
+            return mask
+        ref_features = self.model.target_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
+        return shown_by_references(target, ref_features, mask, share)
 
     # --- files ------------------------------------------------------------------------------
 

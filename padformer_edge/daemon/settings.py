@@ -34,25 +34,48 @@ BUNDLED_CONFIG = Path(__file__).with_name("daemon.yaml")
 class CameraConfig(StrictModel):
     """One camera folder and the profile its images are inspected with."""
 
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
-    path: Path
-    profile: str = Field(min_length=1)
+    name: str = Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="The camera's name in the history, the alerts and the page.",
+    )
+    path: Path = Field(description="The folder the camera writes its images into.")
+    profile: str = Field(min_length=1, description="The profile its images are inspected with.")
 
 
 class IntakeConfig(StrictModel):
     """How files are discovered and when they count as completely written."""
 
-    polling: bool = False
-    poll_interval_s: float = Field(2.0, gt=0)
-    recursive: bool = True
-    stable_ms: int = Field(300, ge=0)
-    settle_timeout_s: float = Field(10.0, gt=0)
-    rescan_interval_s: float = Field(300.0, gt=0)
-    max_file_mb: float = Field(64.0, gt=0)
+    polling: bool = Field(
+        False, description="Poll instead of waiting for events (network shares send none)."
+    )
+    poll_interval_s: float = Field(2.0, gt=0, description="Seconds between polls.")
+    recursive: bool = Field(True, description="Watch subfolders (dated folders) too.")
+    stable_ms: int = Field(
+        300,
+        ge=0,
+        description="A file whose size stays the same this long and that ends with its "
+        "format's trailer counts as completely written.",
+    )
+    settle_timeout_s: float = Field(
+        10.0, gt=0, description="A file still incomplete after this is recorded as truncated."
+    )
+    rescan_interval_s: float = Field(
+        300.0, gt=0, description="Seconds between reconciliation scans for files events missed."
+    )
+    max_file_mb: float = Field(64.0, gt=0, description="Larger files are refused unread.")
     # Width x height a file's header may declare; larger is refused before decoding, so a
     # small decompression bomb cannot take the memory and minutes of every other image.
-    max_megapixels: float = Field(DEFAULT_MAX_PIXELS / 1e6, gt=0)
-    ignore: list[str] = Field(default_factory=lambda: list(TEMPORARY_NAMES))
+    max_megapixels: float = Field(
+        DEFAULT_MAX_PIXELS / 1e6,
+        gt=0,
+        description="Width x height a header may declare; larger is refused undecoded.",
+    )
+    ignore: list[str] = Field(
+        default_factory=lambda: list(TEMPORARY_NAMES),
+        description="Name patterns of files still being written, never inspected.",
+    )
 
 
 class WorkerConfig(StrictModel):
@@ -62,11 +85,19 @@ class WorkerConfig(StrictModel):
     is gone can be kept running on the CPU without editing each profile).
     """
 
-    max_batch: int = Field(4, ge=1)
-    max_wait_ms: int = Field(200, ge=0)
-    deadline_s: float = Field(600.0, gt=0)
-    max_attempts: int = Field(3, ge=1)
-    device: Literal["auto", "cpu", "cuda"] | None = None
+    max_batch: int = Field(
+        4, ge=1, description="Images per detection call, taken round-robin over cameras."
+    )
+    max_wait_ms: int = Field(
+        200, ge=0, description="How long a part-filled batch waits for more images."
+    )
+    deadline_s: float = Field(
+        600.0, gt=0, description="Images queued longer are skipped with an operator alert."
+    )
+    max_attempts: int = Field(3, ge=1, description="A file failing this often is 'failed'.")
+    device: Literal["auto", "cpu", "cuda"] | None = Field(
+        None, description="Overrides every profile's device when set."
+    )
 
 
 @register_config_kind("daemon")
@@ -77,15 +108,31 @@ class DaemonConfig(StrictModel):
     wherever the service keeps its data; ``profiles_dir`` defaults to the profiles root.
     """
 
-    database: str | None = None
-    heatmaps: Path | None = None
-    profiles_dir: Path | None = None
-    cameras: list[CameraConfig] = Field(min_length=1)
-    intake: IntakeConfig = IntakeConfig()
-    worker: WorkerConfig = WorkerConfig()
-    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
-    watchdog_stall_s: float = Field(120.0, gt=0)
-    http: HttpConfig | None = None  # the operator's page, served by ``watch`` when set
+    database: str | None = Field(
+        None,
+        description="History database: a path or URL; default results.sqlite3, or "
+        "$PADFORMER_EDGE_DB.",
+    )
+    heatmaps: Path | None = Field(
+        None, description="Heatmap folder (default heatmaps); never inside a camera folder."
+    )
+    profiles_dir: Path | None = Field(
+        None, description="Profiles root; default $PADFORMER_EDGE_PROFILES, else profiles."
+    )
+    cameras: list[CameraConfig] = Field(
+        min_length=1, description="The camera folders and their profiles."
+    )
+    intake: IntakeConfig = Field(IntakeConfig(), description="How new files are found.")
+    worker: WorkerConfig = Field(WorkerConfig(), description="How files are inspected.")
+    alerts: AlertsConfig = Field(
+        default_factory=AlertsConfig, description="Where alerts go; see Alerts."
+    )
+    watchdog_stall_s: float = Field(
+        120.0, gt=0, description="A batch running longer than this counts as a hang."
+    )
+    http: HttpConfig | None = Field(
+        None, description="The operator's page, served by watch when set."
+    )
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:

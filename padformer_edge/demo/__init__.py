@@ -1,4 +1,4 @@
-"""The README's main job as one command: data, model, profile, daemon, results, alerts.
+"""The README's first set-up command as one command: data, model, profile, daemon, alerts.
 
 Names resolve lazily (PEP 562): ``demo`` without a shipped model must say so at once,
 before torch and the training code are imported.

@@ -5,7 +5,7 @@ are only the candidates ``profile create`` picks its references from, so the gen
 render fewer of them. ``demo --train`` uses ``FULL`` / ``QUICK`` and trains first.
 
 The full run is sized from the measured training speed of the small preset on this
-project's 2-core build machine (README, ``benchmarks/train_speed.py``: about 4.9
+project's 2-core build machine (docs/benchmarks.md, ``benchmarks/train_speed.py``: about 4.9
 samples/s within-view and 2.5 cross-view on one thread): 80 views x (2 + 12) epochs is
 about 7 minutes of training, and rendering, calibration and inspection add one or two,
 so the whole demo takes about 10 minutes there and less on a free machine. The budget
@@ -81,6 +81,6 @@ QUICK = DemoPlan(
 # The shipped model inspects a part it never saw: render reference candidates, no training.
 # The camera sees the part from any side, so the profile keeps 12 of 24 candidates, chosen
 # to cover the view sphere: with 4, many good views lie far from every reference and score
-# like defects (README, the demo's table: `demo --shots 4` against the default).
+# like defects (docs/benchmarks.md, the demo's table: `demo --shots 4` against the default).
 GENERIC = replace(FULL, size=224, train_views=24, shots=12)
 GENERIC_QUICK = QUICK

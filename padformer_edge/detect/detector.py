@@ -36,6 +36,7 @@ from padformer_edge.detect.scoring import (
     MIN_SIDE,
     resolve_metric,
     score_query,
+    score_without_passes,
     scoring_signature,
 )
 from padformer_edge.detect.settings import DetectionSettings
@@ -123,6 +124,11 @@ class Detector:
             self.metric_name, self.metric = resolve_metric(
                 settings.metric, self.model, references01
             )
+
+    @property
+    def reads_passes(self) -> bool:
+        """False for a metric that needs no reconstruction (``distance``): no pass runs."""
+        return getattr(self.metric, "reads_passes", True)
 
     @property
     def scoring(self) -> str:
@@ -235,10 +241,12 @@ class Detector:
         model_in = torch.cat([self.fit(query) for query in full])
         synchronize(self.device)
         prepared = time.perf_counter()
-        pixels, features = self.reconstruct(model_in)
-        recon = pixels.view(len(images), self.passes, 3, self.img_size, self.img_size)
-        if features is not None:
-            features = features.view(len(images), self.passes, *features.shape[1:])
+        recon = features = None
+        if self.reads_passes:
+            pixels, features = self.reconstruct(model_in)
+            recon = pixels.view(len(images), self.passes, 3, self.img_size, self.img_size)
+            if features is not None:
+                features = features.view(len(images), self.passes, *features.shape[1:])
         synchronize(self.device)
         reconstructed = time.perf_counter()
         prepare_share = (prepared - started) / len(images)
@@ -246,13 +254,16 @@ class Detector:
         detections = []
         for index, query in enumerate(full):
             score_start = time.perf_counter()
-            scored = score_query(
-                self.metric,
-                query,
-                model_in[index : index + 1],
-                recon[index],
-                None if features is None else features[index],
-            )
+            if recon is None:
+                scored = score_without_passes(self.metric, query, model_in[index : index + 1])
+            else:
+                scored = score_query(
+                    self.metric,
+                    query,
+                    model_in[index : index + 1],
+                    recon[index],
+                    None if features is None else features[index],
+                )
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             score_time = time.perf_counter() - score_start
             timings = {
@@ -261,7 +272,7 @@ class Detector:
                 "score": score_time,
                 "total": prepare_share + recon_share + score_time,
             }
-            drawn = mean_image(recon[index]) if reconstruction else None
+            drawn = mean_image(recon[index]) if reconstruction and recon is not None else None
             detections.append(
                 Detection(
                     scored.score, anomaly_map, scored.pass_mean, scored.pass_max, timings, drawn

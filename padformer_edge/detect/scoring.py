@@ -115,8 +115,13 @@ class Mix:
         signatures recorded before any of them existed still match."""
         text = f"LAB weight {self.lab_weight:g}"
         if self.reference_weight > 0:
-            text += f", reference weight {self.reference_weight:g}{self.reading}"
+            text += f", {self.reference_label}"
         return text
+
+    @property
+    def reference_label(self) -> str:
+        """'reference weight 6 at zoom 2 with quarter turns': the reference term alone."""
+        return f"reference weight {self.reference_weight:g}{self.reading}"
 
 
 PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
@@ -321,11 +326,15 @@ def mix_errors(
     lab_weight: float,
     reference: torch.Tensor | None = None,
     reference_weight: float = 0.0,
+    reconstruction_weight: float = 1.0,
 ) -> torch.Tensor:
     """The ``fused`` mix of ``[P, H, W]`` LAB and feature errors, each divided by its
     spread on good views, plus ``reference_weight`` times the ``[H, W]`` nearest-reference
-    distance: the one formula the detector and the validation sweep share."""
-    mixed = lab * (lab_weight / scales[0]) + feature * ((1.0 - lab_weight) / scales[1])
+    distance: the one formula the detector and the validation sweep share.
+    ``reconstruction_weight`` 0 weighs the reconstruction out (the ``distance`` metric)."""
+    lab_part = lab_weight / scales[0] * reconstruction_weight
+    feature_part = (1.0 - lab_weight) / scales[1] * reconstruction_weight
+    mixed = lab * lab_part + feature * feature_part
     if reference_weight > 0:
         if reference is None:
             raise ValueError("a reference weight above 0 needs the reference distance map.")
@@ -472,8 +481,10 @@ class FusedMetric:
         score_reference_zoom: int | None = None,
         reference_turns: bool | None = None,
         score_reference_turns: bool | None = None,
+        reconstruction_weight: float = 1.0,
     ) -> None:
         config = model.config
+        self.reconstruction_weight = reconstruction_weight
         self.lab_weight, self.score_lab_weight = _per_job(
             "LAB weight",
             (lab_weight, score_lab_weight),
@@ -562,10 +573,47 @@ class FusedMetric:
         lab = self.lab.errors(target[0], recon01, size)
         feature = self.feature.errors(target[1], recon01, size, features)
         mixes = [
-            mix_errors(lab, feature, self.scales, mix.lab_weight, reference, mix.reference_weight)
+            mix_errors(
+                lab,
+                feature,
+                self.scales,
+                mix.lab_weight,
+                reference,
+                mix.reference_weight,
+                self.reconstruction_weight,
+            )
             for mix, reference in zip(self.mixes, target[2], strict=True)
         ]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
+
+
+class DistanceMetric(FusedMetric):
+    """The nearest-reference distance alone, with no reconstruction pass: the ``fused``
+    metric with the reconstruction weighted out, each job keeping its reference weight,
+    zoom, turns and smoothing (a job that weighs the references 0 reads them at weight 1).
+    With no passes there is no variance to filter by, so both jobs read the plain map.
+    It is the floor the reconstruction must beat, and the fast choice for a weak CPU: it
+    costs the frozen CNN's features and a nearest-neighbour search, not 15 decoder passes.
+    """
+
+    reads_passes = False
+
+    def __init__(self, model: PADFormer, references01: list[torch.Tensor] | None = None) -> None:
+        fused = FusedMetric(model)  # the model's own settings, resolved and checked once
+        super().__init__(
+            model,
+            references01=references01,
+            reference_weight=fused.reference_weight or 1.0,
+            score_reference_weight=fused.score_reference_weight or 1.0,
+            reconstruction_weight=0.0,
+        )
+        self.map_readout = Readout(consistency_filter=False, sigma=self.map_readout.sigma)
+        self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
+
+    def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
+        """Each job's ``[H, W]`` weighted reference distance, map job first."""
+        references = self.target(query01, query_model)[2]
+        return [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
 
 
 def readout_of(consistency_filter: bool | None, sigma: float | None, default: Readout) -> Readout:
@@ -622,6 +670,13 @@ def build_metric(
                 f"this is a '{model.preset_name}' model: use --metric lab."
             )
         return FusedMetric(model, references01=references01)
+    if name == "distance":
+        if not cnn:
+            raise UserError(
+                f"the distance metric needs a model with CNN tokens (preset 'edge'); "
+                f"this is a '{model.preset_name}' model: use --metric lab."
+            )
+        return DistanceMetric(model, references01=references01)
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
 
 
@@ -643,7 +698,11 @@ def scoring_signature(name: str, metric: ErrorMetric) -> str:
     how its map and its image score read the passes (with the fused metric's weights). A
     profile's threshold is only valid for the signature it was calibrated under."""
     map_text, score_text = metric.map_readout.label, metric.score_readout.label
-    if isinstance(metric, FusedMetric):
+    if isinstance(metric, DistanceMetric):
+        map_mix, score_mix = metric.mixes[0], metric.mixes[-1]
+        map_text = f"{map_mix.reference_label}, {map_text}"
+        score_text = f"{score_mix.reference_label}, {score_text}"
+    elif isinstance(metric, FusedMetric):
         map_mix, score_mix = metric.mixes[0], metric.mixes[-1]
         map_text = f"{map_mix.label}, {map_text}"
         score_text = f"{score_mix.label}, {score_text}"
@@ -743,3 +802,18 @@ def score_query(
         else metric.score_readout.apply(moments.mean[-1], moments.variance[-1], scale)
     )
     return ScoredQuery(anomaly_map, float(score_map.max()), pass_mean, pass_max)
+
+
+def score_without_passes(
+    metric: DistanceMetric, query01: torch.Tensor, query_model: torch.Tensor
+) -> ScoredQuery:
+    """Score one query (``[1, 3, H, W]`` in [0, 1]) with a metric that reads no pass: its
+    maps, each read with its job's readout, as ``score_query`` would read passes that all
+    agree (no per-pass summaries, since there are no passes)."""
+    size = (query01.shape[-2], query01.shape[-1])
+    scale = max(size) / metric.model.config.img_size  # query pixels per model pixel
+    maps = metric.maps(query01, query_model)
+    flat = torch.zeros_like(maps[0])  # no passes, no variance
+    anomaly_map = metric.map_readout.apply(maps[0], flat, scale)
+    score_map = metric.score_readout.apply(maps[-1], flat, scale)
+    return ScoredQuery(anomaly_map, float(score_map.max()), [], [])

@@ -17,8 +17,8 @@ from pydantic import ConfigDict, Field
 from padformer_edge.config import StrictModel
 
 MaskSchedule = Literal["random", "balanced"]
-ErrorMetricName = Literal["lab", "rgb", "feature", "fused"]
-MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused"]  # auto: the model's own
+ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
+MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  # auto: model's own
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
@@ -43,7 +43,13 @@ class DetectionSettings(StrictModel):
     passes: int = Field(15, ge=MIN_PASSES, description="masked reconstruction passes per image")
     mask_ratio: float = Field(0.4, gt=0.0, lt=1.0, description="share of patches hidden")
     schedule: MaskSchedule = "random"
-    metric: MetricSetting = Field("auto", description="auto: fused for edge models, else lab")
+    metric: MetricSetting = Field(
+        "auto",
+        description=(
+            "auto: fused for edge models, else lab; distance: the nearest-reference distance "
+            "alone, with no reconstruction pass (edge models; the fast choice for a weak CPU)"
+        ),
+    )
     seed: int = Field(0, description="seed of the mask schedule")
     device: DeviceName = "auto"
     precision: Precision = "fp32"

@@ -64,6 +64,10 @@ TOKEN_SOURCES = ("pixels", *BACKBONES)
 frozen stride-8 map of one of ``BACKBONES`` folded to the patch grid (the ``edge`` preset
 uses EfficientNet-Lite0)."""
 
+MASK_SHAPES = ("random", "blocks")
+"""How training hides query patches: scattered at random (the paper, MAE), or in blobs
+(``encoder.block_mask``) that no visible neighbour can fill in."""
+
 MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
 MAX_REFERENCE_WEIGHT = 400.0
@@ -95,6 +99,16 @@ class ModelConfig:
     sim_weight: float = 0.3
     sim_sigma: float = 2.0
     mask_ratio: float = 0.4
+    mask_shape: str = "random"
+    """Shape of the training masks (``MASK_SHAPES``); detection keeps its own schedule."""
+    mask_block: int = 4
+    """Width of a ``blocks`` mask's blobs, in patches."""
+    isolate_masked: bool = False
+    """The reference-reading decoder: a masked position's self-attention reads only other
+    masked positions, never a visible token or CLS, so nothing of the query's content
+    reaches a masked output except the 6 numbers per reference and layer the STN derives
+    from the whole query to align the references. Off: the paper's decoder, in which a
+    masked position can copy its visible neighbours (an inpainting shortcut)."""
     use_stn: bool = True
     use_selection: bool = True
     use_aat: bool = True
@@ -147,6 +161,12 @@ class ModelConfig:
             raise ValueError("embed dims must be multiples of 4 (2D sin-cos positions).")
         if not 0.0 <= self.mask_ratio < 1.0:
             raise ValueError(f"mask_ratio must be in [0, 1), not {self.mask_ratio}.")
+        if self.mask_shape not in MASK_SHAPES:
+            raise ValueError(
+                f"mask_shape must be one of {', '.join(MASK_SHAPES)}, not {self.mask_shape!r}."
+            )
+        if self.mask_block < 1:
+            raise ValueError(f"mask_block must be at least 1, not {self.mask_block}.")
         if self.top_k < 1:
             raise ValueError(f"top_k must be at least 1, not {self.top_k}.")
         if self.token_source not in TOKEN_SOURCES:

@@ -40,6 +40,15 @@ class LayerReferenceTerms:
         )
 
 
+def isolation_mask(masked: torch.Tensor) -> torch.Tensor:
+    """[B, 1, 1 + M, 1 + M] self-attention mask (True = may read) for masked positions
+    [B, M]: a masked row reads masked columns only; CLS and visible rows read everything.
+    Every row can read itself, so no softmax is left without a key."""
+    cls = torch.zeros_like(masked[:, :1])
+    rows = torch.cat([cls, masked], dim=1)
+    return (~rows.unsqueeze(2) | rows.unsqueeze(1)).unsqueeze(1)
+
+
 def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
     """[..., M, D] -> [..., D, grid, grid]."""
     return tokens.transpose(-1, -2).unflatten(-1, (grid, grid))
@@ -88,10 +97,12 @@ class DecoderLayer(nn.Module):
         refs: torch.Tensor,
         aat: torch.Tensor | None,
         terms: LayerReferenceTerms | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """h [B, 1 + M, D] (CLS first), refs [B or 1, N, M, D], aat [32 + M, D] or None;
-        ``terms`` is ``reference_terms(refs)`` when the caller has it already."""
-        h = self.norm1(h + self.self_attn(h))
+        ``terms`` is ``reference_terms(refs)`` when the caller has it already;
+        ``attn_mask`` [B, 1, 1 + M, 1 + M] (True = may read) limits self-attention."""
+        h = self.norm1(h + self.self_attn(h, attn_mask=attn_mask))
         cls, q = h[:, :1], h[:, 1:]
         pool, key_values = self.align(q, refs, terms or self.reference_terms(refs))
         if self.cfg.use_selection:
@@ -159,6 +170,9 @@ class ReconstructionDecoder(nn.Module):
         aat = self.anomaly_agnostic_tokens()
         if terms is None:
             terms = self.reference_terms(refs)
+        attn_mask = None
+        if self.cfg.isolate_masked:  # ids_restore points masked patches past the visible ones
+            attn_mask = isolation_mask(ids_restore >= x.shape[1] - 1)
         for layer, layer_terms in zip(self.layers, terms, strict=True):
-            h = layer(h, refs, aat, layer_terms)
+            h = layer(h, refs, aat, layer_terms, attn_mask)
         return self.norm(h)[:, 1:]

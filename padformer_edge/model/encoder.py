@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
+import torch.nn.functional as F
 from timm.layers import PatchEmbed
 from timm.models.vision_transformer import Block
 from torch import nn
@@ -26,6 +27,29 @@ def random_mask(
     noise = torch.rand(batch, num_patches, generator=generator, device=device)
     ranks = noise.argsort(dim=1).argsort(dim=1)
     return ranks < int(num_patches * ratio)
+
+
+def block_mask(
+    batch: int,
+    grid: int,
+    ratio: float,
+    block: int,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Bool [batch, grid * grid] with the same count as ``random_mask``, in blobs about
+    ``block`` patches across: the top ranks of a random field drawn on a coarse grid and
+    smoothly upsampled. A scattered mask leaves every hidden patch next to visible ones that
+    the decoder can copy from; blobs leave it nothing nearby, so it must read the references.
+    """
+    device = generator.device if generator is not None else "cpu"
+    coarse = -(-grid // block) + 1
+    field = torch.rand(batch, 1, coarse, coarse, generator=generator, device=device)
+    field = F.interpolate(field, size=(grid, grid), mode="bilinear", align_corners=True)
+    # a tiny independent draw breaks the ties a smooth field can have
+    jitter = torch.rand(batch, grid * grid, generator=generator, device=device)
+    field = field.flatten(1) + 1e-4 * jitter
+    ranks = (-field).argsort(dim=1).argsort(dim=1)
+    return ranks < int(grid * grid * ratio)
 
 
 def shuffle_ids(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:

@@ -20,6 +20,7 @@ from padformer_edge.model.decoder import LayerReferenceTerms, ReconstructionDeco
 from padformer_edge.model.encoder import (
     ViTEncoder,
     blank_masked_patches,
+    block_mask,
     random_mask,
     shuffle_ids,
 )
@@ -100,6 +101,14 @@ class PADFormer(nn.Module):
             if layer.stn is not None:
                 layer.stn.reset_identity()
 
+    def reconfigured(self, **changes) -> PADFormer:
+        """A twin with config fields changed and the same weights: for switches that change
+        behaviour, not parameter shapes (a mask, the decoder's isolation, a score setting).
+        A change that alters a shape is refused by ``load_state_dict``."""
+        twin = type(self)(dataclasses.replace(self.config, **changes), self.preset_name)
+        twin.load_state_dict(self.state_dict())
+        return twin.to(self.mean.device).train(self.training)
+
     # -- pixels -------------------------------------------------------------------------
     def normalize(self, x01: torch.Tensor) -> torch.Tensor:
         """Float RGB in [0, 1], [..., 3, H, W] (queries or reference stacks) -> model input."""
@@ -123,8 +132,13 @@ class PADFormer(nn.Module):
 
     # -- masking ------------------------------------------------------------------------
     def random_mask(self, batch: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Bool [batch, M], True = masked, exactly ``int(M * mask_ratio)`` per row."""
-        mask = random_mask(batch, self.config.num_patches, self.config.mask_ratio, generator)
+        """Bool [batch, M], True = masked, exactly ``int(M * mask_ratio)`` per row, shaped
+        as the config's ``mask_shape`` says (the masks training draws)."""
+        cfg = self.config
+        if cfg.mask_shape == "blocks":
+            mask = block_mask(batch, cfg.grid_size, cfg.mask_ratio, cfg.mask_block, generator)
+        else:
+            mask = random_mask(batch, cfg.num_patches, cfg.mask_ratio, generator)
         return mask.to(self.mean.device)
 
     # -- encoding -----------------------------------------------------------------------

@@ -34,7 +34,10 @@ from padformer_edge.errors import UserError
 from padformer_edge.models import CARD_NAME, CHECKPOINT_NAME, package_folder
 
 MAX_BYTES = 25 * 1024 * 1024  # the package must stay installable on a line PC quickly
-QUALITY_REFERENCE = "README.md, section 'The shipped model' (benchmarks/quality.py)"
+QUALITY_REFERENCE = (
+    "docs/benchmarks.md, tables quality-unseen and quality-renders "
+    "(benchmarks/quality.py, benchmarks/render_spread.py)"
+)
 FUSED_FIELDS = {
     "map": {
         "weight": "fused_lab_weight",

@@ -28,16 +28,16 @@ class SinkConfig(StrictModel):
     sink's own key and line, where the operator has to fix it.
     """
 
-    type: Literal["webhook", "command", "mqtt"]
+    type: Literal["webhook", "command", "mqtt"] = Field(description="What kind of sink.")
     url: str | None = Field(None, description="webhook: the http:// or https:// endpoint")
     headers: dict[str, str] = Field(default_factory=dict, description="webhook: extra headers")
     argv: list[str] | None = Field(None, description="command: program and its arguments")
     host: str | None = Field(None, description="mqtt: broker host name or address")
     port: int | None = Field(None, ge=1, le=65535, description="mqtt: 1883, or 8883 with tls")
     topic: str | None = Field(None, description="mqtt: may use {camera}, {product}, {kind}")
-    username: str | None = None
-    password: str | None = None
-    tls: bool = False
+    username: str | None = Field(None, description="mqtt: user name, optional")
+    password: str | None = Field(None, description="mqtt: password, with username")
+    tls: bool = Field(False, description="mqtt: connect with TLS")
     timeout_s: float = Field(10.0, gt=0, description="one attempt's limit")
 
     @model_validator(mode="after")
@@ -73,12 +73,20 @@ class AlertsConfig(StrictModel):
     regardless.
     """
 
-    sinks: dict[str, SinkConfig] = Field(default_factory=dict)
-    cooldown_s: float = Field(300.0, ge=0)
-    max_attempts: int = Field(10, ge=1)
-    backoff_base_s: float = Field(5.0, gt=0)
-    backoff_max_s: float = Field(900.0, gt=0)
-    poll_interval_s: float = Field(2.0, gt=0)
+    sinks: dict[str, SinkConfig] = Field(
+        default_factory=dict, description="Named sinks besides the log, which is always on."
+    )
+    cooldown_s: float = Field(
+        300.0, ge=0, description="Per camera, product and kind; results are stored regardless."
+    )
+    max_attempts: int = Field(10, ge=1, description="Failed deliveries before an alert is dead.")
+    backoff_base_s: float = Field(
+        5.0, gt=0, description="First retry delay; it doubles per failure."
+    )
+    backoff_max_s: float = Field(900.0, gt=0, description="Longest retry delay.")
+    poll_interval_s: float = Field(
+        2.0, gt=0, description="Seconds between looks at the outbox when not woken."
+    )
 
     @field_validator("sinks")
     @classmethod

@@ -1,0 +1,115 @@
+"""The ``distance`` metric: the nearest-reference distance alone, scored with no pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from padformer_edge.detect import Detector
+from padformer_edge.detect.images import to_unit_tensor
+from padformer_edge.detect.scoring import (
+    DistanceMetric,
+    FusedMetric,
+    Readout,
+    build_metric,
+    scoring_signature,
+)
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
+from padformer_edge.model import build_model
+from tests.detect_images import product_image, with_defect
+from tests.test_model_edge import SMALL_EDGE
+
+PASSES = 4
+# A pass mean of PASSES equal float32 maps is the map itself up to the rounding of the sum
+# and the division: a few units in the last place, relative.
+MEAN_OF_EQUALS_RTOL = 4 * PASSES * float(torch.finfo(torch.float32).eps)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return build_model("edge", **SMALL_EDGE).eval()
+
+
+@pytest.fixture(scope="module")
+def references() -> list[np.ndarray]:
+    return [product_image(80, 120, seed=s) for s in range(3)]
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[np.ndarray]:
+    return [
+        product_image(80, 120, seed=1),
+        with_defect(product_image(80, 120, seed=2), (30, 40, 12, 12)),
+    ]
+
+
+def _settings(metric: str) -> DetectionSettings:
+    return DetectionSettings(passes=PASSES, max_batch=3, device="cpu", metric=metric)
+
+
+def test_distance_equals_the_fused_metric_with_the_reconstruction_weighted_out(
+    model, references, queries
+) -> None:
+    distance = Detector(model, references, _settings("distance"))
+    assert distance.metric_name == "distance" and not distance.reads_passes
+    fused = Detector(model, references, _settings("fused"))
+    plain = distance.metric
+    weighted_out = FusedMetric(
+        model,
+        references01=[to_unit_tensor(image, torch.device("cpu")) for image in references],
+        reference_weight=plain.reference_weight,
+        score_reference_weight=plain.score_reference_weight,
+        reconstruction_weight=0.0,
+    )
+    weighted_out.map_readout = Readout(False, weighted_out.map_readout.sigma)
+    weighted_out.score_readout = Readout(False, weighted_out.score_readout.sigma)
+    fused.metric = weighted_out
+    for alone, through_passes in zip(distance.detect(queries), fused.detect(queries), strict=True):
+        assert len(through_passes.pass_mean_error) == PASSES and alone.pass_mean_error == []
+        np.testing.assert_allclose(
+            alone.anomaly_map, through_passes.anomaly_map, rtol=MEAN_OF_EQUALS_RTOL, atol=0
+        )
+        assert alone.score == pytest.approx(through_passes.score, rel=MEAN_OF_EQUALS_RTOL)
+
+
+def test_distance_runs_no_reconstruction(model, references, queries, monkeypatch) -> None:
+    detector = Detector(model, references, _settings("distance"))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the distance metric ran a reconstruction pass")
+
+    monkeypatch.setattr(model, "reconstruct_all", refuse)
+    (result,) = detector.detect(queries[:1])
+    assert np.isfinite(result.score)
+    assert result.anomaly_map.shape == (80, 120)
+
+
+def test_distance_reads_the_references(model, references, queries) -> None:
+    good = Detector(model, references, _settings("distance")).detect(queries)
+    black = [np.zeros_like(references[0])] * len(references)
+    unseen = Detector(model, black, _settings("distance")).detect(queries)
+    for read, nothing in zip(good, unseen, strict=True):
+        assert nothing.score > read.score
+
+
+def test_distance_names_its_scoring_without_a_reconstruction_mix(model) -> None:
+    metric = build_metric("distance", model)
+    assert isinstance(metric, DistanceMetric)
+    signature = scoring_signature("distance", metric)
+    assert signature.startswith("distance; map: reference weight ")
+    assert "LAB" not in signature and "filtered" not in signature
+    assert signature != scoring_signature("fused", build_metric("fused", model))
+
+
+def test_a_job_that_weighs_the_references_zero_still_reads_them() -> None:
+    model = build_model("edge", **SMALL_EDGE, fused_map_reference_weight=0.0)
+    metric = DistanceMetric(model)
+    assert metric.reference_weight == 1.0 and metric.mixes[0].reference_weight == 1.0
+
+
+def test_distance_is_refused_for_pixel_models() -> None:
+    with pytest.raises(UserError, match="distance metric needs a model with CNN tokens"):
+        build_metric("distance", build_model("tiny"))

@@ -1,0 +1,32 @@
+"""The simple rows every quality table shows beside a model's own (fused) score.
+
+The fused score adds the reconstruction error and the nearest-reference distance. Each half
+alone is the question a reader asks first: does the reconstruction find defects by itself,
+and does it add anything to the distance it is fused with? Both rows are the same weights
+scored another way, so they cost no training.
+"""
+
+from __future__ import annotations
+
+from padformer_edge.detect.scoring import default_metric
+from padformer_edge.model import PADFormer
+
+RECONSTRUCTION_ALONE = "reconstruction alone (15 passes)"
+DISTANCE_ALONE = "distance alone (no passes)"
+
+
+def reconstruction_only(model: PADFormer) -> PADFormer:
+    """The same model with both fused jobs' nearest-reference weights at 0."""
+    twin = model.reconfigured(fused_map_reference_weight=0.0, fused_score_reference_weight=0.0)
+    return twin.eval()
+
+
+def simple_rows(label: str, model: PADFormer) -> list[tuple[str, PADFormer, dict]]:
+    """(row label, model, detection options) of the two halves of ``model``'s fused score,
+    labelled under ``label``; none for a model whose own metric is not ``fused``."""
+    if default_metric(model) != "fused":
+        return []
+    return [
+        (f"{label}: {RECONSTRUCTION_ALONE}", reconstruction_only(model), {}),
+        (f"{label}: {DISTANCE_ALONE}", model, {"metric": "distance"}),
+    ]
