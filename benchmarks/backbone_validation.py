@@ -9,8 +9,9 @@ AUROC margin of every other backbone over Lite0 with its paired bootstrap interv
 
 Only the validation render is accepted (the seed its ``dataset.json`` records): a
 backbone chosen on a test render would bias every later comparison towards it. Nothing
-is written: the full sweep (``benchmarks/tune_validation.py``, which offers Lite2 rows
-too) is what changes ``validation.json``.
+is chosen here: the full sweep (``benchmarks/tune_validation.py``, which offers Lite2
+rows too) is what changes ``validation.json``; ``--write-docs`` puts the table in the
+research page's ``backbone-validation`` block.
 
     nice -n 10 python benchmarks/backbone_validation.py --data data/val-s1 \
         --max-per-label 6 --threads 1
@@ -29,7 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import markdown_table, parse_and_run, print_json_line
+from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from benchmarks.quality import evaluate_scored, validated_choices
 from benchmarks.render_spread import VALIDATION_SEED, render_seed
 from padformer_edge.errors import UserError
@@ -52,6 +53,9 @@ def configurations(text: str, backbones: list[str]) -> list[str]:
         )
     ordered = sorted(dict.fromkeys(backbones), key=lambda b: b != DEFAULT_BACKBONE)
     return [base._replace(backbone=b).text for b in ordered]
+
+
+SECTION = "backbone-validation"
 
 
 def run(args: argparse.Namespace) -> None:
@@ -88,12 +92,13 @@ def run(args: argparse.Namespace) -> None:
     ]
     images = len(scored[first])
     objects = ", ".join(sorted(results[first]["image_auroc_by_class"]))
-    print(markdown_table(headers, table))
-    print(
-        f"\n{args.data} (seed {seed}, {objects}), {images} images: the first "
+    caption = (
+        f"{args.data.name} (seed {seed}, {objects}), {images} images: the first "
         f"{args.max_per_label} test images of every label, {args.shots}-shot, random "
         f"references (seed {args.seed}); figures in %, mean over objects."
     )
+    body = markdown_table(headers, table) + "\n\n" + caption
+    print(body)
     print_json_line(
         "backbone_validation",
         {
@@ -105,6 +110,8 @@ def run(args: argparse.Namespace) -> None:
             "margins_over_first": {k: dataclasses.asdict(v) for k, v in margins.items()},
         },
     )
+    if args.write_docs:
+        update_docs_section(SECTION, body)
 
 
 def main() -> None:
@@ -129,6 +136,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="The reference draw's seed.")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--validation-seed", type=int, default=VALIDATION_SEED)
+    parser.add_argument("--write-docs", action="store_true", help=f"Write the {SECTION} block.")
     parse_and_run(parser, run)
 
 
