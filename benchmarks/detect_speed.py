@@ -65,7 +65,9 @@ def naive_detect(detector: Detector, references: list[np.ndarray], query: np.nda
             features.append(recon.features)
     full = torch.from_numpy(query).permute(2, 0, 1).float().div(255.0).unsqueeze(0)
     predicted = torch.cat(features) if features else None
-    return score_query(detector.metric, full, query_model, torch.cat(passes), predicted)
+    return score_query(
+        detector.metric, full, query_model, torch.cat(passes), predicted, detector.pass_weights
+    )
 
 
 def patchcore_seconds(references: list[np.ndarray], query: np.ndarray, repeats: int) -> tuple:

@@ -8,9 +8,11 @@ import torch
 
 from padformer_edge.detect import Detector
 from padformer_edge.detect.images import to_unit_tensor
+from padformer_edge.detect.masks import hidden_weights
 from padformer_edge.detect.scoring import (
     DistanceMetric,
     FusedMetric,
+    PredictedFeatureMetric,
     Readout,
     build_metric,
     scoring_signature,
@@ -113,3 +115,47 @@ def test_a_job_that_weighs_the_references_zero_still_reads_them() -> None:
 def test_distance_is_refused_for_pixel_models() -> None:
     with pytest.raises(UserError, match="distance metric needs a model with CNN tokens"):
         build_metric("distance", build_model("tiny"))
+
+
+def test_a_model_that_scores_hidden_patches_only_zeroes_its_visible_errors() -> None:
+    model = build_model("edge", **SMALL_EDGE, score_masked_cells=True).eval()
+    plain = PredictedFeatureMetric(build_model("edge", **SMALL_EDGE).eval())
+    hidden_only = PredictedFeatureMetric(model)
+    generator = torch.Generator().manual_seed(0)
+    query = torch.rand(1, 3, 64, 64, generator=generator)
+    target = hidden_only.target(query, model.normalize(query))
+    features = torch.randn(3, *target.shape[1:], generator=generator)
+    masks = model.random_mask(3, torch.Generator().manual_seed(1))
+    size = (64, 64)  # the model's own size: one patch is a 16 px square of the map
+    full = plain.errors(target, query, size, features)
+    kept = hidden_only.errors(target, query, size, features, masks.float())
+    patch = model.config.patch_size
+    hidden = masks.view(3, 1, 4, 4).repeat_interleave(patch, 2).repeat_interleave(patch, 3)[:, 0]
+    # bilinear upsampling of the cell map mixes neighbouring cells at patch borders only:
+    # a patch's inner pixels (away from its edge) read its own cells alone
+    inner = torch.zeros(64, 64, dtype=torch.bool)
+    for start in range(0, 64, patch):
+        inner[start + 4 : start + patch - 4, :] = True
+    inner = inner & inner.T
+    assert torch.all(kept[~hidden & inner] == 0)
+    assert torch.equal(kept[hidden & inner], full[hidden & inner])
+    with pytest.raises(ValueError, match="pass their weights"):
+        hidden_only.errors(target, query, size, features)
+    signature = scoring_signature("fused", build_metric("fused", model))
+    assert signature.endswith("; feature error on hidden patches only")
+    assert "hidden" not in scoring_signature("fused", build_metric("fused", plain.model))
+
+
+def test_hidden_weights_make_the_pass_mean_a_mean_over_the_passes_that_hid_a_patch() -> None:
+    masks = torch.tensor([[True, False, True], [True, False, False], [False, False, True]])
+    errors = torch.tensor([[1.0, 5.0, 2.0], [3.0, 5.0, 9.0], [7.0, 5.0, 4.0]])
+    weighted = hidden_weights(masks) * errors
+    # patch 0: passes 0 and 1 hid it (1 and 3); patch 1: never hidden; patch 2: 2 and 4
+    assert weighted.mean(dim=0).tolist() == [2.0, 0.0, 3.0]
+
+
+def test_detection_scores_hidden_patches_only_end_to_end(references, queries) -> None:
+    torch.manual_seed(0)
+    model = build_model("edge", **SMALL_EDGE, score_masked_cells=True).eval()
+    results = Detector(model, references, _settings("fused")).detect(queries)
+    assert all(np.isfinite(r.score) for r in results)

@@ -48,7 +48,7 @@ def pass_errors(detector: Detector, image) -> PassErrors:
     feature_target = feature.target(query, model_in)
     maps = {
         "lab": lab.errors(lab.target(query, model_in), pixels, size),
-        "feature": feature.errors(feature_target, pixels, size, features),
+        "feature": feature.errors(feature_target, pixels, size, features, detector.pass_weights),
     }
     return PassErrors(maps, query, feature_target)
 
@@ -83,18 +83,40 @@ def measure_score_scales(
     return dict(zip(SCORE_SCALE_NAMES, scales, strict=True))
 
 
-def rescale_checkpoint(path: Path, data_root: Path, num_refs: int = 4, seed: int = 0) -> dict:
+def rescale_checkpoint(
+    path: Path,
+    data_root: Path,
+    num_refs: int = 4,
+    seed: int = 0,
+    changes: dict | None = None,
+    out: Path | None = None,
+) -> dict:
     """Measure the scales of an existing checkpoint on a dataset's good training views and
-    write them into the file (for a run stopped before its end, or new product data)."""
+    write them into the file, or into ``out`` (for a run stopped before its end, new
+    product data, or a scoring switch in ``changes`` that changes what the maps measure,
+    such as ``score_masked_cells``)."""
     from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
     from training.data.layouts import index_dataset
 
     model, metadata = load_checkpoint(path)
     if not model.config.cnn_tokens:
         raise ValueError(f"{path} has no CNN tokens; only edge checkpoints have score scales.")
+    if changes:
+        model = model.reconfigured(**changes).eval()
+        metadata = {**metadata, "reconfigured_from": str(path), "changes": changes}
     scales = measure_score_scales(model, index_dataset(data_root).good_train(), num_refs, seed)
-    save_checkpoint(path, model, metadata)
+    save_checkpoint(out or path, model, metadata)
     return scales
+
+
+def parse_change(text: str) -> tuple[str, object]:
+    """'KEY=VALUE' with VALUE read as YAML (true, 0.9, blocks) -> (KEY, value)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ValueError(f"expected KEY=VALUE, not {text!r}")
+    return key, yaml.safe_load(value)
 
 
 if __name__ == "__main__":
@@ -103,5 +125,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Measure and store an edge checkpoint's scales.")
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("data", type=Path, help="Dataset whose good training views to use.")
+    parser.add_argument(
+        "--set",
+        dest="changes",
+        type=parse_change,
+        action="append",
+        default=[],
+        help="KEY=VALUE: a model setting that keeps the weights' shapes (repeat).",
+    )
+    parser.add_argument("--out", type=Path, help="Write a copy here instead of in place.")
     args = parser.parse_args()
-    print(rescale_checkpoint(args.checkpoint, args.data))
+    print(rescale_checkpoint(args.checkpoint, args.data, changes=dict(args.changes), out=args.out))

@@ -31,7 +31,7 @@ from padformer_edge.detect.device import (
     synchronize,
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
-from padformer_edge.detect.masks import make_masks
+from padformer_edge.detect.masks import hidden_weights, make_masks
 from padformer_edge.detect.scoring import (
     MIN_SIDE,
     resolve_metric,
@@ -117,6 +117,7 @@ class Detector:
             settings.mask_ratio,
             settings.seed,
         ).to(self.device)
+        self.pass_weights = hidden_weights(self.masks)  # for models scoring hidden patches
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
         with torch.inference_mode():
@@ -263,6 +264,7 @@ class Detector:
                     model_in[index : index + 1],
                     recon[index],
                     None if features is None else features[index],
+                    self.pass_weights,
                 )
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             score_time = time.perf_counter() - score_start

@@ -64,3 +64,13 @@ def make_masks(
     raise UserError(
         f"mask schedule '{schedule}' is unknown; choose one of {', '.join(MASK_SCHEDULES)}."
     )
+
+
+def hidden_weights(masks: torch.Tensor) -> torch.Tensor:
+    """``[P, M]`` weight of each pass's error at each patch when only hidden patches count:
+    ``P / n`` where the pass hid the patch (``n`` passes did) and 0 where it showed it, so
+    the mean over the ``P`` passes is the mean over the passes that hid each patch, whatever
+    the schedule. A patch no pass hid gets 0: nothing was predicted for it."""
+    passes = masks.shape[0]
+    hidden_in = masks.sum(dim=0, keepdim=True).clamp_min(1).to(torch.float32)
+    return masks.to(torch.float32) * (passes / hidden_in)

@@ -50,6 +50,7 @@ MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels 
 MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 MAX_SIMILARITY_VALUES = 1 << 24  # query-cell x reference-cell cosines held at once: 64 MiB
 TURNS_TEXT = "with quarter turns"  # how labels name a reference distance with turns
+HIDDEN_ONLY_TEXT = "feature error on hidden patches only"  # ModelConfig.score_masked_cells
 
 
 @dataclass(frozen=True)
@@ -218,9 +219,12 @@ class ErrorMetric(Protocol):
         recon01: torch.Tensor,
         size: tuple[int, int],
         features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``,
-        and for models with CNN tokens their predicted ``[P, M, F]`` features); or
+        and for models with CNN tokens their predicted ``[P, M, F]`` features and the
+        ``[P, M]`` weight of each pass's error at each patch, ``masks.hidden_weights``,
+        for a model that scores hidden patches only); or
         ``[P, 2, H, W]``, the second channel being the errors the image score is taken
         from, for a metric that ranks images with another mix than it draws maps with."""
         ...
@@ -248,6 +252,7 @@ class ColourMetric:
         recon01: torch.Tensor,
         size: tuple[int, int],
         features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
         recon = self.convert(upsample(recon01, size).clamp_(0.0, 1.0))
         return (target - recon).square_().sum(dim=1)
@@ -277,6 +282,7 @@ class FeatureMetric:
         recon01: torch.Tensor,
         size: tuple[int, int],
         features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
         distance = (self.features(self.model.normalize(recon01)) - target).square_().sum(1)
         return upsample(distance.unsqueeze(1), size).squeeze(1)
@@ -301,6 +307,7 @@ class PredictedFeatureMetric:
         recon01: torch.Tensor,
         size: tuple[int, int],
         features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
         if features is None:
             raise ValueError("the feature error of a CNN-token model needs predicted features.")
@@ -308,6 +315,10 @@ class PredictedFeatureMetric:
         cells = cfg.cells_per_side
         squared = (features.float() - target).square_()  # [P, M, C * cells * cells]
         per_cell = squared.unflatten(-1, (-1, cells * cells)).sum(-2)  # [P, M, cells^2]
+        if cfg.score_masked_cells:
+            if weights is None:
+                raise ValueError("this model scores its hidden patches only: pass their weights.")
+            per_cell = per_cell * weights.unsqueeze(-1).to(per_cell.dtype)
         maps = unfold_from_patches(per_cell, cells, cfg.grid_size)  # [P, 1, g*c, g*c]
         return upsample(maps, size).squeeze(1)
 
@@ -569,9 +580,10 @@ class FusedMetric:
         recon01: torch.Tensor,
         size: tuple[int, int],
         features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
         lab = self.lab.errors(target[0], recon01, size)
-        feature = self.feature.errors(target[1], recon01, size, features)
+        feature = self.feature.errors(target[1], recon01, size, features, weights)
         mixes = [
             mix_errors(
                 lab,
@@ -706,7 +718,11 @@ def scoring_signature(name: str, metric: ErrorMetric) -> str:
         map_mix, score_mix = metric.mixes[0], metric.mixes[-1]
         map_text = f"{map_mix.label}, {map_text}"
         score_text = f"{score_mix.label}, {score_text}"
-    return _signature(name, map_text, score_text)
+    signature = _signature(name, map_text, score_text)
+    reads_features = isinstance(metric, PredictedFeatureMetric | FusedMetric)
+    if reads_features and not isinstance(metric, DistanceMetric):
+        signature += f"; {HIDDEN_ONLY_TEXT}" if metric.model.config.score_masked_cells else ""
+    return signature
 
 
 def paper_signature(name: str) -> str:
@@ -773,10 +789,12 @@ def score_query(
     query_model: torch.Tensor,
     recon01: torch.Tensor,
     features: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
 ) -> ScoredQuery:
     """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes
-    (and their ``[P, M, F]`` predicted features, for models with CNN tokens); ``S`` is
-    the model's input size, which sets the readouts' pixel scale."""
+    (and, for models with CNN tokens, their ``[P, M, F]`` predicted features and the
+    ``[P, M]`` weights of their patches' errors, ``masks.hidden_weights``); ``S`` is the
+    model's input size, which sets the readouts' pixel scale."""
     size = (query01.shape[-2], query01.shape[-1])
     target = metric.target(query01, query_model)
     chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
@@ -784,13 +802,15 @@ def score_query(
     pass_mean: list[float] = []
     pass_max: list[float] = []
     for start in range(0, recon01.shape[0], chunk):
-        part_features = None if features is None else features[start : start + chunk]
-        errors = metric.errors(target, recon01[start : start + chunk], size, part_features)
+        part = slice(start, start + chunk)
+        part_features = None if features is None else features[part]
+        part_weights = None if weights is None else weights[part]
+        errors = metric.errors(target, recon01[part], size, part_features, part_weights)
         errors = errors if errors.ndim == 4 else errors.unsqueeze(1)  # [P, map(, score), H, W]
         pass_mean += errors[:, 0].mean(dim=(1, 2)).tolist()
         pass_max += errors[:, 0].amax(dim=(1, 2)).tolist()
-        part = PassMoments.of(errors)
-        moments = part if moments is None else moments.merge(part)
+        folded = PassMoments.of(errors)
+        moments = folded if moments is None else moments.merge(folded)
     assert moments is not None  # recon01 always holds at least two passes
     scale = max(size) / recon01.shape[-1]  # query pixels per model pixel
     anomaly_map = metric.map_readout.apply(moments.mean[0], moments.variance[0], scale)

@@ -109,6 +109,11 @@ class ModelConfig:
     reaches a masked output except the 6 numbers per reference and layer the STN derives
     from the whole query to align the references. Off: the paper's decoder, in which a
     masked position can copy its visible neighbours (an inpainting shortcut)."""
+    score_masked_cells: bool = False
+    """The predicted-feature error counts each pass's hidden patches only (a visible
+    patch's error is 0): the feature head is trained on hidden patches alone, so its
+    guesses at visible ones are untrained noise that would blur what the references
+    taught. Off: every patch of every pass counts, as before."""
     use_stn: bool = True
     use_selection: bool = True
     use_aat: bool = True
