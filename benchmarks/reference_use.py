@@ -9,7 +9,11 @@ that class (random, seeded) and against four black images, and reports per scori
 - ``spread over good sets``: (largest - smallest) / mean score of a view over the good
   reference sets, averaged over views: how much the choice of good references matters;
 - ``black / good``: a view's score against black references over its mean score against
-  good ones, averaged: above 1 when the references are read at all.
+  good ones, averaged: above 1 when the references are read at all;
+- ``hidden patches: black / good`` (models with CNN tokens): the same ratio for the
+  predicted-feature error averaged over the patches the passes hid, before any readout:
+  whether the decoder reads its references where it must, even when the image score (a
+  maximum over the map) does not show it.
 
 Scorings: the model's own default (the product's), and the same with both nearest-
 reference weights at 0 (the reconstruction alone). Prints a table and one JSON line;
@@ -32,6 +36,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,6 +58,37 @@ def scores(
 ) -> np.ndarray:
     detector = Detector(model, references, settings)
     return np.array([d.score for d in detector.detect(queries)])
+
+
+@torch.inference_mode()
+def hidden_errors(detector: Detector, queries: list[np.ndarray]) -> np.ndarray:
+    """Per query, the predicted-feature error averaged over the patches its passes hid."""
+    errors = []
+    for image in queries:
+        model_in = detector.to_model_input(image).unsqueeze(0)
+        _, features = detector.reconstruct(model_in)
+        per_patch = (features - detector.model.target_features(model_in)).square().mean(-1)
+        errors.append(float(per_patch[detector.masks].mean()))
+    return np.array(errors)
+
+
+def hidden_ratio(
+    model, classes: dict[str, tuple[list, list]], sets: int, seed: int, settings: DetectionSettings
+) -> float:
+    """``hidden patches: black / good`` over every view, the same reference draws as
+    ``measure``."""
+    ratios = []
+    for pool, queries in classes.values():
+        rng = random.Random(seed)
+        good = np.stack(
+            [
+                hidden_errors(Detector(model, rng.sample(pool, SHOTS), settings), queries)
+                for _ in range(sets)
+            ]
+        )
+        black = [np.zeros_like(pool[0])] * SHOTS
+        ratios += list(hidden_errors(Detector(model, black, settings), queries) / good.mean(0))
+    return float(np.mean(ratios))
 
 
 def measure(
@@ -112,6 +148,11 @@ def run(args: argparse.Namespace) -> None:
     for path in args.model:
         model, _ = load_checkpoint(path)
         model.eval()
+        hidden = (
+            hidden_ratio(model, classes, args.sets, args.seed, settings)
+            if model.config.cnn_tokens
+            else None
+        )  # the reconstruction is the same whichever scoring reads it
         scorings = [("reconstruction alone", reconstruction_only(model))]
         if not args.reconstruction_only:
             scorings.insert(0, ("the model's own", model))
@@ -119,16 +160,21 @@ def run(args: argparse.Namespace) -> None:
             signature = scoring_signature(*resolve_metric("auto", scored_model))
             figures = measure(scored_model, classes, args.sets, args.seed, settings)
             name = label if len(args.model) == 1 else f"{path.name}: {label}"
-            payload[name] = {**figures, "scoring": signature}
+            payload[name] = {**figures, "scoring": signature, "hidden_black_ratio": hidden}
             rows.append(
                 [
                     name,
                     f"`{signature}`",
                     f"{100 * figures['spread']:.1f} %",
                     f"{figures['black_ratio']:.2f}",
+                    "" if hidden is None else f"{hidden:.2f}",
                 ]
             )
-    table = markdown_table(["scoring", "signature", "spread over good sets", "black / good"], rows)
+    headers = [
+        "scoring", "signature", "spread over good sets", "black / good",
+        "hidden patches: black / good",
+    ]  # fmt: skip
+    table = markdown_table(headers, rows)
     views = sum(len(q) for _, q in classes.values())
     caption = (
         f"{', '.join(p.name for p in args.model)}, {views} good test views of "

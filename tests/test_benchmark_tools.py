@@ -263,6 +263,8 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
     assert "reference weight 5" in own["scoring"] and "reference" not in alone["scoring"]
     for row in (own, alone):
         assert row["spread"] >= 0.0 and row["black_ratio"] > 0.0
+    # one reconstruction, read by both scorings: one hidden-patch ratio, a real number
+    assert own["hidden_black_ratio"] == alone["hidden_black_ratio"] > 0.0
     # black references are nothing like the part: the reference term must see that
     assert own["black_ratio"] > alone["black_ratio"]
     other = tmp_path / "other.safetensors"
