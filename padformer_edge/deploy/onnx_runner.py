@@ -82,6 +82,9 @@ class OnnxRunner:
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
+        # Idle pool threads sleep instead of spinning: a line PC shares its cores with
+        # decoding and the page, and spinning would also inflate measured CPU time.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CPUExecutionProvider"]
         self.references = ort.InferenceSession(
             str(self.folder / REFERENCE_GRAPH), options, providers=providers
