@@ -182,6 +182,7 @@ class Detector:
             )
         refs = torch.stack([self.to_model_input(image) for image in references])
         if self.runner is not None:
+            # a torch cache around the graph's features: it is what an EncodingStore keeps
             features = self.runner.encode_references(refs.cpu().numpy())
             return self.model.cache_from_features(torch.from_numpy(features))
         with model_precision(self.precision, self.device):
