@@ -52,6 +52,12 @@ def weights_sha256(model: PADFormer) -> str:
     return tensors_sha256(model.state_dict())
 
 
+def config_record(model: PADFormer) -> dict[str, Any]:
+    """The model's config as the manifest stores it (JSON types), so a runner can compare:
+    switches such as ``isolate_masked`` change the graph but not the weights."""
+    return json.loads(json.dumps(dataclasses.asdict(model.config)))
+
+
 def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> dict[str, Any]:
     """Write the three graphs and ``manifest.json`` into ``out_dir``; returns the manifest."""
     out = Path(out_dir)
@@ -89,7 +95,7 @@ def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> di
         "opset": opset,
         "torch": torch.__version__,
         "preset": model.preset_name,
-        "config": dataclasses.asdict(cfg),
+        "config": config_record(model),
         "weights_sha256": weights_sha256(model),
         "term_names": names,
         "outputs": outputs,

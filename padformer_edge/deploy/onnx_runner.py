@@ -3,8 +3,9 @@
 The ``Detector`` still prepares inputs and scores in torch; this runner only replaces
 ``encode_references`` and ``reconstruct_all``, the work that dominates a detection. It
 refuses graphs exported from other weights than the model it is given (the manifest's
-``weights_sha256``) and graph files whose bytes changed since export, because either
-would score with a different model than the one the profile or command names.
+``weights_sha256``) or with other model settings (its ``config``), and graph files whose
+bytes changed since export, because each would score with a different model than the one
+the command names.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, weights_sha256
+from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, weights_sha256
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
@@ -69,6 +70,11 @@ class OnnxRunner:
             raise UserError(
                 f"the graphs in {self.folder} were exported from other weights than this "
                 "model; export this checkpoint again with padformer-edge export."
+            )
+        if manifest["config"] != config_record(model):
+            raise UserError(
+                f"the graphs in {self.folder} were exported with other model settings than "
+                "this model's; export it again with padformer-edge export."
             )
         for name, digest in manifest["graphs"].items():
             path = self.folder / name

@@ -111,6 +111,14 @@ def test_runner_refuses_graphs_of_other_weights(tiny_export):
         OnnxRunner(folder, tiny_model("tiny", seed=1))
 
 
+def test_runner_refuses_graphs_of_other_settings_with_the_same_weights(tmp_path):
+    """isolate_masked changes the graph, not the weights: the config must match too."""
+    model = tiny_model("edge")
+    export_onnx(model, tmp_path)
+    with pytest.raises(UserError, match="other model settings"):
+        OnnxRunner(tmp_path, model.reconfigured(isolate_masked=True))
+
+
 def test_runner_refuses_a_graph_changed_since_export(tiny_export, tmp_path):
     model, folder = tiny_export
     copy = tmp_path / "graphs"
