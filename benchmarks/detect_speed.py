@@ -18,6 +18,14 @@ Times are CPU seconds of this process (see ``timed``), so other jobs on a shared
 move them little.
 
     python benchmarks/detect_speed.py --preset small --write-docs
+
+With ``--runtimes`` it instead times the ``Detector`` on each runtime (torch, and
+onnxruntime on graphs exported for the run), for every thread count in ``--thread-counts``
+and reference count in ``--reference-counts``, after checking that both runtimes give the
+same scores (1e-4 relative):
+
+    python benchmarks/detect_speed.py --preset edge --runtimes --thread-counts 1,2 \
+        --reference-counts 4,12
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # Idle OpenMP threads must sleep rather than spin, or CPU time would count the spinning;
@@ -92,6 +101,88 @@ def matmul_peak(size: int, repeats: int) -> float:
     return 2 * size**3 / timed(lambda: torch.mm(a, b), repeats)[0]
 
 
+def counts(text: str) -> list[int]:
+    """``1,2`` -> [1, 2]: a comma-separated list of positive counts."""
+    values = [int(part) for part in text.split(",") if part.strip()]
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive counts like 1,2")
+    return values
+
+
+RUNTIMES = ("torch", "onnxruntime")
+
+
+def runtime_rows(args: argparse.Namespace) -> None:
+    """CPU s per detection on each runtime, thread count and reference count (``--runtimes``).
+
+    The graphs are exported once per run from the same random-weight model; each row builds
+    its own ``Detector`` after setting torch's thread count, which the onnxruntime runner
+    also takes. Before timing, the two runtimes' scores on the query must agree to 1e-4
+    relative, so a fast but wrong export cannot make the table.
+    """
+    from padformer_edge.deploy.export import export_onnx
+
+    torch.manual_seed(0)
+    model = build_model(args.preset).eval()
+    size = model.config.img_size
+    query = smooth_photo(size, seed=100)
+    settings = DetectionSettings(passes=args.passes, device="cpu", max_batch=args.passes)
+    exported = Path(tempfile.mkdtemp(prefix="detect_speed_onnx_"))
+    export_onnx(model, exported)
+    rows, records = [], []
+    for refs in args.reference_counts:
+        references = [smooth_photo(size, seed) for seed in range(refs)]
+        for threads in args.thread_counts:
+            torch.set_num_threads(threads)
+            seconds, scores, split = {}, {}, {}
+            for runtime in RUNTIMES:
+                chosen = settings.replace(runtime=runtime)
+                detector = Detector(model, references, chosen, exported=exported)
+                scores[runtime] = detector.detect([query])[0].score
+                seconds[runtime] = timed(lambda d=detector: d.detect([query]), args.repeats)
+                # where the time goes: the model's passes (what the runtime changes) or
+                # the scoring (torch on both), from one more call's own timings
+                timings = detector.detect([query])[0].timings
+                split[runtime] = (timings["reconstruct"], timings["score"])
+            gap = abs(scores["onnxruntime"] - scores["torch"]) / abs(scores["torch"])
+            if gap > 1e-4:
+                raise SystemExit(f"onnxruntime's score differs from torch's by {gap:.2e}")
+            for runtime in RUNTIMES:
+                cpu_s, wall_s = seconds[runtime]
+                speedup = seconds["torch"][0] / cpu_s
+                passes_s, score_s = split[runtime]
+                rows.append([runtime, threads, refs, cpu_s, wall_s, passes_s, score_s, speedup])
+                records.append(
+                    {"runtime": runtime, "threads": threads, "references": refs,
+                     "cpu_s": cpu_s, "wall_s": wall_s, "passes_wall_s": passes_s,
+                     "score_wall_s": score_s, "speedup_over_torch": speedup, "score_gap": gap}
+                )  # fmt: skip
+    headers = ["runtime", "threads", "references", "CPU s per detection", "wall s (best)"]
+    headers += ["passes wall s", "scoring wall s", "CPU speed-up over torch"]
+    table = markdown_table(headers, rows)
+    summary = (
+        f"{args.preset} preset ({size} px), {args.passes} passes, random weights, "
+        f"{args.repeats} repeats; onnxruntime runs graphs exported at opset "
+        f"{json_opset(exported)}, scoring stays in torch on both rows."
+    )
+    print(table)
+    print()
+    print(summary)
+    print_json_line(
+        "detect_speed_runtimes",
+        {"preset": args.preset, "passes": args.passes, "repeats": args.repeats, "rows": records},
+    )
+    if args.write_docs:
+        update_docs_section(f"detect_speed_runtimes_{args.preset}", f"{table}\n\n{summary}")
+
+
+def json_opset(folder: Path) -> int:
+    """The opset the manifest in ``folder`` records."""
+    import json
+
+    return int(json.loads((folder / "manifest.json").read_text())["opset"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="small")
@@ -105,7 +196,15 @@ def main() -> None:
         help="torch threads; 1 keeps numbers stable on a shared machine",
     )
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--runtimes", action="store_true", help="time torch against onnxruntime instead"
+    )
+    parser.add_argument("--thread-counts", type=counts, default=[1, 2], help="with --runtimes")
+    parser.add_argument("--reference-counts", type=counts, default=[4, 12], help="with --runtimes")
     args = parser.parse_args()
+    if args.runtimes:
+        runtime_rows(args)
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 

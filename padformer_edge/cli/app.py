@@ -22,6 +22,7 @@ from padformer_edge.cli import (
     db_cmd,
     demo_cmd,
     detect_cmd,
+    export_cmd,
     profile_cmd,
     results_cmd,
     serve_cmd,
@@ -46,6 +47,7 @@ app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
+app.command("export")(export_cmd.export)
 app.command("train")(train_cmd.train)
 app.add_typer(profile_cmd.app, name="profile")
 app.command("watch")(watch_cmd.watch)

@@ -11,7 +11,19 @@ from rich.table import Table
 
 from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
+from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
+
+
+def default_export_folder(checkpoint: Path) -> Path:
+    """Where ``--runtime onnxruntime`` looks without ``--exported``: beside the checkpoint,
+    so a model and its graphs travel together."""
+    return checkpoint.with_name(f"{checkpoint.stem}-onnx")
+
+
+def export_hint(checkpoint: Path, folder: Path) -> str:
+    """The fix for a missing graph folder: the command that writes it."""
+    return f"run padformer-edge export {checkpoint} --format onnx --out {folder} first"
 
 
 def detect(
@@ -31,6 +43,13 @@ def detect(
     device: str = options.DEVICE,
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
+    runtime: str = options.RUNTIME,
+    exported: Path | None = typer.Option(
+        None,
+        "--exported",
+        help="Folder of graphs from padformer-edge export (--runtime onnxruntime); "
+        "default: <checkpoint stem>-onnx beside the checkpoint.",
+    ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Folder for heatmap PNGs."),
     raw: bool = typer.Option(False, "--raw", help="Also write each float32 map as .npy."),
     heatmap_max: float | None = typer.Option(
@@ -46,9 +65,16 @@ def detect(
     require_folder(references, "reference folder", "pass a folder of good images of the product")
     for image in images:
         require_file(image, "image", "check the path")
+    if exported is not None and settings.runtime != "onnxruntime":
+        raise UserError("--exported is read only with --runtime onnxruntime; add it or drop it.")
+    if settings.runtime == "onnxruntime":
+        exported = exported if exported is not None else default_export_folder(model)
+        require_folder(exported, "exported graph folder", export_hint(model, exported))
     from padformer_edge.detect.service import detect_files  # torch: load late
 
-    results = detect_files(model, references, images, settings, out, raw, heatmap_max)
+    results = detect_files(
+        model, references, images, settings, out, raw, heatmap_max, exported=exported
+    )
     if as_json:
         for result in results:
             typer.echo(

@@ -19,6 +19,7 @@ from padformer_edge.detect.settings import (
     MASK_SCHEDULES,
     METRIC_CHOICES,
     PRECISIONS,
+    RUNTIMES,
     DetectionSettings,
 )
 from padformer_edge.errors import UserError
@@ -43,6 +44,12 @@ PRECISION = choice_option(
     _DEFAULT.precision, "--precision", PRECISIONS, help="fp32, or bf16/fp16 on CUDA."
 )
 BATCH_SIZE = typer.Option(_DEFAULT.max_batch, "--batch-size", help="Most passes per model call.")
+RUNTIME = choice_option(
+    _DEFAULT.runtime,
+    "--runtime",
+    RUNTIMES,
+    help="What runs the model: torch, or onnxruntime on graphs from padformer-edge export.",
+)
 
 
 FIELD_OF_PARAMETER = {
@@ -57,6 +64,10 @@ FIELD_OF_PARAMETER = {
 }
 """The command parameters that carry the options above -> the settings field each sets."""
 
+OPTIONAL_FIELD_OF_PARAMETER = {"runtime": "runtime"}
+"""Options only some of those commands declare (``detect`` runs exported graphs; a profile
+or an evaluation does not yet): the setting keeps its default where a command lacks it."""
+
 
 def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     """Settings from a command's parsed parameters (``ctx.params``): each command declares
@@ -64,10 +75,14 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     none is renamed on the way. A value the schema refuses is a ``UserError`` naming its
     option and what was given."""
     values = {field: params[name] for name, field in FIELD_OF_PARAMETER.items()}
+    values |= {f: params[n] for n, f in OPTIONAL_FIELD_OF_PARAMETER.items() if n in params}
     try:
         return DetectionSettings(**values)
     except ValidationError as err:
         problem = err.errors()[0]
+        if not problem["loc"]:  # a rule across options (the runtime's device and precision)
+            text = str(problem["ctx"].get("error", problem["msg"])) if "ctx" in problem else ""
+            raise UserError(f"{text or problem['msg']}.") from err
         key = str(problem["loc"][0])
         option = OPTION_OF.get(key, "--" + key.replace("_", "-"))
         given = values.get(key)

@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import torch
 
 from padformer_edge.allocator import retain_freed_memory
+from padformer_edge.deploy.graphs import mask_indices
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -42,6 +44,10 @@ from padformer_edge.detect.scoring import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model import PADFormer, ReferenceCache
+from padformer_edge.model.padformer import Reconstruction
+
+if TYPE_CHECKING:
+    from padformer_edge.deploy.onnx_runner import OnnxRunner
 
 
 @dataclass
@@ -91,6 +97,11 @@ class Detector:
     GPU memory. With an ``encodings`` store the reference encodings are read from it
     when it holds a set of the right shape (``cache_hit`` is then True) and written to
     it otherwise.
+
+    With ``settings.runtime`` ``onnxruntime`` the reference encoding and the passes run
+    the graphs in ``exported`` (``padformer-edge export``) instead of the torch model;
+    preparing the inputs and scoring stay the same torch code, so both runtimes differ
+    only by the model's float32 rounding.
     """
 
     def __init__(
@@ -100,11 +111,13 @@ class Detector:
         settings: DetectionSettings | None = None,
         *,
         encodings: EncodingStore | None = None,
+        exported: str | Path | None = None,
     ) -> None:
         settings = DetectionSettings() if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
-        self.device = resolve_device(settings.device)
+        onnx = settings.runtime == "onnxruntime"
+        self.device = resolve_device("cpu" if onnx else settings.device)
         check_precision(settings.precision, self.device)
         self.precision = settings.precision
         self.model = model.to(self.device).eval()
@@ -118,8 +131,12 @@ class Detector:
             settings.seed,
         ).to(self.device)
         self.pass_weights = hidden_weights(self.masks)  # for models scoring hidden patches
+        self.runner = open_runner(exported, self.model) if onnx else None
+        self.mask_ids = mask_indices(self.masks) if onnx else None
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
+        if self.runner is not None:
+            self.runner.use_features(self.cache.features.cpu().numpy())
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
@@ -165,6 +182,10 @@ class Detector:
                 "references taken by one camera setting."
             )
         refs = torch.stack([self.to_model_input(image) for image in references])
+        if self.runner is not None:
+            # a torch cache around the graph's features: it is what an EncodingStore keeps
+            features = self.runner.encode_references(refs.cpu().numpy())
+            return self.model.cache_from_features(torch.from_numpy(features))
         with model_precision(self.precision, self.device):
             return self.model.encode_references(refs.unsqueeze(0))
 
@@ -187,17 +208,30 @@ class Detector:
             index = torch.arange(start, min(rows, start + self.max_batch), device=self.device)
             query_index, pass_index = index // self.passes, index % self.passes
             first, last = start // self.passes, (start + len(index) - 1) // self.passes
-            with model_precision(self.precision, self.device):
-                recon = self.model.reconstruct_all(
-                    queries[first : last + 1],
-                    self.cache,
-                    self.masks[pass_index],
-                    rows=query_index - first,
-                )
+            if self.runner is not None:
+                recon = self.run_exported(queries[query_index], pass_index)
+            else:
+                with model_precision(self.precision, self.device):
+                    recon = self.model.reconstruct_all(
+                        queries[first : last + 1],
+                        self.cache,
+                        self.masks[pass_index],
+                        rows=query_index - first,
+                    )
             out.append(self.model.denormalize(recon.pixels.float()).clamp_(0.0, 1.0))
             if recon.features is not None:
                 features.append(recon.features.float())
         return torch.cat(out), torch.cat(features) if features else None
+
+    def run_exported(self, rows: torch.Tensor, pass_index: torch.Tensor) -> Reconstruction:
+        """``reconstruct_all`` of one chunk through the exported query graph: ``rows`` are
+        the chunk's query images, one per pass, ``pass_index`` each row's mask."""
+        assert self.runner is not None and self.mask_ids is not None
+        ids_keep, ids_restore = (ids[pass_index.cpu().numpy()] for ids in self.mask_ids)
+        pixels, features = self.runner.reconstruct(rows.cpu().numpy(), ids_keep, ids_restore)
+        return Reconstruction(
+            torch.from_numpy(pixels), None if features is None else torch.from_numpy(features)
+        )
 
     @property
     def images_per_call(self) -> int:
@@ -281,6 +315,20 @@ class Detector:
                 )
             )
         return detections
+
+
+def open_runner(exported: str | Path | None, model: PADFormer) -> OnnxRunner:
+    """The onnxruntime runner for ``model``'s exported graphs, or the sentence saying why
+    there is none (no folder given, onnxruntime missing, graphs of other weights)."""
+    if exported is None:
+        raise UserError(
+            "runtime onnxruntime needs the model's exported graphs, which only detect reads "
+            "for now (profiles and the daemon do not store them yet); run padformer-edge "
+            "export MODEL --format onnx --out DIR and pass detect --exported DIR."
+        )
+    from padformer_edge.deploy.onnx_runner import OnnxRunner  # onnxruntime: load late
+
+    return OnnxRunner(exported, model, threads=torch.get_num_threads())
 
 
 def mean_image(passes: torch.Tensor) -> np.ndarray:

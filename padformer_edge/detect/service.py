@@ -76,8 +76,11 @@ def detect_files(
     out_dir: str | Path | None = None,
     save_raw: bool = False,
     heatmap_max: float | None = None,
+    *,
+    exported: str | Path | None = None,
 ) -> list[FileResult]:
-    """Score ``images`` against the references with the checkpoint's model."""
+    """Score ``images`` against the references with the checkpoint's model (run from its
+    ``exported`` graphs when the settings ask for onnxruntime)."""
     if not images:
         raise UserError("no query images were given; name at least one image file to inspect.")
     paths = [Path(p) for p in images]
@@ -86,7 +89,7 @@ def detect_files(
         check_rgb_array(image, f"image {path}", MIN_SIDE)
     reference_images = load_references(references)
     model, _ = load_checkpoint(checkpoint)
-    detector = Detector(model, reference_images, settings)
+    detector = Detector(model, reference_images, settings, exported=exported)
     named = zip(paths, heatmap_names(paths), queries, strict=True)
     return [
         save_result(path, image, detection, name, out_dir, save_raw, heatmap_max)

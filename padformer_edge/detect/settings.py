@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from padformer_edge.config import StrictModel
 
@@ -21,11 +21,13 @@ ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
 MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  # auto: model's own
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
+RuntimeName = Literal["torch", "onnxruntime"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
 DEVICES: tuple[str, ...] = get_args(DeviceName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+RUNTIMES: tuple[str, ...] = get_args(RuntimeName)
 
 MIN_PASSES = 2
 """The variance filter compares passes; with one there is no variance to filter by."""
@@ -54,6 +56,24 @@ class DetectionSettings(StrictModel):
     device: DeviceName = "auto"
     precision: Precision = "fp32"
     max_batch: int = Field(32, ge=1, description="most passes per model call")
+    runtime: RuntimeName = Field(
+        "torch",
+        description=(
+            "what runs the model: torch, or onnxruntime on graphs written by "
+            "padformer-edge export (CPU, fp32; scoring stays in torch)"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _runtime_fits(self) -> DetectionSettings:
+        """onnxruntime runs the exported float32 graphs on the CPU only (no CUDA provider
+        yet), so a setting that asks for more is refused rather than quietly ignored."""
+        if self.runtime == "onnxruntime" and (self.device == "cuda" or self.precision != "fp32"):
+            raise ValueError(
+                "runtime onnxruntime runs on the CPU in fp32 only; use device auto or cpu "
+                "and precision fp32"
+            )
+        return self
 
     def replace(self, **changes: Any) -> DetectionSettings:
         """A validated copy with ``changes`` applied (``model_copy`` would not validate)."""

@@ -74,12 +74,15 @@ class PositionSpecificCrossAttention(nn.Module):
             by_position = q.transpose(1, 2).unsqueeze(2)  # [B, M, 1, H, Dh]
             logits.append((by_position * k_sel).sum(-1).permute(0, 3, 1, 2))  # [B, H, M, k]
         attn = torch.cat(logits, dim=-1).softmax(dim=-1)  # one softmax over both key sets
-        out = torch.zeros_like(q)
+        # No zeros_like start: an exported graph would hold those zeros as a constant of
+        # the traced batch size (and 0 + x is x, so the sums are the same).
+        out = None
         if shared is not None:
-            out = out + attn[..., :shared_len] @ v_shared
+            out = attn[..., :shared_len] @ v_shared
         if index is not None:
             weights = attn[..., shared_len:].permute(0, 2, 3, 1).unsqueeze(-1)  # [B, M, k, H, 1]
-            out = out + (weights * v_sel).sum(2).transpose(1, 2)
+            selected = (weights * v_sel).sum(2).transpose(1, 2)
+            out = selected if out is None else out + selected
         return self.proj(out.transpose(1, 2).reshape(b, m, d))
 
     def _gather(self, pool: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -50,8 +50,12 @@ def isolation_mask(masked: torch.Tensor) -> torch.Tensor:
 
 
 def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
-    """[..., M, D] -> [..., D, grid, grid]."""
-    return tokens.transpose(-1, -2).unflatten(-1, (grid, grid))
+    """[..., M, D] -> [..., D, grid, grid].
+
+    The same view as ``unflatten``, spelled with the leading sizes read off ``tokens``:
+    an exported graph then keeps them dynamic (``unflatten`` fixes them to the traced
+    sizes), so one export serves any number of references."""
+    return tokens.transpose(-1, -2).view(*tokens.shape[:-2], tokens.shape[-1], grid, grid)
 
 
 class DecoderLayer(nn.Module):

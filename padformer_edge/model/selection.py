@@ -28,7 +28,7 @@ def hybrid_similarity(
     feat = F.normalize(query, dim=-1) @ F.normalize(refs.flatten(1, 2), dim=-1).transpose(1, 2)
     if mr != m:
         return feat
-    side = round(m**0.5)
+    side = round(int(m) ** 0.5)  # int(): a traced size is a tensor while exporting
     spatial = torch.exp(-grid_distances(side, query.device) / sigma).repeat(1, n)
     return (1.0 - weight) * feat + weight * spatial
 

@@ -56,7 +56,8 @@ class FeatureSTN(nn.Module):
         conv = self.localization[0]
         maps = self._reduced(refs.flatten(0, -4))
         out = F.conv2d(maps, conv.weight[:, self.dim :], None, padding=conv.padding)
-        return out.unflatten(0, refs.shape[:-3])
+        # view, not unflatten: an exported graph keeps the leading sizes dynamic this way
+        return out.view(*refs.shape[:-3], *out.shape[1:])
 
     def _reduced(self, maps: torch.Tensor) -> torch.Tensor:
         return maps if self.reduce is None else self.reduce(maps)
@@ -76,7 +77,7 @@ class FeatureSTN(nn.Module):
         )
         first = query_term.unsqueeze(1) + ref_term  # [B, N, 32, h, w]: one query half, N refs
         hidden = self.localization[1:](first.flatten(0, 1))
-        return self.fc(hidden.flatten(1)).unflatten(0, first.shape[:2]).unflatten(-1, (2, 3))
+        return self.fc(hidden.flatten(1)).view(*first.shape[:2], 2, 3)  # view: as above
 
     def forward(
         self, query: torch.Tensor, refs: torch.Tensor, ref_term: torch.Tensor | None = None
@@ -109,6 +110,10 @@ def sampling_weights(theta: torch.Tensor, size: tuple[int, int]) -> torch.Tensor
 def resample_tokens(tokens: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Tokens [B or 1, N, M, C] (any channels: each is resampled on its own) moved by
     ``sampling_weights`` [B, N, M, M] -> [B, N, M, C]."""
+    if torch.onnx.is_in_onnx_export():
+        # onnxruntime runs a broadcasting MatMul several times faster than this Einsum;
+        # torch keeps the einsum, which spares it an expanded copy of the shared set
+        return weights @ tokens
     if tokens.shape[0] == 1 < weights.shape[0]:  # one reference set for every query row
         return torch.einsum("bnpq,nqc->bnpc", weights, tokens[0])
     return weights @ tokens

@@ -1,0 +1,132 @@
+"""Runs exported graphs with onnxruntime in place of the torch model's own forward pass.
+
+The ``Detector`` still prepares inputs and scores in torch; this runner only replaces
+``encode_references`` and ``reconstruct_all``, the work that dominates a detection. It
+refuses graphs exported from other weights than the model it is given (the manifest's
+``weights_sha256``) or with other model settings (its ``config``), and graph files whose
+bytes changed since export, because each would score with a different model than the one
+the command names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, weights_sha256
+from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
+from padformer_edge.digest import file_sha256
+from padformer_edge.errors import UserError
+from padformer_edge.model import PADFormer
+
+INSTALL_HINT = "pip install 'padformer-edge[onnx]'"
+
+
+def import_onnxruntime() -> ModuleType:
+    """onnxruntime, or the one sentence that says how to install it."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UserError(
+            f"the onnxruntime runtime needs the onnxruntime package, which is not installed; "
+            f"{INSTALL_HINT}."
+        ) from None
+    return onnxruntime
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The export's manifest, or a UserError saying how to make one."""
+    path = folder / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(
+            f"{folder} holds no exported graphs ({MANIFEST} is missing); run "
+            f"padformer-edge export MODEL --format onnx --out {folder}."
+        ) from None
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path} cannot be read ({err}); export the model again.") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_TAG:
+        raise UserError(f"{path} is not a {FORMAT_TAG} manifest; export the model again.")
+    return manifest
+
+
+class OnnxRunner:
+    """The three exported graphs in onnxruntime sessions, for one model's weights.
+
+    ``threads`` is onnxruntime's intra-op thread count (the Detector passes torch's, so
+    one setting, ``OMP_NUM_THREADS`` or ``torch.set_num_threads``, governs both runtimes).
+    """
+
+    def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
+        ort = import_onnxruntime()
+        self.folder = Path(folder)
+        manifest = read_manifest(self.folder)
+        if manifest["weights_sha256"] != weights_sha256(model):
+            raise UserError(
+                f"the graphs in {self.folder} were exported from other weights than this "
+                "model; export this checkpoint again with padformer-edge export."
+            )
+        if manifest["config"] != config_record(model):
+            raise UserError(
+                f"the graphs in {self.folder} were exported with other model settings than "
+                "this model's; export it again with padformer-edge export."
+            )
+        for name, digest in manifest["graphs"].items():
+            path = self.folder / name
+            if not path.is_file() or file_sha256(path) != digest:
+                raise UserError(
+                    f"{path} is missing or differs from its sha256 in {MANIFEST}; "
+                    "export the model again."
+                )
+        self.term_names: list[str] = list(manifest["term_names"])
+        self.outputs: list[str] = list(manifest["outputs"])
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        # Idle pool threads sleep instead of spinning: a line PC shares its cores with
+        # decoding and the page, and spinning would also inflate measured CPU time.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = ["CPUExecutionProvider"]
+        self.references = ort.InferenceSession(
+            str(self.folder / REFERENCE_GRAPH), options, providers=providers
+        )
+        self.terms = ort.InferenceSession(
+            str(self.folder / TERMS_GRAPH), options, providers=providers
+        )
+        self.query = ort.InferenceSession(
+            str(self.folder / QUERY_GRAPH), options, providers=providers
+        )
+        self.reference_feeds: dict[str, np.ndarray] | None = None
+
+    def encode_references(self, references: np.ndarray) -> np.ndarray:
+        """Normalised references [N, 3, S, S] -> encoder features [1, N, M, E]."""
+        images = np.ascontiguousarray(references, dtype=np.float32)
+        return self.references.run(None, {"references": images})[0]
+
+    def use_features(self, features: np.ndarray) -> None:
+        """Derive and keep the reference terms every later ``reconstruct`` reads."""
+        features = np.ascontiguousarray(features, dtype=np.float32)
+        terms = self.terms.run(None, {"features": features})
+        names = ["ref_tokens", *self.term_names]
+        self.reference_feeds = dict(zip(names, terms, strict=True))
+
+    def reconstruct(
+        self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
+        query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
+        if self.reference_feeds is None:
+            raise RuntimeError("use_features must run before reconstruct.")
+        feeds = {
+            "query": np.ascontiguousarray(rows, dtype=np.float32),
+            "ids_keep": np.ascontiguousarray(ids_keep, dtype=np.int64),
+            "ids_restore": np.ascontiguousarray(ids_restore, dtype=np.int64),
+            **self.reference_feeds,
+        }
+        found = self.query.run(None, feeds)
+        return found[0], found[1] if len(found) > 1 else None

@@ -1,0 +1,135 @@
+"""Exported graphs against the torch model: every preset's tiny model, with the decoder's
+``isolate_masked`` switch too, reference counts and pass batches the export never saw."""
+
+import json
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from padformer_edge.deploy.export import MANIFEST, export_onnx
+from padformer_edge.deploy.graphs import QUERY_GRAPH, mask_indices
+from padformer_edge.deploy.onnx_runner import OnnxRunner
+from padformer_edge.detect import Detector
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
+from tests.deploy.parity import CASES, float32_bound, relative_error, tiny_model
+from tests.detect_images import product_image, with_defect
+
+SCORE_RTOL = 1e-4
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def exported(request, tmp_path_factory):
+    """(model, folder of its exported graphs) per case, exported once per module."""
+    model = tiny_model(request.param)
+    folder = tmp_path_factory.mktemp(request.param)
+    export_onnx(model, folder)
+    return model, folder
+
+
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+    """The tiny case alone, for the refusals (which do not depend on the preset)."""
+    model = tiny_model("tiny")
+    folder = tmp_path_factory.mktemp("tiny-refusals")
+    export_onnx(model, folder)
+    return model, folder
+
+
+def test_graphs_are_valid_onnx_and_the_manifest_names_them(exported):
+    model, folder = exported
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["config"]["isolate_masked"] == model.config.isolate_masked
+    for name in manifest["graphs"]:
+        onnx.checker.check_model(onnx.load(str(folder / name)))
+    query_inputs = [i.name for i in onnx.load(str(folder / QUERY_GRAPH)).graph.input]
+    assert query_inputs == [
+        "query",
+        "ids_keep",
+        "ids_restore",
+        "ref_tokens",
+        *manifest["term_names"],
+    ]
+
+
+@pytest.mark.parametrize("references, rows", [(1, 1), (5, 7)])
+def test_reconstructions_within_the_float32_bound(exported, references, rows):
+    """Exported with 2 references and 2 rows; run with other counts of both."""
+    model, folder = exported
+    size = model.config.img_size
+    gen = torch.Generator().manual_seed(references * 10 + rows)
+    refs = torch.randn(references, 3, size, size, generator=gen)
+    query = torch.randn(rows, 3, size, size, generator=gen)
+    masks = model.random_mask(rows, gen)
+    with torch.no_grad():
+        cache = model.encode_references(refs[None])
+        expected = model.reconstruct_all(query, cache, masks)
+    runner = OnnxRunner(folder, model)
+    features = runner.encode_references(refs.numpy())
+    runner.use_features(features)
+    pixels, predicted = runner.reconstruct(query.numpy(), *mask_indices(masks))
+    bound = float32_bound(model)
+    assert relative_error(features, cache.features.numpy()) < bound
+    assert relative_error(pixels, expected.pixels.numpy()) < bound
+    if model.config.cnn_tokens:
+        assert relative_error(predicted, expected.features.numpy()) < bound
+    else:
+        assert predicted is None
+
+
+def test_detector_scores_and_verdicts_match_torch(exported):
+    """The whole detection: scores within 1e-4 relative, maps within the float32 bound,
+    and the same verdict for every image at a threshold between the scores."""
+    model, folder = exported
+    references = [product_image(70, 90, seed=s) for s in range(3)]
+    good = product_image(70, 90, seed=11)
+    queries = [good, with_defect(good, (20, 30, 14, 14)), product_image(70, 90, seed=12)]
+    queries.append(with_defect(queries[2], (40, 10, 12, 20)))
+    # 3 passes in batches of 4: chunks that split an image's passes, and a short last one
+    settings = DetectionSettings(passes=3, max_batch=4, device="cpu")
+    by_torch = Detector(model, references, settings).detect(queries)
+    onnx_settings = settings.replace(runtime="onnxruntime")
+    by_onnx = Detector(model, references, onnx_settings, exported=folder).detect(queries)
+    torch_scores = np.array([d.score for d in by_torch])
+    onnx_scores = np.array([d.score for d in by_onnx])
+    np.testing.assert_allclose(onnx_scores, torch_scores, rtol=SCORE_RTOL, atol=0)
+    bound = float32_bound(model)
+    for ours, theirs in zip(by_onnx, by_torch, strict=True):
+        assert relative_error(ours.anomaly_map, theirs.anomaly_map) < bound
+    ordered = np.sort(torch_scores)
+    threshold = (ordered[1] + ordered[2]) / 2
+    assert ordered[1] < threshold < ordered[2]  # two images each side: the check can fail
+    assert list(onnx_scores > threshold) == list(torch_scores > threshold)
+
+
+def test_runner_refuses_graphs_of_other_weights(tiny_export):
+    _, folder = tiny_export
+    with pytest.raises(UserError, match="exported from other weights"):
+        OnnxRunner(folder, tiny_model("tiny", seed=1))
+
+
+def test_runner_refuses_graphs_of_other_settings_with_the_same_weights(tmp_path):
+    """isolate_masked changes the graph, not the weights: the config must match too."""
+    model = tiny_model("edge")
+    export_onnx(model, tmp_path)
+    with pytest.raises(UserError, match="other model settings"):
+        OnnxRunner(tmp_path, model.reconfigured(isolate_masked=True))
+
+
+def test_runner_refuses_a_graph_changed_since_export(tiny_export, tmp_path):
+    model, folder = tiny_export
+    copy = tmp_path / "graphs"
+    shutil.copytree(folder, copy)
+    with (copy / QUERY_GRAPH).open("ab") as graph:
+        graph.write(b"\0")
+    with pytest.raises(UserError, match="differs from its sha256"):
+        OnnxRunner(copy, model)
+
+
+def test_a_folder_without_a_manifest_says_how_to_export(tiny_export, tmp_path):
+    model, _ = tiny_export
+    with pytest.raises(UserError, match="padformer-edge export MODEL --format onnx"):
+        OnnxRunner(tmp_path, model)

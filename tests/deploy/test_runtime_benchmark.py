@@ -1,0 +1,24 @@
+"""``benchmarks/detect_speed.py --runtimes`` on a tiny setting: every row, one JSON line."""
+
+import json
+
+from tests.test_benchmark_tools import _benchmark
+
+
+def test_runtime_rows_cover_each_runtime_thread_and_reference_count():
+    result = _benchmark(
+        "detect_speed.py", "--preset", "tiny", "--runtimes", "--passes", "2", "--repeats", "1",
+        "--thread-counts", "1,2", "--reference-counts", "1,3",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    assert record["benchmark"] == "detect_speed_runtimes"
+    seen = {(r["runtime"], r["threads"], r["references"]) for r in record["rows"]}
+    assert seen == {
+        (runtime, threads, refs)
+        for runtime in ("torch", "onnxruntime")
+        for threads in (1, 2)
+        for refs in (1, 3)
+    }
+    assert all(r["score_gap"] <= 1e-4 and r["cpu_s"] > 0 for r in record["rows"])
+    assert "| onnxruntime | 2 | 3 |" in result.stdout

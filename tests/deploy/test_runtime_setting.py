@@ -1,0 +1,38 @@
+"""``detection.runtime``: what it accepts, and the one-line errors when it cannot run."""
+
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from padformer_edge.detect import Detector
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
+from tests.deploy.parity import tiny_model
+from tests.detect_images import product_image
+
+
+def test_torch_is_the_default_runtime():
+    assert DetectionSettings().runtime == "torch"
+
+
+@pytest.mark.parametrize("changes", [{"device": "cuda"}, {"precision": "bf16"}])
+def test_onnxruntime_refuses_what_it_cannot_run(changes):
+    with pytest.raises(ValidationError, match="CPU in fp32 only"):
+        DetectionSettings(runtime="onnxruntime", **changes)
+
+
+def test_a_missing_onnxruntime_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
+    settings = DetectionSettings(passes=2, runtime="onnxruntime")
+    with pytest.raises(UserError) as err:
+        Detector(tiny_model("tiny"), [product_image(64, 64)], settings, exported=tmp_path)
+    message = str(err.value)
+    assert "pip install 'padformer-edge[onnx]'" in message
+    assert "\n" not in message
+
+
+def test_onnxruntime_without_exported_graphs_says_how_to_make_them():
+    settings = DetectionSettings(passes=2, runtime="onnxruntime")
+    with pytest.raises(UserError, match="padformer-edge export MODEL --format onnx"):
+        Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
