@@ -40,12 +40,13 @@ def detect(
 ) -> None:
     """Score each IMAGE against the references; print file, score and time per image."""
     settings = options.detection_settings(ctx.params)
-    # Then the files, before torch loads: a mistyped path is refused at once.
-    model = resolve_model(model)
-    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    # Then the files, before torch loads and before the shipped model is hashed: a
+    # mistyped path is refused at once.
     require_folder(references, "reference folder", "pass a folder of good images of the product")
     for image in images:
         require_file(image, "image", "check the path")
+    model = resolve_model(model)
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.detect.service import detect_files  # torch: load late
 
     results = detect_files(model, references, images, settings, out, raw, heatmap_max)
