@@ -18,6 +18,9 @@ def main() -> None:
 
         print(f"padformer-edge {__version__}")
         return
-    from padformer_edge.cli.app import main as run_app
-
+    try:
+        from padformer_edge.cli.app import main as run_app
+    except KeyboardInterrupt:  # Ctrl-C while the command tree loads: no traceback
+        print("interrupted (Ctrl-C) while starting.", file=sys.stderr)
+        sys.exit(130)
     run_app()
