@@ -46,3 +46,14 @@ def test_a_command_exit_code_reaches_the_shell(tmp_path: Path) -> None:
         [sys.executable, str(script), "exit-probe"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 3
+
+
+def test_config_check_of_a_daemon_config_points_at_doctor(tmp_path: Path) -> None:
+    """The schema is valid though the camera folder and profile do not exist: ``config
+    check`` says valid, and says that those are ``doctor``'s to check."""
+    path = tmp_path / "daemon.yaml"
+    path.write_text(f"cameras:\n  - name: c\n    path: {tmp_path / 'nowhere'}\n    profile: x\n")
+    result = run_cli("config", "check", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"{path}: valid daemon config."
+    assert f"run `padformer-edge doctor --config {path}`" in result.stdout

@@ -25,6 +25,7 @@ from padformer_edge.cli import (
     db_cmd,
     demo_cmd,
     detect_cmd,
+    doctor_cmd,
     profile_cmd,
     results_cmd,
     serve_cmd,
@@ -56,6 +57,7 @@ app.add_typer(alerts_cmd.app, name="alerts")
 app.command("demo")(demo_cmd.demo)
 app.command("eval")(evaluate)
 app.command("serve")(serve_cmd.serve)
+app.command("doctor")(doctor_cmd.doctor)
 
 _stderr = Console(stderr=True)
 INTERRUPTED = "interrupted (Ctrl-C): the command stopped before it finished; run it again."
