@@ -39,7 +39,17 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
         logger_factory=_current_stderr_logger,
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=numeric_level, stream=sys.stderr, format="%(name)s: %(message)s")
+    # Third-party libraries log through stdlib logging and warn through ``warnings``;
+    # both are rendered like our own events (JSON off a terminal), not as loose text.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        )
+    )
+    logging.basicConfig(level=numeric_level, handlers=[handler])
+    logging.captureWarnings(True)
 
 
 def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:

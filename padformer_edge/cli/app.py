@@ -42,7 +42,7 @@ app = typer.Typer(
     name="padformer-edge",
     help="Pose-agnostic visual inspection for factory lines, built on PADFormer.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
 app.add_typer(config_cmd.app, name="config")
