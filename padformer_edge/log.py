@@ -48,7 +48,12 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
             foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
         )
     )
-    logging.basicConfig(level=numeric_level, handlers=[handler])
+    # Libraries' INFO chatter (Alembic lists its plugins on import) is not the user's
+    # business: their warnings come through, and everything with --log-level DEBUG.
+    library_level = (
+        numeric_level if numeric_level < logging.INFO else max(numeric_level, logging.WARNING)
+    )
+    logging.basicConfig(level=library_level, handlers=[handler])
     logging.captureWarnings(True)
 
 

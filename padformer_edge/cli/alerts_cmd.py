@@ -11,8 +11,7 @@ from rich.table import Table
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
-from padformer_edge.store import AlertState, open_engine
-from padformer_edge.store.schema import open_checked
+from padformer_edge.store.vocabulary import AlertState
 
 app = typer.Typer(help="List queued, sent and dead alerts; retry dead ones.", no_args_is_help=True)
 COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
@@ -37,6 +36,7 @@ def list_(
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
     from padformer_edge.daemon.alerts import list_alerts  # the sinks: only when used
+    from padformer_edge.store.schema import open_checked
 
     wanted = None if state is None else AlertState(state)
     rows = list_alerts(open_checked(database_of(db, config)), state=wanted, sink=sink, limit=limit)
@@ -62,6 +62,8 @@ def retry(
     config: Path | None = config_option(),
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
+    from padformer_edge.store import open_checked, open_engine  # SQLAlchemy: only when run
+
     database = database_of(db, config)
     open_checked(database)  # exists and is at head, checked without taking the write lock
     from padformer_edge.daemon.alerts import retry_alerts

@@ -21,10 +21,8 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.errors import UserError
-from padformer_edge.store import history, schema
-from padformer_edge.store.engine import open_engine
-from padformer_edge.store.models import Status
 from padformer_edge.store.timespec import parse_age, parse_time
+from padformer_edge.store.vocabulary import ExportFormat, GroupBy, Status
 
 app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
 LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
@@ -86,6 +84,8 @@ def list_(
     as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row, every field."),
 ) -> None:
     """Inspections, newest first."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
     if as_json and as_csv:
         raise UserError("--json and --csv exclude each other; pick one.")
     filters = history.Filters(
@@ -122,6 +122,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="One JSON object with its alerts."),
 ) -> None:
     """Every field of one inspection, its heatmap path and the alerts it raised."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
     row = history.get_inspection(schema.open_checked(database_of(db, config)), inspection_id)
     if row is None:
         raise UserError(f"there is no inspection {inspection_id}; 'results list' shows the ids.")
@@ -157,7 +159,7 @@ def stats(
     by: str = choice_option(
         "all",
         "--by",
-        get_args(history.GroupBy),
+        get_args(GroupBy),
         help="How to group (hours and days in UTC).",
         refusal="{flag} '{value}' is not a grouping",
     ),
@@ -165,6 +167,8 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
 ) -> None:
     """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
     engine = schema.open_checked(database_of(db, config))
     groups = history.stats(engine, by, _when(since, "--since"))  # type: ignore[arg-type]
     rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
@@ -196,13 +200,15 @@ def export(
     fmt: str = choice_option(
         "csv",
         "--format",
-        get_args(history.ExportFormat),
+        get_args(ExportFormat),
         help="File format.",
         refusal="{flag} '{value}' is not supported",
     ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
 ) -> None:
     """Stream every inspection (oldest first) to FILE in constant memory."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
     engine = schema.open_checked(database_of(db, config))
     filters = history.Filters(since=_when(since, "--since"))
     try:
@@ -226,6 +232,9 @@ def prune(
     keep_anomalies: bool = typer.Option(False, "--keep-anomalies", help="Keep anomalous rows."),
 ) -> None:
     """Delete finished inspections older than an age, with their alerts and heatmap files."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store.engine import open_engine
+
     cutoff = datetime.now(UTC) - parse_age(older_than)
     database = database_of(db, config)
     schema.open_checked(database)  # exists and is at head, checked without taking the write lock

@@ -3,6 +3,8 @@
 ``profile list`` reads every profile.yaml; before this was guarded it imported torch
 through the profile module and took seconds and most of a GiB on a line PC. The module
 list of the finished process is the proof, for a real profile made by ``create_profile``.
+None of them loads SQLAlchemy and Alembic either, which took
+most of their start-up while every command imported the store.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tests.cli_process import run_cli_modules
 from tests.profiles.conftest import FAST
 
 HEAVY = {"torch", "timm", "kornia", "cv2"}
+DATABASE = {"sqlalchemy", "alembic"}
 DAEMON_CONFIG = Path(__file__).resolve().parents[2] / "config" / "daemon.yaml"
 
 
@@ -47,3 +50,4 @@ def test_commands_without_a_model_never_import_torch(
     assert not modules & HEAVY, sorted(modules & HEAVY)
     if args[:2] == ["profile", "list"]:
         assert "duck" in result.stdout
+    assert not modules & DATABASE, sorted(modules & DATABASE)  # nor opens a database
