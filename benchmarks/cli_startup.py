@@ -1,5 +1,8 @@
-"""CLI start-up: how long ``--version``, ``results list`` and a mistyped path take, next to
-``python -c pass`` measured in the same run (and ``import torch``, the cost they avoid).
+"""CLI start-up: how long ``--version``, ``--help``, ``profile list``, ``results list`` and a
+mistyped path take, next to ``python -c pass`` measured in the same run (and
+``import torch``, the cost they avoid). The target is under 0.5 s each for ``--help``,
+``profile list`` and ``results list``, without torch; the table gives each command's CPU
+time as a multiple of ``python -c pass`` too, a figure that moves less between machines.
 
 Each command runs ``--repeats`` times in a fresh process after one warm-up (which fills
 the page cache). The table compares the CPU time of the child process (user + system,
@@ -84,10 +87,14 @@ def main() -> None:
         (work / "refs").mkdir()
         cli = [sys.executable, "-m", "padformer_edge"]
         listing = ["results", "list", "--db", str(database)]
+        (work / "profiles").mkdir()
+        profiles = ["profile", "list", "--root", str(work / "profiles")]
         mistake = ["detect", "--model", "missing.safetensors", "-r", str(work / "refs"), "a.png"]
         commands = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
             "padformer-edge --version": ([*cli, "--version"], ["--version"]),
+            "padformer-edge --help": ([*cli, "--help"], ["--help"]),
+            "padformer-edge profile list --root DIR": ([*cli, *profiles], profiles),
             "padformer-edge results list --db FILE": ([*cli, *listing], listing),
             "padformer-edge detect --model MISSING ...": ([*cli, *mistake], mistake),
             "python -c 'import torch'": ([sys.executable, "-c", "import torch"], None),
@@ -106,6 +113,7 @@ def main() -> None:
             f"`{name}`",
             round(r["cpu_ms"]),
             round(r["cpu_ms"] - base),
+            f"{r['cpu_ms'] / base:.1f}",
             round(r["wall_ms"]),
             int(r["status"]),
             "yes" if r["torch"] else "no",
@@ -113,8 +121,8 @@ def main() -> None:
         for name, r in results.items()
     ]
     table = markdown_table(
-        ["command", "CPU ms (median)", "CPU ms over `python -c pass`", "wall ms (fastest)",
-         "exit status", "imports torch"],
+        ["command", "CPU ms (median)", "CPU ms over `python -c pass`", "x `python -c pass`",
+         "wall ms (fastest)", "exit status", "imports torch"],
         rows,
     )  # fmt: skip
     print(table)
@@ -125,7 +133,11 @@ def main() -> None:
             "waits for a CPU on a shared machine (measured beside other jobs here). "
             "`--version` is answered before the command tree loads; the other commands pay "
             "for typer, rich, SQLAlchemy and Alembic, never for torch. The mistyped "
-            "`--model` path is reported (status 2) before torch is imported."
+            "`--model` path is reported (status 2) before torch is imported. `--help` and "
+            "`profile list` import neither SQLAlchemy nor Alembic (the store and the alert "
+            "packages resolve their names lazily) and meet the 0.5 s target; `results list` "
+            "does not yet: it needs both, to read the database and check its schema, and "
+            "they take most of its time."
         )
         update_docs_section("cli-startup", f"{table}\n\n{note}")
     print_json_line(

@@ -206,8 +206,18 @@ def cli_reference() -> str:
         NOTICE,
         "# CLI reference",
         "",
-        "Every command of `padformer-edge`, as `--help` shows it. Errors a user can fix "
-        "print one line and exit with status 2.",
+        "Every command of `padformer-edge`, as `--help` shows it.",
+        "",
+        "Exit status: 0 done; 1 a verdict a script should act on (`detect --threshold` or "
+        "`profile test` found an anomalous image, unless `--no-fail`; `doctor` found a "
+        "problem); 2 an error a user can fix, printed as one line; 130 interrupted with "
+        "Ctrl-C.",
+        "",
+        "`--json` prints one JSON array (one object per row) on every command that lists "
+        "rows, and one object where a command is about one thing (`results show`). Tables "
+        "off a terminal are as wide as `$COLUMNS`, else 400 columns, so piped rows are not "
+        "folded. Progress of long jobs goes to stderr: a bar on a terminal, else a "
+        "`progress` log event after the first item, at least every 10 s, and at the end.",
         "",
     ]
     _command(typer.main.get_command(app), ["padformer-edge"], out)

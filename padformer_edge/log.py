@@ -39,7 +39,22 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
         logger_factory=_current_stderr_logger,
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=numeric_level, stream=sys.stderr, format="%(name)s: %(message)s")
+    # Third-party libraries log through stdlib logging and warn through ``warnings``;
+    # both are rendered like our own events (JSON off a terminal), not as loose text.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        )
+    )
+    # Libraries' INFO chatter (Alembic lists its plugins on import) is not the user's
+    # business: their warnings come through, and everything with --log-level DEBUG.
+    library_level = (
+        numeric_level if numeric_level < logging.INFO else max(numeric_level, logging.WARNING)
+    )
+    logging.basicConfig(level=library_level, handlers=[handler])
+    logging.captureWarnings(True)
 
 
 def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:

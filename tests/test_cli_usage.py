@@ -67,8 +67,10 @@ def test_version_and_results_list_never_import_torch(tmp_path: Path) -> None:
 def test_a_missing_checkpoint_is_reported_before_torch_loads(tmp_path: Path) -> None:
     refs = tmp_path / "refs"
     refs.mkdir()
+    image = tmp_path / "x.png"
+    image.write_bytes(b"")
     result, modules = run_cli_modules(
-        "detect", "--model", "runs/nope.safetensors", "-r", str(refs), "x.png",
+        "detect", "--model", "runs/nope.safetensors", "-r", str(refs), str(image),
         record=tmp_path / "m",
     )  # fmt: skip
     assert "checkpoint runs/nope.safetensors does not exist" in one_error_line(result)
@@ -78,6 +80,19 @@ def test_a_missing_checkpoint_is_reported_before_torch_loads(tmp_path: Path) -> 
     )
     assert "checkpoint runs/nope.safetensors does not exist" in one_error_line(result)
     assert not modules & HEAVY
+
+
+def test_a_missing_image_is_reported_before_the_model_is_looked_for(tmp_path: Path) -> None:
+    """The shipped model is hashed before use (seconds on a slow disk); a mistyped image
+    must be named first, and without torch."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    env = {"PADFORMER_EDGE_GENERIC_MODEL": str(tmp_path / "absent.safetensors")}
+    result, modules = run_cli_modules(
+        "detect", "-r", str(refs), str(tmp_path / "nope.png"), record=tmp_path / "m", env=env
+    )
+    assert f"image {tmp_path / 'nope.png'} does not exist" in one_error_line(result)
+    assert not modules & HEAVY, sorted(modules & HEAVY)
 
 
 def test_a_mistyped_recipe_key_is_reported_before_torch_loads(tmp_path: Path) -> None:

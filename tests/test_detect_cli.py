@@ -50,7 +50,7 @@ def test_cli_scores_images_and_writes_heatmaps(workspace):
         str(workspace / "queries" / "b" / "part.png"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    rows = json.loads(result.stdout)  # one array, like every --json
     assert [Path(r["file"]).parent.name for r in rows] == ["a", "b"]
     assert [Path(r["heatmap"]).name for r in rows] == ["part.heatmap.png", "part-2.heatmap.png"]
     for row in rows:
@@ -58,6 +58,30 @@ def test_cli_scores_images_and_writes_heatmaps(workspace):
         assert cv2.imread(row["heatmap"]).shape == (60, 80, 3)
         assert np.load(row["raw_map"]).shape == (60, 80)
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_threshold_gives_verdicts_and_the_exit_status(workspace):
+    """A folder argument scores its images; any score above --threshold is an anomaly and
+    the status 1, which --no-fail turns back into 0. Off a terminal, progress is logged."""
+    base = [
+        "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
+        "--passes", "2", "--device", "cpu", "--json", str(workspace / "queries" / "a"),
+        str(workspace / "queries" / "b" / "part.png"),
+    ]  # fmt: skip
+    failed = run_cli(*base, "--threshold", "0")
+    assert failed.returncode == 1, failed.stderr
+    rows = json.loads(failed.stdout)
+    assert [r["anomalous"] for r in rows] == [True, True]
+    events = [json.loads(line) for line in failed.stderr.splitlines()]
+    progress = [e for e in events if e["event"].startswith("progress")]
+    assert progress[-1] == {**progress[-1], "event": "progress.done", "done": 2, "total": 2}
+    kept = run_cli(*base, "--threshold", "0", "--no-fail")
+    assert kept.returncode == 0, kept.stderr
+    passed = run_cli(*base, "--threshold", str(max(r["score"] for r in rows)))
+    assert passed.returncode == 0, passed.stderr
+    assert [r["anomalous"] for r in json.loads(passed.stdout)] == [False, False]
+    unjudged = run_cli(*base)
+    assert unjudged.returncode == 0 and json.loads(unjudged.stdout)[0]["anomalous"] is None
 
 
 def test_cli_reports_a_user_error_as_one_line_and_status_2(workspace):
@@ -119,3 +143,33 @@ def test_image_too_small_to_score_is_named(workspace, tmp_path):
     small = write_png(tmp_path / "thumb.png", product_image(3, 40))
     with pytest.raises(UserError, match=r"image .*thumb\.png is only 40x3 pixels"):
         detect_files(workspace / "tiny.safetensors", workspace / "refs", [small], FAST)
+
+
+def test_ctrl_c_on_a_long_folder_is_one_line_and_status_130(workspace, tmp_path):
+    """SIGINT once the first image is scored: the process says so and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.cli_process import REPO
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(3000):  # hard links: thousands of images without the disk space
+        os.link(workspace / "queries" / "a" / "part.png", folder / f"{n:04d}.png")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "padformer_edge", "detect", "-m",
+         str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
+         "--passes", "2", "--device", "cpu", str(folder)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert process.stderr is not None
+    first = process.stderr.readline()  # the first progress event: scoring has begun
+    assert json.loads(first)["event"] == "progress", first
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 130, rest
+    lines = [line for line in rest.splitlines() if not line.startswith("{")]
+    assert lines == ["interrupted (Ctrl-C): the command stopped before it finished; run it again."]

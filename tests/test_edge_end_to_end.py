@@ -44,7 +44,7 @@ def test_detect_scores_with_the_fused_metric(rendered: Path, checkpoint: Path, t
         "--out", str(tmp_path / "maps"), "--json", str(query),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    (row,) = [json.loads(line) for line in result.stdout.splitlines()]
+    (row,) = json.loads(result.stdout)
     assert row["score"] > 0
 
 

@@ -194,7 +194,7 @@ def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path
         "--device", "cpu", "--json", env=env, timeout=600,
     )  # fmt: skip
     assert detected.returncode == 0, detected.stderr
-    assert json.loads(detected.stdout.splitlines()[0])["score"] > 0
+    assert json.loads(detected.stdout)[0]["score"] > 0
     missing = {models.ENV_VAR: str(tmp_path / "gone.safetensors")}
     refused = run_cli(
         "detect", str(query), "--references", str(tmp_path / "refs"), env=missing, timeout=600

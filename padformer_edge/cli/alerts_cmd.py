@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import json
-import sys
+from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.cli.choices import choice_option
-from padformer_edge.store import AlertState, open_engine
-from padformer_edge.store.schema import open_checked
+from padformer_edge.cli.database import config_option, database_of, db_option
+from padformer_edge.cli.output import table_console
+from padformer_edge.store.vocabulary import AlertState
 
 app = typer.Typer(help="List queued, sent and dead alerts; retry dead ones.", no_args_is_help=True)
-DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
 COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
            "last_error"]  # fmt: skip
-_out = Console(width=None if sys.stdout.isatty() else 200)
+_out = table_console()
 
 
 @app.command("list")
 def list_(
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     state: str | None = choice_option(
         None,
         "--state",
@@ -36,9 +36,10 @@ def list_(
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
     from padformer_edge.daemon.alerts import list_alerts  # the sinks: only when used
+    from padformer_edge.store.schema import open_checked
 
     wanted = None if state is None else AlertState(state)
-    rows = list_alerts(open_checked(db), state=wanted, sink=sink, limit=limit)
+    rows = list_alerts(open_checked(database_of(db, config)), state=wanted, sink=sink, limit=limit)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
@@ -57,11 +58,15 @@ def list_(
 @app.command("retry")
 def retry(
     alert_ids: list[int] = typer.Argument(..., metavar="ID...", help="Alert ids to send again."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
-    open_checked(db)  # exists and is at head, checked without taking the write lock
+    from padformer_edge.store import open_checked, open_engine  # SQLAlchemy: only when run
+
+    database = database_of(db, config)
+    open_checked(database)  # exists and is at head, checked without taking the write lock
     from padformer_edge.daemon.alerts import retry_alerts
 
-    retried = retry_alerts(open_engine(db), alert_ids)
+    retried = retry_alerts(open_engine(database), alert_ids)
     typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")

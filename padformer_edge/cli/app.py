@@ -8,7 +8,10 @@ red line on stderr and exit status 2 instead of a traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from types import FrameType
 
 import typer
 from rich.console import Console
@@ -22,6 +25,7 @@ from padformer_edge.cli import (
     db_cmd,
     demo_cmd,
     detect_cmd,
+    doctor_cmd,
     export_cmd,
     profile_cmd,
     results_cmd,
@@ -39,7 +43,7 @@ app = typer.Typer(
     name="padformer-edge",
     help="Pose-agnostic visual inspection for factory lines, built on PADFormer.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
 app.add_typer(config_cmd.app, name="config")
@@ -55,8 +59,10 @@ app.add_typer(alerts_cmd.app, name="alerts")
 app.command("demo")(demo_cmd.demo)
 app.command("eval")(evaluate)
 app.command("serve")(serve_cmd.serve)
+app.command("doctor")(doctor_cmd.doctor)
 
 _stderr = Console(stderr=True)
+INTERRUPTED = "interrupted (Ctrl-C): the command stopped before it finished; run it again."
 
 
 def _print_version(value: bool) -> None:
@@ -86,6 +92,7 @@ def main() -> None:
     retain_freed_memory()
     command = typer.main.get_command(app)
     tidy_help(command)
+    signal.signal(signal.SIGINT, _note_ctrl_c)
     try:
         # Without standalone mode click returns a command's ``typer.Exit`` code instead
         # of exiting, so pass it on: a command that asks for status 1 must get status 1.
@@ -95,17 +102,32 @@ def main() -> None:
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        _stderr.print("aborted.")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        _stderr.print("interrupted.")
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        interrupted()
     except click_errors() as exc:
         _error_line(usage_line(exc))
         sys.exit(exc.exit_code)
+    if _ctrl_c.is_set():  # typer turned it into a silent return code 130
+        interrupted()
     if isinstance(result, int) and result != 0:
         sys.exit(result)
+
+
+_ctrl_c = threading.Event()
+
+
+def _note_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    """Python's own Ctrl-C behaviour (``KeyboardInterrupt``), remembered: typer catches
+    the exception and returns 130 without a word, and a user must see why it stopped.
+    ``watch`` replaces this handler with its graceful stop."""
+    _ctrl_c.set()
+    signal.default_int_handler(signum, frame)
+
+
+def interrupted() -> None:
+    """Ctrl-C: say so on one line and exit 130 (128 + SIGINT), as a shell expects."""
+    _stderr.print(INTERRUPTED, highlight=False, soft_wrap=True)
+    sys.exit(130)
 
 
 def _error_line(message: str) -> None:

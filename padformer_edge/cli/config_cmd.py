@@ -18,9 +18,15 @@ def check(
         None, "--kind", help="Which schema the file follows; detected from its keys if omitted."
     ),
 ) -> None:
-    """Validate FILE; print the kind it was checked as, or one line per problem."""
+    """Validate FILE against its schema; print the kind it was checked as, or one line
+    per problem. What a daemon config points at is left to ``doctor``, and said so."""
     detected, _ = check_config(file, kind)
     typer.echo(f"{file}: valid {detected} config.")
+    if detected == "daemon":
+        typer.echo(
+            "Only the schema was checked; run `padformer-edge doctor --config "
+            f"{file}` to check its camera folders, profiles, database and alert sinks."
+        )
 
 
 @app.command("kinds")

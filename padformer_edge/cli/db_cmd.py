@@ -6,9 +6,6 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.store import schema
-from padformer_edge.store.engine import describe, open_engine
-
 app = typer.Typer(help="Manage the result database.", no_args_is_help=True)
 
 DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
@@ -24,6 +21,9 @@ def upgrade(
     ),
 ) -> None:
     """Create the database or bring it to the newest schema (after a backup if it had data)."""
+    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store.engine import describe, open_engine
+
     engine = open_engine(db)
     before = schema.current_revision(engine)
     head = schema.migrate_on_start(engine, backup_dir)
@@ -34,6 +34,9 @@ def upgrade(
 @app.command("current")
 def current(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Print the database's schema revision and whether it is the newest."""
+    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store.engine import describe, open_engine
+
     engine = open_engine(db, read_only=True)
     revision, head = schema.current_revision(engine), schema.head_revision()
     state = "up to date" if revision == head else f"behind, newest is {head}"
@@ -50,5 +53,8 @@ def backup(
     ),
 ) -> None:
     """Copy a SQLite database consistently while the daemon keeps writing."""
+    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store.engine import open_engine
+
     saved = schema.backup(open_engine(db, read_only=True), to)
     typer.echo(f"backup written to {saved}")

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from padformer_edge.cli.output import table_console
 
 if TYPE_CHECKING:
     from padformer_edge.demo import DemoReport
 
-_out = Console()
+_out = table_console()
 
 
 def _label(source_path: str) -> str:

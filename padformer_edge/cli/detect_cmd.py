@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
+from padformer_edge.cli.output import echo_json, table_console
+from padformer_edge.cli.progress import job_progress
+from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 
@@ -26,9 +29,33 @@ def export_hint(checkpoint: Path, folder: Path) -> str:
     return f"run padformer-edge export {checkpoint} --format onnx --out {folder} first"
 
 
+def expand_images(paths: list[Path]) -> list[Path]:
+    """Image files as given, and a folder as the images directly inside it (sorted), so a
+    whole camera folder can be scored with one argument; each path is checked here,
+    before torch loads."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+            )
+            if not found:
+                raise UserError(
+                    f"folder {path} holds no images ({', '.join(IMAGE_SUFFIXES)}); "
+                    "name image files or a folder of them."
+                )
+            files.extend(found)
+        else:
+            require_file(path, "image", "check the path")
+            files.append(path)
+    return files
+
+
 def detect(
     ctx: typer.Context,
-    images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
+    images: list[Path] = typer.Argument(
+        ..., metavar="IMAGE", help="Image files, or folders of them, to inspect."
+    ),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
     ),
@@ -55,16 +82,29 @@ def detect(
     heatmap_max: float | None = typer.Option(
         None, "--heatmap-max", help="Map value drawn as full red (default: each map's max)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
+    threshold: float | None = typer.Option(
+        None,
+        "--threshold",
+        "-t",
+        help="Score above which an image is anomalous (a profile's calibrated threshold); "
+        "adds a verdict and the exit status 1.",
+    ),
+    no_fail: bool = typer.Option(
+        False, "--no-fail", help="Exit 0 even when an image is anomalous."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per image."),
 ) -> None:
-    """Score each IMAGE against the references; print file, score and time per image."""
+    """Score each IMAGE against the references; print file, score and time per image.
+
+    With --threshold, each image gets a verdict and the command exits 1 when any image is
+    anomalous (unless --no-fail): a script or a CI job can gate on the status."""
     settings = options.detection_settings(ctx.params)
-    # Then the files, before torch loads: a mistyped path is refused at once.
+    # Then the files, before torch loads and before the shipped model is hashed: a
+    # mistyped path is refused at once.
+    require_folder(references, "reference folder", "pass a folder of good images of the product")
+    files = expand_images(images)
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")
-    require_folder(references, "reference folder", "pass a folder of good images of the product")
-    for image in images:
-        require_file(image, "image", "check the path")
     if exported is not None and settings.runtime != "onnxruntime":
         raise UserError("--exported is read only with --runtime onnxruntime; add it or drop it.")
     if settings.runtime == "onnxruntime":
@@ -72,25 +112,42 @@ def detect(
         require_folder(exported, "exported graph folder", export_hint(model, exported))
     from padformer_edge.detect.service import detect_files  # torch: load late
 
-    results = detect_files(
-        model, references, images, settings, out, raw, heatmap_max, exported=exported
-    )
+    with job_progress("detecting", console=Console(stderr=True)) as progress:
+        results = detect_files(
+            model,
+            references,
+            files,
+            settings,
+            out,
+            raw,
+            heatmap_max,
+            progress.update,
+            exported=exported,
+        )
+    verdicts = [None if threshold is None else is_anomalous(r.score, threshold) for r in results]
     if as_json:
-        for result in results:
-            typer.echo(
-                json.dumps(
-                    {
-                        "file": str(result.path),
-                        "score": result.score,
-                        "seconds": result.seconds,
-                        "heatmap": str(result.heatmap) if result.heatmap else None,
-                        "raw_map": str(result.raw_map) if result.raw_map else None,
-                    }
-                )
-            )
-        return
-    table = Table("file", "score", "time (s)", *(["heatmap"] if out else []))
-    for result in results:
-        row = [str(result.path), f"{result.score:.4g}", f"{result.seconds:.3f}"]
-        table.add_row(*row, *([str(result.heatmap)] if out else []))
-    Console().print(table)
+        echo_json(
+            [
+                {
+                    "file": str(result.path),
+                    "score": result.score,
+                    "anomalous": verdict,
+                    "seconds": result.seconds,
+                    "heatmap": str(result.heatmap) if result.heatmap else None,
+                    "raw_map": str(result.raw_map) if result.raw_map else None,
+                }
+                for result, verdict in zip(results, verdicts, strict=True)
+            ]
+        )
+    else:
+        judged = threshold is not None
+        headers = ["file", "score", *(["verdict"] if judged else []), "time (s)"]
+        table = Table(*headers, *(["heatmap"] if out else []))
+        for result, verdict in zip(results, verdicts, strict=True):
+            row = [str(result.path), f"{result.score:.4g}"]
+            row += ["[red]ANOMALY[/]" if verdict else "[green]good[/]"] if judged else []
+            row += [f"{result.seconds:.3f}", *([str(result.heatmap)] if out else [])]
+            table.add_row(*row)
+        table_console().print(table)
+    if any(verdicts) and not no_fail:
+        raise typer.Exit(1)

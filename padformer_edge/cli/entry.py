@@ -8,16 +8,24 @@ the command tree (typer, rich, SQLAlchemy, Alembic). Everything else goes to
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
     """Console-script entry point."""
+    # OpenCV prints its own "[ WARN:0@...]" lines to stderr, outside any log; the
+    # commands report unreadable images themselves, so only its errors are let through.
+    # Set before cv2 can be imported; an operator's own OPENCV_LOG_LEVEL wins.
+    os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
     if sys.argv[1:] == ["--version"]:
         from padformer_edge import __version__
 
         print(f"padformer-edge {__version__}")
         return
-    from padformer_edge.cli.app import main as run_app
-
+    try:
+        from padformer_edge.cli.app import main as run_app
+    except KeyboardInterrupt:  # Ctrl-C while the command tree loads: no traceback
+        print("interrupted (Ctrl-C) while starting.", file=sys.stderr)
+        sys.exit(130)
     run_app()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
+from padformer_edge.cli.output import table_console
+from padformer_edge.cli.progress import job_progress
 from training.evaluation.choices import REF_STRATEGIES
 
 
@@ -55,16 +55,7 @@ def evaluate(
 
     settings = options.detection_settings(ctx.params)
     eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("evaluating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not console.is_terminal,
-    ) as bar:
-        task = bar.add_task("eval", total=None)
+    with job_progress("evaluating") as progress:
         run = evaluate_checkpoint(
             model,
             data,
@@ -72,9 +63,9 @@ def evaluate(
             eval_options,
             categories=classes or None,
             settings=settings,
-            on_start=lambda total: bar.update(task, total=total),
-            progress=lambda done: bar.advance(task, done),
+            on_start=progress.set_total,
+            progress=progress.advance,
         )
     title = f"{shots}-shot, {ref_strategy} references, {passes} passes (values in %)"
-    Console().print(rich_table(run.payload, title))
+    table_console().print(rich_table(run.payload, title))
     typer.echo(f"metrics: {run.metrics_path}\nreport: {run.report_path}")

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import typer
 import yaml
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from padformer_edge import profiles as profile_service
 from padformer_edge.cli import detection_options as options
+from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
+from padformer_edge.cli.output import echo_json, table_console
+from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
@@ -31,7 +27,7 @@ app = typer.Typer(
 )
 ROOT_HELP = "Profiles folder; else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
 DEVICE_HELP = "Where the model runs (default: the profile's own setting)."
-_out = Console()
+_out = table_console()
 _err = Console(stderr=True)
 
 
@@ -78,8 +74,12 @@ def create(
 def calibrate(
     name: str = typer.Argument(..., help="Profile name."),
     good: Path = typer.Option(..., "--good", "-g", help="Held-out good images (not references)."),
-    anomalous: Path | None = typer.Option(
-        None, "--anomalous", "-a", help="Labelled defective images, for recall and F1."
+    anomalous: list[Path] = typer.Option(
+        [],
+        "--anomalous",
+        "-a",
+        help="Labelled defective images, for recall and F1: a folder of them, or a parent "
+        "with one folder per defect kind (as synth writes test/); repeatable.",
     ),
     target_fpr: float = typer.Option(
         0.01, "--target-fpr", help="False-alarm rate wanted on good parts."
@@ -88,9 +88,10 @@ def calibrate(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate."""
-    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=_err, transient=True, disable=not _err.is_terminal) as bar:
-        task = bar.add_task("scoring", total=None)
+    require_folder(good, "good folder", "pass a folder of held-out good images")
+    for folder in anomalous:
+        require_folder(folder, "anomalous folder", "pass a folder of defective images")
+    with job_progress("calibrating", console=_err) as progress:
         report = profile_service.calibrate_profile(
             profile_service.profiles_root(root),
             name,
@@ -98,7 +99,7 @@ def calibrate(
             anomalous,
             target_fpr,
             device,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            progress=progress.update,
         )
     result = report.result
     _say(
@@ -121,7 +122,7 @@ def calibrate(
 @app.command("list")
 def list_profiles(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per profile."),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per profile."),
 ) -> None:
     """List the profiles with their model, reference count and threshold."""
     folder = profile_service.profiles_root(root)
@@ -132,11 +133,16 @@ def list_profiles(
         except UserError as err:  # one bad file must not hide the other profiles
             broken.append((name, str(err)))
     if as_json:
-        for p in profiles:
-            row = {"name": p.name, "model": str(p.model_path), "threshold": p.threshold}
-            typer.echo(json.dumps({**row, "references": len(p.reference_paths)}))
-        for name, error in broken:
-            typer.echo(json.dumps({"name": name, "error": error}))
+        rows: list[dict[str, object]] = [
+            {
+                "name": p.name,
+                "model": str(p.model_path),
+                "threshold": p.threshold,
+                "references": len(p.reference_paths),
+            }
+            for p in profiles
+        ]
+        echo_json(rows + [{"name": name, "error": error} for name, error in broken])
         return
     if not profiles and not broken:
         _say(f"no profiles under {folder}; make one with `padformer-edge profile create`.")
@@ -169,21 +175,32 @@ def test(
     out: Path = typer.Option(Path("heatmaps"), "--out", "-o", help="Folder for heatmap PNGs."),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per image."),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per image."),
+    no_fail: bool = typer.Option(
+        False, "--no-fail", help="Exit 0 even when an image is anomalous."
+    ),
 ) -> None:
-    """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict."""
-    verdicts = profile_service.inspect_images(
-        profile_service.profiles_root(root), name, images, out, device
-    )
+    """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict.
+
+    Exits 1 when any image is anomalous (unless --no-fail), so a script can gate on it."""
+    for image in images:
+        require_file(image, "image", "check the path")
+    with job_progress("testing", console=_err) as progress:
+        verdicts = profile_service.inspect_images(
+            profile_service.profiles_root(root), name, images, out, device, progress.update
+        )
     if as_json:
+        echo_json([{**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)} for v in verdicts])
+    else:
+        table = Table("file", "score", "normalised", "verdict", "heatmap")
         for v in verdicts:
-            typer.echo(json.dumps({**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)}))
-        return
-    table = Table("file", "score", "normalised", "verdict", "heatmap")
-    for v in verdicts:
-        verdict = "[red]ANOMALY[/]" if v.anomalous else "[green]good[/]"
-        table.add_row(str(v.path), f"{v.score:.6g}", f"{v.normalised:.3f}", verdict, str(v.heatmap))
-    _out.print(table)
+            verdict = "[red]ANOMALY[/]" if v.anomalous else "[green]good[/]"
+            table.add_row(
+                str(v.path), f"{v.score:.6g}", f"{v.normalised:.3f}", verdict, str(v.heatmap)
+            )
+        _out.print(table)
+    if any(v.anomalous for v in verdicts) and not no_fail:
+        raise typer.Exit(1)
 
 
 @app.command("set-model")
@@ -196,3 +213,21 @@ def set_model_cmd(
     profile = profile_service.set_model(profile_service.profiles_root(root), name, model)
     _say(f"profile '{name}' now uses {profile.model_path} (sha256 {profile.model_sha256[:12]}...)")
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
+
+
+@app.command("delete")
+def delete(
+    name: str = typer.Argument(..., help="Profile name."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Delete NAME's folder: its profile.yaml, references and cache. Asks first unless --yes."""
+    folder = profile_service.existing_profile_folder(profile_service.profiles_root(root), name)
+    if not yes:
+        if not sys.stdin.isatty():  # nobody to ask: a script must say --yes
+            raise UserError(f"deleting profile '{name}' needs confirmation; add --yes.")
+        if not typer.confirm(f"Delete profile '{name}' and everything in {folder}?"):
+            _say(f"kept profile '{name}'.")
+            raise typer.Exit(1)
+    profile_service.delete_profile(folder.parent, name)
+    _say(f"deleted profile '{name}' ({folder}).")

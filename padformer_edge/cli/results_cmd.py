@@ -14,23 +14,20 @@ from pathlib import Path
 from typing import Any, get_args
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from padformer_edge.atomic import atomic_path
 from padformer_edge.cli.choices import choice_option
+from padformer_edge.cli.database import config_option, database_of, db_option
+from padformer_edge.cli.output import table_console
 from padformer_edge.errors import UserError
-from padformer_edge.store import history, schema
-from padformer_edge.store.engine import open_engine
-from padformer_edge.store.models import Status
 from padformer_edge.store.timespec import parse_age, parse_time
+from padformer_edge.store.vocabulary import ExportFormat, GroupBy, Status
 
 app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
-DB_HELP = "Database path or URL; else $PADFORMER_EDGE_DB, else the default file in the state dir."
 LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
                 "detect_ms", "source_path"]  # fmt: skip
-# A pipe gets a wide table rather than one folded to 80 columns.
-_out = Console(width=None if sys.stdout.isatty() else 200)
+_out = table_console()
 
 
 def _when(text: str | None, option: str) -> datetime | None:
@@ -65,7 +62,8 @@ def _table(title: str | None, headers: list[str], rows: list[list[Any]]) -> None
 
 @app.command("list")
 def list_(
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     camera: str | None = typer.Option(None, "--camera"),
     product: str | None = typer.Option(None, "--product"),
     since: str | None = typer.Option(
@@ -86,6 +84,8 @@ def list_(
     as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row, every field."),
 ) -> None:
     """Inspections, newest first."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
     if as_json and as_csv:
         raise UserError("--json and --csv exclude each other; pick one.")
     filters = history.Filters(
@@ -99,9 +99,8 @@ def list_(
     )
     if filters.since and filters.until and filters.since >= filters.until:
         raise UserError(f"--since {since} is not before --until {until}; swap or widen them.")
-    rows = [
-        history.record(r) for r in history.list_inspections(schema.open_checked(db), filters, limit)
-    ]
+    engine = schema.open_checked(database_of(db, config))
+    rows = [history.record(r) for r in history.list_inspections(engine, filters, limit)]
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
     elif as_csv:
@@ -118,11 +117,14 @@ def list_(
 @app.command("show")
 def show(
     inspection_id: int = typer.Argument(..., metavar="ID"),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     as_json: bool = typer.Option(False, "--json", help="One JSON object with its alerts."),
 ) -> None:
     """Every field of one inspection, its heatmap path and the alerts it raised."""
-    row = history.get_inspection(schema.open_checked(db), inspection_id)
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
+    row = history.get_inspection(schema.open_checked(database_of(db, config)), inspection_id)
     if row is None:
         raise UserError(f"there is no inspection {inspection_id}; 'results list' shows the ids.")
     fields = history.record(row)
@@ -152,11 +154,12 @@ def show(
 
 @app.command("stats")
 def stats(
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     by: str = choice_option(
         "all",
         "--by",
-        get_args(history.GroupBy),
+        get_args(GroupBy),
         help="How to group (hours and days in UTC).",
         refusal="{flag} '{value}' is not a grouping",
     ),
@@ -164,7 +167,10 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
 ) -> None:
     """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
-    groups = history.stats(schema.open_checked(db), by, _when(since, "--since"))  # type: ignore[arg-type]
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
+    engine = schema.open_checked(database_of(db, config))
+    groups = history.stats(engine, by, _when(since, "--since"))  # type: ignore[arg-type]
     rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -189,18 +195,21 @@ def stats(
 @app.command("export")
 def export(
     file: Path = typer.Argument(..., help="Output file; written whole or not at all."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     fmt: str = choice_option(
         "csv",
         "--format",
-        get_args(history.ExportFormat),
+        get_args(ExportFormat),
         help="File format.",
         refusal="{flag} '{value}' is not supported",
     ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
 ) -> None:
     """Stream every inspection (oldest first) to FILE in constant memory."""
-    engine = schema.open_checked(db)
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+
+    engine = schema.open_checked(database_of(db, config))
     filters = history.Filters(since=_when(since, "--since"))
     try:
         with (
@@ -218,13 +227,18 @@ def export(
 @app.command("prune")
 def prune(
     older_than: str = typer.Option(..., "--older-than", help="An age like 30d or 12h."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
     keep_anomalies: bool = typer.Option(False, "--keep-anomalies", help="Keep anomalous rows."),
 ) -> None:
     """Delete finished inspections older than an age, with their alerts and heatmap files."""
+    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store.engine import open_engine
+
     cutoff = datetime.now(UTC) - parse_age(older_than)
-    schema.open_checked(db)  # exists and is at head, checked without taking the write lock
-    result = history.prune(open_engine(db), cutoff, keep_anomalies=keep_anomalies)
+    database = database_of(db, config)
+    schema.open_checked(database)  # exists and is at head, checked without taking the write lock
+    result = history.prune(open_engine(database), cutoff, keep_anomalies=keep_anomalies)
     typer.echo(
         f"pruned {result.rows} inspections and {result.heatmaps_deleted} heatmap files"
         + (

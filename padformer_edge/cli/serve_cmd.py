@@ -14,7 +14,6 @@ from pathlib import Path
 import typer
 
 from padformer_edge.daemon.settings import file_roots, load_daemon_config
-from padformer_edge.store.schema import open_checked
 
 DB_HELP = "Database path or URL; else the config's, else $PADFORMER_EDGE_DB or the default file."
 
@@ -35,6 +34,7 @@ def serve(
     ),
 ) -> None:
     """Serve the live view, history, health page and /metrics until stopped."""
+    from padformer_edge.store.schema import open_checked  # SQLAlchemy: only when run
     from padformer_edge.web import HttpConfig, make_server
 
     daemon = load_daemon_config(config, [])

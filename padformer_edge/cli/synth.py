@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+from padformer_edge.cli.progress import job_progress
 from padformer_edge.errors import UserError
 
 
@@ -69,9 +68,7 @@ def synth(
         mesh = [*mesh, *procedural_specs(procedural, seed)]
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     started = time.perf_counter()
-    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("rendering", total=None)
+    with job_progress("rendering") as progress:
         result = render_dataset(
             mesh,
             out,
@@ -79,7 +76,7 @@ def synth(
             size=size,
             seed=seed,
             background=_parse_colour(background),
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            progress=progress.update,
         )
     elapsed = time.perf_counter() - started
     typer.echo(f"{result}: {len(mesh)} class(es) x {counts.per_class} images in {elapsed:.1f} s.")

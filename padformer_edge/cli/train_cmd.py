@@ -16,6 +16,7 @@ from padformer_edge.cli.checks import (
     remove_if_nothing_written,
     require_folder,
 )
+from padformer_edge.cli.output import table_console
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
 from training.config import TrainConfig
@@ -77,7 +78,7 @@ def train(
         raise
     if not main_rank:
         return
-    console = Console()  # the summary is the command's result: stdout; progress is on stderr
+    console = table_console()  # the summary is the command's result: stdout; progress is on stderr
     table = Table(title=f"training {'stopped' if summary.interrupted else 'finished'}")
     for column in ("stage", "steps", "samples/s", "first loss", "last loss"):
         table.add_column(column)

@@ -21,7 +21,7 @@ from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.errors import UserError
-from padformer_edge.store.engine import state_dir
+from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig
 
 # Names cameras and copy tools use while a file is still being written.

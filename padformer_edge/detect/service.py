@@ -6,7 +6,7 @@ fails in a second rather than after the first hundred images were scored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +76,13 @@ def detect_files(
     out_dir: str | Path | None = None,
     save_raw: bool = False,
     heatmap_max: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
     *,
     exported: str | Path | None = None,
 ) -> list[FileResult]:
     """Score ``images`` against the references with the checkpoint's model (run from its
-    ``exported`` graphs when the settings ask for onnxruntime)."""
+    ``exported`` graphs when the settings ask for onnxruntime); ``progress`` hears (done,
+    total) after each image."""
     if not images:
         raise UserError("no query images were given; name at least one image file to inspect.")
     paths = [Path(p) for p in images]
@@ -91,10 +93,12 @@ def detect_files(
     model, _ = load_checkpoint(checkpoint)
     detector = Detector(model, reference_images, settings, exported=exported)
     named = zip(paths, heatmap_names(paths), queries, strict=True)
-    return [
-        save_result(path, image, detection, name, out_dir, save_raw, heatmap_max)
-        for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2])
-    ]
+    results = []
+    for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2]):
+        results.append(save_result(path, image, detection, name, out_dir, save_raw, heatmap_max))
+        if progress is not None:
+            progress(len(results), len(paths))
+    return results
 
 
 def save_result(

@@ -21,6 +21,8 @@ _EXPORTS = {
     "CreateResult": "padformer_edge.profiles.create",
     "create_profile": "padformer_edge.profiles.create",
     "set_model": "padformer_edge.profiles.create",
+    "delete_profile": "padformer_edge.profiles.delete",
+    "existing_profile_folder": "padformer_edge.profiles.delete",
     "profiles_root": "padformer_edge.profiles.layout",
     "Profile": "padformer_edge.profiles.profile",
     "list_profile_names": "padformer_edge.profiles.profile",

@@ -66,11 +66,44 @@ def image_files(folder: str | Path, what: str) -> list[Path]:
     return paths
 
 
+def defect_folders(folder: Path) -> list[Path]:
+    """``folder`` itself when it holds images, else its subfolders that do, except
+    ``good``: ``synth`` and MAD-Sim put each defect kind in its own folder under
+    ``test/`` beside the good ones, and the whole ``test/`` folder should be accepted."""
+    if list_images(folder):
+        return [folder]
+    return sorted(
+        sub for sub in folder.iterdir() if sub.is_dir() and sub.name != "good" and list_images(sub)
+    )
+
+
+def anomalous_files(folders: Sequence[str | Path]) -> list[Path]:
+    """Every labelled defective image in ``folders`` (each one a folder of images or a
+    parent of one folder per defect kind), in a stable order."""
+    paths: list[Path] = []
+    for given in folders:
+        folder = Path(given)
+        if not folder.is_dir():
+            raise UserError(
+                f"anomalous folder {folder} does not exist; pass a folder of defective images "
+                "or a parent holding one folder per defect kind."
+            )
+        kinds = defect_folders(folder)
+        if not kinds:
+            raise UserError(
+                f"anomalous folder {folder} holds no images ({', '.join(IMAGE_SUFFIXES)}), "
+                "directly or in subfolders other than good; point --anomalous at the "
+                "defective images."
+            )
+        paths.extend(path for kind in kinds for path in list_images(kind))
+    return paths
+
+
 def calibrate_profile(
     root: str | Path,
     name: str,
     good: str | Path,
-    anomalous: str | Path | None = None,
+    anomalous: Sequence[str | Path] | str | Path | None = None,
     target_fpr: float = 0.01,
     device: str | None = None,
     progress: Progress | None = None,
@@ -90,7 +123,9 @@ def calibrate_profile(
             f"calibration set {good} has {len(good_paths)} usable good images (references "
             f"excluded); give at least {MIN_GOOD_IMAGES} held-out good images."
         )
-    bad_paths = image_files(anomalous, "anomalous") if anomalous is not None else []
+    if isinstance(anomalous, str | Path):
+        anomalous = [anomalous]
+    bad_paths = anomalous_files(anomalous) if anomalous else []
     warnings = []
     needed = good_images_needed(target_fpr)
     if len(good_paths) < needed:

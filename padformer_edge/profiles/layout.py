@@ -16,7 +16,7 @@ import yaml
 
 from padformer_edge.atomic import write_atomic
 from padformer_edge.errors import UserError
-from padformer_edge.store.engine import state_dir
+from padformer_edge.store.locations import state_dir
 
 PROFILES_ENV = "PADFORMER_EDGE_PROFILES"
 PROFILE_FILE = "profile.yaml"

@@ -3,28 +3,33 @@
 ``load_profile(root, name)`` reads and validates ``profile.yaml``; ``build_detector``
 checks the checkpoint against the sha256 the profile was made with before anything is
 scored, because a threshold is only meaningful for the model it was calibrated on.
+
+Torch, the model and the scoring code are imported inside the methods that run a model:
+``profile list``, ``profile delete`` and ``doctor`` load profiles only to read them, and
+must answer in a fraction of a second without loading that stack.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import load_config
-from padformer_edge.detect import Detector, read_image
-from padformer_edge.detect.scoring import paper_signature
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
 from padformer_edge.profiles.layout import (
     CACHE_FILE,
     PROFILE_FILE,
     REFERENCES_DIR,
     check_name,
 )
-from padformer_edge.profiles.reference_cache import ReferenceCacheFile, cache_key
 from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
+
+if TYPE_CHECKING:
+    from padformer_edge.detect import Detector
 
 
 @dataclass
@@ -91,6 +96,8 @@ class Profile:
                 f"profile '{self.name}': reference {missing[0]} is missing; re-create the "
                 "profile with `padformer-edge profile create`."
             )
+        from padformer_edge.profiles.reference_cache import cache_key
+
         shas = [file_sha256(p) for p in self.reference_paths]
         return cache_key(self.model_sha256, shas, self.detection.precision)
 
@@ -101,6 +108,10 @@ class Profile:
         ``cuda``). The checkpoint's sha256 is verified first, and unless ``calibrating``,
         that the threshold was set on scores computed the way this detector computes them.
         """
+        from padformer_edge.detect import Detector, read_image
+        from padformer_edge.model.checkpoint import load_checkpoint
+        from padformer_edge.profiles.reference_cache import ReferenceCacheFile
+
         self.verify_model()
         key = self.reference_key()
         model, _ = load_checkpoint(self.model_path)
@@ -120,6 +131,8 @@ class Profile:
         validated readouts, for one), and a threshold on the old scores would raise or
         drop alarms silently. Files calibrated before the scoring was recorded pass only
         for a metric whose scores never changed (the paper's readouts)."""
+        from padformer_edge.detect.scoring import paper_signature
+
         if self.calibration is None:
             return
         recorded = self.calibration.scoring or paper_signature(metric_name)

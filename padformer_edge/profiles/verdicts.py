@@ -3,7 +3,7 @@ write each image's heatmap, so an operator can check a profile before it goes li
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +31,10 @@ def inspect_images(
     images: Sequence[str | Path],
     out_dir: str | Path,
     device: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Verdict]:
-    """Score ``images`` with profile ``name``; heatmaps go to ``out_dir``."""
+    """Score ``images`` with profile ``name``; heatmaps go to ``out_dir``; ``progress``
+    hears (done, total) after each image."""
     if not images:
         raise UserError("no images were given; name at least one image file to test.")
     profile = load_profile(root, name)
@@ -55,4 +57,6 @@ def inspect_images(
                 heatmap,
             )
         )
+        if progress is not None:
+            progress(len(verdicts), len(paths))
     return verdicts

@@ -36,8 +36,11 @@ from sqlalchemy.exc import ArgumentError
 
 from padformer_edge.errors import UserError
 
+# Re-exported: where the state lives is needed by commands that never open a database.
+from padformer_edge.store.locations import STATE_DIR_ENV as STATE_DIR_ENV
+from padformer_edge.store.locations import state_dir as state_dir
+
 DB_ENV = "PADFORMER_EDGE_DB"
-STATE_DIR_ENV = "PADFORMER_EDGE_STATE_DIR"
 DEFAULT_DB_NAME = "results.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
 READ_ONLY_OPTION = "padformer_edge_read_only"  # execution option: begin without the lock
@@ -50,20 +53,6 @@ def reading(engine: Engine) -> Connection:
     Use it as ``with reading(engine) as conn:``; on PostgreSQL it is a plain connection.
     """
     return engine.connect().execution_options(**{READ_ONLY_OPTION: True})
-
-
-def state_dir() -> Path:
-    """The directory for the default database and its backups.
-
-    ``PADFORMER_EDGE_STATE_DIR`` wins; under systemd ``StateDirectory=`` sets
-    ``STATE_DIRECTORY`` (``/var/lib/padformer-edge``); otherwise the XDG state home.
-    """
-    if explicit := os.environ.get(STATE_DIR_ENV):
-        return Path(explicit)
-    if systemd := os.environ.get("STATE_DIRECTORY"):
-        return Path(systemd.split(":")[0])
-    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(xdg) / "padformer-edge"
 
 
 def resolve_url(db: str | None = None) -> URL:

@@ -14,15 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from sqlalchemy import ColumnElement, Engine, Select, and_, case, delete, func, literal, select
 from sqlalchemy.orm import Session, selectinload
 
 from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
+from padformer_edge.store.vocabulary import GroupBy as GroupBy
 
-GroupBy = Literal["all", "camera", "product", "hour", "day"]
-ExportFormat = Literal["csv", "jsonl"]
 COLUMNS = [c.name for c in Inspection.__table__.columns]
 FINISHED = (Status.done, Status.failed, Status.skipped)
 

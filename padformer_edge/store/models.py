@@ -28,6 +28,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+# Re-exported: the states are part of the tables' vocabulary, defined without SQLAlchemy.
+from padformer_edge.store.vocabulary import AlertState as AlertState
+from padformer_edge.store.vocabulary import Status as Status
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -68,22 +72,6 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class Status(enum.StrEnum):
-    """Life of one camera file: queued, being inspected, and one of three outcomes."""
-
-    pending = "pending"
-    processing = "processing"
-    done = "done"
-    failed = "failed"
-    skipped = "skipped"
-
-
-class AlertState(enum.StrEnum):
-    pending = "pending"
-    sent = "sent"
-    dead = "dead"
 
 
 def _enum(cls: type[enum.StrEnum], name: str) -> Enum:

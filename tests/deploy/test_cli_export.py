@@ -38,7 +38,7 @@ def scores(workspace, *extra: str) -> list[float]:
         str(workspace / "q" / "good.png"), str(workspace / "q" / "bad.png"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    return [json.loads(line)["score"] for line in result.output.splitlines()]
+    return [row["score"] for row in json.loads(result.stdout)]  # one JSON array
 
 
 def test_export_then_detect_with_onnxruntime_scores_as_torch(workspace):

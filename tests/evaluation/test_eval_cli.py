@@ -27,6 +27,9 @@ def test_eval_writes_metrics_and_report(tiny_data: Path, tiny_checkpoint: Path, 
     for value in (duck["image_auroc"], duck["pixel_auroc"], duck["aupro"]):
         assert 0.0 <= value <= 1.0
     assert metrics["mean"]["images"] == 10
+    logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [finished] = [e for e in logged if e["event"] == "progress.done"]
+    assert (finished["job"], finished["done"], finished["total"]) == ("evaluating", 10, 10)
     assert "mean" in done.stdout and "pixel AUROC" in done.stdout
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 10 * 4  # query, recon, map, mask per image

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def invoke(*args: str):
     result = CliRunner().invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
@@ -39,7 +39,7 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
     broken = tmp_path / "profiles" / "broken" / "profile.yaml"
     broken.parent.mkdir()
     broken.write_text("name: broken\nbogus: 1\n")
-    listed = [json.loads(line) for line in invoke("profile", "list", "--json", *root).splitlines()]
+    listed = json.loads(invoke("profile", "list", "--json", *root))
     assert [(row["name"], row["references"]) for row in listed[:1]] == [("duck", 3)]
     assert listed[1]["name"] == "broken" and "line 2, key 'bogus'" in listed[1]["error"]
     shown = invoke("profile", "show", "duck", *root)
@@ -48,10 +48,11 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
     kind, _ = check_config(tmp_path / "profiles" / "duck" / "profile.yaml")
     assert kind == "profile"
     image = product / "test" / "Missing" / "0.png"
-    line = invoke(
-        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json", *root
-    )
-    verdict = json.loads(line)
+    shown = invoke(
+        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json",
+        "--no-fail", *root,
+    )  # fmt: skip
+    [verdict] = json.loads(shown)
     assert verdict["anomalous"] == (verdict["score"] > config.calibration.threshold)
     assert Path(verdict["heatmap"]).is_file()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,9 @@ def test_synth_renders_a_dataset(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "1 class(es) x 6 images" in result.stdout
+    logged = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    done = [e for e in logged if e["event"] == "progress.done"]  # pybullet prints a plain line
+    assert [(e["job"], e["done"], e["total"]) for e in done] == [("rendering", 6, 6)]
     image = cv2.imread(str(out / "lego" / "train" / "good" / "0.png"))
     assert image.shape == (48, 48, 3) and (image[0, 0] == 0).all()
 

@@ -1,0 +1,221 @@
+"""``padformer-edge doctor``: everything a daemon config depends on, checked at once.
+
+``config check`` validates a file against its schema; it cannot know whether the camera
+folder exists on this PC, whether the profile it names was calibrated, whether the model
+file still matches, whether the database was migrated or the webhook answers. ``watch``
+stops at the first of those; an operator setting up a line wants all of them in one
+list, each with its fix. Nothing here imports torch or writes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from padformer_edge.daemon.alerts.config import SinkConfig
+from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
+from padformer_edge.errors import UserError
+from padformer_edge.profiles.layout import profiles_root
+from padformer_edge.profiles.profile import load_profile
+from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
+from padformer_edge.store.schema import current_revision, head_revision
+
+MIN_FREE_BYTES = 1 << 30  # below 1 GiB a day of heatmaps and database growth may not fit
+CONNECT_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One checked thing: what it is, whether it is fine, and what was seen or the fix."""
+
+    subject: str
+    ok: bool
+    detail: str
+
+
+def examine(config_path: Path | None) -> list[Finding]:
+    """Every finding for the daemon config at ``config_path`` (the bundled one if None)."""
+    source = config_path or BUNDLED_CONFIG
+    try:  # a schema error is one finding per problem, then what needs no config
+        config = load_daemon_config(config_path, [])
+    except UserError as err:
+        return [
+            *(Finding("config", False, line) for line in str(err).splitlines()),
+            *check_database(None),
+            *check_disk([state_dir()]),
+        ]
+    cameras = len(config.cameras)
+    findings = [Finding("config", True, f"{source}: valid daemon config, {cameras} camera(s)")]
+    findings += check_cameras(config)
+    findings += check_profiles(config)
+    findings += check_database(config.database)
+    findings += check_sinks(config)
+    heatmaps = state_dir() / (config.heatmaps or "heatmaps")
+    database_file = sqlite_path(resolve_url(config.database))
+    findings += check_disk([state_dir(), heatmaps, *([database_file] if database_file else [])])
+    return findings
+
+
+def check_cameras(config: DaemonConfig) -> Iterator[Finding]:
+    """Each camera folder exists and can be listed and read by this user."""
+    base = state_dir()
+    heatmaps = (base / (config.heatmaps or "heatmaps")).expanduser().absolute()
+    for cam in config.cameras:
+        subject = f"camera '{cam.name}'"
+        folder = (base / cam.path).expanduser()
+        if not folder.is_dir():
+            yield Finding(
+                subject, False, f"folder {folder} does not exist; create it or fix its path."
+            )
+        elif not os.access(folder, os.R_OK | os.X_OK):
+            yield Finding(
+                subject, False, f"folder {folder} cannot be read; give the daemon's user access."
+            )
+        elif heatmaps.resolve().is_relative_to(folder.resolve()):
+            yield Finding(
+                subject,
+                False,
+                f"heatmap folder {heatmaps} is inside {folder}; set heatmaps to another folder.",
+            )
+        else:
+            yield Finding(subject, True, f"folder {folder} is readable")
+
+
+def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
+    """Each profile the cameras name exists, is valid, has its model and references
+    unchanged and has been calibrated."""
+    root = state_dir() / config.profiles_dir if config.profiles_dir else profiles_root()
+    for name in sorted({cam.profile for cam in config.cameras}):
+        subject = f"profile '{name}'"
+        try:
+            profile = load_profile(root, name)
+            profile.verify_model()  # the checkpoint is there and is the file it pinned
+        except UserError as err:
+            yield Finding(subject, False, str(err))
+            continue
+        missing = [p for p in profile.reference_paths if not p.is_file()]
+        if missing:
+            yield Finding(
+                subject,
+                False,
+                f"reference {missing[0]} is missing; re-create the profile with "
+                "`padformer-edge profile create`.",
+            )
+        elif profile.threshold is None:
+            yield Finding(
+                subject,
+                False,
+                f"no threshold yet; run `padformer-edge profile calibrate {name} --good DIR`.",
+            )
+        else:
+            yield Finding(
+                subject,
+                True,
+                f"model {profile.model_path} matches, threshold {profile.threshold:.6g}",
+            )
+
+
+def check_database(database: str | None) -> Iterator[Finding]:
+    """The database is at the schema this version writes (or does not exist yet)."""
+    url = resolve_url(database)
+    where = describe(url)
+    upgrade = (
+        f"run `padformer-edge db upgrade --db {database}`"
+        if database
+        else ("run `padformer-edge db upgrade`")
+    )
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        yield Finding("database", True, f"{where} does not exist yet; watch creates it")
+        return
+    try:
+        engine = open_engine(url, read_only=True)
+        try:
+            current = current_revision(engine)
+        finally:
+            engine.dispose()
+    except UserError as err:
+        yield Finding("database", False, str(err))
+        return
+    head = head_revision()
+    if current == head:
+        yield Finding("database", True, f"{where} is at schema {head}")
+    elif current is None:
+        yield Finding("database", False, f"{where} has no schema yet; {upgrade}.")
+    else:
+        yield Finding(
+            "database",
+            False,
+            f"{where} is at schema {current}, this version needs {head}; {upgrade} "
+            "(stop the daemon first).",
+        )
+
+
+def check_sinks(config: DaemonConfig) -> Iterator[Finding]:
+    """Each alert sink can be reached: a webhook's or broker's port accepts a TCP
+    connection, a command's program exists. Nothing is sent."""
+    yield Finding("sink 'log'", True, "always on")
+    for name, sink in sorted(config.alerts.sinks.items()):
+        yield sink_finding(f"sink '{name}'", sink)
+
+
+def sink_finding(subject: str, sink: SinkConfig) -> Finding:
+    """Whether one sink is reachable from here, and how to fix it when it is not."""
+    if sink.type == "command":
+        assert sink.argv
+        program = sink.argv[0]
+        found = shutil.which(program)
+        if found is None:
+            return Finding(
+                subject, False, f"program {program} is not found or not executable; fix argv."
+            )
+        return Finding(subject, True, f"program {found} exists")
+    if sink.type == "webhook":
+        assert sink.url
+        parts = urlsplit(sink.url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    else:
+        host = sink.host or ""
+        port = sink.port or (8883 if sink.tls else 1883)
+    try:
+        with socket.create_connection((host, port), timeout=min(sink.timeout_s, CONNECT_TIMEOUT_S)):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        return Finding(
+            subject,
+            False,
+            f"{host}:{port} cannot be reached ({reason}); check the address, the network "
+            "and that the service runs.",
+        )
+    return Finding(subject, True, f"{host}:{port} accepts connections")
+
+
+def check_disk(paths: list[Path]) -> Iterator[Finding]:
+    """Free space on each file system the daemon writes to (state, heatmaps, database)."""
+    seen: set[int] = set()
+    for path in paths:
+        existing = path.expanduser().absolute()
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        device = existing.stat().st_dev
+        if device in seen:
+            continue
+        seen.add(device)
+        usage = shutil.disk_usage(existing)
+        free = f"{usage.free / (1 << 30):.1f} GiB free of {usage.total / (1 << 30):.1f} GiB"
+        if usage.free < MIN_FREE_BYTES:
+            yield Finding(
+                f"disk {existing}",
+                False,
+                f"{free}; prune old results (`padformer-edge results prune --older-than 30d`) "
+                "or free space.",
+            )
+        else:
+            yield Finding(f"disk {existing}", True, free)

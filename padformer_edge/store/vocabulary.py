@@ -1,0 +1,32 @@
+"""The store's words, without SQLAlchemy: inspection and alert states, groupings and
+export formats.
+
+The CLI offers these as option choices, so every command module needs them to build its
+``--help``; keeping them apart from the tables lets ``--help`` and ``profile list`` start
+without importing SQLAlchemy and Alembic.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+
+class Status(enum.StrEnum):
+    """Life of one camera file: queued, being inspected, and one of three outcomes."""
+
+    pending = "pending"
+    processing = "processing"
+    done = "done"
+    failed = "failed"
+    skipped = "skipped"
+
+
+class AlertState(enum.StrEnum):
+    pending = "pending"
+    sent = "sent"
+    dead = "dead"
+
+
+GroupBy = Literal["all", "camera", "product", "hour", "day"]
+ExportFormat = Literal["csv", "jsonl"]

@@ -1,0 +1,133 @@
+"""``padformer-edge doctor`` as a real process: a sound setup is all OK with status 0, and
+a broken one lists every problem (not just the first, as ``watch`` would) with status 1.
+
+Real parts throughout: profiles made by ``create_profile``, a SQLite file migrated by
+the real migrations, a listening TCP socket for the reachable webhook and a closed port
+for the unreachable one.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from padformer_edge.profiles import create_profile
+from padformer_edge.profiles.calibrate import pin_threshold
+from padformer_edge.store import open_engine, upgrade
+from tests.cli_process import run_cli, run_cli_modules
+from tests.profiles.conftest import FAST
+
+HEAVY = {"torch", "timm", "kornia", "cv2"}
+
+
+@pytest.fixture
+def listening() -> Iterator[int]:
+    """A port on loopback that accepts connections."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def setup(tmp_path: Path, product: Path, checkpoint: Path) -> dict[str, Path]:
+    """Two profiles (one calibrated), a migrated database and a camera folder."""
+    profiles = tmp_path / "profiles"
+    made = create_profile(profiles, "duck", checkpoint, product / "train" / "good", 2, FAST)
+    pin_threshold(made.profile, 0.5)
+    create_profile(profiles, "raw", checkpoint, product / "train" / "good", 2, FAST)
+    database = tmp_path / "line.sqlite3"
+    engine = open_engine(str(database))
+    upgrade(engine)
+    engine.dispose()
+    (tmp_path / "cam").mkdir()
+    return {"profiles": profiles, "database": database, "cam": tmp_path / "cam"}
+
+
+def write_config(path: Path, **fields: object) -> Path:
+    path.write_text(yaml.safe_dump(fields))
+    return path
+
+
+def doctor(config: Path, tmp_path: Path, setup: dict[str, Path]):
+    env = {"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state")}
+    return run_cli_modules(
+        "doctor", "--config", str(config), "--json", record=tmp_path / "modules",
+        env={**env, "PADFORMER_EDGE_PROFILES": str(setup["profiles"])},
+    )  # fmt: skip
+
+
+def test_a_sound_setup_is_all_ok(tmp_path: Path, setup: dict[str, Path], listening: int) -> None:
+    config = write_config(
+        tmp_path / "good.yaml",
+        database=str(setup["database"]),
+        cameras=[{"name": "line1", "path": str(setup["cam"]), "profile": "duck"}],
+        alerts={"sinks": {"hook": {"type": "webhook", "url": f"http://127.0.0.1:{listening}/"}}},
+    )
+    result, modules = doctor(config, tmp_path, setup)
+    findings = json.loads(result.stdout)
+    assert result.returncode == 0, findings
+    assert all(f["ok"] for f in findings)
+    subjects = [f["subject"] for f in findings]
+    assert subjects[:5] == ["config", "camera 'line1'", "profile 'duck'", "database", "sink 'log'"]
+    assert subjects[5] == "sink 'hook'" and subjects[6].startswith("disk ")
+    assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+def test_a_broken_setup_lists_every_problem(tmp_path: Path, setup: dict[str, Path]) -> None:
+    empty = tmp_path / "empty.sqlite3"
+    empty.write_bytes(b"")  # a file, but no schema: never migrated
+    port = closed_port()
+    config = write_config(
+        tmp_path / "broken.yaml",
+        database=str(empty),
+        cameras=[
+            {"name": "gone", "path": str(tmp_path / "no-such-folder"), "profile": "duck"},
+            {"name": "new", "path": str(setup["cam"]), "profile": "raw"},
+            {"name": "typo", "path": str(setup["cam"]), "profile": "dukc"},
+        ],
+        alerts={
+            "sinks": {
+                "hook": {"type": "webhook", "url": f"http://127.0.0.1:{port}/alert"},
+                "pager": {"type": "command", "argv": [str(tmp_path / "no-such-program")]},
+            }
+        },
+    )
+    result, _ = doctor(config, tmp_path, setup)
+    assert result.returncode == 1, result.stderr
+    problems = {f["subject"]: f["detail"] for f in json.loads(result.stdout) if not f["ok"]}
+    assert set(problems) == {
+        "camera 'gone'", "profile 'raw'", "profile 'dukc'", "database", "sink 'hook'",
+        "sink 'pager'",
+    }  # fmt: skip
+    assert "no-such-folder does not exist; create it or fix its path" in problems["camera 'gone'"]
+    assert "profile calibrate raw --good DIR" in problems["profile 'raw'"]
+    assert "(known: duck, raw)" in problems["profile 'dukc'"]
+    assert "has no schema yet; run `padformer-edge db upgrade --db" in problems["database"]
+    assert f"127.0.0.1:{port} cannot be reached" in problems["sink 'hook'"]
+    assert "no-such-program is not found" in problems["sink 'pager'"]
+
+
+def test_the_table_marks_each_line_and_an_invalid_config_is_a_problem(
+    tmp_path: Path, setup: dict[str, Path]
+) -> None:
+    config = write_config(tmp_path / "typo.yaml", cameras=[{"name": "c", "pth": "/x"}])
+    env = {"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state")}
+    result = run_cli("doctor", "--config", str(config), env=env)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    config_lines = [line for line in lines if line.startswith("PROBLEM config: ")]
+    assert len(config_lines) == 3  # path and profile missing, pth unknown: each its line
+    assert any("key 'cameras.0.pth': unknown key" in line for line in config_lines)
+    assert any(line.startswith("OK      disk ") for line in lines)
