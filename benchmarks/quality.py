@@ -152,10 +152,15 @@ def parse_compare(text: str) -> tuple[str, Path]:
     return split_named_path(text, "LABEL=PATH, e.g. long=runs/long/model.safetensors")
 
 
+def compared_label(label: str, metadata: dict) -> str:
+    """The row label of a checkpoint given with --compare: its name and its step."""
+    return f"PADFormer, {label} (step {metadata.get('global_step')})"
+
+
 def compared_model(label: str, path: Path):
-    """(row label naming the run and its step, model) of a checkpoint given with --compare."""
+    """(row label, model) of a checkpoint given with --compare."""
     model, metadata = load_checkpoint(path)
-    return f"PADFormer, {label} (step {metadata.get('global_step')})", model
+    return compared_label(label, metadata), model
 
 
 def main_label(model) -> str:
@@ -220,7 +225,8 @@ def main() -> None:
         type=parse_compare,
         action="append",
         default=[],
-        help="LABEL=PATH: one more row from another checkpoint (e.g. a longer run).",
+        help="LABEL=PATH: one more row from another checkpoint (e.g. a longer run); in the "
+        "--unseen-only table it must not have seen the classes either.",
     )
     parser.add_argument(
         "--unseen", type=Path, help="A checkpoint trained without the --unseen-class classes."
@@ -382,14 +388,23 @@ def targets_of(main: dict, results: dict, patchcore: str, edge: bool) -> dict[st
 
 
 def against_baselines(
-    label: str, model, episodes: list[Episode], options: EvalOptions, args: argparse.Namespace
+    label: str,
+    model,
+    episodes: list[Episode],
+    options: EvalOptions,
+    args: argparse.Namespace,
+    others: list[tuple[str, object]] = (),
 ) -> tuple[dict[str, dict], str, MarginInterval]:
     """One PADFormer row and the validated baselines on the same episodes: their figures,
     the validated PatchCore's row label, and the paired bootstrap interval of the row's
     image-AUROC margin over it (a margin read from one small test set needs one). The
-    row's two halves (reconstruction alone, distance alone) stand beside it."""
+    row's two halves (reconstruction alone, distance alone) stand beside it, and so do
+    ``others`` (label, model), each with its own halves."""
     base = detection(args)
-    rows = [padformer_row(label, model, base), *simple(label, model, base), *baselines()]
+    rows = [padformer_row(label, model, base), *simple(label, model, base)]
+    for other_label, other in others:
+        rows += [padformer_row(other_label, other, base), *simple(other_label, other, base)]
+    rows += baselines()
     results, scored = evaluate_scored(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
     return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=args.seed)
@@ -418,19 +433,29 @@ def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     return text, {"checkpoint": str(args.checkpoint), "methods": results}
 
 
+def unseen_checkpoint(path: Path, classes: list[str], option: str) -> tuple:
+    """(model, metadata) of a checkpoint that must never have seen ``classes``."""
+    model, metadata = load_checkpoint(path)
+    seen = sorted(set(metadata.get("train_images", {})) & set(classes))
+    if seen:
+        raise UserError(f"{option} model {path} was trained on {', '.join(seen)}.")
+    return model, metadata
+
+
 def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:
     """The --unseen model against the validated baselines, on its unseen classes only."""
     if not args.unseen_class:
         raise UserError("--unseen needs at least one --unseen-class NAME.")
-    model, metadata = load_checkpoint(args.unseen)
+    model, metadata = unseen_checkpoint(args.unseen, args.unseen_class, "--unseen")
     trained_on = set(metadata.get("train_images", {}))
-    seen = sorted(trained_on & set(args.unseen_class))
-    if seen:
-        raise UserError(f"--unseen model {args.unseen} was trained on {', '.join(seen)}.")
     index = index_dataset(data, categories=list(args.unseen_class))
     episodes = plan_episodes(index, options)
     label = f"PADFormer {model.preset_name}, never saw these objects"
-    results, patchcore, interval = against_baselines(label, model, episodes, options, args)
+    others = []
+    for name, path in args.compare:
+        other, other_metadata = unseen_checkpoint(path, args.unseen_class, "--compare")
+        others.append((compared_label(name, other_metadata), other))
+    results, patchcore, interval = against_baselines(label, model, episodes, options, args, others)
     target = margin_target(results[label], results[patchcore])
     images = sum(len(e.tests) for e in episodes)
     text = (

@@ -176,10 +176,28 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     refused = _quality("--unseen-only", "--unseen", str(saw), *common)
     assert refused.returncode != 0
     assert "was trained on duck" in refused.stderr
-    result = _quality("--unseen-only", "--unseen", str(unseen), *common, "--max-per-label", "1")
+    compare_refused = _quality(
+        "--unseen-only", "--unseen", str(unseen), "--compare", f"old={saw}", *common
+    )
+    assert compare_refused.returncode != 0 and "--compare model" in compare_refused.stderr
+    other = tmp_path / "other.safetensors"
+    save_checkpoint(other, build_model("edge", **TINY_EDGE), {"train_images": {"mug": 6}})
+    result = _quality(
+        "--unseen-only", "--unseen", str(unseen), "--compare", f"other={other}", *common,
+        "--max-per-label", "1",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
-    assert next(iter(payload["methods"])) == "PADFormer edge, never saw these objects"
+    padformer_rows = {m for m in payload["methods"] if m.startswith("PADFormer")}
+    # every PADFormer row stands with its two halves, the compared model's too
+    assert padformer_rows == {
+        f"{row}{half}"
+        for row in ("PADFormer edge, never saw these objects", "PADFormer, other (step None)")
+        for half in ("", ": reconstruction alone (15 passes)", ": distance alone (no passes)")
+    }
+    assert result.stdout.index("| PADFormer edge, never saw these objects |") < result.stdout.index(
+        "| PADFormer, other (step None) |"
+    )  # the table keeps the rows in order
     margin = payload["margin_over_patchcore"]
     assert margin["low"] <= margin["margin"] <= margin["high"]
     assert "trained on mug only" in result.stdout
