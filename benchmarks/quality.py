@@ -461,8 +461,9 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     text = (
         f"Unseen objects ({', '.join(args.unseen_class)}; {images} images): "
         f"{args.unseen.name} was trained on {', '.join(sorted(trained_on))} only "
-        f"(step {metadata.get('global_step')}). Target {targets_text(target)}; margin "
-        f"{interval.describe()}.\n\n" + results_table(results)
+        f"(step {metadata.get('global_step')}). {options.shots}-shot; PADFormer rows read "
+        f"15 passes hiding {args.mask_ratio:g} of the patches each. Target "
+        f"{targets_text(target)}; margin {interval.describe()}.\n\n" + results_table(results)
     )
     payload = {
         "checkpoint": str(args.unseen),

@@ -132,6 +132,15 @@ def main() -> None:
     parse_and_run(parser, run)
 
 
+def model_names(paths: list[Path]) -> dict[Path, str]:
+    """Each checkpoint's file name, with its folder where two files share a name (runs
+    keep ``model.safetensors`` in a folder named after the run)."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        counts[path.name] = counts.get(path.name, 0) + 1
+    return {p: p.name if counts[p.name] == 1 else f"{p.parent.name}/{p.name}" for p in paths}
+
+
 def run(args: argparse.Namespace) -> None:
     index = index_dataset(args.data, categories=args.classes)
     train = index.good_train()
@@ -144,6 +153,7 @@ def run(args: argparse.Namespace) -> None:
             raise UserError(f"class {name} in {args.data} has too few good views for this.")
         classes[name] = ([read_image(p) for p in paths], [read_image(p) for p in good_tests])
     settings = DetectionSettings(device="cpu", mask_ratio=args.mask_ratio)
+    names = model_names(args.model)
     rows, payload = [], {}
     for path in args.model:
         model, _ = load_checkpoint(path)
@@ -159,7 +169,7 @@ def run(args: argparse.Namespace) -> None:
         for label, scored_model in scorings:
             signature = scoring_signature(*resolve_metric("auto", scored_model))
             figures = measure(scored_model, classes, args.sets, args.seed, settings)
-            name = label if len(args.model) == 1 else f"{path.name}: {label}"
+            name = label if len(args.model) == 1 else f"{names[path]}: {label}"
             payload[name] = {**figures, "scoring": signature, "hidden_black_ratio": hidden}
             rows.append(
                 [
@@ -177,14 +187,14 @@ def run(args: argparse.Namespace) -> None:
     table = markdown_table(headers, rows)
     views = sum(len(q) for _, q in classes.values())
     caption = (
-        f"{', '.join(p.name for p in args.model)}, {views} good test views of "
+        f"{', '.join(names.values())}, {views} good test views of "
         f"{', '.join(classes)} in "
         f"{args.data.name}, each against {args.sets} random sets of {SHOTS} good training "
         f"views (seed {args.seed}) and against {SHOTS} black images; 15 passes hiding "
         f"{args.mask_ratio:g} of the patches each."
     )
     print(table + "\n\n" + caption)
-    models = [p.name for p in args.model]
+    models = list(names.values())
     print_json_line("reference_use", {"models": models, "views": views, **payload})
     if args.write_docs:
         update_docs_section(args.section, f"{table}\n\n{caption}")
