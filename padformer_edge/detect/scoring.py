@@ -675,20 +675,14 @@ def build_metric(
     cnn = model.config.cnn_tokens
     if name == "feature":
         return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
-    if name == "fused":
+    reference_metrics = {"fused": FusedMetric, "distance": DistanceMetric}
+    if name in reference_metrics:
         if not cnn:
             raise UserError(
-                f"the fused metric needs a model with CNN tokens (preset 'edge'); "
+                f"the {name} metric needs a model with CNN tokens (preset 'edge'); "
                 f"this is a '{model.preset_name}' model: use --metric lab."
             )
-        return FusedMetric(model, references01=references01)
-    if name == "distance":
-        if not cnn:
-            raise UserError(
-                f"the distance metric needs a model with CNN tokens (preset 'edge'); "
-                f"this is a '{model.preset_name}' model: use --metric lab."
-            )
-        return DistanceMetric(model, references01=references01)
+        return reference_metrics[name](model, references01=references01)
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
 
 
