@@ -190,22 +190,13 @@ def test_lite2_without_its_package_is_one_sentence_saying_what_to_install(monkey
 def test_training_a_lite2_model_keeps_its_cnn_and_stores_it(tmp_path):
     """The trainer (not a hand-written step) leaves the Lite2 CNN as ImageNet's, and the
     checkpoint it writes rebuilds a Lite2 model."""
-    from padformer_edge.config import TrainConfig
     from tests.test_train_edge import TINY_EDGE
-    from tests.train_helpers import mvtec_like_tree
+    from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
     from training.trainer import run_training
 
     overrides = {**TINY_EDGE, "token_source": LITE2}
     root = mvtec_like_tree(tmp_path / "data", {"a": 6}, padded=False, size=64)
-    config = TrainConfig.model_validate(
-        {
-            "model": {"preset": "edge", "overrides": overrides},
-            "data": {"layout": "mvtec", "num_refs": 2, "num_workers": 0},
-            "loss": {"perceptual": "none", "feature_weight": 1.0},
-            "optim": {"batch_size": 4, "warmup_steps": 1, "lr": 1e-3},
-            "stages": {"within_view": {"epochs": 1}, "cross_view": {"epochs": 1}},
-        }
-    )
+    config = tiny_edge_recipe({"overrides": overrides})
     trained, _ = load_checkpoint(run_training(config, root, tmp_path / "run").checkpoint)
     assert trained.config.token_source == LITE2 and trained.config.feature_dim == 192
     fresh = build_model("edge", **overrides)

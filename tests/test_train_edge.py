@@ -6,10 +6,9 @@ from pathlib import Path
 
 import torch
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint
-from tests.train_helpers import mvtec_like_tree
+from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
 from training.losses import masked_feature_loss
 from training.trainer import run_training
 
@@ -35,15 +34,7 @@ def test_masked_feature_loss_counts_only_masked_patches() -> None:
 
 def test_edge_training_learns_features_and_stores_score_scales(tmp_path: Path) -> None:
     root = mvtec_like_tree(tmp_path / "data", {"a": 6, "b": 6}, padded=False, size=64)
-    config = TrainConfig.model_validate(
-        {
-            "model": {"preset": "edge", "overrides": TINY_EDGE},
-            "data": {"layout": "mvtec", "num_refs": 2, "num_workers": 0},
-            "loss": {"perceptual": "none", "feature_weight": 1.0},
-            "optim": {"batch_size": 4, "warmup_steps": 1, "lr": 1e-3},
-            "stages": {"within_view": {"epochs": 1}, "cross_view": {"epochs": 2}},
-        }
-    )
+    config = tiny_edge_recipe({"overrides": TINY_EDGE}, cross_view_epochs=2)
     summary = run_training(config, root, tmp_path / "run")
     model, _ = load_checkpoint(summary.checkpoint)
     assert model.preset_name == "edge" and model.config.cnn_tokens

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import torch
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from tests.test_train_edge import TINY_EDGE
-from tests.train_helpers import mvtec_like_tree
+from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
 from training.score_scales import parse_change, rescale_checkpoint
 from training.trainer import run_training
 
@@ -28,15 +27,7 @@ def test_a_trained_model_is_fine_tuned_into_the_reference_reading_design(tmp_pat
     torch.manual_seed(0)
     start = tmp_path / "start.safetensors"
     save_checkpoint(start, build_model("edge", **TINY_EDGE), {"global_step": 7})
-    recipe = TrainConfig.model_validate(
-        {
-            "model": {"preset": "edge", "init_overrides": DESIGN},
-            "data": {"layout": "mvtec", "num_refs": 2, "num_workers": 0},
-            "loss": {"perceptual": "none", "feature_weight": 1.0, "unseen_share": 0.25},
-            "optim": {"batch_size": 4, "warmup_steps": 1, "lr": 1e-3},
-            "stages": {"within_view": {"epochs": 1}, "cross_view": {"epochs": 1}},
-        }
-    )
+    recipe = tiny_edge_recipe({"init_overrides": DESIGN}, loss={"unseen_share": 0.25})
     summary = run_training(recipe, root, tmp_path / "run", init=start)
     tuned, metadata = load_checkpoint(summary.checkpoint)
     for name, value in DESIGN.items():

@@ -8,6 +8,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from training.config import TrainConfig
+
 
 def object_image(seed: int, size: int = 64, hue: int = 0) -> np.ndarray:
     """A BGR picture of a few coloured shapes on a grey table, varied by ``seed``."""
@@ -23,6 +25,22 @@ def object_image(seed: int, size: int = 64, hue: int = 0) -> np.ndarray:
     end = tuple(int(v) for v in rng.integers(0, size, 2))
     cv2.line(image, start, end, (20, 20, 20), max(1, size // 32))
     return image
+
+
+def tiny_edge_recipe(
+    model: dict, loss: dict | None = None, cross_view_epochs: int = 1
+) -> TrainConfig:
+    """A recipe for a tiny edge model on an ``mvtec_like_tree``: one within-view epoch,
+    ``cross_view_epochs`` cross-view ones, 2 references, batch 4, no perceptual term."""
+    return TrainConfig.model_validate(
+        {
+            "model": {"preset": "edge", **model},
+            "data": {"layout": "mvtec", "num_refs": 2, "num_workers": 0},
+            "loss": {"perceptual": "none", "feature_weight": 1.0, **(loss or {})},
+            "optim": {"batch_size": 4, "warmup_steps": 1, "lr": 1e-3},
+            "stages": {"within_view": {"epochs": 1}, "cross_view": {"epochs": cross_view_epochs}},
+        }
+    )
 
 
 def write(path: Path, image: np.ndarray) -> Path:
