@@ -22,11 +22,25 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return render_dataset(["builtin:duck"], out, counts, 64)
 
 
-@pytest.fixture(scope="module")
-def checkpoint(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+DESIGNS = {
+    "paper decoder": {},
+    "reference-reading decoder": {
+        "isolate_masked": True,
+        "mask_shape": "blocks",
+        "mask_ratio": 0.75,
+        "mask_block": 2,
+        "score_masked_cells": True,
+    },
+}
+
+
+@pytest.fixture(scope="module", params=list(DESIGNS))
+def checkpoint(
+    request: pytest.FixtureRequest, rendered: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     config = TrainConfig.model_validate(
         {
-            "model": {"preset": "edge", "overrides": TINY_EDGE},
+            "model": {"preset": "edge", "overrides": {**TINY_EDGE, **DESIGNS[request.param]}},
             "data": {"num_refs": 2, "num_workers": 0},
             "loss": {"perceptual": "none"},
             "optim": {"batch_size": 4, "warmup_steps": 1},
