@@ -28,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.store import open_engine, upgrade
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
 
 REPO = Path(__file__).resolve().parent.parent
 # Runs the CLI and, at exit, prints 1 to fd 3 (a file) if torch was imported, else 0.

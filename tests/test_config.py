@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.config import StrictModel, check_config, load_config, register_config_kind
+from padformer_edge.config import StrictModel, load_config, register_config_kind
+from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
 from padformer_edge.detect.scoring import (

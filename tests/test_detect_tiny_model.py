@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.scoring import score_query
 from padformer_edge.detect.settings import DetectionSettings as S
 from padformer_edge.model import build_model

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
     FUSED_LAB_WEIGHT,

@@ -124,7 +124,7 @@ def test_cached_lite2_references_give_bit_identical_features_across_a_checkpoint
 
 def test_lite2_model_detects_end_to_end_with_the_fused_metric(model):
     """The fused metric's reference banks and feature maps take the token source's width."""
-    from padformer_edge.detect import Detector
+    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
 
     references = [product_image(80, 120, seed=s) for s in range(3)]
@@ -190,9 +190,9 @@ def test_lite2_without_its_package_is_one_sentence_saying_what_to_install(monkey
 def test_training_a_lite2_model_keeps_its_cnn_and_stores_it(tmp_path):
     """The trainer (not a hand-written step) leaves the Lite2 CNN as ImageNet's, and the
     checkpoint it writes rebuilds a Lite2 model."""
-    from padformer_edge.config import TrainConfig
     from tests.test_train_edge import TINY_EDGE
     from tests.train_helpers import mvtec_like_tree
+    from training.config import TrainConfig
     from training.trainer import run_training
 
     overrides = {**TINY_EDGE, "token_source": LITE2}

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import torch
 
-from padformer_edge.config import TrainConfig
 from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree
+from training.config import TrainConfig
 from training.score_scales import parse_change, rescale_checkpoint
 from training.trainer import run_training
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.profiles import create_profile
+from padformer_edge.profiles.create import create_profile
 from tests.cli_process import run_cli_modules
 from tests.profiles.conftest import FAST
 
