@@ -135,8 +135,8 @@ def main() -> None:
             "`--version` is answered before the command tree loads; the other commands pay "
             "for typer, rich, SQLAlchemy and Alembic, never for torch. The mistyped "
             "`--model` path is reported (status 2) before torch is imported. `--help` and "
-            "`profile list` import neither SQLAlchemy nor Alembic (the store and the alert "
-            "packages resolve their names lazily) and meet the 0.5 s target; `results list` "
+            "`profile list` import neither SQLAlchemy nor Alembic (the commands import the "
+            "store inside the functions that read it) and meet the 0.5 s target; `results list` "
             "does not yet: it needs both, to read the database and check its schema, and "
             "they take most of its time."
         )
