@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.backbone import efficientnet_weights_path
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.config import BACKBONES, EDGE, LITE0_MEAN, LITE0_STD
+from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from tests.detect_images import product_image, with_defect
 from tests.test_model_edge import SMALL_EDGE

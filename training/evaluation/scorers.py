@@ -15,7 +15,7 @@ import numpy as np
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 
 
 @dataclass
