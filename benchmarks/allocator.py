@@ -66,9 +66,9 @@ def child(repeats: int) -> None:
     applied = retain_freed_memory()  # first, as the CLI does, before threads allocate
     import torch
 
-    from padformer_edge.detect import Detector
+    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
-    from padformer_edge.model import build_model
+    from padformer_edge.model.padformer import build_model
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -28,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.store import open_engine, upgrade
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
 
 REPO = Path(__file__).resolve().parent.parent
 # Runs the CLI and, at exit, prints 1 to fd 3 (a file) if torch was imported, else 0.
@@ -134,8 +135,8 @@ def main() -> None:
             "`--version` is answered before the command tree loads; the other commands pay "
             "for typer, rich, SQLAlchemy and Alembic, never for torch. The mistyped "
             "`--model` path is reported (status 2) before torch is imported. `--help` and "
-            "`profile list` import neither SQLAlchemy nor Alembic (the store and the alert "
-            "packages resolve their names lazily) and meet the 0.5 s target; `results list` "
+            "`profile list` import neither SQLAlchemy nor Alembic (the commands import the "
+            "store inside the functions that read it) and meet the 0.5 s target; `results list` "
             "does not yet: it needs both, to read the database and check its schema, and "
             "they take most of its time."
         )

@@ -44,10 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
-from padformer_edge.profiles import create_profile, load_profile
+from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -60,7 +60,8 @@ def run_demo(out: Path, options: list[str]) -> tuple[str, float]:
 
 def database_figures(database: Path) -> tuple[int, int, int, int]:
     """(defects flagged, defects, good flagged, good) from the rows the daemon stored."""
-    from padformer_edge.store import Filters, list_inspections, open_engine
+    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.history import Filters, list_inspections
 
     engine = open_engine(str(database), read_only=True)
     try:

@@ -53,10 +53,10 @@ from benchmarks.common import (
     timed,
     update_docs_section,
 )
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.scoring import score_query
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import build_model
+from padformer_edge.model.padformer import build_model
 
 
 @torch.inference_mode()

@@ -37,7 +37,7 @@ from benchmarks.common import (
     timed,
     update_docs_section,
 )
-from padformer_edge.model import build_model
+from padformer_edge.model.padformer import build_model
 
 
 def measure(preset: str, refs: int, repeats: int, **overrides) -> dict:

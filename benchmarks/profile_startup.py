@@ -34,12 +34,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
-from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import read_image
 from padformer_edge.detect.service import load_references
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
-from padformer_edge.profiles import create_profile, load_profile
+from padformer_edge.model.padformer import build_model
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.reference_cache import read_cache
 
 

@@ -33,7 +33,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import read_image
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset

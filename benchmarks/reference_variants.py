@@ -55,9 +55,9 @@ from padformer_edge.detect.scoring import (
     unit_cells,
     upsample,
 )
-from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from padformer_edge.model.checkpoint import load_checkpoint
+from padformer_edge.model.padformer import PADFormer
 from training.data.layouts import index_dataset
 from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
 from training.evaluation.report import fmt

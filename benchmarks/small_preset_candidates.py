@@ -27,7 +27,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.model import PRESETS, PADFormer
+from padformer_edge.model.config import PRESETS
+from padformer_edge.model.padformer import PADFormer
 
 SMALL = PRESETS["small"]
 CANDIDATES = {

@@ -28,21 +28,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import Engine, insert
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.store import (
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.history import Filters, export, list_inspections, stats
+from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.queue import (
     AlertRequest,
     DetectionOutcome,
-    Filters,
     claim_batch,
     complete,
     enqueue,
-    export,
-    list_inspections,
-    open_engine,
-    stats,
-    upgrade,
 )
-from padformer_edge.store.models import Inspection, Status
-from padformer_edge.store.schema import open_checked
+from padformer_edge.store.schema import open_checked, upgrade
 
 BATCH = 8
 

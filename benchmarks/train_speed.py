@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.log import configure_logging
-from padformer_edge.model import PRESETS
+from padformer_edge.model.config import PRESETS
 from training.config import TrainConfig
 from training.progress import Reporter, StepInfo
 from training.trainer import run_training

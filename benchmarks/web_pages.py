@@ -27,8 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.store import open_engine, upgrade
-from padformer_edge.web import HttpConfig, make_server
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import make_server
 
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy stores a naive UTC datetime
 

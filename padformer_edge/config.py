@@ -5,15 +5,14 @@ key silently falling back to a default is the most common way a line PC ends up 
 with settings nobody chose. YAML is read with ``yaml.safe_load`` semantics; the node tree
 is composed as well so that a validation error can point at the line the user must edit.
 
-The schemas live beside their owners (``SCHEMA_MODULES``) and register themselves with
-``register_config_kind``; this module imports none of them at load time, so any of them
-may import it without a cycle. ``config check`` imports the owners before it looks a
-kind up, so every kind is known whatever was imported first.
+The schemas live beside their owners and register themselves with
+``register_config_kind``; this module imports none of them, so every one of them can
+import it without a circle. ``padformer_edge.config_kinds`` imports the owners, which is
+where every kind must be known (``config check``, the configuration reference).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,18 +21,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from padformer_edge.errors import UserError
-from padformer_edge.lazy import lazy_exports
 
 Model = TypeVar("Model", bound="StrictModel")
 
 CONFIG_KINDS: dict[str, type[StrictModel]] = {}
-
-SCHEMA_MODULES = (
-    "padformer_edge.daemon.settings",  # daemon
-    "padformer_edge.profiles.schema",  # profile
-    "training.config",  # train
-)
-"""Where each registered top-level schema is declared; imported on first lookup."""
+"""Filled by ``register_config_kind``; read it through ``config_kinds.config_kinds()``."""
 
 
 class StrictModel(BaseModel):
@@ -142,59 +134,3 @@ def load_config(path: str | Path, model: type[Model]) -> Model:
         return model.model_validate(data)
     except ValidationError as err:
         raise UserError(format_validation_error(path, err, lines, model)) from err
-
-
-def config_kinds() -> dict[str, type[StrictModel]]:
-    """Every registered top-level schema by kind name, after importing their owners."""
-    for module in SCHEMA_MODULES:
-        importlib.import_module(module)
-    return CONFIG_KINDS
-
-
-def detect_config_kind(path: str | Path) -> str:
-    """Guess which registered schema a file follows from its top-level keys."""
-    config_kinds()
-    path = Path(path)
-    data, _ = read_yaml(path)
-    keys = set(data)
-    matches = [name for name, cls in CONFIG_KINDS.items() if keys <= set(cls.model_fields)]
-    if len(matches) == 1:
-        return matches[0]
-    known = ", ".join(sorted(CONFIG_KINDS)) or "none registered"
-    if not matches:
-        raise UserError(
-            f"{path}: its top-level keys {sorted(keys)} match no known config kind ({known}); "
-            "pass --kind to say which it is."
-        )
-    raise UserError(f"{path}: could be any of {sorted(matches)}; pass --kind to choose.")
-
-
-def check_config(path: str | Path, kind: str | None = None) -> tuple[str, StrictModel]:
-    """Validate a config file of a given (or detected) kind; returns the kind and model."""
-    if kind is None:
-        kind = detect_config_kind(path)
-    if kind not in config_kinds():
-        known = ", ".join(sorted(CONFIG_KINDS))
-        raise UserError(f"unknown config kind '{kind}'; choose one of: {known}.")
-    return kind, load_config(path, CONFIG_KINDS[kind])
-
-
-# Where the schemas that moved beside their owners used to be imported from; resolved on
-# first use (a module import here would be a cycle), so older import lines keep working.
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        **dict.fromkeys(
-            ("TrainConfig", "TrainModelSection", "TrainDataSection", "TrainLossSection",
-             "TrainOptimSection", "TrainStageSection", "WithinViewStageSection",
-             "TrainStagesSection", "TrainCheckpointSection"),
-            "training.config",
-        ),
-        **dict.fromkeys(
-            ("ProfileConfig", "ProfileModelRef", "ReferenceEntry", "ReferenceSelection",
-             "ScoreSummary", "AnomalyCheck", "CalibrationResult", "SHA256_PATTERN"),
-            "padformer_edge.profiles.schema",
-        ),
-        "DetectionSettings": "padformer_edge.detect.settings",
-    },
-)  # fmt: skip

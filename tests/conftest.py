@@ -20,7 +20,8 @@ except ImportError:  # the foundation tests do not need torch
 @pytest.fixture
 def sqlite_file(tmp_path: Path) -> Iterator[Path]:
     """A migrated SQLite file, for tests about files, processes and locks."""
-    from padformer_edge.store import open_engine, upgrade
+    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.schema import upgrade
 
     path = tmp_path / "results.sqlite3"
     writer = open_engine(str(path))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.daemon.alerts import AlertsConfig, Cooldown, plan_alerts
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import Cooldown, plan_alerts
 from padformer_edge.profiles.thresholds import confusion_at
-from padformer_edge.store import DetectionOutcome
+from padformer_edge.store.queue import DetectionOutcome
 
 
 def test_above_is_anomalous_and_equal_is_good() -> None:

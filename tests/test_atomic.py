@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from padformer_edge.atomic import atomic_path, write_atomic
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
 from training.resume import save_resume
 
 

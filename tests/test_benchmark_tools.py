@@ -32,7 +32,6 @@ from padformer_edge.detect.scoring import (
     reference_banks,
     smooth,
 )
-from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import (
     STRIDE8_BLOCKS,
     Stride8Features,
@@ -40,7 +39,7 @@ from padformer_edge.model.backbone import (
     efficientnet_lite0_weights_path,
 )
 from padformer_edge.model.checkpoint import save_checkpoint
-from padformer_edge.model.padformer import build_model
+from padformer_edge.model.padformer import PADFormer, build_model
 from tests.test_train_edge import TINY_EDGE
 from training.synth import ViewCounts, render_dataset
 

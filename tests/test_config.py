@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.config import StrictModel, check_config, load_config, register_config_kind
+from padformer_edge.config import CONFIG_KINDS, StrictModel, load_config, register_config_kind
+from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
 
 
@@ -15,7 +16,6 @@ class Camera(StrictModel):
     fps: int = 5
 
 
-@register_config_kind("_test_cameras")
 class CameraFile(StrictModel):
     """Test-only schema."""
 
@@ -69,7 +69,11 @@ def test_missing_file_is_one_sentence(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml", CameraFile)
 
 
-def test_check_config_detects_kind(tmp_path: Path) -> None:
+def test_check_config_detects_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Registered for this test only: a test kind left in the registry would show up in the
+    # generated configuration reference that tests/test_docs_reference.py compares.
+    monkeypatch.setitem(CONFIG_KINDS, "_test_cameras", CameraFile)  # removed again afterwards
+    register_config_kind("_test_cameras")(CameraFile)
     path = write(tmp_path, "site: a\ncameras: []\n")
     kind, model = check_config(path)
     assert kind == "_test_cameras"

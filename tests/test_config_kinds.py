@@ -1,4 +1,5 @@
-"""Schemas live beside their owners and are still all known to ``config check``."""
+"""Schemas live beside their owners and are all known to ``config check`` through
+``padformer_edge.config_kinds``, which imports every owner."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tests.cli_process import REPO
 
 PROBE = """
 import json, sys
-from padformer_edge.config import config_kinds
+from padformer_edge.config_kinds import config_kinds
 kinds = {name: f"{cls.__module__}.{cls.__name__}" for name, cls in config_kinds().items()}
 print(json.dumps({"kinds": kinds, "torch": "torch" in sys.modules}))
 """
@@ -27,14 +28,3 @@ def test_every_kind_is_registered_from_its_owner_without_loading_torch() -> None
         "train": "training.config.TrainConfig",
     }
     assert found["torch"] is False  # checking a YAML file must stay instant on a line PC
-
-
-def test_old_import_lines_still_resolve() -> None:
-    from padformer_edge import config
-    from padformer_edge.detect.settings import DetectionSettings
-    from padformer_edge.profiles.schema import ProfileConfig
-    from training.config import TrainConfig
-
-    assert config.DetectionSettings is DetectionSettings
-    assert config.ProfileConfig is ProfileConfig
-    assert config.TrainConfig is TrainConfig

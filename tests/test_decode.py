@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.hostile_files import png_bomb, png_header_only
 from padformer_edge.decode import DecodeError, decode_image, dimensions, signature_reason
-from padformer_edge.detect import ImageReadError, read_image
+from padformer_edge.detect.images import ImageReadError, read_image
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ from padformer_edge.cli.app import app
 from padformer_edge.detect.service import detect_files
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.model.padformer import build_model
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from tests.detect_double import CleanReconstructor

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
 from padformer_edge.detect.scoring import (
@@ -19,7 +19,7 @@ from padformer_edge.detect.scoring import (
 )
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
+from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 from tests.test_model_edge import SMALL_EDGE
 

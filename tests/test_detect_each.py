@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from tests.detect_double import CleanReconstructor
 from tests.detect_images import product_image, with_defect

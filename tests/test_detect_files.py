@@ -4,7 +4,8 @@ import cv2
 import numpy as np
 import pytest
 
-from padformer_edge.detect import ImageReadError, read_image, render_overlay, write_heatmap
+from padformer_edge.detect.heatmap import render_overlay, write_heatmap
+from padformer_edge.detect.images import ImageReadError, read_image
 from tests.detect_images import product_image
 
 

@@ -7,8 +7,8 @@ import torch
 
 from benchmarks.keep_weights import keep, largest_relative_change
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
 
 FP16_RELATIVE = 2.0**-11  # round-to-nearest bound of float16's 11 significant bits
 

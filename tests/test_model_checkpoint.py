@@ -9,13 +9,13 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import (
     file_sha256,
     load_checkpoint,
     load_encoder_weights,
     save_checkpoint,
 )
+from padformer_edge.model.padformer import build_model
 
 
 def _mae_position_table(dim, grid):

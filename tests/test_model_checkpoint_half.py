@@ -4,8 +4,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
 
 FP16_RELATIVE = 2.0**-11  # float16 keeps 11 significant bits: round-to-nearest error bound
 FP16_SMALLEST_NORMAL = 2.0**-14

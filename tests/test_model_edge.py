@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
     FUSED_LAB_WEIGHT,
@@ -16,9 +16,9 @@ from padformer_edge.detect.scoring import (
 )
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 
 SMALL_EDGE = dict(

@@ -2,7 +2,7 @@
 
 import torch
 
-from padformer_edge.model import build_model
+from padformer_edge.model.padformer import build_model
 
 
 def _loss_backward(model, seed):

@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.model import build_model
+from padformer_edge.model.padformer import build_model
 
 
 def test_a_few_steps_fit_a_batch_whose_references_show_the_query():

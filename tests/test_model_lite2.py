@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.backbone import efficientnet_weights_path
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.config import BACKBONES, EDGE, LITE0_MEAN, LITE0_STD
+from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from tests.detect_images import product_image, with_defect
 from tests.test_model_edge import SMALL_EDGE
@@ -124,7 +124,7 @@ def test_cached_lite2_references_give_bit_identical_features_across_a_checkpoint
 
 def test_lite2_model_detects_end_to_end_with_the_fused_metric(model):
     """The fused metric's reference banks and feature maps take the token source's width."""
-    from padformer_edge.detect import Detector
+    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
 
     references = [product_image(80, 120, seed=s) for s in range(3)]

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from padformer_edge.model import build_model
 from padformer_edge.model.encoder import gather_tokens, random_mask, shuffle_ids
+from padformer_edge.model.padformer import build_model
 
 
 @pytest.mark.parametrize(("patches", "ratio"), [(64, 0.4), (196, 0.4), (49, 0.75), (16, 0.0)])

@@ -11,9 +11,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from padformer_edge.model import ReferenceCache, build_model
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.model.encoder import shuffle_ids
+from padformer_edge.model.padformer import ReferenceCache, build_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.decoder import isolation_mask
 from padformer_edge.model.encoder import block_mask, random_mask
+from padformer_edge.model.padformer import build_model
 from training.trainer import reconfigure
 
 ISOLATED = {"isolate_masked": True, "mask_ratio": 0.75, "mask_shape": "blocks", "mask_block": 3}

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import PRESETS, ModelConfig, PADFormer, ReferenceCache, build_model
+from padformer_edge.model.config import PRESETS, ModelConfig
+from padformer_edge.model.padformer import PADFormer, ReferenceCache, build_model
 
 
 def _images(cfg: ModelConfig, *lead: int) -> torch.Tensor:

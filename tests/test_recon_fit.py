@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks.recon_fit import masked_error, sample_images
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from tests.detect_double import CleanReconstructor
 

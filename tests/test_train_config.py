@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.config import check_config, load_config
+from padformer_edge.config import load_config
+from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
 from training.config import TrainConfig
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
 from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
 from training.score_scales import parse_change, rescale_checkpoint

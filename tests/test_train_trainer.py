@@ -9,8 +9,8 @@ import torch
 from safetensors.torch import load_file
 
 from padformer_edge.errors import UserError
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import load_checkpoint
+from padformer_edge.model.padformer import build_model
 from tests.train_helpers import mvtec_like_tree
 from training.config import TrainConfig
 from training.data.layouts import index_dataset

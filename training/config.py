@@ -28,7 +28,7 @@ class TrainModelSection(StrictModel):
     @classmethod
     def _known_preset(cls, value: str) -> str:
         try:
-            from padformer_edge.model import PRESETS
+            from padformer_edge.model.config import PRESETS
         except ImportError:  # the model package is optional for validating the file alone
             return value
         if value not in PRESETS:

@@ -19,8 +19,7 @@ from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.detect.scoring import ColourMetric, PredictedFeatureMetric
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import PADFormer
-from padformer_edge.model.padformer import SCORE_SCALE_NAMES
+from padformer_edge.model.padformer import SCORE_SCALE_NAMES, PADFormer
 
 QUERIES_PER_CLASS = 4
 PASSES = 5

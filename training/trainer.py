@@ -27,13 +27,13 @@ from torch.utils.data import DataLoader
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.model import PADFormer, build_model
 from padformer_edge.model.checkpoint import (
     file_sha256,
     load_checkpoint,
     load_encoder_weights,
     save_checkpoint,
 )
+from padformer_edge.model.padformer import PADFormer, build_model
 from training.augment import WithinViewAugment
 from training.config import TrainConfig
 from training.data.layouts import DatasetIndex, index_dataset

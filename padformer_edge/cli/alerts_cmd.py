@@ -35,7 +35,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
-    from padformer_edge.daemon.alerts import list_alerts  # the sinks: only when used
+    from padformer_edge.daemon.alerts.outbox import list_alerts  # the sinks: only when used
     from padformer_edge.store.schema import open_checked
 
     wanted = None if state is None else AlertState(state)
@@ -62,11 +62,12 @@ def retry(
     config: Path | None = config_option(),
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
-    from padformer_edge.store import open_checked, open_engine  # SQLAlchemy: only when run
+    from padformer_edge.store.engine import open_engine  # SQLAlchemy: only when run
+    from padformer_edge.store.schema import open_checked
 
     database = database_of(db, config)
     open_checked(database)  # exists and is at head, checked without taking the write lock
-    from padformer_edge.daemon.alerts import retry_alerts
+    from padformer_edge.daemon.alerts.outbox import retry_alerts
 
     retried = retry_alerts(open_engine(database), alert_ids)
     typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")

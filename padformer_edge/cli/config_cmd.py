@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.config import check_config, config_kinds
+from padformer_edge.config_kinds import check_config, config_kinds
 
 app = typer.Typer(help="Validate configuration files.", no_args_is_help=True)
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from padformer_edge.cli.output import table_console
 
 if TYPE_CHECKING:
-    from padformer_edge.demo import DemoReport
+    from padformer_edge.demo.run import DemoReport
 
 _out = table_console()
 

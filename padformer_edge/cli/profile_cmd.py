@@ -11,7 +11,6 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from padformer_edge import profiles as profile_service
 from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
@@ -20,6 +19,9 @@ from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
+from padformer_edge.profiles.delete import delete_profile, existing_profile_folder
+from padformer_edge.profiles.layout import profiles_root
+from padformer_edge.profiles.profile import list_profile_names, load_profile
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -59,11 +61,11 @@ def create(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views."""
+    from padformer_edge.profiles.create import create_profile  # torch: only when run
+
     settings = options.detection_settings(ctx.params)
     model = resolve_model(model)
-    result = profile_service.create_profile(
-        profile_service.profiles_root(root), name, model, references, shots, settings
-    )
+    result = create_profile(profiles_root(root), name, model, references, shots, settings)
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
     _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
@@ -88,12 +90,14 @@ def calibrate(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate."""
+    from padformer_edge.profiles.calibrate import calibrate_profile  # torch: only when run
+
     require_folder(good, "good folder", "pass a folder of held-out good images")
     for folder in anomalous:
         require_folder(folder, "anomalous folder", "pass a folder of defective images")
     with job_progress("calibrating", console=_err) as progress:
-        report = profile_service.calibrate_profile(
-            profile_service.profiles_root(root),
+        report = calibrate_profile(
+            profiles_root(root),
             name,
             good,
             anomalous,
@@ -125,11 +129,11 @@ def list_profiles(
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per profile."),
 ) -> None:
     """List the profiles with their model, reference count and threshold."""
-    folder = profile_service.profiles_root(root)
+    folder = profiles_root(root)
     profiles, broken = [], []
-    for name in profile_service.list_profile_names(folder):
+    for name in list_profile_names(folder):
         try:
-            profiles.append(profile_service.load_profile(folder, name))
+            profiles.append(load_profile(folder, name))
         except UserError as err:  # one bad file must not hide the other profiles
             broken.append((name, str(err)))
     if as_json:
@@ -163,7 +167,7 @@ def show(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Print NAME's profile.yaml (settings, references, calibration) and its folder."""
-    profile = profile_service.load_profile(profile_service.profiles_root(root), name)
+    profile = load_profile(profiles_root(root), name)
     _say(f"# {profile.folder}")
     typer.echo(yaml.safe_dump(profile.config.model_dump(mode="json"), sort_keys=False), nl=False)
 
@@ -183,12 +187,12 @@ def test(
     """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict.
 
     Exits 1 when any image is anomalous (unless --no-fail), so a script can gate on it."""
+    from padformer_edge.profiles.verdicts import inspect_images  # torch: only when run
+
     for image in images:
         require_file(image, "image", "check the path")
     with job_progress("testing", console=_err) as progress:
-        verdicts = profile_service.inspect_images(
-            profile_service.profiles_root(root), name, images, out, device, progress.update
-        )
+        verdicts = inspect_images(profiles_root(root), name, images, out, device, progress.update)
     if as_json:
         echo_json([{**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)} for v in verdicts])
     else:
@@ -210,7 +214,9 @@ def set_model_cmd(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Adopt a new checkpoint for NAME; its threshold is cleared until recalibrated."""
-    profile = profile_service.set_model(profile_service.profiles_root(root), name, model)
+    from padformer_edge.profiles.create import set_model  # torch: only when run
+
+    profile = set_model(profiles_root(root), name, model)
     _say(f"profile '{name}' now uses {profile.model_path} (sha256 {profile.model_sha256[:12]}...)")
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
 
@@ -222,12 +228,12 @@ def delete(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Delete NAME's folder: its profile.yaml, references and cache. Asks first unless --yes."""
-    folder = profile_service.existing_profile_folder(profile_service.profiles_root(root), name)
+    folder = existing_profile_folder(profiles_root(root), name)
     if not yes:
         if not sys.stdin.isatty():  # nobody to ask: a script must say --yes
             raise UserError(f"deleting profile '{name}' needs confirmation; add --yes.")
         if not typer.confirm(f"Delete profile '{name}' and everything in {folder}?"):
             _say(f"kept profile '{name}'.")
             raise typer.Exit(1)
-    profile_service.delete_profile(folder.parent, name)
+    delete_profile(folder.parent, name)
     _say(f"deleted profile '{name}' ({folder}).")

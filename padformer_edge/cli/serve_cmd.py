@@ -35,7 +35,8 @@ def serve(
 ) -> None:
     """Serve the live view, history, health page and /metrics until stopped."""
     from padformer_edge.store.schema import open_checked  # SQLAlchemy: only when run
-    from padformer_edge.web import HttpConfig, make_server
+    from padformer_edge.web.config import HttpConfig
+    from padformer_edge.web.server import make_server
 
     daemon = load_daemon_config(config, [])
     http = daemon.http or HttpConfig()

@@ -31,7 +31,7 @@ def watch(
 
     server = None
     if settings.http is not None:  # the operator's page, in this process
-        from padformer_edge.web import make_server
+        from padformer_edge.web.server import make_server
 
         server = make_server(settings.http, settings.database, file_roots(settings)).start()
     try:

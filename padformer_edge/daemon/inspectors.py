@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from padformer_edge.detect import Detector, read_image
+from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import read_image
 from padformer_edge.log import get_logger
-from padformer_edge.profiles import Profile, load_profile
+from padformer_edge.profiles.profile import Profile, load_profile
 
 log = get_logger("daemon")
 

@@ -38,8 +38,9 @@ from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
 from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.log import get_logger
-from padformer_edge.store import Inspection, enqueue
 from padformer_edge.store.engine import reading
+from padformer_edge.store.models import Inspection
+from padformer_edge.store.queue import enqueue
 
 log = get_logger("intake")
 

@@ -14,7 +14,7 @@ from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import PROFILE_FILE, profiles_root
-from padformer_edge.store import state_dir
+from padformer_edge.store.engine import state_dir
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import time
 
 from sqlalchemy import Engine, text
 
-from padformer_edge.daemon.alerts import AlertDispatcher
+from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
@@ -31,14 +31,11 @@ from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.log import get_logger
-from padformer_edge.store import (
-    migrate_on_start,
-    open_engine,
-    record_heartbeat,
-    requeue_interrupted,
-)
-from padformer_edge.store.engine import reading
+from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.models import utc_now
+from padformer_edge.store.queue import requeue_interrupted
+from padformer_edge.store.schema import migrate_on_start
 
 log = get_logger("daemon")
 

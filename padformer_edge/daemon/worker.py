@@ -21,26 +21,26 @@ import numpy as np
 import torch
 from sqlalchemy import Engine, func, select
 
-from padformer_edge.daemon.alerts import AlertKind, AlertsConfig, Cooldown, plan_alerts
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_alerts
 from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
-from padformer_edge.detect import Detection, write_heatmap
+from padformer_edge.detect.detector import Detection
+from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.log import get_logger
-from padformer_edge.store import (
+from padformer_edge.store.engine import reading
+from padformer_edge.store.models import Inspection, Status, utc_now
+from padformer_edge.store.queue import (
     DetectionOutcome,
-    Inspection,
-    Status,
     claim_batch,
     complete,
     fail,
     requeue_interrupted,
     skip,
 )
-from padformer_edge.store.engine import reading
-from padformer_edge.store.models import utc_now
 
 log = get_logger("worker")
 IDLE_RECHECK_S = 1.0

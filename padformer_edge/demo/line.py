@@ -20,7 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import Alert, AlertState, Inspection, Status, open_engine
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Alert, AlertState, Inspection, Status
 
 FINISHED = (Status.done, Status.failed, Status.skipped)
 

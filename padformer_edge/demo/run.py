@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from padformer_edge.daemon.alerts import list_alerts
+from padformer_edge.daemon.alerts.outbox import list_alerts
 from padformer_edge.demo.line import (
     DaemonProcess,
     deliver_as_camera,
@@ -31,9 +31,10 @@ from padformer_edge.demo.plan import DemoPlan
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.profiles import calibrate_profile, create_profile
-from padformer_edge.store import Filters, list_inspections, open_engine
-from padformer_edge.store.history import record
+from padformer_edge.profiles.calibrate import calibrate_profile
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.history import Filters, list_inspections, record
 from training.config import TrainConfig
 from training.synth import ViewCounts, render_dataset
 from training.trainer import run_training

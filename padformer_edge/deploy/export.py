@@ -35,8 +35,8 @@ from padformer_edge.deploy.graphs import (
 )
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model import PADFormer
 from padformer_edge.model.checkpoint import tensors_sha256
+from padformer_edge.model.padformer import PADFormer
 
 MANIFEST = "manifest.json"
 FORMAT_TAG = "padformer-edge-onnx/1"

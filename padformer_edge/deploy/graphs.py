@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from padformer_edge.model import PADFormer
 from padformer_edge.model.encoder import blank_masked_patches, shuffle_ids
+from padformer_edge.model.padformer import PADFormer
 
 REFERENCE_GRAPH = "references.onnx"
 TERMS_GRAPH = "reference_terms.onnx"

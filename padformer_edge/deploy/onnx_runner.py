@@ -21,7 +21,7 @@ from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, we
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 
 INSTALL_HINT = "pip install 'padformer-edge[onnx]'"
 

@@ -43,8 +43,7 @@ from padformer_edge.detect.scoring import (
 )
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model import PADFormer, ReferenceCache
-from padformer_edge.model.padformer import Reconstruction
+from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceCache
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.onnx_runner import OnnxRunner

@@ -36,13 +36,13 @@ import torch.nn.functional as F
 from padformer_edge.detect.images import resize_square
 from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
-from padformer_edge.model import PADFormer
 from padformer_edge.model.backbone import unfold_from_patches
 from padformer_edge.model.config import (
     MAX_READOUT_SIGMA,
     MAX_REFERENCE_WEIGHT,
     MAX_REFERENCE_ZOOM,
 )
+from padformer_edge.model.padformer import PADFormer
 
 BLUR_KERNEL = 7
 BLUR_SIGMA = 1.4

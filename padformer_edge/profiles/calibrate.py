@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.detect import Detector, read_image
-from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images
+from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256

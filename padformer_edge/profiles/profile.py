@@ -29,7 +29,7 @@ from padformer_edge.profiles.layout import (
 from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
 
 if TYPE_CHECKING:
-    from padformer_edge.detect import Detector
+    from padformer_edge.detect.detector import Detector
 
 
 @dataclass
@@ -108,7 +108,8 @@ class Profile:
         ``cuda``). The checkpoint's sha256 is verified first, and unless ``calibrating``,
         that the threshold was set on scores computed the way this detector computes them.
         """
-        from padformer_edge.detect import Detector, read_image
+        from padformer_edge.detect.detector import Detector
+        from padformer_edge.detect.images import read_image
         from padformer_edge.model.checkpoint import load_checkpoint
         from padformer_edge.profiles.reference_cache import ReferenceCacheFile
 

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save
 
 from padformer_edge.atomic import write_atomic
 from padformer_edge.log import get_logger
-from padformer_edge.model import PADFormer, ReferenceCache
+from padformer_edge.model.padformer import PADFormer, ReferenceCache
 
 
 def cache_key(model_sha256: str, reference_sha256s: Sequence[str], precision: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 
 FEATURE_BATCH = 16
 

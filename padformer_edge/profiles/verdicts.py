@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from padformer_edge.detect import read_image
 from padformer_edge.detect.heatmap import write_heatmap
+from padformer_edge.detect.images import read_image
 from padformer_edge.detect.service import heatmap_names
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.profile import load_profile

@@ -10,20 +10,7 @@ the login and logout routes, ``pages`` one handler per page, ``events`` the live
 the first request. Nothing here imports the model, the detector or the daemon: the page
 can run beside a daemon (``serve``) or inside it (``watch`` with an ``http:`` section).
 
-Names resolve lazily: the daemon config imports ``config`` alone and must not pay for
-Starlette, uvicorn, Jinja2, OpenCV and prometheus-client when no page is served.
+This file imports nothing: the daemon config imports ``web.config`` alone and must not
+pay for Starlette, uvicorn, Jinja2, OpenCV and prometheus-client when no page is served.
+Import each name from the module that defines it.
 """
-
-from __future__ import annotations
-
-from padformer_edge.lazy import lazy_exports
-
-_EXPORTS = {
-    "HttpConfig": "padformer_edge.web.config",
-    "WebApp": "padformer_edge.web.app",
-    "WebServer": "padformer_edge.web.server",
-    "make_server": "padformer_edge.web.server",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -31,7 +31,8 @@ from starlette.types import Scope
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store import open_engine, read_heartbeat
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import read_heartbeat
 from padformer_edge.store.schema import open_checked
 from padformer_edge.web import events, login, pages
 from padformer_edge.web.config import is_loopback

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store import Heartbeat, read_heartbeat
+from padformer_edge.store.heartbeat import Heartbeat, read_heartbeat
 
 if TYPE_CHECKING:
     from padformer_edge.web.app import WebApp

@@ -28,7 +28,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy import Connection, Engine, case, func, select
 
-from padformer_edge.store import Alert, AlertState, Inspection, Status
+from padformer_edge.store.models import Alert, AlertState, Inspection, Status
 from padformer_edge.web.queries import unindexed
 
 BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store import Inspection
 from padformer_edge.store.history import COLUMNS
+from padformer_edge.store.models import Inspection
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state

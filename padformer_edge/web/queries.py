@@ -29,10 +29,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import Alert, AlertState, Filters, Inspection, Status
-from padformer_edge.store import get_inspection as store_get_inspection
-from padformer_edge.store.history import record
-from padformer_edge.store.models import utc_now
+from padformer_edge.store.history import Filters, record
+from padformer_edge.store.history import get_inspection as store_get_inspection
+from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 
 Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
 VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from padformer_edge.daemon.alerts import AlertsConfig, Cooldown, plan_alerts
-from padformer_edge.store import DetectionOutcome, claim_batch, complete, enqueue, open_engine
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import Cooldown, plan_alerts
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 
 
 @pytest.fixture

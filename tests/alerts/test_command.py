@@ -10,7 +10,10 @@ import pytest
 from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
-from padformer_edge.daemon.alerts import AlertDispatcher, AlertsConfig, Cooldown, list_alerts
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
+from padformer_edge.daemon.alerts.outbox import list_alerts
+from padformer_edge.daemon.alerts.planning import Cooldown
 
 from .conftest import store_result, wait_until
 

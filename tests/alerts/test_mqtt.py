@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from padformer_edge.daemon.alerts import AlertDispatcher, AlertsConfig, Cooldown, list_alerts
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
+from padformer_edge.daemon.alerts.outbox import list_alerts
+from padformer_edge.daemon.alerts.planning import Cooldown
 from tests.services import import_or_missing, service_missing
 
 from .conftest import store_result, wait_until

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from padformer_edge.config import load_config
-from padformer_edge.daemon.alerts import AlertKind, AlertsConfig, Cooldown, plan_alerts
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_alerts
 from padformer_edge.errors import UserError
 
 CONFIG = AlertsConfig.model_validate(

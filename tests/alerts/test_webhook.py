@@ -7,8 +7,12 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from padformer_edge.daemon.alerts import AlertDispatcher, AlertsConfig, Cooldown, list_alerts
-from padformer_edge.store import AlertState, open_engine
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
+from padformer_edge.daemon.alerts.outbox import list_alerts
+from padformer_edge.daemon.alerts.planning import Cooldown
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import AlertState
 
 from .conftest import WebhookReceiver, store_result, wait_until
 

@@ -24,10 +24,10 @@ import torch
 import yaml
 
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
-from padformer_edge.profiles import create_profile
+from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
+from padformer_edge.profiles.create import create_profile
 from tests.detect_images import product_image
 
 REPO = Path(__file__).resolve().parents[2]

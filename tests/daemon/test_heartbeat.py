@@ -9,8 +9,10 @@ import socket
 import time
 from pathlib import Path
 
-from padformer_edge.store import open_engine, read_heartbeat
-from padformer_edge.web import HttpConfig, make_server
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import read_heartbeat
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import make_server
 from tests.daemon.harness import DaemonProcess, make_site, wait_for
 from tests.web.client import request
 

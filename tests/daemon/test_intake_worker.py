@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from padformer_edge.daemon.alerts import AlertsConfig
+from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.intake import Camera, Intake
 from padformer_edge.daemon.settings import IntakeConfig, WorkerConfig
 from padformer_edge.daemon.worker import Worker
-from padformer_edge.store import Alert, Inspection, Status, claim_batch, enqueue, open_engine
-from padformer_edge.store import upgrade as migrate
-from padformer_edge.store.models import utc_now
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Alert, Inspection, Status, utc_now
+from padformer_edge.store.queue import claim_batch, enqueue
+from padformer_edge.store.schema import upgrade as migrate
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 

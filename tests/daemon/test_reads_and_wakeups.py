@@ -14,13 +14,13 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
 from padformer_edge.daemon import worker as worker_module
-from padformer_edge.daemon.alerts import AlertsConfig
+from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.intake import Camera, Intake
 from padformer_edge.daemon.settings import IntakeConfig, WorkerConfig
 from padformer_edge.daemon.worker import Worker
-from padformer_edge.store import due_alerts, enqueue, open_engine
 from padformer_edge.store import engine as engine_module
-from padformer_edge.store.engine import reading
+from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.queue import due_alerts, enqueue
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.daemon.alerts import AlertsConfig
+from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s

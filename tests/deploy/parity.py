@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from padformer_edge.model import PADFormer, build_model
+from padformer_edge.model.padformer import PADFormer, build_model
 from tests.test_model_edge import SMALL_EDGE
 
 CASES = {

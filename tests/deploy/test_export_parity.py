@@ -12,7 +12,7 @@ import torch
 from padformer_edge.deploy.export import MANIFEST, export_onnx
 from padformer_edge.deploy.graphs import QUERY_GRAPH, mask_indices
 from padformer_edge.deploy.onnx_runner import OnnxRunner
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from tests.deploy.parity import CASES, float32_bound, relative_error, tiny_model

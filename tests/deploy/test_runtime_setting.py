@@ -5,7 +5,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from tests.deploy.parity import tiny_model

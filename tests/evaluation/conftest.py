@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.model.padformer import build_model
 from training.synth import ViewCounts, render_dataset
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from padformer_edge.detect import read_image
+from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
 from training.data.layouts import ImageRecord, index_dataset
 from training.evaluation.patchcore import PatchCoreScorer

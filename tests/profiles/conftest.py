@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import build_model
 from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.model.padformer import build_model
 from training.synth import ViewCounts, render_dataset
 
 VIEWS = ViewCounts(train=24, test_per_defect=4, test_good=40)

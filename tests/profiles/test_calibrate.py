@@ -14,14 +14,11 @@ import numpy as np
 import pytest
 
 from padformer_edge.errors import UserError
-from padformer_edge.profiles import (
-    calibrate_profile,
-    create_profile,
-    inspect_images,
-    load_profile,
-)
-from padformer_edge.profiles.calibrate import score_files
+from padformer_edge.profiles.calibrate import calibrate_profile, score_files
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, confusion_at
+from padformer_edge.profiles.verdicts import inspect_images
 from tests.profiles.conftest import FAST, VIEWS, write_checkpoint
 
 TARGET = 0.1  # 40 good images cover a 10 % tail (29 needed), so no warning is expected

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
-from padformer_edge.config import check_config
+from padformer_edge.config_kinds import check_config
 from padformer_edge.profiles.schema import ProfileConfig
 from tests.profiles.conftest import write_checkpoint
 

@@ -1,10 +1,14 @@
 """Commands that need no model answer without importing torch, each in its own process.
 
+Issue 31 names ``--version``, ``--help``, ``profile list``, ``results list`` and ``config
+check``: they stay fast because the CLI imports torch-using modules inside the commands
+that need them, not because packages hide their imports.
+
 ``profile list`` reads every profile.yaml; before this was guarded it imported torch
 through the profile module and took seconds and most of a GiB on a line PC. The module
 list of the finished process is the proof, for a real profile made by ``create_profile``.
-None of them loads SQLAlchemy and Alembic either, which took
-most of their start-up while every command imported the store.
+None of them but ``results list`` (which reads the database) loads SQLAlchemy and Alembic
+either, which took most of their start-up while every command imported the store.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.profiles import create_profile
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.queue import enqueue
+from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli_modules
 from tests.profiles.conftest import FAST
 
@@ -29,20 +36,40 @@ def profiles(tmp_path: Path, product: Path, checkpoint: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    """A migrated SQLite store holding one queued inspection, for ``results list``."""
+    path = tmp_path / "results.sqlite3"
+    engine = open_engine(str(path))
+    upgrade(engine)
+    enqueue(
+        engine, camera="line-cam", product="duck", source_path="/line-cam/a.png",
+        sha256="0" * 64, size_bytes=1,
+    )  # fmt: skip
+    engine.dispose()
+    return path
+
+
 @pytest.mark.parametrize(
     "args",
     [
+        ["--version"],
         ["--help"],
         ["profile", "--help"],
         ["profile", "list"],
         ["profile", "list", "--json"],
         ["config", "check", str(DAEMON_CONFIG)],
+        ["results", "list", "--db", "{database}"],
     ],
-    ids=["help", "profile-help", "profile-list", "profile-list-json", "config-check"],
-)
+    ids=[
+        "version", "help", "profile-help", "profile-list", "profile-list-json", "config-check",
+        "results-list",
+    ],
+)  # fmt: skip
 def test_commands_without_a_model_never_import_torch(
-    args: list[str], profiles: Path, tmp_path: Path
+    args: list[str], profiles: Path, database: Path, tmp_path: Path
 ) -> None:
+    args = [arg.format(database=database) for arg in args]
     result, modules = run_cli_modules(
         *args, record=tmp_path / "modules", env={"PADFORMER_EDGE_PROFILES": str(profiles)}
     )
@@ -50,4 +77,7 @@ def test_commands_without_a_model_never_import_torch(
     assert not modules & HEAVY, sorted(modules & HEAVY)
     if args[:2] == ["profile", "list"]:
         assert "duck" in result.stdout
+    if args[:2] == ["results", "list"]:
+        assert "line-cam" in result.stdout  # it really read the database
+        return  # reading the history is what SQLAlchemy is for
     assert not modules & DATABASE, sorted(modules & DATABASE)  # nor opens a database

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.profiles import create_profile, list_profile_names
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import list_profile_names
 from tests.cli_process import run_cli
 from tests.profiles.conftest import FAST
 

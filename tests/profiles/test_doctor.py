@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from padformer_edge.profiles import create_profile
 from padformer_edge.profiles.calibrate import pin_threshold
-from padformer_edge.store import open_engine, upgrade
+from padformer_edge.profiles.create import create_profile
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli, run_cli_modules
 from tests.profiles.conftest import FAST
 

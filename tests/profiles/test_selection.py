@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import read_image
-from padformer_edge.model import build_model
+from padformer_edge.detect.images import read_image
+from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.selection import farthest_point_order, select_references
 from tests.profiles.conftest import VIEWS, camera_directions
 

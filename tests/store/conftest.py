@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from padformer_edge.store import open_engine, upgrade
+from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Base
+from padformer_edge.store.schema import upgrade
 from tests.services import service_missing
 
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"

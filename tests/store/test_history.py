@@ -13,16 +13,15 @@ import pytest
 from sqlalchemy import Engine, func, insert, select
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import (
+from padformer_edge.store.history import (
     Filters,
-    Status,
     export,
     get_inspection,
     list_inspections,
     prune,
     stats,
 )
-from padformer_edge.store.models import Alert, Inspection
+from padformer_edge.store.models import Alert, Inspection, Status
 from padformer_edge.store.timespec import parse_age, parse_time
 
 from .seed import T0, THRESHOLD, digest, nearest_rank, seed_history

@@ -11,17 +11,17 @@ from filelock import FileLock, Timeout
 from sqlalchemy import inspect, text
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import (
+from padformer_edge.store import schema
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Base
+from padformer_edge.store.queue import enqueue
+from padformer_edge.store.schema import (
     current_revision,
-    enqueue,
     head_revision,
     migrate_on_start,
     open_checked,
-    open_engine,
-    schema,
     upgrade,
 )
-from padformer_edge.store.models import Base
 
 from .seed import digest
 

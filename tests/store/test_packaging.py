@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from padformer_edge.store import head_revision
+from padformer_edge.store.schema import head_revision
 
 ROOT = Path(__file__).resolve().parents[2]
 

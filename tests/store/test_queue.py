@@ -8,11 +8,10 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from padformer_edge.store import (
+from padformer_edge.store.models import Alert, AlertState, Inspection, Status
+from padformer_edge.store.queue import (
     AlertRequest,
-    AlertState,
     DetectionOutcome,
-    Status,
     claim_batch,
     complete,
     due_alerts,
@@ -23,7 +22,6 @@ from padformer_edge.store import (
     requeue_interrupted,
     skip,
 )
-from padformer_edge.store.models import Alert, Inspection
 
 from .seed import digest
 

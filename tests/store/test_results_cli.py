@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
-from padformer_edge.store import head_revision, open_engine
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import head_revision
 from tests.cli_process import run_cli
 
 from .seed import Seeded, seed_history

@@ -15,8 +15,10 @@ import time
 
 from sqlalchemy import insert
 
-from padformer_edge.store import Filters, enqueue, export, list_inspections, open_engine, stats
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.history import Filters, export, list_inspections, stats
 from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.queue import enqueue
 from padformer_edge.store.schema import open_checked
 
 from .seed import digest

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.store import open_engine, upgrade
-from padformer_edge.web import HttpConfig, WebServer, make_server
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import WebServer, make_server
 from tests.store.conftest import db_url  # noqa: F401  (the sqlite/postgresql parameter)
 from tests.web.site import Site, build_site
 

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from sqlalchemy import Engine
 
-from padformer_edge.store import (
+from padformer_edge.store.queue import (
     AlertRequest,
     DetectionOutcome,
     claim_batch,

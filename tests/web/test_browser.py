@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from padformer_edge.store import open_engine, record_heartbeat
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import record_heartbeat
 from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
 from tests.detect_images import product_image
 from tests.web.conftest import TOKEN

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from padformer_edge.store import open_engine, record_heartbeat, upgrade
-from padformer_edge.web import HttpConfig, WebServer, make_server
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import record_heartbeat
+from padformer_edge.store.schema import upgrade
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import WebServer, make_server
 from tests.web.client import request
 from tests.web.conftest import TOKEN
 from tests.web.site import Site

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from padformer_edge.web import WebServer, protocol
+from padformer_edge.web import protocol
+from padformer_edge.web.server import WebServer
 from tests.web.client import request
 
 

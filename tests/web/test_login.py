@@ -10,8 +10,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from structlog.testing import capture_logs
 
-from padformer_edge.web import WebServer
 from padformer_edge.web.auth import safe_next
+from padformer_edge.web.server import WebServer
 from padformer_edge.web.sessions import COOKIE, Sessions
 from padformer_edge.web.throttle import LoginThrottle
 from tests.web.client import Reply, request

@@ -19,17 +19,12 @@ import cv2
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
-from padformer_edge.store import (
-    DetectionOutcome,
-    claim_batch,
-    complete,
-    enqueue,
-    open_engine,
-    record_heartbeat,
-)
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.history import COLUMNS, Filters, list_inspections, record
-from padformer_edge.web import WebServer
+from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.web.media import MediaRoots
+from padformer_edge.web.server import WebServer
 from tests.cli_process import REPO
 from tests.web.client import request
 from tests.web.site import THRESHOLD, Site

@@ -11,8 +11,10 @@ from markupsafe import escape
 from sqlalchemy import select
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import Alert, AlertState, open_engine
-from padformer_edge.web import HttpConfig, WebServer, make_server
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Alert, AlertState
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import WebServer, make_server
 from tests.cli_process import run_cli
 from tests.web.client import request
 from tests.web.conftest import TOKEN

@@ -30,7 +30,7 @@ from padformer_edge.detect.scoring import (
     score_scales_of,
 )
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 from training.evaluation.scorers import Scored
 from training.score_scales import pass_errors
 

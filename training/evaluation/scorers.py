@@ -13,9 +13,9 @@ from typing import Protocol
 
 import numpy as np
 
-from padformer_edge.detect import Detector
+from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 
 
 @dataclass

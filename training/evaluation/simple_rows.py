@@ -9,7 +9,7 @@ scored another way, so they cost no training.
 from __future__ import annotations
 
 from padformer_edge.detect.scoring import default_metric
-from padformer_edge.model import PADFormer
+from padformer_edge.model.padformer import PADFormer
 
 RECONSTRUCTION_ALONE = "reconstruction alone (15 passes)"
 DISTANCE_ALONE = "distance alone (no passes)"

@@ -10,8 +10,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import Alert, AlertState, Inspection
-from padformer_edge.store.models import utc_now
+from padformer_edge.store.models import Alert, AlertState, Inspection, utc_now
 
 
 def alert_record(alert: Alert, inspection: Inspection) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.daemon.alerts.config import AlertsConfig
-from padformer_edge.store import AlertRequest
+from padformer_edge.store.queue import AlertRequest
 
 
 class AlertKind(enum.StrEnum):

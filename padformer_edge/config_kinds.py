@@ -1,0 +1,55 @@
+"""Every top-level config kind, for ``config check`` and the configuration reference.
+
+Each schema registers itself where it is defined (``register_config_kind`` in
+``padformer_edge.config``), so a kind is only known once its owner has been imported.
+This module imports all of the owners, plainly and at the top, so that looking a kind up
+never depends on what happened to be imported before. It lives apart from
+``padformer_edge.config`` because the owners import that module: importing them from
+there would be a circle. None of the owners imports torch, so ``config check`` stays
+instant on a line PC.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from padformer_edge.config import CONFIG_KINDS, StrictModel, load_config, read_yaml
+from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.errors import UserError
+from padformer_edge.profiles.schema import ProfileConfig
+from training.config import TrainConfig
+
+OWNED_KINDS: tuple[type[StrictModel], ...] = (DaemonConfig, ProfileConfig, TrainConfig)
+"""The product's own kinds; importing them above is what registered them."""
+
+
+def config_kinds() -> dict[str, type[StrictModel]]:
+    """Every registered top-level schema by kind name."""
+    return CONFIG_KINDS
+
+
+def detect_config_kind(path: str | Path) -> str:
+    """Guess which registered schema a file follows from its top-level keys."""
+    path = Path(path)
+    data, _ = read_yaml(path)
+    keys = set(data)
+    matches = [name for name, cls in CONFIG_KINDS.items() if keys <= set(cls.model_fields)]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(sorted(CONFIG_KINDS)) or "none registered"
+    if not matches:
+        raise UserError(
+            f"{path}: its top-level keys {sorted(keys)} match no known config kind ({known}); "
+            "pass --kind to say which it is."
+        )
+    raise UserError(f"{path}: could be any of {sorted(matches)}; pass --kind to choose.")
+
+
+def check_config(path: str | Path, kind: str | None = None) -> tuple[str, StrictModel]:
+    """Validate a config file of a given (or detected) kind; returns the kind and model."""
+    if kind is None:
+        kind = detect_config_kind(path)
+    if kind not in CONFIG_KINDS:
+        known = ", ".join(sorted(CONFIG_KINDS))
+        raise UserError(f"unknown config kind '{kind}'; choose one of: {known}.")
+    return kind, load_config(path, CONFIG_KINDS[kind])

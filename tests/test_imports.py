@@ -1,0 +1,158 @@
+"""Imports are plain and go one way.
+
+Packages used to resolve their names through string-mapped PEP 562 ``__getattr__``
+facades; those hid from readers, linters and type checkers which module a name comes
+from, and the lazy lookups let modules import each other back unnoticed. Now every
+module imports from the module that defines a name, a command imports its heavy modules
+inside the function that needs them, and these tests keep it so:
+
+- no module of the runtime package defines a module-level ``__getattr__``;
+- the modules of ``padformer_edge``, ``training`` and ``migrations`` form no import
+  circle. An import inside a function counts (it ties the modules together just the
+  same, only later); one under ``if TYPE_CHECKING:`` does not, since it never runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("padformer_edge", "training", "migrations")
+
+
+def module_files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of ``PACKAGES`` in this checkout."""
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _executed_imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, skipping ``if TYPE_CHECKING:`` bodies."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield from _executed_imports(other)
+            continue
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        yield from _executed_imports(child)
+
+
+def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it names in its imports (``from a import b`` counts
+    as ``a.b`` where that is a module, else as ``a``). The parent packages that Python
+    runs first are left out: a package re-exporting its submodules while they import one
+    another is no circle, since the package is already being imported."""
+    files = module_files()
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in _executed_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                base = _absolute(module, node, is_package)
+                names = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base
+                    for alias in node.names
+                ]
+            targets |= set(names) & files.keys()
+        graph[module] = targets - {module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm),
+    each sorted: every one is a set of modules that import one another round."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for child in sorted(graph.get(node, ())):
+            if child not in index:
+                visit(child)
+                low[node] = min(low[node], low[child])
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+KNOWN_FACADES = {"padformer_edge/model/__init__.py"}
+"""Left for the owner of ``padformer_edge/model/``, which this change may only touch in
+import lines; nothing in the repository imports through it any more (every caller names
+``model.config`` or ``model.padformer``), so its ``__getattr__`` can simply be deleted."""
+
+
+def test_no_module_defines_a_getattr_facade() -> None:
+    facades = []
+    for module, path in module_files().items():
+        if not module.startswith("padformer_edge"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            defined = (
+                [node.name]
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                else [
+                    t.id
+                    for t in getattr(node, "targets", [getattr(node, "target", None)])
+                    if isinstance(t, ast.Name)
+                ]
+            )
+            if "__getattr__" in defined and str(path.relative_to(REPO)) not in KNOWN_FACADES:
+                facades.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert facades == [], "import names from the module that defines them instead"
+
+
+def test_the_project_modules_import_one_another_without_a_circle() -> None:
+    graph = import_graph()
+    assert "padformer_edge.cli.app" in graph and graph["padformer_edge.config_kinds"]
+    assert import_circles(graph) == []
+
+
+def test_the_circle_finder_reports_a_round_trip_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
