@@ -120,12 +120,6 @@ def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(circles)
 
 
-KNOWN_FACADES = {"padformer_edge/model/__init__.py"}
-"""Left for the owner of ``padformer_edge/model/``, which this change may only touch in
-import lines; nothing in the repository imports through it any more (every caller names
-``model.config`` or ``model.padformer``), so its ``__getattr__`` can simply be deleted."""
-
-
 def test_no_module_defines_a_getattr_facade() -> None:
     facades = []
     for module, path in module_files().items():
@@ -141,7 +135,7 @@ def test_no_module_defines_a_getattr_facade() -> None:
                     if isinstance(t, ast.Name)
                 ]
             )
-            if "__getattr__" in defined and str(path.relative_to(REPO)) not in KNOWN_FACADES:
+            if "__getattr__" in defined:
                 facades.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert facades == [], "import names from the module that defines them instead"
 
