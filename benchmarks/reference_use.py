@@ -133,12 +133,11 @@ def main() -> None:
 
 
 def model_names(paths: list[Path]) -> dict[Path, str]:
-    """Each checkpoint's file name, with its folder where two files share a name (runs
-    keep ``model.safetensors`` in a folder named after the run)."""
-    counts: dict[str, int] = {}
-    for path in paths:
-        counts[path.name] = counts.get(path.name, 0) + 1
-    return {p: p.name if counts[p.name] == 1 else f"{p.parent.name}/{p.name}" for p in paths}
+    """Each checkpoint's file name, or every one with its folder where two files share a
+    name (runs keep ``model.safetensors`` in a folder named after the run)."""
+    names = [p.name for p in paths]
+    clash = len(set(names)) < len(names)
+    return {p: f"{p.parent.name}/{p.name}" if clash else p.name for p in paths}
 
 
 def run(args: argparse.Namespace) -> None:
