@@ -84,8 +84,6 @@ def render_overlay(
     colour = cv2.applyColorMap(colour_indices(anomaly_map, vmax, threshold), cv2.COLORMAP_JET)
     base = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
-    if threshold is not None:
-        draw_outline(overlay, anomaly_map, threshold)
     text = f"score {score:.4g}"
     scale = max(0.4, min(image.shape[:2]) / 400.0)
     thickness = max(1, round(scale * 2))
@@ -105,6 +103,8 @@ def render_overlay(
         thickness,
         cv2.LINE_AA,
     )
+    if threshold is not None:  # last, so the score label never hides part of the outline
+        draw_outline(overlay, anomaly_map, threshold)
     return overlay
 
 
