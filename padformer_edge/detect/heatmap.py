@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from padformer_edge.atomic import write_atomic
+from padformer_edge.numbers import plain
 
 HEATMAP_FIX = "choose a writable --out folder"
 
@@ -74,7 +75,7 @@ def render_overlay(
     threshold: float | None = None,
 ) -> np.ndarray:
     """A BGR ``uint8`` picture: the map in the JET colour map blended on the image,
-    with the score printed in the top-left corner.
+    with the score (and threshold, when given) printed in the top-left corner.
 
     ``vmax`` fixes the value drawn as full red so that overlays of several images can be
     compared; without it and without ``threshold`` each map is scaled to its own maximum.
@@ -84,7 +85,9 @@ def render_overlay(
     colour = cv2.applyColorMap(colour_indices(anomaly_map, vmax, threshold), cv2.COLORMAP_JET)
     base = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
-    text = f"score {score:.4g}"
+    text = f"score {plain(score)}"
+    if threshold is not None:
+        text += f" / threshold {plain(threshold)}"
     scale = max(0.4, min(image.shape[:2]) / 400.0)
     thickness = max(1, round(scale * 2))
     (width, height), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)

@@ -6,13 +6,13 @@ controls, so nothing reaches a page unescaped; the templates never use ``|safe``
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, tzinfo
-from decimal import Decimal
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from padformer_edge.numbers import plain
 
 
 def when(value: str | datetime | None, zone: tzinfo | None = None) -> str:
@@ -37,12 +37,7 @@ def when(value: str | datetime | None, zone: tzinfo | None = None) -> str:
 def number(value: float | None) -> str:
     """Four significant digits written out in full (``11080``, ``0.0123``), never in
     exponent form (``1.108e+04``), which an operator misreads at a glance."""
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return str(value)
-    text = format(Decimal(f"{value:.4g}"), "f")
-    return "0" if text in ("-0", "0.0", "-0.0") else text
+    return "-" if value is None else plain(value)
 
 
 @cache
