@@ -144,3 +144,14 @@ def test_threshold_anchors_the_scale_halves():
     assert colour_indices(values, vmax=4.0, threshold=1.0)[0, 4] == 127 + 43
     with pytest.raises(ValueError, match="above the threshold"):
         colour_indices(values, vmax=1.0, threshold=1.0)
+
+
+def test_a_region_of_a_pixel_or_two_is_ringed_so_it_can_be_found(tmp_path):
+    image = product_image(100, 120)
+    anomaly_map = np.full((100, 120), 0.5, np.float32)
+    anomaly_map[60, 70] = 1.2  # a score just above the threshold: one pixel passes it
+    overlay = decoded_heatmap(tmp_path, "dot", image, anomaly_map, threshold=1.0)
+    rows, cols = np.nonzero(outline_pixels(overlay))
+    distance = np.hypot(rows - 60, cols - 70)
+    assert (distance >= 4).sum() > 20  # a ring of radius 5 (5 % of 100 px), not one dot
+    assert distance.max() <= 6

@@ -26,6 +26,7 @@ OVERLAY_ALPHA = 0.5  # equal weight: the defect stays visible under the colour
 HOT_FACTOR = 2.0
 CALM_SHARE = 0.5  # the part of the colour map below the threshold
 OUTLINE_BGR = (255, 0, 255)  # magenta: a colour JET never draws, so the outline reads as one
+MIN_MARK_SHARE = 0.05  # radius of the ring around a tiny region, as a share of the short side
 
 
 def colour_indices(
@@ -59,11 +60,20 @@ def colour_indices(
 def draw_outline(overlay: np.ndarray, anomaly_map: np.ndarray, threshold: float) -> int:
     """Draw the outline of ``anomaly_map > threshold`` on ``overlay`` in place; return how
     many separate regions it has. The outline keeps a defect findable where its colour is
-    small or the image behind it is busy."""
+    small or the image behind it is busy. A region smaller than ``MIN_MARK_SHARE`` of the
+    picture (a score just above the threshold often passes it at a pixel or two) is also
+    ringed by a circle of that radius, because its own outline would be a dot."""
     above = (anomaly_map > threshold).astype(np.uint8)
     contours, _ = cv2.findContours(above, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    thickness = max(1, round(min(anomaly_map.shape) / 200))
+    side = min(anomaly_map.shape)
+    thickness = max(1, round(side / 200))
     cv2.drawContours(overlay, contours, -1, OUTLINE_BGR, thickness, cv2.LINE_8)
+    smallest = max(3.0, MIN_MARK_SHARE * side)
+    for contour in contours:
+        (x, y), radius = cv2.minEnclosingCircle(contour)
+        if radius < smallest:
+            centre = (round(x), round(y))
+            cv2.circle(overlay, centre, round(smallest), OUTLINE_BGR, thickness, cv2.LINE_8)
     return len(contours)
 
 
