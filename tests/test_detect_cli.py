@@ -84,6 +84,28 @@ def test_threshold_gives_verdicts_and_the_exit_status(workspace):
     assert unjudged.returncode == 0 and json.loads(unjudged.stdout)[0]["anomalous"] is None
 
 
+def test_threshold_outlines_the_heatmap_and_refuses_an_impossible_scale(workspace, tmp_path):
+    """With --threshold the heatmap is drawn on the threshold's scale, the region above it
+    outlined in magenta; a --heatmap-max at or below it is refused before the model loads."""
+    base = [
+        "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
+        "--passes", "2", "--device", "cpu", "--json", "--no-fail",
+        str(workspace / "queries" / "b" / "part.png"),
+    ]  # fmt: skip
+    plain = run_cli(*base, "--out", str(tmp_path / "plain"))
+    assert plain.returncode == 0, plain.stderr
+    score = json.loads(plain.stdout)[0]["score"]
+    anchored = run_cli(*base, "--out", str(tmp_path / "anchored"), "--threshold", str(score / 2))
+    assert anchored.returncode == 0, anchored.stderr
+    magenta = np.array([255, 0, 255], np.uint8)
+    for folder, outlined in (("plain", False), ("anchored", True)):
+        picture = cv2.imread(str(tmp_path / folder / "part.heatmap.png"))
+        assert np.all(picture == magenta, axis=2).any() == outlined
+    refused = run_cli(*base, "--out", str(tmp_path / "x"), "-t", "1", "--heatmap-max", "0.5")
+    assert refused.returncode == 2
+    assert "--heatmap-max 0.5 must lie above --threshold 1" in refused.stderr
+
+
 def test_cli_reports_a_user_error_as_one_line_and_status_2(workspace):
     broken = workspace / "broken.png"
     broken.write_bytes(b"\x89PNG truncated")

@@ -4,7 +4,12 @@ import cv2
 import numpy as np
 import pytest
 
-from padformer_edge.detect.heatmap import render_overlay, write_heatmap
+from padformer_edge.detect.heatmap import (
+    OUTLINE_BGR,
+    colour_indices,
+    render_overlay,
+    write_heatmap,
+)
 from padformer_edge.detect.images import ImageReadError, read_image
 from tests.detect_images import product_image
 
@@ -64,3 +69,89 @@ def test_overlay_scale_can_be_fixed_across_images():
     own = render_overlay(image, anomaly_map, 1.0)
     fixed = render_overlay(image, anomaly_map, 1.0, vmax=10.0)
     assert not np.array_equal(own[30:, 30:], fixed[30:, 30:])
+
+
+def colour_of(overlay: np.ndarray, image: np.ndarray) -> np.ndarray:
+    """The colour-map layer of a decoded overlay: the blend undone (to within rounding)."""
+    base = cv2.cvtColor(image, cv2.COLOR_RGB2BGR).astype(int)
+    return 2 * overlay.astype(int) - base
+
+
+LABEL_ROWS = 20  # the score label's black box at the top; not part of the colour layer
+
+
+def hot_pixels(overlay: np.ndarray, image: np.ndarray) -> np.ndarray:
+    """Where the colour layer is in JET's hot half: red well above blue (BGR order);
+    the rows of the score label never count."""
+    colour = colour_of(overlay, image)
+    hot = colour[..., 2] - colour[..., 0] > 16
+    hot[:LABEL_ROWS] = False
+    return hot
+
+
+def outline_pixels(overlay: np.ndarray) -> np.ndarray:
+    return np.all(overlay == np.array(OUTLINE_BGR, np.uint8), axis=2)
+
+
+def decoded_heatmap(tmp_path, name, image, anomaly_map, **scale) -> np.ndarray:
+    path = write_heatmap(tmp_path / f"{name}.png", image, anomaly_map, 1.0, **scale)
+    return cv2.imread(str(path))
+
+
+def test_good_part_at_the_profile_scale_is_calm_and_unoutlined(tmp_path):
+    image = product_image(80, 100)
+    rng = np.random.default_rng(1)
+    good_map = rng.uniform(0.0, 0.9, (80, 100)).astype(np.float32)  # all below 1.0
+    per_image = decoded_heatmap(tmp_path, "own", image, good_map)
+    anchored = decoded_heatmap(tmp_path, "profile", image, good_map, threshold=1.0)
+    # Scaled to its own maximum the good part shows red spots; at the profile's scale none.
+    assert hot_pixels(per_image, image).sum() > 100
+    assert hot_pixels(anchored, image).sum() == 0
+    assert outline_pixels(anchored).sum() == 0
+
+
+def test_defect_is_hot_and_outlined_at_the_profile_scale(tmp_path):
+    image = product_image(80, 100)
+    defect_map = np.full((80, 100), 0.3, np.float32)
+    defect_map[30:50, 40:70] = 1.8  # the defect: above the threshold 1.0
+    overlay = decoded_heatmap(tmp_path, "defect", image, defect_map, threshold=1.0)
+    outline = outline_pixels(overlay)
+    rows, cols = np.nonzero(outline)
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (30, 49, 40, 69)
+    hot = hot_pixels(overlay, image)
+    assert hot[32:48, 42:68].all()  # inside the outline
+    assert not hot[~outline & (defect_map < 1.0)].any()  # calm everywhere else
+
+
+def test_profile_scale_gives_one_value_one_colour_across_images(tmp_path):
+    image = product_image(60, 60)
+    first = np.full((60, 60), 0.5, np.float32)
+    second = first.copy()
+    second[:20, :20] = 3.0  # a defect elsewhere must not recolour the rest of the picture
+    own = [decoded_heatmap(tmp_path, f"own{i}", image, m) for i, m in enumerate((first, second))]
+    fixed = [
+        decoded_heatmap(tmp_path, f"fix{i}", image, m, threshold=1.0)
+        for i, m in enumerate((first, second))
+    ]
+    assert not np.array_equal(own[0][40:, 40:], own[1][40:, 40:])
+    np.testing.assert_array_equal(fixed[0][40:, 40:], fixed[1][40:, 40:])
+
+
+def test_threshold_anchors_the_scale_halves():
+    values = np.array([[0.0, 0.5, 1.0, 1.01, 2.0, 9.0]], np.float32)
+    indices = colour_indices(values, threshold=1.0)
+    assert indices.tolist() == [[0, 63, 127, 129, 255, 255]]
+    assert colour_indices(values, vmax=4.0, threshold=1.0)[0, 4] == 127 + 43
+    with pytest.raises(ValueError, match="above the threshold"):
+        colour_indices(values, vmax=1.0, threshold=1.0)
+
+
+def test_a_region_of_a_pixel_or_two_is_ringed_so_it_can_be_found(tmp_path):
+    image = product_image(100, 120)
+    anomaly_map = np.full((100, 120), 0.5, np.float32)
+    anomaly_map[60, 70] = 1.2  # a score just above the threshold: one pixel passes it
+    overlay = decoded_heatmap(tmp_path, "dot", image, anomaly_map, threshold=1.0)
+    rows, cols = np.nonzero(outline_pixels(overlay))
+    distance = np.hypot(rows - 60, cols - 70)
+    assert (distance >= 4).sum() > 20  # a ring of radius 5 (5 % of 100 px), not one dot
+    assert distance.max() <= 6

@@ -80,14 +80,18 @@ def detect(
     out: Path | None = typer.Option(None, "--out", "-o", help="Folder for heatmap PNGs."),
     raw: bool = typer.Option(False, "--raw", help="Also write each float32 map as .npy."),
     heatmap_max: float | None = typer.Option(
-        None, "--heatmap-max", help="Map value drawn as full red (default: each map's max)."
+        None,
+        "--heatmap-max",
+        help="Map value drawn as full red (default: each map's max, or twice "
+        "--threshold when given).",
     ),
     threshold: float | None = typer.Option(
         None,
         "--threshold",
         "-t",
         help="Score above which an image is anomalous (a profile's calibrated threshold); "
-        "adds a verdict and the exit status 1.",
+        "adds a verdict and the exit status 1, anchors the heatmaps' colours to it and "
+        "outlines the region above it.",
     ),
     no_fail: bool = typer.Option(
         False, "--no-fail", help="Exit 0 even when an image is anomalous."
@@ -99,6 +103,15 @@ def detect(
     With --threshold, each image gets a verdict and the command exits 1 when any image is
     anomalous (unless --no-fail): a script or a CI job can gate on the status."""
     settings = options.detection_settings(ctx.params)
+    if out is not None and threshold is not None:
+        # The heatmaps' colour scale is anchored to the threshold: refuse a scale that
+        # cannot be drawn now rather than after the model has scored every image.
+        if threshold <= 0:
+            raise UserError(f"--threshold {threshold:g} must be positive to colour heatmaps.")
+        if heatmap_max is not None and heatmap_max <= threshold:
+            raise UserError(
+                f"--heatmap-max {heatmap_max:g} must lie above --threshold {threshold:g}."
+            )
     # Then the files, before torch loads and before the shipped model is hashed: a
     # mistyped path is refused at once.
     require_folder(references, "reference folder", "pass a folder of good images of the product")
@@ -123,6 +136,7 @@ def detect(
             heatmap_max,
             progress.update,
             exported=exported,
+            threshold=threshold,
         )
     verdicts = [None if threshold is None else is_anomalous(r.score, threshold) for r in results]
     if as_json:

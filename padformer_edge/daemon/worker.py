@@ -274,7 +274,13 @@ class Worker:
         self, row: Inspection, image: np.ndarray, detection: Detection, inspector: Inspector
     ) -> None:
         heatmap = heatmap_path(self.heatmaps, row.id)
-        write_heatmap(heatmap, image, detection.anomaly_map, detection.score)
+        write_heatmap(
+            heatmap,
+            image,
+            detection.anomaly_map,
+            detection.score,
+            threshold=inspector.threshold,  # one colour scale per profile, not per image
+        )
         alerts = plan_alerts(
             self.alerts,
             cooldown=self.cooldown,

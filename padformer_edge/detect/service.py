@@ -79,10 +79,12 @@ def detect_files(
     progress: Callable[[int, int], None] | None = None,
     *,
     exported: str | Path | None = None,
+    threshold: float | None = None,
 ) -> list[FileResult]:
     """Score ``images`` against the references with the checkpoint's model (run from its
     ``exported`` graphs when the settings ask for onnxruntime); ``progress`` hears (done,
-    total) after each image."""
+    total) after each image. With ``threshold`` the heatmaps' colour scale is anchored to it
+    and the region above it outlined, as the daemon draws a profile's heatmaps."""
     if not images:
         raise UserError("no query images were given; name at least one image file to inspect.")
     paths = [Path(p) for p in images]
@@ -95,7 +97,9 @@ def detect_files(
     named = zip(paths, heatmap_names(paths), queries, strict=True)
     results = []
     for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2]):
-        results.append(save_result(path, image, detection, name, out_dir, save_raw, heatmap_max))
+        results.append(
+            save_result(path, image, detection, name, out_dir, save_raw, heatmap_max, threshold)
+        )
         if progress is not None:
             progress(len(results), len(paths))
     return results
@@ -109,6 +113,7 @@ def save_result(
     out_dir: str | Path | None,
     save_raw: bool,
     heatmap_max: float | None,
+    threshold: float | None = None,
 ) -> FileResult:
     """Write the heatmap files of one detection (when an output folder was given)."""
     heatmap = raw = None
@@ -116,7 +121,13 @@ def save_result(
         heatmap = Path(out_dir) / f"{name}.png"
         raw = Path(out_dir) / f"{name}.npy" if save_raw else None
         write_heatmap(
-            heatmap, image, detection.anomaly_map, detection.score, vmax=heatmap_max, raw_path=raw
+            heatmap,
+            image,
+            detection.anomaly_map,
+            detection.score,
+            vmax=heatmap_max,
+            threshold=threshold,
+            raw_path=raw,
         )
     seconds = detection.timings["total"]
     get_logger("detect").debug(

@@ -38,7 +38,7 @@ def inspect_images(
     if not images:
         raise UserError("no images were given; name at least one image file to test.")
     profile = load_profile(root, name)
-    profile.require_threshold()  # before the model loads: a verdict needs a threshold
+    threshold = profile.require_threshold()  # before the model loads: verdicts need it
     paths = [Path(p) for p in images]
     decoded = [read_image(p) for p in paths]  # every file checked before the model loads
     detector = profile.build_detector(device)
@@ -46,7 +46,11 @@ def inspect_images(
     verdicts = []
     for (path, name, _), image, found in detector.detect_each(named, lambda item: item[2]):
         heatmap = write_heatmap(
-            Path(out_dir) / f"{name}.png", image, found.anomaly_map, found.score
+            Path(out_dir) / f"{name}.png",
+            image,
+            found.anomaly_map,
+            found.score,
+            threshold=threshold,  # the same colour scale as the daemon's heatmaps
         )
         verdicts.append(
             Verdict(

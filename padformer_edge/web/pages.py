@@ -31,12 +31,17 @@ from padformer_edge.store.models import Inspection
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
+from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, read_form, text, web_app
 
 log = get_logger("web")
-# The columns of ``padformer-edge results list``, in its order.
-LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
-                "detect_ms", "source_path"]  # fmt: skip
+# The history table: (row key, heading). Verdict and threshold sit beside the score so a
+# row reads on its own; "pictures" is the thumbnail pair (or the refused icon).
+HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("camera", "camera"),
+                   ("product", "profile"), ("verdict", "verdict"), ("score", "score"),
+                   ("threshold", "threshold"), ("detect_ms", "detect ms"),
+                   ("pictures", "pictures"), ("source_path", "file")]  # fmt: skip
+REFUSED_ICON = "/static/refused.svg"
 WINDOWS = {"15m": 15, "1h": 60, "6h": 360, "24h": 1440}
 MAX_LIMIT = 500
 
@@ -44,16 +49,18 @@ MAX_LIMIT = 500
 def card(row: dict[str, Any]) -> dict[str, Any]:
     """What a live card shows, as JSON-ready values (the page script builds the DOM)."""
     row_id = row["id"]
+    verdict = queries.verdict_of(row)
     return {
         "id": row_id,
         "camera": row["camera"],
         "product": row["product"],
-        "time": row["discovered_at"][:19].replace("T", " ") + "Z",
+        "time": when(row["discovered_at"]),
         "score": row["score"],
         "threshold": row["threshold"],
-        "verdict": queries.verdict_of(row),
+        "verdict": verdict,
         "error": row["error"],
-        "image": f"/media/{row_id}/image",
+        # A refused file is often not a picture at all: an icon rather than a broken image.
+        "image": REFUSED_ICON if verdict == "failed" else f"/media/{row_id}/image",
         "heatmap": f"/media/{row_id}/heatmap" if row["heatmap_path"] else None,
         "detail": f"/inspections/{row_id}",
     }
@@ -129,7 +136,8 @@ def history(request: Request) -> Response:
         request,
         "history.html",
         rows=found.rows,
-        columns=LIST_COLUMNS,
+        columns=HISTORY_COLUMNS,
+        cards={row["id"]: card(row) for row in found.rows},
         verdicts=queries.VERDICTS,
         cameras=queries.distinct_values(engine, "camera"),
         products=queries.distinct_values(engine, "product"),

@@ -6,23 +6,38 @@ controls, so nothing reaches a page unescaped; the templates never use ``|safe``
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from padformer_edge.numbers import plain
 
-def when(value: str | datetime | None) -> str:
-    """``2026-05-01 08:00:03Z``: seconds are enough on a page; exports keep the rest."""
-    if value is None:
+
+def when(value: str | datetime | None, zone: tzinfo | None = None) -> str:
+    """``2026-05-01 10:00:03 CEST``: the time in the zone of the machine the page runs on
+    (``zone`` in tests), with the zone named, because the operator reading the page thinks
+    in the line's local time and a bare clock could be taken for either. Seconds are enough
+    on a page; exports keep the full ISO value. A time stored without a zone is UTC, as the
+    store writes it."""
+    if value is None or value == "":
         return "-"
-    text = value.isoformat() if isinstance(value, datetime) else str(value)
-    return text[:19].replace("T", " ") + "Z"
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    local = moment.astimezone(zone)
+    name = local.tzname() or ""
+    if not name or name[0] in "+-":  # a zone without an abbreviation: show its offset
+        name = "UTC" + local.strftime("%z")[:3] + ":" + local.strftime("%z")[3:]
+        name = "UTC" if name == "UTC+00:00" else name
+    return f"{local:%Y-%m-%d %H:%M:%S} {name}"
 
 
 def number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    """Four significant digits written out in full (``11080``, ``0.0123``), never in
+    exponent form (``1.108e+04``), which an operator misreads at a glance."""
+    return "-" if value is None else plain(value)
 
 
 @cache

@@ -7,6 +7,7 @@ import os
 import socket
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -17,7 +18,12 @@ from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, WorkerConfig, load_daemon_config
 from padformer_edge.daemon.worker import Worker, heatmap_path
+from padformer_edge.detect.detector import Detection
+from padformer_edge.detect.heatmap import OUTLINE_BGR
 from padformer_edge.errors import UserError
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.queue import claim_batch, enqueue
+from padformer_edge.store.schema import upgrade
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 
@@ -148,3 +154,30 @@ def test_the_systemd_unit_caps_the_daemon_memory() -> None:
     gib = {"G": 1 << 30, "M": 1 << 20}
     high, most = (int(settings[k][:-1]) * gib[settings[k][-1]] for k in ("MemoryHigh", "MemoryMax"))
     assert 0 < high < most
+
+
+def test_the_worker_draws_heatmaps_on_the_profile_scale(tmp_path: Path) -> None:
+    """The daemon's heatmap of a good part at its profile's threshold is calm and has no
+    outline; a defect's is outlined where its map passes the threshold."""
+    engine = open_engine(str(tmp_path / "results.sqlite3"))
+    upgrade(engine)
+    worker = Worker(engine, {}, {}, WorkerConfig(), tmp_path / "heat", 0, AlertsConfig())
+    inspector = Inspector("p", None, 2.0, "0" * 64)  # type: ignore[arg-type]
+    image = product_image(64, 80)
+    good_map = np.full((64, 80), 1.9, np.float32)  # just below the threshold everywhere
+    defect_map = good_map.copy()
+    defect_map[10:30, 20:50] = 3.5
+    outlined = []
+    for index, anomaly_map in enumerate((good_map, defect_map)):
+        enqueue(engine, camera="c", product="p", source_path=f"/c/{index}.png",
+                sha256=f"{index:064d}", size_bytes=1)  # fmt: skip
+        (row,) = claim_batch(engine, 1)
+        score = float(anomaly_map.max())
+        worker.finish(row, image, Detection(score, anomaly_map, [], [], {"total": 0.1}), inspector)
+        picture = cv2.imread(str(heatmap_path(tmp_path / "heat", row.id)))
+        outline = np.all(picture == np.array(OUTLINE_BGR, np.uint8), axis=2)
+        outlined.append(np.argwhere(outline))
+    engine.dispose()
+    assert outlined[0].size == 0
+    assert outlined[1].min(axis=0).tolist() == [10, 20]
+    assert outlined[1].max(axis=0).tolist() == [29, 49]

@@ -175,3 +175,40 @@ def test_log_in_and_out_in_a_browser(token_server: Any, page: Any) -> None:
     assert page.context.cookies() == []
     page.goto(token_server.url + "/history")
     assert page.locator("form[action='/login']").count() == 1
+
+
+NO_PAGE_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
+PAGE_WIDTH = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_pages_fit_the_screen_width(server: Any, site: Site, page: Any, width: int) -> None:
+    """A phone (390 px) and a line PC (1366 px): no page scrolls sideways; a wide table
+    scrolls inside its own box instead."""
+    page.set_viewport_size({"width": width, "height": 844})
+    paths = ["/", "/history", f"/inspections/{site.anomalies[0]}",
+             f"/inspections/{site.failed}", "/health"]  # fmt: skip
+    for path in paths:
+        page.goto(server.url + path)
+        page.wait_for_load_state("load")
+        assert page.evaluate(NO_PAGE_SCROLL), (path, page.evaluate(PAGE_WIDTH))
+
+
+def test_history_shows_verdict_threshold_thumbnails_and_the_refused_icon(
+    server: Any, site: Site, page: Any
+) -> None:
+    page.goto(server.url + "/history?limit=500")
+    headings = page.locator("#rows thead th").all_inner_texts()
+    assert {"verdict", "threshold", "pictures"} <= set(headings)
+    page.wait_for_load_state("load")
+    refused = f'#rows img[alt="refused file {site.failed}"]'
+    assert page.get_attribute(refused, "src") == "/static/refused.svg"
+    page.wait_for_function(HEATMAP_LOADED, arg=refused)  # an icon, not a broken image
+    heat = f'#rows img[alt="heatmap {site.anomalies[0]}"]'
+    page.wait_for_function(HEATMAP_LOADED, arg=heat)
+    times = page.locator("#rows td.col-time").all_inner_texts()
+    assert times and all(t.count(":") == 2 and not t.endswith("Z") for t in times)
+    favicon = page.get_attribute("link[rel=icon]", "href")
+    assert (
+        page.request.get(server.url + favicon).headers["content-type"].startswith("image/svg+xml")
+    )

@@ -20,7 +20,8 @@ function buildCard(c) {
   pictures.href = c.detail;
   const image = el("img", "image");
   image.src = c.image;
-  image.alt = "camera image " + c.id;
+  // A refused file gets the server's icon (c.image), named as such for screen readers.
+  image.alt = (c.verdict === "failed" ? "refused file " : "camera image ") + c.id;
   pictures.appendChild(image);
   if (c.heatmap) {
     const heat = el("img", "heatmap");
