@@ -202,6 +202,12 @@ def test_checkpoint_round_trip_keeps_weights_and_scales(model, tmp_path):
 
 
 def test_detector_defaults_to_fused_and_finds_a_defect_region(model):
+    check_fused_detection(model)
+
+
+def check_fused_detection(model) -> None:
+    """An edge model (any token source) detects with the fused metric by default, and its
+    score is the maximum of the score's own mix and readout of the same passes."""
     references = [product_image(80, 120, seed=s) for s in range(3)]
     query = with_defect(product_image(80, 120, seed=1), (30, 40, 12, 12))
     detector = Detector(model, references, DetectionSettings(passes=4, max_batch=3, device="cpu"))

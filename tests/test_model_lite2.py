@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -15,7 +14,7 @@ from padformer_edge.model.config import BACKBONES, EDGE, LITE0_MEAN, LITE0_STD
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from tests.detect_images import product_image, with_defect
-from tests.test_model_edge import SMALL_EDGE
+from tests.test_model_edge import SMALL_EDGE, check_fused_detection
 from training.evaluation.patchcore import PatchCoreScorer, parse_config
 
 LITE2 = "efficientnet-lite2"
@@ -123,16 +122,9 @@ def test_cached_lite2_references_give_bit_identical_features_across_a_checkpoint
 
 
 def test_lite2_model_detects_end_to_end_with_the_fused_metric(model):
-    """The fused metric's reference banks and feature maps take the token source's width."""
-    from padformer_edge.detect.detector import Detector
-    from padformer_edge.detect.settings import DetectionSettings
-
-    references = [product_image(80, 120, seed=s) for s in range(3)]
-    query = with_defect(product_image(80, 120, seed=1), (30, 40, 12, 12))
-    detector = Detector(model, references, DetectionSettings(passes=4, max_batch=3, device="cpu"))
-    assert detector.metric_name == "fused"
-    (result,) = detector.detect([query])
-    assert result.anomaly_map.shape == (80, 120) and np.isfinite(result.score)
+    """The fused metric's reference banks and feature maps take the token source's width:
+    the edge preset's detection check, on Lite2 tokens."""
+    check_fused_detection(model)
 
 
 @pytest.mark.parametrize(

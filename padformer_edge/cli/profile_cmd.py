@@ -19,9 +19,13 @@ from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
-from padformer_edge.profiles.delete import delete_profile, existing_profile_folder
+from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
-from padformer_edge.profiles.profile import list_profile_names, load_profile
+from padformer_edge.profiles.profile import (
+    existing_profile_folder,
+    list_profile_names,
+    load_profile,
+)
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -228,7 +232,7 @@ def delete(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Delete NAME's folder: its profile.yaml, references and cache. Asks first unless --yes."""
-    folder = existing_profile_folder(profiles_root(root), name)
+    folder = existing_profile_folder(profiles_root(root), name, UNKNOWN_FIX)
     if not yes:
         if not sys.stdin.isatty():  # nobody to ask: a script must say --yes
             raise UserError(f"deleting profile '{name}' needs confirmation; add --yes.")

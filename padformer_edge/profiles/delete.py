@@ -11,28 +11,17 @@ import os
 import shutil
 from pathlib import Path
 
-from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.profiles.layout import PROFILE_FILE, check_name
-from padformer_edge.profiles.profile import list_profile_names
+from padformer_edge.profiles.profile import existing_profile_folder
 
-
-def existing_profile_folder(root: str | Path, name: str) -> Path:
-    """The folder of profile ``name`` under ``root``, which must hold a profile.yaml (valid
-    or not: a broken profile is one an operator wants to delete)."""
-    folder = Path(root) / check_name(name)
-    if not (folder / PROFILE_FILE).is_file():
-        known = ", ".join(list_profile_names(root)) or "none"
-        raise UserError(
-            f"profile '{name}' does not exist under {root} (known: {known}); "
-            "check the name with `padformer-edge profile list`."
-        )
-    return folder
+UNKNOWN_FIX = "check the name with `padformer-edge profile list`"
+"""What to do about a profile to delete that does not exist (a broken profile.yaml is still
+a profile: an operator may want to delete exactly that)."""
 
 
 def delete_profile(root: str | Path, name: str) -> Path:
     """Remove profile ``name`` under ``root`` and return the folder it had."""
-    folder = existing_profile_folder(root, name)
+    folder = existing_profile_folder(root, name, UNKNOWN_FIX)
     doomed = folder.with_name(f".deleting-{name}-{os.getpid()}")
     os.replace(folder, doomed)
     shutil.rmtree(doomed)

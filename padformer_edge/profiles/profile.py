@@ -169,15 +169,19 @@ class Profile:
         return float(min(1.0, max(0.0, 0.5 + (score - threshold) / span)))
 
 
-def load_profile(root: str | Path, name: str) -> Profile:
-    """The profile called ``name`` under ``root``; a missing or invalid one is a UserError."""
+def existing_profile_folder(root: str | Path, name: str, fix: str) -> Path:
+    """The folder of profile ``name`` under ``root``, which must hold a profile.yaml (valid
+    or not); otherwise one sentence naming the known profiles and ``fix``."""
     folder = Path(root) / check_name(name)
     if not (folder / PROFILE_FILE).is_file():
         known = ", ".join(list_profile_names(root)) or "none"
-        raise UserError(
-            f"profile '{name}' does not exist under {root} (known: {known}); create it with "
-            "`padformer-edge profile create`."
-        )
+        raise UserError(f"profile '{name}' does not exist under {root} (known: {known}); {fix}.")
+    return folder
+
+
+def load_profile(root: str | Path, name: str) -> Profile:
+    """The profile called ``name`` under ``root``; a missing or invalid one is a UserError."""
+    folder = existing_profile_folder(root, name, "create it with `padformer-edge profile create`")
     config = load_config(folder / PROFILE_FILE, ProfileConfig)
     if config.name != name:
         raise UserError(
