@@ -144,6 +144,12 @@ def test_threshold_anchors_the_scale_halves():
     assert colour_indices(values, vmax=4.0, threshold=1.0)[0, 4] == 127 + 43
     with pytest.raises(ValueError, match="above the threshold"):
         colour_indices(values, vmax=1.0, threshold=1.0)
+    # a threshold of 0 (every image anomalous) anchors nothing: the map's own scale, not
+    # an error that would cost the daemon a result
+    for nothing in (0.0, -1.0):
+        np.testing.assert_array_equal(
+            colour_indices(values, threshold=nothing), colour_indices(values)
+        )
 
 
 def test_a_region_of_a_pixel_or_two_is_ringed_so_it_can_be_found(tmp_path):

@@ -37,15 +37,16 @@ def colour_indices(
     Without a threshold the map is scaled linearly to ``vmax`` (default: its own maximum),
     which shows where the map is highest but makes every image look alarming. With a
     threshold, 0..threshold maps to the calm half and threshold..``vmax`` (default
-    ``HOT_FACTOR`` x threshold) to the hot half, so colours mean the same across images.
+    ``HOT_FACTOR`` x threshold) to the hot half, so colours mean the same across images
+    (a threshold of 0 or less anchors nothing and is read as none).
     """
     values = anomaly_map.astype(np.float32, copy=False)
-    if threshold is None:
+    if threshold is None or threshold <= 0:
+        # A threshold of 0 or less (every image anomalous) anchors no scale: the image's
+        # own, so that a daemon never loses a result over how its heatmap is coloured.
         top = float(values.max()) if vmax is None else float(vmax)
         scaled = np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
         return (scaled * 255.0).round().astype(np.uint8)
-    if threshold <= 0:
-        raise ValueError(f"threshold must be positive to anchor a colour scale, got {threshold}")
     top = HOT_FACTOR * threshold if vmax is None else float(vmax)
     if top <= threshold:
         raise ValueError(f"heatmap max {top:g} must lie above the threshold {threshold:g}")
