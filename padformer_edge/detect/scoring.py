@@ -562,17 +562,24 @@ class FusedMetric:
         without a reference term): the distance does not change over passes, so it is
         read here once per query, not in ``errors`` once per chunk of passes."""
         feature = self.feature.target(query01, query_model)
-        references: list[torch.Tensor | None] = [None] * len(self.mixes)
-        if self.reads_references:
-            if self.banks is None:
-                raise ValueError("this fused metric weighs the references: build it with them.")
-            size = (query01.shape[-2], query01.shape[-1])
-            distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
-            references = [
-                reference_distance(distances, mix) if mix.reference_weight > 0 else None
-                for mix in self.mixes
-            ]
+        references = self.reference_maps(query01, feature)
         return self.lab.target(query01, query_model), feature, references
+
+    def reference_maps(
+        self, query01: torch.Tensor, feature: torch.Tensor
+    ) -> list[torch.Tensor | None]:
+        """Each mix's ``[H, W]`` reference distance (None without a reference term), from
+        the query and its frozen CNN features (``feature.target``)."""
+        if not self.reads_references:
+            return [None] * len(self.mixes)
+        if self.banks is None:
+            raise ValueError("this fused metric weighs the references: build it with them.")
+        size = (query01.shape[-2], query01.shape[-1])
+        distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
+        return [
+            reference_distance(distances, mix) if mix.reference_weight > 0 else None
+            for mix in self.mixes
+        ]
 
     def errors(
         self,
@@ -623,8 +630,9 @@ class DistanceMetric(FusedMetric):
         self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
 
     def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
-        """Each job's ``[H, W]`` weighted reference distance, map job first."""
-        references = self.target(query01, query_model)[2]
+        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
+        nothing here compares colours)."""
+        references = self.reference_maps(query01, self.feature.target(query01, query_model))
         return [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
 
 
