@@ -31,6 +31,7 @@ DESIGNS = {
         "mask_block": 2,
         "score_masked_cells": True,
     },
+    "reference-pointer readout": {"feature_readout": "references", "score_masked_cells": True},
 }
 
 

@@ -61,6 +61,11 @@ def config_record(model: PADFormer) -> dict[str, Any]:
 def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> dict[str, Any]:
     """Write the three graphs and ``manifest.json`` into ``out_dir``; returns the manifest."""
     out = Path(out_dir)
+    if model.reads_reference_features:
+        raise UserError(
+            "this model reads its references' CNN features (feature_readout: references), "
+            "which the exported graphs do not carry yet; run it with --runtime torch."
+        )
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the exported graphs.")
     out.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,13 @@ MASK_SHAPES = ("random", "blocks")
 """How training hides query patches: scattered at random (the paper, MAE), or in blobs
 (``encoder.block_mask``) that no visible neighbour can fill in."""
 
+FEATURE_READOUTS = ("head", "references")
+"""How the decoder's final tokens become predicted CNN features of the query's patches:
+a linear head (the paper's regression, which may fill a hidden patch from its visible
+neighbours), or ``references``: each patch's prediction is an attention-weighted mean of
+the references' own frozen features (``decoder.ReferencePointer``), so the reconstruction
+holds nothing the references do not show."""
+
 MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
 MAX_REFERENCE_WEIGHT = 400.0
@@ -114,6 +121,10 @@ class ModelConfig:
     patch's error is 0): the feature head is trained on hidden patches alone, so its
     guesses at visible ones are untrained noise that would blur what the references
     taught. Off: every patch of every pass counts, as before."""
+    feature_readout: str = "head"
+    """``FEATURE_READOUTS``: where the predicted CNN features come from (CNN tokens only).
+    ``references`` makes the reconstruction fail without its references by construction:
+    the decoder only chooses which reference cells a query patch looks like."""
     use_stn: bool = True
     use_selection: bool = True
     use_aat: bool = True
@@ -172,6 +183,11 @@ class ModelConfig:
             )
         if self.mask_block < 1:
             raise ValueError(f"mask_block must be at least 1, not {self.mask_block}.")
+        if self.feature_readout not in FEATURE_READOUTS:
+            raise ValueError(
+                f"feature_readout must be one of {', '.join(FEATURE_READOUTS)}, "
+                f"not {self.feature_readout!r}."
+            )
         if self.top_k < 1:
             raise ValueError(f"top_k must be at least 1, not {self.top_k}.")
         if self.token_source not in TOKEN_SOURCES:
@@ -181,6 +197,11 @@ class ModelConfig:
             )
         if self.cnn_tokens and self.patch_size % STRIDE8:
             raise ValueError(f"CNN tokens need a patch_size that is a multiple of {STRIDE8}.")
+        if self.feature_readout == "references" and not self.cnn_tokens:
+            raise ValueError(
+                "feature_readout 'references' needs CNN tokens (a token_source other than "
+                "pixels): only they give the references' features to read."
+            )
         for name in ("fused_lab_weight", "fused_score_lab_weight"):
             weight = getattr(self, name)
             if weight is not None and not 0.0 <= weight <= 1.0:

@@ -58,6 +58,33 @@ def tokens_to_maps(tokens: torch.Tensor, grid: int) -> torch.Tensor:
     return tokens.transpose(-1, -2).view(*tokens.shape[:-2], tokens.shape[-1], grid, grid)
 
 
+class ReferencePointer(nn.Module):
+    """Predicted CNN features as a convex mix of the references' own frozen features.
+
+    Each query patch's final token asks which reference cells it looks like (a scaled
+    dot product against every cell of every reference) and returns the attention-weighted
+    mean of those cells' cell-normalised CNN features. The output lies in the convex hull
+    of what the references show, so no weight of the network can fill a hidden patch
+    from the query's visible neighbours: the error is low only where some reference shows
+    what the patch should be, in the same units as the nearest-reference distance.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.scale = dim**-0.5
+
+    def forward(
+        self, tokens: torch.Tensor, ref_tokens: torch.Tensor, ref_features: torch.Tensor
+    ) -> torch.Tensor:
+        """tokens [B, M, D], ref_tokens [B or 1, N, M, D], ref_features [B or 1, N, M, F]
+        -> [B, M, F]."""
+        keys = self.key(ref_tokens.flatten(1, 2))  # [B or 1, N*M, D]
+        logits = self.query(tokens) @ keys.transpose(-1, -2) * self.scale
+        return logits.softmax(dim=-1) @ ref_features.flatten(1, 2).to(logits.dtype)
+
+
 class DecoderLayer(nn.Module):
     """Self-attention -> align + select -> cross-attention -> MLP, each add & norm."""
 
@@ -142,8 +169,13 @@ class ReconstructionDecoder(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, cfg.patch_size**2 * 3)
         # CNN tokens: the decoder also predicts the frozen CNN's (cell-normalised) features
-        # of every patch, a target whose error sees texture and parts, not only colour.
-        self.feature_head = nn.Linear(dim, cfg.feature_dim) if cfg.cnn_tokens else None
+        # of every patch, a target whose error sees texture and parts, not only colour:
+        # regressed by a linear head, or read from the references (``feature_readout``).
+        reads = cfg.cnn_tokens and cfg.feature_readout == "references"
+        self.feature_head = (
+            nn.Linear(dim, cfg.feature_dim) if cfg.cnn_tokens and not reads else None
+        )
+        self.pointer = ReferencePointer(dim) if reads else None
 
     def anomaly_agnostic_tokens(self) -> torch.Tensor | None:
         """[32 + M, D]: global priors, then position-tagged local priors."""

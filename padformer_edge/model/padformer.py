@@ -51,6 +51,9 @@ class ReferenceCache:
     layer_terms: tuple[LayerReferenceTerms, ...]
     """Per decoder layer, the work that depends on ``tokens`` alone (the STN's reference
     half, the unbiased cross-attention keys and values), paid once rather than per pass."""
+    targets: torch.Tensor | None = None
+    """[B, N, M, feature_dim] the references' cell-normalised CNN features: what a model
+    whose ``feature_readout`` is ``references`` mixes into its predictions; else None."""
 
     @property
     def num_references(self) -> int:
@@ -58,7 +61,8 @@ class ReferenceCache:
 
     def to(self, device: torch.device | str) -> ReferenceCache:
         terms = tuple(t.to(device) for t in self.layer_terms)
-        return ReferenceCache(self.features.to(device), self.tokens.to(device), terms)
+        targets = None if self.targets is None else self.targets.to(device)
+        return ReferenceCache(self.features.to(device), self.tokens.to(device), terms, targets)
 
 
 class PADFormer(nn.Module):
@@ -104,9 +108,15 @@ class PADFormer(nn.Module):
     def reconfigured(self, **changes) -> PADFormer:
         """A twin with config fields changed and the same weights: for switches that change
         behaviour, not parameter shapes (a mask, the decoder's isolation, a score setting).
-        A change that alters a shape is refused by ``load_state_dict``."""
+        A change that alters a shape is refused by ``load_state_dict``. A switch that adds
+        or drops a whole head (``feature_readout``) keeps every shared weight; the new
+        head starts from its initialisation, so training must follow."""
         twin = type(self)(dataclasses.replace(self.config, **changes), self.preset_name)
-        twin.load_state_dict(self.state_dict())
+        missing, unexpected = twin.load_state_dict(self.state_dict(), strict=False)
+        swapped = ("decoder.feature_head.", "decoder.pointer.")
+        stray = [k for k in (*missing, *unexpected) if not k.startswith(swapped)]
+        if stray:
+            raise RuntimeError(f"weights do not fit the changed config: {', '.join(stray)}")
         return twin.to(self.mean.device).train(self.training)
 
     # -- pixels -------------------------------------------------------------------------
@@ -158,17 +168,38 @@ class PADFormer(nn.Module):
     def encode_references(self, refs: torch.Tensor) -> ReferenceCache:
         """Encode each of the [B, N, 3, H, W] references once for any number of passes."""
         self._check_images(refs, "refs", 5)
-        features = self.encode_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
-        return self.cache_from_features(features)
+        flat = refs.flatten(0, 1)
+        features = self.encode_features(flat).unflatten(0, refs.shape[:2])
+        targets = None
+        if self.reads_reference_features:
+            targets = self.target_features(flat).unflatten(0, refs.shape[:2])
+        return self.cache_from_features(features, targets)
 
-    def cache_from_features(self, features: torch.Tensor) -> ReferenceCache:
-        """Rebuild a cache from [B, N, M, embed_dim] encoder features saved earlier.
+    @property
+    def reads_reference_features(self) -> bool:
+        """Whether predicted features are mixed from the references' own (``targets``)."""
+        return self.decoder.pointer is not None
+
+    def cache_from_features(
+        self, features: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> ReferenceCache:
+        """Rebuild a cache from [B, N, M, embed_dim] encoder features saved earlier (and,
+        for a model that reads reference features, their [B, N, M, F] ``targets``).
 
         The encoder is the expensive part; the decoder-side terms are cheap to derive and
         depend on the implementation, so a file on disk only needs to hold the features.
         """
+        if self.reads_reference_features and targets is None:
+            raise UserError(
+                "this model reads its references' CNN features (feature_readout: "
+                "references) and none were given; encode the references with "
+                "encode_references, or rebuild the profile's reference cache."
+            )
         tokens = self.decoder.ref_embed(features)
-        return ReferenceCache(features, tokens, self.decoder.reference_terms(tokens))
+        terms = self.decoder.reference_terms(tokens)
+        return ReferenceCache(
+            features, tokens, terms, targets if self.reads_reference_features else None
+        )
 
     def target_features(self, images: torch.Tensor) -> torch.Tensor:
         """[B, M, feature_dim] cell-normalised CNN features of whole normalised images: what
@@ -230,8 +261,12 @@ class PADFormer(nn.Module):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         latent, ids_restore = self.forward_encoder(query, mask, rows)
         tokens = self.decoder(latent, ids_restore, refs, cache.layer_terms)
-        head = self.decoder.feature_head
+        head, pointer = self.decoder.feature_head, self.decoder.pointer
         features = None if head is None else head(tokens)
+        if pointer is not None:
+            if cache.targets is None:
+                raise ValueError("the reference cache lacks the references' CNN features.")
+            features = pointer(tokens, refs, cache.targets)
         return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features)
 
     def forward(

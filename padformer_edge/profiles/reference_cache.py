@@ -44,22 +44,30 @@ def read_cache(
 ) -> ReferenceCache | None:
     """The cached encodings if ``path`` holds ones made under ``key``, else None.
 
-    Only the encoder features are stored; the model derives its decoder-side terms from
-    them, which costs a small fraction of encoding the references again.
+    Only the encoder features (and, for a model that reads them, the references' CNN
+    features) are stored; the model derives its decoder-side terms from them, which costs
+    a small fraction of encoding the references again.
     """
     if stored_key(path) != key:
         return None
     try:
-        features = load_file(str(path), device=str(device))["features"]
+        tensors = load_file(str(path), device=str(device))
+        features = tensors["features"]
+        targets = tensors["targets"] if model.reads_reference_features else None
     except (SafetensorError, OSError, ValueError, KeyError):
-        return None  # damaged after its header was written: encode again
+        return None  # damaged after its header was written (or older): encode again
     with torch.no_grad():
-        return model.cache_from_features(features.to(model.mean.dtype))
+        dtype = model.mean.dtype
+        return model.cache_from_features(
+            features.to(dtype), None if targets is None else targets.to(dtype)
+        )
 
 
 def write_cache(path: Path, key: str, cache: ReferenceCache) -> None:
     """Save encodings atomically; a read-only profile folder only costs a re-encode later."""
     tensors = {"features": cache.features.detach().cpu().contiguous()}
+    if cache.targets is not None:  # a model that reads the references' CNN features
+        tensors["targets"] = cache.targets.detach().cpu().contiguous()
     try:
         write_atomic(path, save(tensors, metadata={"key": key}))
     except Exception as err:  # the detector works without the file; say so and go on
