@@ -1,6 +1,6 @@
 """The shipped generic model's card as a docs table, read from the card file itself.
 
-The card (``padformer_edge/models/generic.json``) is written by ``padformer_edge.models.ship``
+The card (``padformer_edge/models/generic.json``) is written by ``training.release.ship``
 from the checkpoint's own metadata; this prints it as markdown and, with --write-docs,
 puts it in the ``generic-model-card`` block, so the docs cannot disagree with the file the
 locator checks.

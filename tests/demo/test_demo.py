@@ -18,10 +18,10 @@ from padformer_edge import models
 from padformer_edge.daemon.alerts.outbox import list_alerts
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
-from padformer_edge.models.ship import ship
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, list_inspections
 from tests.cli_process import REPO
+from training.release.ship import ship
 
 
 def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
