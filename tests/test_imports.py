@@ -198,3 +198,54 @@ def test_the_circle_finder_reports_a_round_trip_and_nothing_else() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert import_circles(graph) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+IMPORTERS = ("import_module", "__import__")
+
+
+def _is_benchmarks(name: str | None) -> bool:
+    return bool(name) and (name == "benchmarks" or str(name).startswith("benchmarks."))
+
+
+def _imported_names(node: ast.AST) -> list[str | None]:
+    """The absolute module names an import statement or an importer call names."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [] if node.level else [node.module]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        value = node.args[0].value
+        return [value] if called in IMPORTERS and isinstance(value, str) else []
+    return []
+
+
+def benchmark_imports(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` that import ``benchmarks`` or one of its modules, by statement or
+    by name (``importlib.import_module("benchmarks...")``, ``__import__``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if any(_is_benchmarks(name) for name in _imported_names(node))
+    )
+
+
+def test_no_test_imports_benchmarks() -> None:
+    """A test reaches a benchmark as the docs do, as a command (tests/benchmark_process.py);
+    logic a test needs lives in the package or in training/, where its job belongs."""
+    found = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        for line in benchmark_imports(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert found == [], "run the benchmark as a subprocess or move the logic it needs"
+
+
+def test_the_benchmark_import_finder_sees_every_form() -> None:
+    tree = ast.parse(
+        "import benchmarks.common\nfrom benchmarks import quality\n"
+        "from benchmarks.tune_validation import x\nimportlib.import_module('benchmarks.a')\n"
+        "__import__('benchmarks')\nimport benchmarking\nfrom .benchmarks import y\n"
+        "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
+    )
+    assert benchmark_imports(tree) == [1, 2, 3, 4, 5]

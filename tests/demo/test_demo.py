@@ -60,7 +60,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     assert str(shipped) in profile
     # benchmarks/demo_figures.py's PatchCore row reads the same folder: every camera
     # image once, split by its truth as the result database splits it
-    from benchmarks.demo_figures import baseline_figures, database_figures
+    from training.evaluation.demo_figures import baseline_figures, database_figures
 
     flagged, defects, false_alarms, good = baseline_figures(out, "2@64")
     _, db_defects, _, db_good = database_figures(out / "results.sqlite3")
