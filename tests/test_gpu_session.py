@@ -41,9 +41,7 @@ checkpoint: {every_steps: 100}
 
 
 def test_a_candidate_names_its_recipe_and_what_it_changes() -> None:
-    spec = (
-        "no_aat=config/train/edge-synth-gpu.yaml,data=synth224-s0,epochs=3/9,workers=3,off=use_aat"
-    )
+    spec = "no_aat=config/train/edge-synth-gpu.yaml,data=s0,epochs=3/9,workers=3,off=use_aat"
     assert parse_candidate(spec) == Candidate(
         "no_aat", Path("config/train/edge-synth-gpu.yaml"), "s0", (3, 9), 3, ("use_aat",)
     )
