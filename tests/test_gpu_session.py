@@ -108,6 +108,7 @@ def test_a_session_trains_its_candidates_side_by_side_into_one_folder(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     session = json.loads((out / "session.json").read_text())
+    assert session["machine"].startswith(f"torch {torch.__version__} ")
     outcomes = {c["name"]: c for c in session["candidates"]}
     assert {name: (c["exit"], c["weights"]) for name, c in outcomes.items()} == {
         "full": (0, "finished"),

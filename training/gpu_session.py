@@ -21,11 +21,12 @@ folder), ``epochs=WITHIN/CROSS`` (the stages' lengths; steps are epochs times th
 over the batch size), ``workers=N`` (loader workers) and ``off=SWITCH`` (a ModelConfig
 switch set false, Table 3's ablation of that module; repeatable). Into ``--out`` go
 ``NAME.yaml`` (the recipe as trained), ``NAME.log``, ``NAME.safetensors`` and
-``session.json`` (each candidate's exit status, seconds and what became of its weights).
-A candidate stopped at the deadline sends its last weights, scaled here, marked as such:
-``last.safetensors`` itself stays as its resume point recorded it, or ``train --resume``
-refuses to continue the run. Only the standard library is imported before the bundle is
-unpacked, since the machine's Python lacks the project's other dependencies until then.
+``session.json`` (the card torch saw; each candidate's exit status, seconds and what
+became of its weights). A candidate stopped at the deadline sends its last weights,
+scaled here, marked as such: ``last.safetensors`` itself stays as its resume point
+recorded it, or ``train --resume`` refuses to continue the run. Only the standard
+library is imported before the bundle is unpacked, since the machine's Python lacks the
+project's other dependencies until then.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ class Session:
         running = [self.start(outcome) for outcome in prepared]
         began = time.monotonic()
         deadline = self.args.deadline
-        stopped = False
+        stopped = killed = False
         while any(p.poll() is None for p, _, _ in running):
             elapsed = time.monotonic() - began
             if deadline is not None and not stopped and elapsed >= deadline:
@@ -204,7 +205,8 @@ class Session:
                     if process.poll() is None:
                         outcome.stopped_at_deadline = True
                         process.send_signal(signal.SIGTERM)
-            if stopped and elapsed >= deadline + GRACE_S:
+            if stopped and not killed and elapsed >= deadline + GRACE_S:
+                killed = True
                 for process, outcome, _ in running:
                     if process.poll() is None:
                         outcome.notes.append(f"killed {GRACE_S} s after the deadline's SIGTERM")
@@ -229,6 +231,21 @@ class Session:
             scaled = subprocess.run(command, cwd=REPO, env=self.env(), check=False)
             outcome.weights = "last, scaled here" if scaled.returncode == 0 else "last, unscaled"
         self.say(f"{outcome.name}: weights {outcome.weights}")
+
+    def describe_device(self) -> str:
+        """torch's version and the card it sees, as the trainings will (the bundle's site
+        folder on the path), so the session's record names the machine it ran on."""
+        probe = (
+            "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) "
+            "if torch.cuda.is_available() else 'no GPU')"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=self.env()
+        )
+        lines = (done.stdout or done.stderr).strip().splitlines()
+        machine = lines[-1] if lines else "torch printed nothing"
+        self.say(machine)
+        return machine
 
     def detect_speed(self) -> None:
         script = REPO / "benchmarks" / "gpu_detect_speed.py"
@@ -292,12 +309,17 @@ def main(argv: list[str] | None = None) -> int:
     except (CandidateError, UserError, OSError) as err:  # refused before any training starts
         print(f"error: {err}", file=sys.stderr)
         return 2
+    machine = session.describe_device()
     outcomes = session.train_all(prepared)
     for outcome in outcomes:
         session.send_weights(outcome)
     if args.detect_speed and args.device.startswith("cuda"):
         session.detect_speed()
-    summary = {"device": args.device, "candidates": [asdict(o) for o in outcomes]}
+    summary = {
+        "device": args.device,
+        "machine": machine,
+        "candidates": [asdict(o) for o in outcomes],
+    }
     (args.out / "session.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if args.pack_logs:
         session.pack_logs()
