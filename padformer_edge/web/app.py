@@ -133,6 +133,7 @@ def _routes() -> list[BaseRoute]:
         ("/login", login.login),
         ("/logout", login.logout),
         ("/alerts/{alert_id:row_id}/retry", pages.retry),
+        ("/inspections/{inspection_id:row_id}/review", pages.review),
     ]
     routes: list[BaseRoute] = [Route(p, guarded(h), methods=["GET"]) for p, h in get]
     routes += [Route(p, guarded(h), methods=["POST"]) for p, h in post]
@@ -203,7 +204,7 @@ class WebApp:
             return self._reader
 
     def writer(self) -> Engine:
-        """A writing engine, used only by the authenticated retry endpoint."""
+        """A writing engine, used only by the alert retry and the review forms."""
         with self._lock:
             if self._writer is None:
                 self._writer = open_engine(self.db)
