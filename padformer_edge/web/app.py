@@ -39,6 +39,7 @@ from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.middleware import Gate, Headers
+from padformer_edge.web.page_cache import TTL_S, PageCache, cached
 from padformer_edge.web.responses import TooLarge, error
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
@@ -117,13 +118,13 @@ def guarded(handler: Handler) -> Handler:
 
 def _routes() -> list[BaseRoute]:
     get: list[tuple[str, Handler]] = [
-        ("/", pages.live),
+        ("/", cached(pages.live)),
         ("/api/live", pages.live_json),
         ("/api/heartbeat", pages.heartbeat_json),
         ("/events", events.events),
-        ("/history", pages.history),
+        ("/history", cached(pages.history)),
         ("/history.{fmt}", pages.export),
-        ("/inspections/{inspection_id:row_id}", pages.detail),
+        ("/inspections/{inspection_id:row_id}", cached(pages.detail)),
         ("/media/{inspection_id:row_id}/{kind}", pages.media),
         ("/health", pages.health),
         ("/metrics", pages.metrics),
@@ -169,6 +170,7 @@ class WebApp:
         event_interval_s: float = 1.0,
         throttle: LoginThrottle | None = None,
         sessions: Sessions | None = None,
+        page_cache_s: float = TTL_S,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
@@ -179,6 +181,7 @@ class WebApp:
         self.event_interval_s = event_interval_s
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
+        self.page_cache = PageCache(page_cache_s)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None

@@ -266,6 +266,7 @@ async def retry(request: Request) -> Response:
         return text(403, "this request did not come from this server's own page.")
     form = await read_form(request)
     await run_in_threadpool(queries.retry_alert, app.writer(), alert_id)
+    app.page_cache.clear()
     log.info("web.alert_retried", alert=alert_id)
     target = form.get("next")
     if target is not None:
@@ -291,6 +292,7 @@ async def review(request: Request) -> Response:
         save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
         reviewer=reviewer, note=form.get("note"),
     )  # fmt: skip
+    app.page_cache.clear()
     log.info("review.saved", inspection=inspection_id, verdict=verdict, reviewer=saved.reviewer,
              replaced=saved.replaced.value if saved.replaced else None, via="page")  # fmt: skip
     target = form.get("next")
