@@ -39,3 +39,12 @@ def test_sizes_sum_the_files_each_record_lists(tmp_path):
         "torch 2.0": 1024 + metadata_bytes["torch"],
         "nvidia-cublas 13.0": 500 + metadata_bytes["nvidia-cublas"],
     }
+
+
+def test_a_whole_install_counts_every_distribution_but_the_installer(tmp_path):
+    from benchmarks.install_size import install_sizes
+
+    _install(tmp_path, "onnxruntime", "1.0", {"onnxruntime/a.so": b"o" * 300})
+    _install(tmp_path, "numpy", "2.0", {"numpy/b.so": b"n" * 200})
+    _install(tmp_path, "pip", "25.0", {"pip/c.py": b"p" * 900})
+    assert set(install_sizes(tmp_path)) == {"onnxruntime 1.0", "numpy 2.0"}
