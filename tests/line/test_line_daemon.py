@@ -198,3 +198,25 @@ def test_a_torch_command_on_the_line_install_says_what_to_install(line_site):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'padformer-edge[torch]'" in lines[0]
+
+
+def test_profile_test_scores_images_without_torch(line_site):
+    """``profile test``: the daemon's verdicts for a few files, on the command line."""
+    site = json.loads((line_site / "site.json").read_text())
+    queries = sorted((line_site / "queries").iterdir())
+    done = run_cli(
+        line_site,
+        "profile",
+        "test",
+        "bolt",
+        *map(str, queries),
+        "--out",
+        str(line_site / "heatmaps"),
+        "--json",
+        "--no-fail",
+    )
+    assert done.returncode == 0, done.stderr
+    for verdict in json.loads(done.stdout):
+        name = Path(verdict["path"]).name
+        assert verdict["score"] == pytest.approx(site["torch_scores"][name], rel=SCORE_RTOL)
+        assert Path(verdict["heatmap"]).is_file()
