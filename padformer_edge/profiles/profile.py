@@ -28,7 +28,7 @@ from padformer_edge.profiles.layout import (
     REFERENCES_DIR,
     check_name,
 )
-from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
+from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, ProfileConfig
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.line_detector import LineDetector
@@ -149,27 +149,48 @@ class Profile:
         from padformer_edge.deploy.line_detector import LineDetector
         from padformer_edge.detect.images import read_image
 
-        exported = self.config.exported
-        fix = f"run `padformer-edge profile export {self.name}` where torch is installed"
-        if exported is None:
-            raise UserError(
-                f"profile '{self.name}' runs on onnxruntime but holds no exported graphs; {fix}."
-            )
-        if exported.model_sha256 != self.model_sha256:
-            raise UserError(
-                f"profile '{self.name}': its exported graphs were made from another checkpoint "
-                f"than the one it names; {fix}."
-            )
+        exported = self.exported_files()
         references = [read_image(path) for path in self.reference_paths]
         return LineDetector(
             self.folder / exported.folder,
             exported.files,
             references,
             settings,
-            fix=fix,
+            fix=self.export_fix,
             cache=(self.cache_path, self.reference_key()),
             threads=line_threads(),
         )
+
+    @property
+    def export_fix(self) -> str:
+        return f"run `padformer-edge profile export {self.name}` where torch is installed"
+
+    def exported_files(self) -> ExportedFiles:
+        """The export record, or the sentence saying there is none for this checkpoint."""
+        exported = self.config.exported
+        if exported is None:
+            raise UserError(
+                f"profile '{self.name}' runs on onnxruntime but holds no exported graphs; "
+                f"{self.export_fix}."
+            )
+        if exported.model_sha256 != self.model_sha256:
+            raise UserError(
+                f"profile '{self.name}': its exported graphs were made from another checkpoint "
+                f"than the one it names; {self.export_fix}."
+            )
+        return exported
+
+    def verify_runnable(self) -> str:
+        """Check the files this profile's runtime reads (the checkpoint on torch, the
+        exported graphs on onnxruntime) and say what was checked, for ``doctor``."""
+        if self.detection.runtime != "onnxruntime":
+            self.verify_model()
+            return f"model {self.model_path} matches"
+        from padformer_edge.deploy.line_detector import verify_files
+
+        exported = self.exported_files()
+        verify_files(self.folder / exported.folder, exported.files, self.export_fix)
+        return f"{len(exported.files)} exported files in {self.folder / exported.folder} match"
 
     def check_scoring(self, scoring: str, metric_name: str) -> None:
         """Refuse a threshold calibrated under another scoring than ``scoring``.

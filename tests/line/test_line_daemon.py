@@ -95,6 +95,7 @@ def test_torch_cannot_be_imported_on_the_line_path():
 def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site):
     site = json.loads((line_site / "site.json").read_text())
     config = write_config(line_site)
+    (line_site / "model.safetensors").unlink()  # the profile folder is all a line PC needs
     report, log = line_site / "daemon-report.json", line_site / "daemon.log"
     with open(log, "wb") as handle:
         process = subprocess.Popen(
@@ -220,3 +221,16 @@ def test_profile_test_scores_images_without_torch(line_site):
         name = Path(verdict["path"]).name
         assert verdict["score"] == pytest.approx(site["torch_scores"][name], rel=SCORE_RTOL)
         assert Path(verdict["heatmap"]).is_file()
+
+
+def test_doctor_checks_the_exported_files_and_no_checkpoint(line_site):
+    """A line PC need not hold the checkpoint: doctor checks the graphs' sha256 instead."""
+    config = write_config(line_site)
+    (line_site / "model.safetensors").unlink()
+    done = run_cli(line_site, "doctor", "--config", str(config))
+    assert "exported files in" in done.stdout and "match" in done.stdout, done.stdout
+    with (line_site / "state/profiles/bolt/exported/cells.onnx").open("ab") as graph:
+        graph.write(b"\0")
+    broken = run_cli(line_site, "doctor", "--config", str(config))
+    assert broken.returncode != 0
+    assert "differs from the sha256 its profile records" in broken.stdout + broken.stderr
