@@ -205,6 +205,8 @@ def test_profile_test_scores_images_without_torch(line_site):
     """``profile test``: the daemon's verdicts for a few files, on the command line."""
     site = json.loads((line_site / "site.json").read_text())
     queries = sorted((line_site / "queries").iterdir())
+    cache = line_site / "state/profiles/bolt/reference_cache.safetensors"
+    cache.unlink()  # encoded again through the reference graph, and written with numpy
     done = run_cli(
         line_site,
         "profile",
@@ -221,6 +223,7 @@ def test_profile_test_scores_images_without_torch(line_site):
         name = Path(verdict["path"]).name
         assert verdict["score"] == pytest.approx(site["torch_scores"][name], rel=SCORE_RTOL)
         assert Path(verdict["heatmap"]).is_file()
+    assert cache.is_file()
 
 
 def test_doctor_checks_the_exported_files_and_no_checkpoint(line_site):
