@@ -42,9 +42,15 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
     for package in ("pybullet", "trimesh", "scipy", "scikit-learn", "pillow"):
         assert package not in base
     extras = project["optional-dependencies"]
-    assert {"train", "synth", "eval", "demo", "dev", "lite2", "onnx"} <= set(extras)
-    assert "padformer-edge[train,synth,eval,mqtt,lite2,onnx]" in extras["dev"]  # the tests need all
-    assert "onnx" not in base  # exported graphs are a choice; torch runs the model by default
+    assert {"torch", "line", "train", "synth", "eval", "demo", "dev", "lite2", "onnx"} <= set(
+        extras
+    )
+    # the tests need all
+    assert "padformer-edge[torch,train,synth,eval,mqtt,lite2,onnx]" in extras["dev"]
+    for package in ("torch", "timm", "kornia", "onnx"):  # a line install chooses its runtime
+        assert not re.search(rf"(^| ){package}[>=<]", base)
+    assert any(r.startswith("onnxruntime") for r in extras["line"])
+    assert not any(r.startswith(("torch", "padformer-edge[torch")) for r in extras["line"])
     assert "lite2" not in base  # until validation chooses EfficientNet-Lite2
 
 

@@ -55,3 +55,17 @@ def test_a_folder_without_torch_is_named(tmp_path: Path) -> None:
     done = run_benchmark("install_size.py", "--site", f"empty={tmp_path}")
     assert done.returncode != 0
     assert f"no torch installation found in {tmp_path}" in done.stderr
+
+
+def test_a_whole_install_counts_every_distribution_but_the_installer(tmp_path: Path) -> None:
+    torch_site, line = tmp_path / "cpu", tmp_path / "line"
+    _install(torch_site, "torch", "2.0+cpu", {"torch/a.so": b"x" * 100})
+    _install(line, "onnxruntime", "1.0", {"onnxruntime/a.so": b"o" * 300})
+    _install(line, "numpy", "2.0", {"numpy/b.so": b"n" * 200})
+    _install(line, "pip", "25.0", {"pip/c.py": b"p" * 900})
+    done = run_benchmark(
+        "install_size.py", "--site", f"CPU={torch_site}", "--install", f"line={line}"
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(payload["line"]["distributions"]) == {"onnxruntime 1.0", "numpy 2.0"}

@@ -63,9 +63,11 @@ def create(
     device: str = options.DEVICE,
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
+    runtime: str = options.RUNTIME,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Make profile NAME; with --shots, keep the references that cover the most views."""
+    """Make profile NAME; with --shots, keep the references that cover the most views.
+    With --runtime onnxruntime the profile also stores its exported graphs."""
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     settings = options.detection_settings(ctx.params)
@@ -75,6 +77,24 @@ def create(
     _say(f"created profile '{name}' at {result.profile.folder}")
     _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
+
+
+@app.command("export")
+def export(
+    name: str = typer.Argument(..., help="Profile name."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Store NAME's graphs and their sha256 in the profile and switch it to onnxruntime,
+    so a line PC runs it without torch."""
+    from padformer_edge.profiles.export import export_profile  # torch: only when run
+
+    profile = export_profile(profiles_root(root), name)
+    assert profile.config.exported is not None
+    _say(
+        f"exported profile '{name}' to {profile.folder / profile.config.exported.folder} "
+        f"({len(profile.config.exported.files)} files, sha256 in profile.yaml); "
+        "runtime: onnxruntime"
+    )
 
 
 @app.command("calibrate")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -26,6 +25,7 @@ import torch
 
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graphs import mask_indices
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -47,26 +47,6 @@ from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceC
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.onnx_runner import OnnxRunner
-
-
-@dataclass
-class Detection:
-    """The result for one query image.
-
-    ``anomaly_map`` has the query's own ``H x W`` (float32, 0 where filtered out);
-    ``pass_mean_error`` / ``pass_max_error`` summarise each pass's raw error map;
-    ``timings`` are seconds: ``prepare`` (tensor conversion and resize), ``reconstruct``
-    (this query's share of the batched model calls), ``score`` and ``total``.
-    ``reconstruction`` is the mean over passes of what the model drew (``S x S x 3``
-    ``uint8`` at the model's size), kept only when asked for: evaluation reports show it.
-    """
-
-    score: float
-    anomaly_map: np.ndarray
-    pass_mean_error: list[float]
-    pass_max_error: list[float]
-    timings: dict[str, float] = field(default_factory=dict)
-    reconstruction: np.ndarray | None = None
 
 
 Item = TypeVar("Item")
@@ -321,9 +301,9 @@ def open_runner(exported: str | Path | None, model: PADFormer) -> OnnxRunner:
     there is none (no folder given, onnxruntime missing, graphs of other weights)."""
     if exported is None:
         raise UserError(
-            "runtime onnxruntime needs the model's exported graphs, which only detect reads "
-            "for now (profiles and the daemon do not store them yet); run padformer-edge "
-            "export MODEL --format onnx --out DIR and pass detect --exported DIR."
+            "runtime onnxruntime needs the model's exported graphs; run padformer-edge "
+            "export MODEL --format onnx --out DIR and pass detect --exported DIR, or store "
+            "them in a profile with padformer-edge profile export NAME."
         )
     from padformer_edge.deploy.onnx_runner import OnnxRunner  # onnxruntime: load late
 

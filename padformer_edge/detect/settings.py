@@ -60,7 +60,8 @@ class DetectionSettings(StrictModel):
         "torch",
         description=(
             "what runs the model: torch, or onnxruntime on graphs written by "
-            "padformer-edge export (CPU, fp32; scoring stays in torch)"
+            "padformer-edge export or profile export (CPU, fp32; a profile's exported "
+            "graphs are scored in numpy, with no torch needed)"
         ),
     )
 
