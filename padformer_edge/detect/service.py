@@ -20,7 +20,7 @@ from padformer_edge.detect.images import (
     list_images,
     read_image,
 )
-from padformer_edge.detect.scoring import MIN_SIDE
+from padformer_edge.detect.paper_metrics import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger

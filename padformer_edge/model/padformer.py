@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -68,6 +69,10 @@ class PADFormer(nn.Module):
         super().__init__()
         self.config = config
         self.preset_name = preset_name
+        self.scoring: dict[str, Any] = {}
+        """The fused score's settings validated for this very model, as its checkpoint's
+        header stores them (``detect.scoring_config.ScoringConfig``, JSON; empty: the
+        product's). Plain data here, so the model imports nothing of detection."""
         self.encoder = ViTEncoder(config)
         self.decoder = ReconstructionDecoder(config)
         shape = (1, 3, 1, 1)
@@ -107,6 +112,7 @@ class PADFormer(nn.Module):
         A change that alters a shape is refused by ``load_state_dict``."""
         twin = type(self)(dataclasses.replace(self.config, **changes), self.preset_name)
         twin.load_state_dict(self.state_dict())
+        twin.scoring = dict(self.scoring)
         return twin.to(self.mean.device).train(self.training)
 
     # -- pixels -------------------------------------------------------------------------

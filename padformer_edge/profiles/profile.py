@@ -30,6 +30,7 @@ from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
 
 if TYPE_CHECKING:
     from padformer_edge.detect.detector import Detector
+    from padformer_edge.detect.signature import Signature
 
 
 @dataclass
@@ -122,26 +123,35 @@ class Profile:
             model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
         )
         if not calibrating:
-            self.check_scoring(detector.scoring, detector.metric_name)
+            self.check_scoring(detector.scoring)
         return detector
 
-    def check_scoring(self, scoring: str, metric_name: str) -> None:
+    def check_scoring(self, scoring: Signature) -> None:
         """Refuse a threshold calibrated under another scoring than ``scoring``.
 
         The same checkpoint can score differently after an upgrade (the fused metric's
-        validated readouts, for one), and a threshold on the old scores would raise or
-        drop alarms silently. Files calibrated before the scoring was recorded pass only
-        for a metric whose scores never changed (the paper's readouts)."""
-        from padformer_edge.detect.scoring import paper_signature
+        validated readouts, for one) or with other scoring settings, and a threshold on the
+        old scores would raise or drop alarms silently. The recorded signature is compared
+        as a value (``detect.signature.same_scoring``, which also reads the text of earlier
+        versions); files calibrated before the scoring was recorded pass only for a metric
+        whose scores never changed (the paper's readouts)."""
+        from padformer_edge.detect.signature import (
+            paper_signature,
+            same_scoring,
+            signature_text,
+        )
 
         if self.calibration is None:
             return
-        recorded = self.calibration.scoring or paper_signature(metric_name)
-        if recorded != scoring:
+        recorded = self.calibration.scoring
+        if not same_scoring(recorded, scoring):
+            if recorded is None:
+                recorded = paper_signature(scoring["metric"])
+            before = recorded if isinstance(recorded, str) else signature_text(recorded)
             raise UserError(
                 f"profile '{self.name}' was calibrated on scores computed another way "
-                f"({recorded}) than this version computes them ({scoring}); run "
-                f"`padformer-edge profile calibrate {self.name} --good DIR` again."
+                f"({before}) than this version computes them ({signature_text(scoring)}); "
+                f"run `padformer-edge profile calibrate {self.name} --good DIR` again."
             )
 
     def require_threshold(self) -> float:
