@@ -47,13 +47,12 @@ from benchmarks.common import (
     update_docs_section,
 )
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.scoring import (
+from padformer_edge.detect.paper_metrics import smooth, upsample
+from padformer_edge.detect.reference_distance import (
     ReferenceBank,
     best_cosines,
     flat_cells,
-    smooth,
     unit_cells,
-    upsample,
 )
 from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from padformer_edge.model.checkpoint import load_checkpoint

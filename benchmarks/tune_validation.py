@@ -7,10 +7,9 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
 - the edge model's ``fused`` metric for LAB weights 0 (feature error alone) to 1 (LAB
   alone), each read out with and without the paper's consistency filter and with four
   smoothing widths, for each checkpoint given (runs of one recipe trained for different
-  lengths): the setting with the best image AUROC is ``FUSED_SCORE_LAB_WEIGHT`` and
-  ``FUSED_SCORE_READOUT`` (the image score's), the one with the best AUPRO
-  ``FUSED_LAB_WEIGHT`` and ``FUSED_MAP_READOUT`` (the map's), and the run with the best
-  image AUROC sets the recipe's training length;
+  lengths): the setting with the best image AUROC is the product's image-score job
+  (``detect.scoring_config.PRODUCT_SCORING.score``), the one with the best AUPRO its map
+  job, and the run with the best image AUROC sets the recipe's training length;
 - PatchCore for each tapped stage set, input size and backbone (the bar to beat is its
   best);
 - the LAB reference difference for each smoothing width;
@@ -18,7 +17,11 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
   default metric on the objects it never saw (``--unseen-class``): the best is shipped.
 
 Each method's best configuration (highest mean image AUROC, then AUPRO; marked ``<-``) is
-written to ``benchmarks/validation.json``, with every setting's figures;
+written to ``benchmarks/validation.json``, with every setting's figures; the fused choices
+as scoring configurations (``edge_scoring``, ``generic_scoring``: the
+``detect.scoring_config.ScoringConfig`` the product and the shipped generic model carry),
+and every fused row with its own setting as one job's scoring (``scoring``), so nothing is
+ever read back from a row's name;
 ``benchmarks/quality.py`` reads it for its tuned rows. The baselines need no model, so
 they can be validated while the model trains (without ``--checkpoint``); a later run with
 ``--checkpoint --skip-baselines`` adds the fused sweep and keeps the baselines' results.
@@ -51,7 +54,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
-from padformer_edge.detect.scoring import PAPER_READOUT, TURNS_TEXT, Readout
+from padformer_edge.detect.paper_metrics import PAPER_READOUT, Readout
+from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig
+from padformer_edge.detect.signature import TURNS_TEXT
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -118,9 +123,9 @@ def fused_sweep(
     reference_weights: tuple[float, ...] = REFERENCE_WEIGHTS,
 ) -> dict[str, dict]:
     """'lab weight W, reference R[ at zoom Z][ with quarter turns], READOUT' + ``suffix`` ->
-    mean figures, for every weight of FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of
-    REFERENCE_ZOOMS, turns of REFERENCE_TURNS and readout of READOUTS: one reconstruction
-    per query, scored once per setting."""
+    the setting as one job's scoring (``scoring``) and its mean figures, for every weight of
+    FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of REFERENCE_ZOOMS, turns of REFERENCE_TURNS
+    and readout of READOUTS: one reconstruction per query, scored once per setting."""
     sweep = FusionSweepScorer(
         model,
         FUSED_WEIGHTS,
@@ -132,20 +137,41 @@ def fused_sweep(
     )
     run_scorer(sweep, episodes, options)
     return {
-        setting_label(setting) + suffix: summarise(
-            run_scorer(ReplayScorer(results), episodes, options)[0], per_defect=False
-        )["mean"]
+        setting_label(setting) + suffix: {
+            "scoring": job_of(setting),
+            **summarise(run_scorer(ReplayScorer(results), episodes, options)[0], per_defect=False)[
+                "mean"
+            ],
+        }
         for setting, results in sweep.results.items()
     }
 
 
-def setting_label(setting: FusedSetting) -> str:
-    """How the sweep's rows name a setting: 'lab weight 0.25, reference 12, mean, sigma 8'
-    ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to turned
-    references)."""
+def job_of(setting: FusedSetting) -> dict:
+    """A sweep setting as one job's scoring settings (``JobScoring``'s keys, as JSON): what
+    its row records and a choice becomes (a zoom or turns without a reference term are 1
+    and false, as scored)."""
     mix = setting.mix
-    term = f"reference {mix.reference_weight:g}{mix.reading}"
-    return f"lab weight {mix.lab_weight:g}, {term}, {setting.readout.label}"
+    return {
+        "lab_weight": float(mix.lab_weight),
+        "reference_weight": float(mix.reference_weight),
+        "reference_zoom": mix.zoom,
+        "reference_turns": mix.turns,
+        "consistency_filter": setting.readout.consistency_filter,
+        "sigma": float(setting.readout.sigma),
+    }
+
+
+def setting_label(setting: FusedSetting) -> str:
+    """How the sweep's rows name a setting for a reader: 'lab weight 0.25, reference 12,
+    mean, sigma 8' ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to
+    turned references). A name only: the row's ``scoring`` holds the setting."""
+    mix, readout = setting.mix, setting.readout
+    term = f"reference {mix.reference_weight:g}"
+    term += f" at zoom {mix.zoom}" if mix.zoom > 1 else ""
+    term += f" {TURNS_TEXT}" if mix.turns else ""
+    reading = f"{'filtered' if readout.consistency_filter else 'mean'}, sigma {readout.sigma:g}"
+    return f"lab weight {mix.lab_weight:g}, {term}, {reading}"
 
 
 def run_label(metadata: dict) -> str:
@@ -174,32 +200,28 @@ def choose_run_and_weights(runs: dict[str, dict[str, dict]]) -> tuple[str, str, 
     return run, *picks[run]
 
 
-def setting_of(setting: str) -> FusedSetting:
-    """A row's name back to its setting: 'lab weight 0.25, reference 12 at zoom 2 with
-    quarter turns, mean, sigma 4[, unseen duck+lego]' -> FusedSetting(0.25, 12.0,
-    Readout(False, 4.0), 2, True). Rows without a zoom have zoom 1, rows without turns
-    none, rows from before the reference term ('lab weight 0.25, mean, sigma 4') weight
-    0, and rows from before readouts were swept ('lab weight 0.25') the paper's readout."""
-    parts = [p.strip() for p in setting.removeprefix("lab weight ").split(",")]
-    weight, parts = float(parts[0]), parts[1:]
-    reference, zoom, turns = 0.0, 1, False
-    if parts and parts[0].startswith("reference "):
-        term = parts[0].removeprefix("reference ")
-        turns = term.endswith(TURNS_TEXT)
-        term, _, zoom_text = term.removesuffix(TURNS_TEXT).strip().partition(" at zoom ")
-        reference, zoom, parts = float(term), int(zoom_text or 1), parts[1:]
-    if len(parts) < 2 or not parts[1].startswith("sigma "):
-        return FusedSetting(weight, reference, PAPER_READOUT, zoom, turns)
-    readout = Readout(parts[0] == "filtered", float(parts[1].removeprefix("sigma ")))
-    return FusedSetting(weight, reference, readout, zoom, turns)
+def row_scoring(method: str, setting: str, row: dict) -> JobScoring:
+    """The setting a fused row was scored with (its ``scoring``); a row written before
+    rows carried it is a UserError naming the fix. Not held to the product's bounds: a
+    side sweep scores weights past them (``--reference-weight``), and a choice among
+    them is checked where it is used (``models/ship.py`` validates what it ships)."""
+    if "scoring" not in row:
+        raise UserError(
+            f"validation row '{method}' / '{setting}' holds no scoring (written before rows "
+            "carried their setting); sweep that checkpoint again with --checkpoint or "
+            "--generic."
+        )
+    return JobScoring.model_construct(**row["scoring"])
 
 
-def is_swept_readout(method: str, setting: str) -> bool:
+def is_swept_readout(method: str, setting: str, row: dict) -> bool:
     """A fused row other than the paper's (filtered, unsmoothed, no reference term)."""
     if not method.startswith((EDGE, GENERIC)):
         return False
-    parsed = setting_of(setting)
-    return parsed.readout != PAPER_READOUT or parsed.reference_weight > 0
+    job = row_scoring(method, setting, row)
+    paper = job.consistency_filter == PAPER_READOUT.consistency_filter
+    paper = paper and job.sigma == PAPER_READOUT.sigma
+    return not paper or (job.reference_weight or 0.0) > 0
 
 
 def patchcore_scorer(config: str) -> PatchCoreScorer:
@@ -367,29 +389,26 @@ def run(args: argparse.Namespace) -> None:
         choices["patchcore"] = best(scored_rows["PatchCore"])
         choices["refdiff_sigma"] = float(best(scored_rows["refdiff"]).removeprefix("sigma "))
     # The edge runs are scored on the six seen objects, the generic candidates on the two
-    # they never saw; each family gets its own run and weights (the generic model's are
-    # shipped inside it, ModelConfig.fused_*_weight).
-    for prefix, family, weights in ((EDGE, "edge", ""), (GENERIC, "generic", "generic_")):
+    # they never saw; each family gets its own run and scoring (the product's is
+    # PRODUCT_SCORING, the generic model's is shipped in its header by models/ship.py).
+    for prefix, family in ((EDGE, "edge"), (GENERIC, "generic")):
         runs = {m: rows for m, rows in scored_rows.items() if m.startswith(prefix) and rows}
         if not runs:
             continue
-        run, score_weight, map_weight = choose_run_and_weights(runs)
-        marks[(run, score_weight)] = "<- score"
-        marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
+        run, score_setting, map_setting = choose_run_and_weights(runs)
+        marks[(run, score_setting)] = "<- score"
+        marks[(run, map_setting)] = "<- map" if map_setting != score_setting else "<- both"
         choices[f"{family}_run"] = run.removeprefix(prefix).strip()
-        for job, setting in (("score_", score_weight), ("", map_weight)):
-            chosen = setting_of(setting)
-            choices[f"{weights}fused_{job}lab_weight"] = chosen.lab_weight
-            choices[f"{weights}fused_{job or 'map_'}reference_weight"] = chosen.reference_weight
-            choices[f"{weights}fused_{job or 'map_'}reference_zoom"] = chosen.mix.zoom
-            choices[f"{weights}fused_{job or 'map_'}reference_turns"] = chosen.mix.turns
-            choices[f"{weights}fused_{job or 'map_'}filter"] = chosen.readout.consistency_filter
-            choices[f"{weights}fused_{job or 'map_'}sigma"] = chosen.readout.sigma
+        chosen = ScoringConfig(
+            map=row_scoring(run, map_setting, runs[run][map_setting]),
+            score=row_scoring(run, score_setting, runs[run][score_setting]),
+        )
+        choices[f"{family}_scoring"] = chosen.canonical()
     table_rows = [  # the fused sweeps' other readouts stay in validation.json
         [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()
         for config, v in rows.items()
-        if (method, config) in marks or not is_swept_readout(method, config)
+        if (method, config) in marks or not is_swept_readout(method, config, v)
     ]
     table = markdown_table(
         ["method", "setting", "image AUROC", "pixel AUROC", "AUPRO", ""], table_rows
