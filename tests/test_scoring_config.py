@@ -78,12 +78,13 @@ def test_the_shipped_models_earlier_header_converts_and_scores_bit_identically(
     as_layer = new.reconfigured().eval()
     as_layer.scoring = {}  # the same values given by a detection instead of the header
     given = SETTINGS.replace(scoring=ScoringConfig.model_validate(expected))
+    before = {}
     for metric in ("fused", "distance"):
-        before = _scores(old, images, SETTINGS.replace(metric=metric))
-        assert _scores(new, images, SETTINGS.replace(metric=metric)) == before
-        assert _scores(as_layer, images, given.replace(metric=metric)) == before
+        before[metric] = _scores(old, images, SETTINGS.replace(metric=metric))
+        assert _scores(new, images, SETTINGS.replace(metric=metric)) == before[metric]
+        assert _scores(as_layer, images, given.replace(metric=metric)) == before[metric]
     # the product's settings are not the generic model's: the conversion is what kept them
-    assert _scores(as_layer, images, SETTINGS.replace(metric="fused")) != before
+    assert _scores(as_layer, images, SETTINGS.replace(metric="fused")) != before["fused"]
 
 
 def test_layers_stack_field_by_field_over_the_products() -> None:
