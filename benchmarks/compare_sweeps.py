@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.errors import UserError
 from training.evaluation.report import fmt
-from training.evaluation.sweep import best, best_map, setting_of
+from training.evaluation.sweep import best, best_map, row_scoring
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,15 @@ class Sweep:
     def reconstruction_alone(self) -> Sweep:
         """The settings without the reference distance: what the trained model ranks by
         itself, since the distance reads frozen features that no training run changes."""
-        rows = {k: v for k, v in self.rows.items() if setting_of(k).reference_weight == 0}
+        rows = {k: v for k, v in self.rows.items() if reference_weight(self.name, k, v) == 0}
         if not rows:
             raise UserError(f"{self.name}'s sweep has no setting without the reference term.")
         return Sweep(self.name, rows)
+
+
+def reference_weight(name: str, label: str, row: dict) -> float:
+    """The nearest-reference weight a row was scored with, from its ``scoring``."""
+    return float(row_scoring(name, label, row).reference_weight or 0.0)
 
 
 def parse_run(spec: str) -> Sweep:
@@ -120,7 +125,7 @@ def weight_curve(sweeps: list[Sweep]) -> tuple[str, dict]:
     for sweep in sweeps:
         by_weight: dict[float, dict[str, dict]] = {}
         for label, row in sweep.rows.items():
-            by_weight.setdefault(setting_of(label).reference_weight, {})[label] = row
+            by_weight.setdefault(reference_weight(sweep.name, label, row), {})[label] = row
         curve = {}
         for weight in sorted(by_weight):
             group = by_weight[weight]

@@ -43,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
-from padformer_edge.detect.scoring import resolve_metric, scoring_signature
+from padformer_edge.detect.scoring import resolve_metric
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.signature import scoring_signature, signature_text
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> None:
             rows.append(
                 [
                     name,
-                    f"`{signature}`",
+                    f"`{signature_text(signature)}`",
                     f"{100 * figures['spread']:.1f} %",
                     f"{figures['black_ratio']:.2f}",
                     "" if hidden is None else f"{hidden:.2f}",

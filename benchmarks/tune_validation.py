@@ -7,10 +7,9 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
 - the edge model's ``fused`` metric for LAB weights 0 (feature error alone) to 1 (LAB
   alone), each read out with and without the paper's consistency filter and with four
   smoothing widths, for each checkpoint given (runs of one recipe trained for different
-  lengths): the setting with the best image AUROC is ``FUSED_SCORE_LAB_WEIGHT`` and
-  ``FUSED_SCORE_READOUT`` (the image score's), the one with the best AUPRO
-  ``FUSED_LAB_WEIGHT`` and ``FUSED_MAP_READOUT`` (the map's), and the run with the best
-  image AUROC sets the recipe's training length;
+  lengths): the setting with the best image AUROC is the product's image-score job
+  (``detect.scoring_config.PRODUCT_SCORING.score``), the one with the best AUPRO its map
+  job, and the run with the best image AUROC sets the recipe's training length;
 - PatchCore for each tapped stage set, input size and backbone (the bar to beat is its
   best);
 - the LAB reference difference for each smoothing width;
@@ -18,7 +17,11 @@ benchmark scores, 4-shot with the quality benchmark's protocol:
   default metric on the objects it never saw (``--unseen-class``): the best is shipped.
 
 Each method's best configuration (highest mean image AUROC, then AUPRO; marked ``<-``) is
-written to ``benchmarks/validation.json``, with every setting's figures;
+written to ``benchmarks/validation.json``, with every setting's figures; the fused choices
+as scoring configurations (``edge_scoring``, ``generic_scoring``: the
+``detect.scoring_config.ScoringConfig`` the product and the shipped generic model carry),
+and every fused row with its own setting as one job's scoring (``scoring``), so nothing is
+ever read back from a row's name;
 ``benchmarks/quality.py`` reads it for its tuned rows. The baselines need no model, so
 they can be validated while the model trains (without ``--checkpoint``); a later run with
 ``--checkpoint --skip-baselines`` adds the fused sweep and keeps the baselines' results.
@@ -50,6 +53,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
+from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from training.data.layouts import index_dataset
@@ -66,8 +70,8 @@ from training.evaluation.sweep import (
     drop_other_samples,
     fused_sweep,
     is_swept_readout,
+    row_scoring,
     run_label,
-    setting_of,
 )
 
 CHOICES = Path(__file__).resolve().parent / "validation.json"
@@ -234,29 +238,26 @@ def run(args: argparse.Namespace) -> None:
         choices["patchcore"] = best(scored_rows["PatchCore"])
         choices["refdiff_sigma"] = float(best(scored_rows["refdiff"]).removeprefix("sigma "))
     # The edge runs are scored on the six seen objects, the generic candidates on the two
-    # they never saw; each family gets its own run and weights (the generic model's are
-    # shipped inside it, ModelConfig.fused_*_weight).
-    for prefix, family, weights in ((EDGE, "edge", ""), (GENERIC, "generic", "generic_")):
+    # they never saw; each family gets its own run and scoring (the product's is
+    # PRODUCT_SCORING, the generic model's is shipped in its header by models/ship.py).
+    for prefix, family in ((EDGE, "edge"), (GENERIC, "generic")):
         runs = {m: rows for m, rows in scored_rows.items() if m.startswith(prefix) and rows}
         if not runs:
             continue
-        run, score_weight, map_weight = choose_run_and_weights(runs)
-        marks[(run, score_weight)] = "<- score"
-        marks[(run, map_weight)] = "<- map" if map_weight != score_weight else "<- both"
+        run, score_setting, map_setting = choose_run_and_weights(runs)
+        marks[(run, score_setting)] = "<- score"
+        marks[(run, map_setting)] = "<- map" if map_setting != score_setting else "<- both"
         choices[f"{family}_run"] = run.removeprefix(prefix).strip()
-        for job, setting in (("score_", score_weight), ("", map_weight)):
-            chosen = setting_of(setting)
-            choices[f"{weights}fused_{job}lab_weight"] = chosen.lab_weight
-            choices[f"{weights}fused_{job or 'map_'}reference_weight"] = chosen.reference_weight
-            choices[f"{weights}fused_{job or 'map_'}reference_zoom"] = chosen.mix.zoom
-            choices[f"{weights}fused_{job or 'map_'}reference_turns"] = chosen.mix.turns
-            choices[f"{weights}fused_{job or 'map_'}filter"] = chosen.readout.consistency_filter
-            choices[f"{weights}fused_{job or 'map_'}sigma"] = chosen.readout.sigma
+        chosen = ScoringConfig(
+            map=row_scoring(run, map_setting, runs[run][map_setting]),
+            score=row_scoring(run, score_setting, runs[run][score_setting]),
+        )
+        choices[f"{family}_scoring"] = chosen.canonical()
     table_rows = [  # the fused sweeps' other readouts stay in validation.json
         [method, config, *(fmt(v[m]) for m in METRICS), marks.get((method, config), "")]
         for method, rows in scored_rows.items()
         for config, v in rows.items()
-        if (method, config) in marks or not is_swept_readout(method, config)
+        if (method, config) in marks or not is_swept_readout(method, config, v)
     ]
     table = markdown_table(
         ["method", "setting", "image AUROC", "pixel AUROC", "AUPRO", ""], table_rows

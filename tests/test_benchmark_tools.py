@@ -15,11 +15,8 @@ import pytest
 import torch
 
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.scoring import (
-    nearest_reference_distances,
-    reference_banks,
-    smooth,
-)
+from padformer_edge.detect.paper_metrics import smooth
+from padformer_edge.detect.reference_distance import nearest_reference_distances, reference_banks
 from padformer_edge.model.backbone import (
     STRIDE8_BLOCKS,
     Stride8Features,
@@ -38,7 +35,7 @@ from training.evaluation.reference_variants import (
     rescaled,
     turned,
 )
-from training.evaluation.sweep import run_label, setting_of
+from training.evaluation.sweep import run_label
 from training.release.gpu_bundle import stride8_only
 from training.synth import ViewCounts, render_dataset
 
@@ -96,8 +93,9 @@ def _tiny_edge_with_references(path: Path) -> Path:
     """A tiny edge model whose fused mixes weigh the nearest-reference distance, so that
     its shipped scoring and its reconstruction alone are different scorings."""
     torch.manual_seed(0)
-    weights = {"fused_map_reference_weight": 5.0, "fused_score_reference_weight": 5.0}
-    save_checkpoint(path, build_model("edge", **TINY_EDGE, **weights), {"global_step": 3})
+    model = build_model("edge", **TINY_EDGE)
+    model.scoring = {job: {"reference_weight": 5.0} for job in ("map", "score")}
+    save_checkpoint(path, model, {"global_step": 3})
     return path
 
 
@@ -223,38 +221,38 @@ def test_model_card_names_where_the_fused_settings_come_from():
     assert "nearest-reference weight 24 averaged over 1x-2x inputs, filtered" in fused_text(card)
 
 
-def test_sweep_rows_name_their_settings_and_read_back_older_rows():
-    from padformer_edge.detect.scoring import PAPER_READOUT, Readout
+def test_sweep_rows_carry_their_setting_and_a_name_for_readers():
+    from padformer_edge.detect.paper_metrics import PAPER_READOUT, Readout
+    from padformer_edge.detect.scoring_config import JobScoring
+    from padformer_edge.errors import UserError
     from training.evaluation.fusion import FusedSetting
-    from training.evaluation.sweep import is_swept_readout, setting_label, setting_of
+    from training.evaluation.sweep import is_swept_readout, job_of, row_scoring, setting_label
 
     setting = FusedSetting(0.25, 12.0, Readout(False, 8.0))
-    label = setting_label(setting)
-    assert label == "lab weight 0.25, reference 12, mean, sigma 8"
-    assert setting_of(label) == setting
-    assert setting_of(label + ", unseen duck+lego") == setting
-    assert setting_of("lab weight 0.25, mean, sigma 4") == FusedSetting(
-        0.25, 0.0, Readout(False, 4.0)
-    )
-    assert setting_of("lab weight 0.5") == FusedSetting(0.5, 0.0, PAPER_READOUT)
-    zoomed = FusedSetting(0.0, 24.0, Readout(False, 2.0), 2)
-    assert setting_label(zoomed) == "lab weight 0, reference 24 at zoom 2, mean, sigma 2"
-    assert setting_of(setting_label(zoomed) + ", unseen duck+lego") == zoomed
+    assert setting_label(setting) == "lab weight 0.25, reference 12, mean, sigma 8"
+    assert JobScoring.model_validate(job_of(setting)) == JobScoring(
+        lab_weight=0.25, reference_weight=12.0, reference_zoom=1, reference_turns=False,
+        consistency_filter=False, sigma=8.0,
+    )  # fmt: skip
     turned = FusedSetting(0.25, 12.0, PAPER_READOUT, 2, True)
     label = "lab weight 0.25, reference 12 at zoom 2 with quarter turns, filtered, sigma 0"
-    assert setting_label(turned) == label and setting_of(label) == turned
-    assert setting_of("lab weight 0, reference 12 with quarter turns, mean, sigma 2") == (
-        FusedSetting(0.0, 12.0, Readout(False, 2.0), 1, True)
-    )
-    # without the term a zoom means nothing, so the row does not name one
-    assert setting_label(FusedSetting(0.0, 0.0, Readout(False, 2.0), 2)) == (
-        "lab weight 0, reference 0, mean, sigma 2"
-    )
+    assert setting_label(turned) == label
+    assert (job_of(turned)["reference_zoom"], job_of(turned)["reference_turns"]) == (2, True)
+    # without the term a zoom means nothing, so neither the row's name nor its setting has one
+    unzoomed = FusedSetting(0.0, 0.0, Readout(False, 2.0), 2, True)
+    assert setting_label(unzoomed) == "lab weight 0, reference 0, mean, sigma 2"
+    assert (job_of(unzoomed)["reference_zoom"], job_of(unzoomed)["reference_turns"]) == (1, False)
     edge = "edge fused, 6000 steps"
-    assert not is_swept_readout(edge, "lab weight 0.5, reference 0, filtered, sigma 0")
-    assert is_swept_readout(edge, "lab weight 0.5, reference 6, filtered, sigma 0")
-    assert is_swept_readout(edge, "lab weight 0.5, reference 0, mean, sigma 0")
-    assert not is_swept_readout("PatchCore", "2@448")
+
+    def row(setting: FusedSetting) -> dict:
+        return {"scoring": job_of(setting), "image_auroc": 0.5}
+
+    assert not is_swept_readout(edge, "x", row(FusedSetting(0.5, 0.0, PAPER_READOUT)))
+    assert is_swept_readout(edge, "x", row(FusedSetting(0.5, 6.0, PAPER_READOUT)))
+    assert is_swept_readout(edge, "x", row(FusedSetting(0.5, 0.0, Readout(False, 0.0))))
+    assert not is_swept_readout("PatchCore", "2@448", {"image_auroc": 0.5})
+    with pytest.raises(UserError, match="holds no scoring"):
+        row_scoring(edge, "lab weight 0.5", {"image_auroc": 0.5})
 
 
 def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tiny_render, tmp_path):
@@ -267,7 +265,10 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     own, alone = payload["the model's own"], payload["reconstruction alone"]
-    assert "reference weight 5" in own["scoring"] and "reference" not in alone["scoring"]
+    assert own["scoring"]["map"]["reference_weight"] == own["scoring"]["score"]["reference_weight"]
+    assert own["scoring"]["score"]["reference_weight"] == 5.0
+    assert alone["scoring"]["map"]["reference_weight"] == 0.0
+    assert alone["scoring"]["score"]["reference_weight"] == 0.0
     for row in (own, alone):
         assert row["spread"] >= 0.0 and row["black_ratio"] > 0.0
     # one reconstruction, read by both scorings: one hidden-patch ratio, a real number
@@ -287,7 +288,9 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
         "other.safetensors: reconstruction alone",
     ]
     # the same model, the same references, the same passes: the same figures
-    assert payload[rows[0]] == pytest.approx(alone | {"scoring": alone["scoring"]})
+    figures = {k: v for k, v in payload[rows[0]].items() if k != "scoring"}
+    assert payload[rows[0]]["scoring"] == alone["scoring"]
+    assert figures == pytest.approx({k: v for k, v in alone.items() if k != "scoring"})
 
 
 def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
@@ -330,7 +333,7 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
     assert result.returncode == 0, result.stderr
     assert choices.read_bytes() == before
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]["edge fused, 3 steps"]
-    weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
+    weights = {row["scoring"]["reference_weight"] for row in rows.values() if "image_auroc" in row}
     assert weights == {0.0, 999.0}
     # the docs' validation table shows the product's choices, never a side sweep's
     refused = run_benchmark(*command, "--write-docs")
@@ -339,11 +342,37 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
     assert refused.stderr.count("\n") == 1
 
 
+def _row_setting(lab: float, reference: float, readout: str) -> tuple[str, dict]:
+    """(a row's name, its setting as one job's scoring) as tune_validation writes them."""
+    job = {
+        "lab_weight": lab, "reference_weight": reference, "reference_zoom": 1,
+        "reference_turns": False, "consistency_filter": readout == "filtered",
+        "sigma": 0.0 if readout == "filtered" else 2.0,
+    }  # fmt: skip
+    sigma = "sigma 0" if readout == "filtered" else "sigma 2"
+    return f"lab weight {lab:g}, reference {reference:g}, {readout}, {sigma}", job
+
+
+SETTINGS = dict(
+    _row_setting(lab, reference, readout)
+    for lab in (0.0, 0.25)
+    for reference in (0.0, 12.0, 24.0)
+    for readout in ("mean", "filtered")
+)
+"""Every setting the comparison tests name, by row name."""
+
+
 def _sweep_file(path: Path, group: str, image_aurocs: dict[str, float], images: int = 40) -> Path:
     """A tune_validation-shaped file: one row group whose settings score these image AUROCs
     (AUPRO a fixed step below, pixel AUROC a fixed step above)."""
     rows = {
-        label: {"image_auroc": v, "aupro": v - 0.1, "pixel_auroc": v + 0.05, "images": images}
+        label: {
+            "scoring": SETTINGS[label],
+            "image_auroc": v,
+            "aupro": v - 0.1,
+            "pixel_auroc": v + 0.05,
+            "images": images,
+        }
         for label, v in image_aurocs.items()
     }
     rows["chosen"] = {"note": "a marker row without figures, as the real files have"}
@@ -424,7 +453,8 @@ def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
     from training.evaluation.sweep import EDGE, drop_other_samples
 
     def group(images: int) -> dict:
-        return {"lab weight 0": {"image_auroc": 0.8, "images": images}, "checkpoint": {}}
+        row = {"image_auroc": 0.8, "images": images}
+        return {"lab weight 0, reference 0, mean, sigma 2": row, "checkpoint": {}}
 
     results = {
         f"{EDGE} 6000 steps": group(120),

@@ -7,17 +7,14 @@ import pytest
 import torch
 
 from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.fused import DistanceMetric, FusedMetric
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
-from padformer_edge.detect.scoring import (
-    DistanceMetric,
-    FusedMetric,
-    PredictedFeatureMetric,
-    Readout,
-    build_metric,
-    scoring_signature,
-)
+from padformer_edge.detect.paper_metrics import PredictedFeatureMetric, Readout
+from padformer_edge.detect.scoring import build_metric
+from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.signature import scoring_signature, signature_text
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
@@ -61,9 +58,8 @@ def test_distance_equals_the_fused_metric_with_the_reconstruction_weighted_out(
     plain = distance.metric
     weighted_out = FusedMetric(
         model,
-        references01=[to_unit_tensor(image, torch.device("cpu")) for image in references],
-        reference_weight=plain.reference_weight,
-        score_reference_weight=plain.score_reference_weight,
+        plain.scoring,
+        [to_unit_tensor(image, torch.device("cpu")) for image in references],
         reconstruction_weight=0.0,
     )
     weighted_out.map_readout = Readout(False, weighted_out.map_readout.sigma)
@@ -101,15 +97,23 @@ def test_distance_names_its_scoring_without_a_reconstruction_mix(model) -> None:
     metric = build_metric("distance", model)
     assert isinstance(metric, DistanceMetric)
     signature = scoring_signature("distance", metric)
-    assert signature.startswith("distance; map: reference weight ")
-    assert "LAB" not in signature and "filtered" not in signature
+    assert "lab_weight" not in signature["map"] and "lab_weight" not in signature["score"]
+    assert (
+        not signature["map"]["consistency_filter"] and not signature["score"]["consistency_filter"]
+    )
+    text = signature_text(signature)
+    assert text.startswith("distance; map: reference weight ")
+    assert "LAB" not in text and "filtered" not in text
     assert signature != scoring_signature("fused", build_metric("fused", model))
 
 
 def test_a_job_that_weighs_the_references_zero_still_reads_them() -> None:
-    model = build_model("edge", **SMALL_EDGE, fused_map_reference_weight=0.0)
+    model = build_model("edge", **SMALL_EDGE)
+    model.scoring = {"map": {"reference_weight": 0.0}}
     metric = DistanceMetric(model)
-    assert metric.reference_weight == 1.0 and metric.mixes[0].reference_weight == 1.0
+    assert metric.scoring.map.reference_weight == 1.0 and metric.mixes[0].reference_weight == 1.0
+    given = ScoringConfig(score=JobScoring(reference_weight=0.0))  # a detection's own
+    assert DistanceMetric(model, given).mixes[-1].reference_weight == 1.0
 
 
 def test_distance_is_refused_for_pixel_models() -> None:
@@ -142,8 +146,9 @@ def test_a_model_that_scores_hidden_patches_only_zeroes_its_visible_errors() -> 
     with pytest.raises(ValueError, match="pass their weights"):
         hidden_only.errors(target, query, size, features)
     signature = scoring_signature("fused", build_metric("fused", model))
-    assert signature.endswith("; feature error on hidden patches only")
-    assert "hidden" not in scoring_signature("fused", build_metric("fused", plain.model))
+    assert signature["hidden_patches_only"]
+    assert signature_text(signature).endswith("; feature error on hidden patches only")
+    assert not scoring_signature("fused", build_metric("fused", plain.model))["hidden_patches_only"]
 
 
 def test_hidden_weights_make_the_pass_mean_a_mean_over_the_passes_that_hid_a_patch() -> None:

@@ -5,15 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.scoring import (
+from padformer_edge.detect.paper_metrics import (
     SMOOTH_MAX_SIGMA,
     ColourMetric,
-    PassMoments,
     Readout,
     consistency_filter,
-    score_query,
     smooth,
 )
+from padformer_edge.detect.scoring import PassMoments, score_query
 
 
 def as_tensor(image01: np.ndarray) -> torch.Tensor:

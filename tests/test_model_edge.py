@@ -5,21 +5,22 @@ import pytest
 import torch
 
 from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.fused import FusedMetric, Mix
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.scoring import (
-    FUSED_LAB_WEIGHT,
-    FUSED_SCORE_LAB_WEIGHT,
-    ColourMetric,
-    FusedMetric,
-    Mix,
-    PredictedFeatureMetric,
-)
+from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
+from padformer_edge.detect.scoring_config import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
+
+
+def both(**values) -> ScoringConfig:
+    """The same fused settings for the map and the score."""
+    return ScoringConfig(map=JobScoring(**values), score=JobScoring(**values))
+
 
 SMALL_EDGE = dict(
     img_size=64,
@@ -165,13 +166,8 @@ def test_fused_metric_divides_each_map_by_its_stored_spread(model):
         recon01 = torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(1))
         features = torch.randn(3, model.config.num_patches, model.config.feature_dim)
         size = (64, 64)
-        fused = FusedMetric(
-            model,
-            lab_weight=0.25,
-            score_lab_weight=0.25,
-            reference_weight=0.0,
-            score_reference_weight=0.0,
-        )  # fmt: skip  (the reference term has its own tests)
+        # the reference term has its own tests
+        fused = FusedMetric(model, both(lab_weight=0.25, reference_weight=0.0))
         lab, feature = ColourMetric("lab"), PredictedFeatureMetric(model)
         expected = 0.25 * lab.errors(lab.target(query01, query_model), recon01, size) / 2.0
         expected += (
@@ -215,25 +211,9 @@ def check_fused_detection(model) -> None:
     (result,) = detector.detect([query])
     assert result.anomaly_map.shape == (80, 120)
     # the score is the maximum of the score's own mix and readout of the same passes
-    from padformer_edge.detect.scoring import (
-        FUSED_SCORE_LAB_WEIGHT,
-        FUSED_SCORE_READOUT,
-        FUSED_SCORE_REFERENCE_TURNS,
-        FUSED_SCORE_REFERENCE_WEIGHT,
-        FUSED_SCORE_REFERENCE_ZOOM,
-        FusedMetric,
-    )
-
-    weight, reference = FUSED_SCORE_LAB_WEIGHT, FUSED_SCORE_REFERENCE_WEIGHT
-    zoom, turns = FUSED_SCORE_REFERENCE_ZOOM, FUSED_SCORE_REFERENCE_TURNS
+    score_job = detector.metric.scoring.score
     refs01 = _unit(references)
-    metric = FusedMetric(
-        model, lab_weight=weight, score_lab_weight=weight, references01=refs01,
-        reference_weight=reference, score_reference_weight=reference,
-        reference_zoom=zoom, score_reference_zoom=zoom,
-        reference_turns=turns, score_reference_turns=turns,
-    )  # fmt: skip
-    metric.map_readout = FUSED_SCORE_READOUT
+    metric = FusedMetric(model, ScoringConfig(map=score_job, score=score_job), refs01)
     detector.metric = metric
     (score_map,) = detector.detect([query])
     assert np.isfinite(result.score) and result.score == pytest.approx(
@@ -250,7 +230,7 @@ def test_fused_metric_is_refused_for_pixel_models():
 
 
 def test_fusion_sweep_matches_the_detector_for_each_setting(model):
-    from padformer_edge.detect.scoring import FusedMetric, Readout
+    from padformer_edge.detect.paper_metrics import Readout
     from training.evaluation.fusion import FusedSetting, FusionSweepScorer
 
     references = [product_image(64, 64, seed=s) for s in range(3)]
@@ -268,19 +248,15 @@ def test_fusion_sweep_matches_the_detector_for_each_setting(model):
         detector = Detector(model, references, fused)
         refs01 = _unit(references)
         for setting in sweep.settings:
-            metric = FusedMetric(
-                model,
+            given = both(
                 lab_weight=setting.lab_weight,
-                score_lab_weight=setting.lab_weight,
-                references01=refs01,
                 reference_weight=setting.reference_weight,
-                score_reference_weight=setting.reference_weight,
                 reference_zoom=setting.reference_zoom,
-                score_reference_zoom=setting.reference_zoom,
                 reference_turns=setting.reference_turns,
-                score_reference_turns=setting.reference_turns,
+                consistency_filter=setting.readout.consistency_filter,
+                sigma=setting.readout.sigma,
             )
-            metric.map_readout = metric.score_readout = setting.readout
+            metric = FusedMetric(model, given, refs01)
             detector.metric = metric
             (expected,) = detector.detect([query])
             (got,) = sweep.results[setting]
@@ -299,8 +275,6 @@ def test_fusion_sweep_matches_the_detector_for_each_setting(model):
 def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
     """With two weights the map is the first weight's map and the score the maximum of the
     second weight's map, each exactly what a single-weight detector gives."""
-    from padformer_edge.detect.scoring import FusedMetric
-
     references = [product_image(64, 64, seed=s) for s in range(3)]
     query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
     model.score_scales.copy_(torch.tensor([5.0, 0.5]))
@@ -310,10 +284,11 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
         results = {}
         refs01 = _unit(references)
         for pair in ((0.6, 0.6), (0.0, 0.0), (0.6, 0.0)):
-            detector.metric = FusedMetric(
-                model, lab_weight=pair[0], score_lab_weight=pair[1], references01=refs01,
-                reference_weight=4.0, score_reference_weight=4.0,
-            )  # fmt: skip
+            given = ScoringConfig(
+                map=JobScoring(lab_weight=pair[0], reference_weight=4.0),
+                score=JobScoring(lab_weight=pair[1], reference_weight=4.0),
+            )
+            detector.metric = FusedMetric(model, given, refs01)
             (results[pair],) = detector.detect([query])
     finally:
         model.score_scales.fill_(1.0)
@@ -324,52 +299,40 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
     assert split.score != pytest.approx(map_only.score, rel=1e-3)  # the two mixes differ
 
 
-def test_a_model_carries_its_own_validated_fused_weights(tmp_path):
+def test_a_model_carries_its_own_validated_fused_settings_field_by_field(tmp_path):
+    from padformer_edge.detect.paper_metrics import Readout
+
     plain = build_model("edge", **SMALL_EDGE)
-    default = FusedMetric(plain)
-    assert (default.lab_weight, default.score_lab_weight) == (
-        FUSED_LAB_WEIGHT,
-        FUSED_SCORE_LAB_WEIGHT,
-    )
+    assert FusedMetric(plain).scoring == PRODUCT_SCORING
     path = tmp_path / "own.safetensors"
-    weighted = build_model("edge", **SMALL_EDGE, fused_lab_weight=0.0, fused_score_lab_weight=0.75)
+    weighted = build_model("edge", **SMALL_EDGE)
+    own_settings = {"map": {"lab_weight": 0.0, "consistency_filter": False, "sigma": 4.0},
+                    "score": {"lab_weight": 0.75, "sigma": 2.0}}  # fmt: skip
+    weighted.scoring = own_settings
     save_checkpoint(path, weighted)
     own, _ = load_checkpoint(path)
-    assert (own.config.fused_lab_weight, own.config.fused_score_lab_weight) == (0.0, 0.75)
+    assert own.scoring == own_settings
     metric = FusedMetric(own)
-    assert (metric.lab_weight, metric.score_lab_weight) == (0.0, 0.75)
-    ref, score_ref = metric.reference_weight, metric.score_reference_weight
+    ref, score_ref = (job.reference_weight for job in (metric.scoring.map, metric.scoring.score))
     mixes = [(mix.lab_weight, mix.reference_weight) for mix in metric.mixes]
     assert mixes == [(0.0, ref), (0.75, score_ref)]
-    given = FusedMetric(  # the sweep's way: one mix for both jobs
-        own, lab_weight=0.5, score_lab_weight=0.5, reference_weight=ref,
-        score_reference_weight=ref, reference_zoom=1, score_reference_zoom=1,
-        reference_turns=False, score_reference_turns=False,
-    )  # fmt: skip
-    assert given.mixes == (Mix(0.5, ref),)
-    with pytest.raises(UserError, match="fused_lab_weight must be None or in"):
-        build_model("edge", **SMALL_EDGE, fused_lab_weight=1.5)
-
-
-def test_a_model_carries_its_own_validated_readouts_field_by_field(tmp_path):
-    from padformer_edge.detect.scoring import FUSED_MAP_READOUT, FUSED_SCORE_READOUT, Readout
-
-    default = FusedMetric(build_model("edge", **SMALL_EDGE))
-    assert (default.map_readout, default.score_readout) == (FUSED_MAP_READOUT, FUSED_SCORE_READOUT)
-    path = tmp_path / "own.safetensors"
-    own_settings = {"fused_map_filter": False, "fused_map_sigma": 4.0, "fused_score_sigma": 2.0}
-    save_checkpoint(path, build_model("edge", **SMALL_EDGE, **own_settings))
-    own, _ = load_checkpoint(path)
-    metric = FusedMetric(own)
     assert metric.map_readout == Readout(False, 4.0)
-    # a field the model leaves unset keeps the product's default
-    assert metric.score_readout == Readout(FUSED_SCORE_READOUT.consistency_filter, 2.0)
-    with pytest.raises(UserError, match="fused_score_sigma must be None or in"):
-        build_model("edge", **SMALL_EDGE, fused_score_sigma=-1.0)
+    # a field the model leaves unset keeps the product's
+    assert metric.score_readout == Readout(PRODUCT_SCORING.score.consistency_filter, 2.0)
+    # what a detection gives goes over the model's own, field by field
+    given = both(lab_weight=0.5, reference_zoom=1, reference_turns=False, sigma=0.0)
+    assert FusedMetric(own, given).mixes == (Mix(0.5, ref), Mix(0.5, score_ref))
+    assert FusedMetric(own, given).map_readout == Readout(False, 0.0)
+    own.scoring = {"map": {"lab_weight": 1.5}}
+    with pytest.raises(UserError, match=r"map\.lab_weight: input should be less than or equal"):
+        FusedMetric(own)
 
 
 def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_one(model):
-    from padformer_edge.detect.scoring import nearest_reference_distances, reference_banks
+    from padformer_edge.detect.reference_distance import (
+        nearest_reference_distances,
+        reference_banks,
+    )
 
     size = model.config.img_size
     references = [torch.rand(3, 48, 40, generator=torch.Generator().manual_seed(s)) for s in (3, 4)]
@@ -399,7 +362,10 @@ def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_on
 def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
     """A query that is a reference squeezed square and turned a quarter has every cell in
     the turned bank (distance 0 up to rounding) but not in the upright one."""
-    from padformer_edge.detect.scoring import nearest_reference_distances, reference_banks
+    from padformer_edge.detect.reference_distance import (
+        nearest_reference_distances,
+        reference_banks,
+    )
 
     size = model.config.img_size
     reference = torch.rand(3, size, size, generator=torch.Generator().manual_seed(6))
@@ -412,7 +378,7 @@ def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
 
 
 def test_the_best_cosine_search_in_chunks_equals_the_whole_matrix(monkeypatch):
-    from padformer_edge.detect import scoring
+    from padformer_edge.detect import reference_distance as scoring
 
     generator = torch.Generator().manual_seed(0)
     cells = torch.nn.functional.normalize(torch.randn(50, 40, generator=generator), dim=1)
@@ -429,38 +395,45 @@ def test_the_best_cosine_search_in_chunks_equals_the_whole_matrix(monkeypatch):
 
 
 def test_a_zoomed_reference_term_names_its_zoom_and_zoom_one_keeps_old_signatures(model):
-    from padformer_edge.detect.scoring import scoring_signature
+    from padformer_edge.detect.signature import scoring_signature, signature_text
 
-    one = FusedMetric(model, reference_weight=6.0, score_reference_weight=6.0, reference_zoom=1,
-                      score_reference_zoom=1)  # fmt: skip
+    one = FusedMetric(model, both(reference_weight=6.0, reference_zoom=1))
     signature = scoring_signature("fused", one)
-    assert "reference weight 6" in signature and "zoom" not in signature
-    two = FusedMetric(model, reference_weight=6.0, score_reference_weight=12.0,
-                      reference_zoom=1, score_reference_zoom=2)  # fmt: skip
+    assert signature["map"]["reference_weight"] == 6.0 and signature["map"]["reference_zoom"] == 1
+    assert "reference weight 6" in signature_text(signature)
+    assert "zoom" not in signature_text(signature)
+    given = ScoringConfig(
+        map=JobScoring(reference_weight=6.0, reference_zoom=1),
+        score=JobScoring(reference_weight=12.0, reference_zoom=2),
+    )
+    two = FusedMetric(model, given)
     turns = two.mixes[0].turns, two.mixes[1].turns  # the product's, not given here
     assert two.mixes == (
-        Mix(two.lab_weight, 6.0, 1, turns[0]),
-        Mix(two.score_lab_weight, 12.0, 2, turns[1]),
+        Mix(PRODUCT_SCORING.map.lab_weight, 6.0, 1, turns[0]),
+        Mix(PRODUCT_SCORING.score.lab_weight, 12.0, 2, turns[1]),
     )
     assert two.zoom == 2
-    assert "score: LAB weight" in scoring_signature("fused", two)
-    assert "reference weight 12 at zoom 2" in scoring_signature("fused", two).split("score:")[1]
+    assert scoring_signature("fused", two)["score"]["reference_zoom"] == 2
+    text = signature_text(scoring_signature("fused", two))
+    assert "reference weight 12 at zoom 2" in text.split("score:")[1]
     # without a reference term a zoom changes nothing, so it does not split the mixes
     none = FusedMetric(
-        model, lab_weight=0.5, score_lab_weight=0.5, reference_weight=0.0,
-        score_reference_weight=0.0, reference_zoom=1, score_reference_zoom=3,
-    )  # fmt: skip
+        model,
+        ScoringConfig(
+            map=JobScoring(lab_weight=0.5, reference_weight=0.0, reference_zoom=1),
+            score=JobScoring(lab_weight=0.5, reference_weight=0.0, reference_zoom=3),
+        ),
+    )
     assert none.mixes == (Mix(0.5),) and not none.reads_references
-    with pytest.raises(UserError, match="fused reference zoom 4 must be a whole number"):
-        FusedMetric(model, reference_zoom=4)
-    with pytest.raises(UserError, match="fused_score_reference_zoom must be None or a whole"):
-        build_model("edge", **SMALL_EDGE, fused_score_reference_zoom=0)
-    with pytest.raises(UserError, match="fused_map_reference_zoom must be None or a whole"):
-        build_model("edge", **SMALL_EDGE, fused_map_reference_zoom=1.5)
+    assert scoring_signature("fused", none)["score"]["reference_zoom"] == 1
+    with pytest.raises(ValueError, match="less than or equal to 3"):
+        JobScoring(reference_zoom=4)
+    with pytest.raises(ValueError, match="fractional part"):
+        JobScoring(reference_zoom=1.5)
 
 
 def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
-    from padformer_edge.detect.scoring import scoring_signature
+    from padformer_edge.detect.signature import scoring_signature, signature_text
 
     query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
     unlike = [product_image(64, 64, seed=s) for s in (5, 6)]
@@ -472,24 +445,26 @@ def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
             for name, refs in (("itself", [query, unlike[0]]), ("unlike", unlike)):
                 detector = Detector(model, refs, settings)
                 refs01 = _unit(refs)
-                detector.metric = FusedMetric(
-                    model, references01=refs01,
-                    reference_weight=weight, score_reference_weight=weight,
-                )  # fmt: skip
+                detector.metric = FusedMetric(model, both(reference_weight=weight), refs01)
                 scores[weight, name] = detector.detect([query])[0].score
         # with the term, a query that is one of the references scores lower than against
         # references unlike it, by at least the term's share of the score
         gap = scores[20.0, "unlike"] - scores[20.0, "itself"]
         plain_gap = scores[0.0, "unlike"] - scores[0.0, "itself"]
         assert gap > plain_gap + 1e-3
-        plain = FusedMetric(model, reference_weight=0.0, score_reference_weight=0.0)
-        assert "reference" not in scoring_signature("fused", plain)  # old signatures hold
-        weighted = FusedMetric(model, reference_weight=0.0, score_reference_weight=20.0)
-        assert "score: LAB weight" in scoring_signature("fused", weighted)
-        assert "reference weight 20" in scoring_signature("fused", weighted).split("score:")[1]
+        plain = FusedMetric(model, both(reference_weight=0.0))
+        assert "reference" not in signature_text(scoring_signature("fused", plain))
+        weighted = FusedMetric(
+            model,
+            ScoringConfig(
+                map=JobScoring(reference_weight=0.0), score=JobScoring(reference_weight=20.0)
+            ),
+        )
+        text = signature_text(scoring_signature("fused", weighted))
+        assert "score: LAB weight" in text and "reference weight 20" in text.split("score:")[1]
         with pytest.raises(ValueError, match="build it with them"):
             weighted.target(torch.rand(1, 3, 64, 64), torch.rand(1, 3, 64, 64))
     finally:
         model.score_scales.fill_(1.0)
-    with pytest.raises(UserError, match="fused_map_reference_weight must be None or in"):
-        build_model("edge", **SMALL_EDGE, fused_map_reference_weight=-1.0)
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        JobScoring(reference_weight=-1.0)

@@ -84,26 +84,22 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
 
     source = tmp_path / "run" / "model.safetensors"
     save_checkpoint(source, build_model("edge", **SMALL_EDGE), {"global_step": 7})
-    choices = {
-        "generic_fused_lab_weight": 0.0,
-        "generic_fused_map_reference_weight": 12.0,
-        "generic_fused_score_reference_weight": 0.0,
-        "generic_fused_map_reference_zoom": 2,
-        "generic_fused_score_reference_zoom": 1,
-        "generic_fused_map_reference_turns": True,
-        "generic_fused_score_reference_turns": False,
-        "generic_fused_map_filter": False,
-        "generic_fused_map_sigma": 4.0,
-        "generic_fused_score_lab_weight": 0.25,
-        "generic_fused_score_filter": True,
-        "generic_fused_score_sigma": 0.0,
-    }
+    chosen = {
+        "map": {
+            "lab_weight": 0.0, "reference_weight": 12.0, "reference_zoom": 2,
+            "reference_turns": True, "consistency_filter": False, "sigma": 4.0,
+        },
+        "score": {
+            "lab_weight": 0.25, "reference_weight": 0.0, "reference_zoom": 1,
+            "reference_turns": False, "consistency_filter": True, "sigma": 0.0,
+        },
+    }  # fmt: skip
     validation = tmp_path / "validation.json"
-    validation.write_text(json.dumps(choices))
-    fused = fused_from_validation(validation)
-    shipped = ship(source, tmp_path / "p", "1 min", "CPU", fused=fused)
+    validation.write_text(json.dumps({"generic_scoring": chosen}))
+    scoring = fused_from_validation(validation)
+    shipped = ship(source, tmp_path / "p", "1 min", "CPU", scoring=scoring)
     model, _ = load_checkpoint(shipped)
-    assert {k: getattr(model.config, k.removeprefix("generic_")) for k in choices} == choices
+    assert model.scoring == chosen
     card = json.loads(shipped.with_suffix(".json").read_text())
     assert card["fused"] == {
         "map": {
@@ -115,14 +111,20 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
             "reference_turns": False, "filter": True, "sigma": 0.0,
         },
     }  # fmt: skip
-    with pytest.raises(UserError, match="must be None or in"):
-        ship(source, tmp_path / "bad", "1 min", "CPU", fused={**fused, "fused_lab_weight": 2.0})
     tiny = tmp_path / "tiny.safetensors"
     save_checkpoint(tiny, build_model("tiny"), {"global_step": 7})
     with pytest.raises(UserError, match="no CNN tokens"):
-        ship(tiny, tmp_path / "q", "1 min", "CPU", fused=fused)
+        ship(tiny, tmp_path / "q", "1 min", "CPU", scoring=scoring)
+    bad = {**chosen, "map": {**chosen["map"], "lab_weight": 2.0}}
+    validation.write_text(json.dumps({"generic_scoring": bad}))
+    with pytest.raises(UserError, match=r"map\.lab_weight: input should be less than or equal"):
+        fused_from_validation(validation)
+    partial = {**chosen, "score": {"lab_weight": 0.0}}
+    validation.write_text(json.dumps({"generic_scoring": partial}))
+    with pytest.raises(UserError, match=r"sets no score\.reference_weight; run benchmarks"):
+        fused_from_validation(validation)
     validation.write_text(json.dumps({"generic_fused_lab_weight": 0.0}))
-    with pytest.raises(UserError, match="has no generic_fused_map_reference_weight; run bench"):
+    with pytest.raises(UserError, match="has no generic_scoring; run benchmarks"):
         fused_from_validation(validation)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image, to_unit_tensor
-from padformer_edge.detect.scoring import ColourMetric, PredictedFeatureMetric
+from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.padformer import SCORE_SCALE_NAMES, PADFormer
 

@@ -71,6 +71,7 @@ def detect(
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
     runtime: str = options.RUNTIME,
+    scoring: list[str] = options.SCORING,
     exported: Path | None = typer.Option(
         None,
         "--exported",

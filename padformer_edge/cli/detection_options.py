@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from padformer_edge.cli.choices import choice_option
+from padformer_edge.detect.scoring_config import scoring_changes
 from padformer_edge.detect.settings import (
     DEVICES,
     MASK_SCHEDULES,
@@ -51,6 +52,15 @@ RUNTIME = choice_option(
     help="What runs the model: torch, or onnxruntime on graphs from padformer-edge export.",
 )
 
+SCORING = typer.Option(
+    [],
+    "--scoring",
+    metavar="JOB.KEY=VALUE",
+    help="A fused/distance scoring setting over the model's own, e.g. map.sigma=4 or "
+    "score.reference_weight=96 (repeat; jobs map and score; keys in the configuration "
+    "reference).",
+)
+
 
 FIELD_OF_PARAMETER = {
     "passes": "passes",
@@ -76,6 +86,7 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     option and what was given."""
     values = {field: params[name] for name, field in FIELD_OF_PARAMETER.items()}
     values |= {f: params[n] for n, f in OPTIONAL_FIELD_OF_PARAMETER.items() if n in params}
+    values["scoring"] = scoring_changes(params.get("scoring") or [])
     try:
         return DetectionSettings(**values)
     except ValidationError as err:

@@ -40,6 +40,7 @@ def evaluate(
     device: str = options.DEVICE,
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
+    scoring: list[str] = options.SCORING,
     out: Path = typer.Option(Path("eval"), "--out", "-o", help="Folder for the outputs."),
 ) -> None:
     """Score the test split against N good references per class and report image AUROC,

@@ -64,6 +64,7 @@ def create(
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
     runtime: str = options.RUNTIME,
+    scoring: list[str] = options.SCORING,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views.

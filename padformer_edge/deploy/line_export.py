@@ -50,7 +50,7 @@ class FeaturesGraph(nn.Module):
         self.model = model
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        from padformer_edge.detect.scoring import cell_features
+        from padformer_edge.detect.reference_distance import cell_features
 
         target = self.model.target_features(images).float()
         return target, cell_features(self.model, target)
@@ -76,14 +76,11 @@ class CellsGraph(nn.Module):
 def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, Any]:
     """The metric of ``settings`` for ``model`` as the torch detector resolves it, in the
     terms ``line_scoring.ScoringSpec`` reads."""
-    from padformer_edge.detect.scoring import (
-        DistanceMetric,
-        FusedMetric,
-        resolve_metric,
-        scoring_signature,
-    )
+    from padformer_edge.detect.fused import DistanceMetric, FusedMetric
+    from padformer_edge.detect.scoring import resolve_metric
+    from padformer_edge.detect.signature import scoring_signature
 
-    name, metric = resolve_metric(settings.metric, model)
+    name, metric = resolve_metric(settings.metric, model, None, settings.scoring)
     if name not in ("lab", "rgb", "fused", "distance"):
         raise UserError(
             f"metric '{name}' has no line runtime (it needs the torch encoder per pass); "

@@ -52,7 +52,7 @@ class ScoringSpec:
     """Everything the numpy scoring needs, as the exporter recorded it (``scoring.json``)."""
 
     metric: str
-    signature: str
+    signature: dict[str, Any]
     map_readout: LineReadout
     score_readout: LineReadout
     mixes: tuple[LineMix, ...]

@@ -22,6 +22,7 @@ from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, we
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import split_legacy_scoring
 from padformer_edge.model.padformer import PADFormer
 
 INSTALL_HINT = "pip install 'padformer-edge[onnx]'"
@@ -67,7 +68,11 @@ class OnnxRunner:
                 f"the graphs in {self.folder} were exported from other weights than this "
                 "model; export this checkpoint again with padformer-edge export."
             )
-        if manifest["config"] != config_record(model):
+        # graphs exported before the fused score's settings left the model config still
+        # hold them there; scoring runs in torch from the checkpoint, so they are not
+        # part of what the graphs compute
+        exported_config, _ = split_legacy_scoring(manifest["config"], {})
+        if exported_config != config_record(model):
             raise UserError(
                 f"the graphs in {self.folder} were exported with other model settings than "
                 "this model's; export it again with padformer-edge export."

@@ -34,14 +34,10 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights, make_masks
-from padformer_edge.detect.scoring import (
-    MIN_SIDE,
-    resolve_metric,
-    score_query,
-    score_without_passes,
-    scoring_signature,
-)
+from padformer_edge.detect.paper_metrics import MIN_SIDE
+from padformer_edge.detect.scoring import resolve_metric, score_query, score_without_passes
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceCache
 
@@ -119,7 +115,7 @@ class Detector:
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
-                settings.metric, self.model, references01
+                settings.metric, self.model, references01, settings.scoring
             )
 
     @property
@@ -128,7 +124,7 @@ class Detector:
         return getattr(self.metric, "reads_passes", True)
 
     @property
-    def scoring(self) -> str:
+    def scoring(self) -> Signature:
         """How this detector's scores are computed (``scoring_signature``)."""
         return scoring_signature(self.metric_name, self.metric)
 

@@ -85,7 +85,7 @@ def detect_files(
     and the region above it outlined, as the daemon draws a profile's heatmaps."""
     # torch: imported when a checkpoint runs, so a line install can name heatmaps
     from padformer_edge.detect.detector import Detector
-    from padformer_edge.detect.scoring import MIN_SIDE
+    from padformer_edge.detect.paper_metrics import MIN_SIDE
     from padformer_edge.model.checkpoint import load_checkpoint
 
     if not images:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_serializer, model_validator
 
 from padformer_edge.config import StrictModel
+from padformer_edge.detect.scoring_config import ScoringConfig
 
 MaskSchedule = Literal["random", "balanced"]
 ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
@@ -64,6 +65,19 @@ class DetectionSettings(StrictModel):
             "graphs are scored in numpy, with no torch needed)"
         ),
     )
+    scoring: ScoringConfig = Field(
+        default_factory=ScoringConfig,
+        description=(
+            "the fused and distance metrics' settings, each job's keys optional: what is "
+            "left out is the model's own (its checkpoint), else the product's; the command "
+            "line's --scoring JOB.KEY=VALUE goes over a profile's"
+        ),
+    )
+
+    @field_serializer("scoring")
+    def _set_scoring_only(self, scoring: ScoringConfig) -> dict[str, Any]:
+        """Only the values set: a profile file does not spell out a dozen nulls."""
+        return scoring.changes()
 
     @model_validator(mode="after")
     def _runtime_fits(self) -> DetectionSettings:

@@ -1,9 +1,13 @@
 """Checkpoints as single safetensors files, and encoder import from MAE / timm weights.
 
 A padformer-edge checkpoint is one ``.safetensors`` file: the tensors, plus header
-strings holding a format tag, the preset name, the full ``ModelConfig`` as JSON, a
-sha256 of the tensors and the caller's metadata. Loading never unpickles anything, so a
-checkpoint from an untrusted source cannot run code on the line PC.
+strings holding a format tag, the preset name, the full ``ModelConfig`` as JSON, the
+fused score's settings validated for this model (``scoring``, JSON), a sha256 of the
+tensors and the caller's metadata. Checkpoints written before the scoring had its own
+entry kept those settings as ``fused_*`` fields of the config; loading moves them to
+``scoring`` (``split_legacy_scoring``), so every earlier file scores as it did. Loading
+never unpickles anything, so a checkpoint from an untrusted source cannot run code on the
+line PC.
 
 A checkpoint may store its float32 tensors as float16 (``storage: float16`` in the
 header) to halve the file, e.g. for the generic model shipped inside the package; loading
@@ -69,6 +73,7 @@ def save_checkpoint(
         "format": FORMAT_TAG,
         "preset": model.preset_name,
         "config": json.dumps(model.config.to_dict(), sort_keys=True),
+        "scoring": json.dumps(model.scoring, sort_keys=True),
         "weights_sha256": tensors_sha256(tensors),
         "metadata": user,
         "storage": "float16" if half else "float32",
@@ -102,9 +107,12 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, d
     """(model in eval mode on ``device``, the caller's metadata) from a checkpoint file."""
     header = read_header(path)
     try:
-        config = ModelConfig.from_dict(json.loads(header["config"]))
+        fields, scoring = split_legacy_scoring(
+            json.loads(header["config"]), json.loads(header.get("scoring", "{}"))
+        )
+        config = ModelConfig.from_dict(fields)
         metadata = json.loads(header.get("metadata", "{}"))
-    except (KeyError, ValueError, TypeError) as err:
+    except (KeyError, ValueError, TypeError, AttributeError) as err:
         raise UserError(f"checkpoint {path} has a broken header ({err}); re-export it.") from None
     tensors = load_file(str(path))
     if tensors_sha256(tensors) != header.get("weights_sha256"):
@@ -112,6 +120,7 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, d
     if header.get("storage") == "float16":
         tensors = {k: v.float() if v.dtype == torch.float16 else v for k, v in tensors.items()}
     model = PADFormer(config, preset_name=header.get("preset", "custom"))
+    model.scoring = scoring
     result = model.load_state_dict(tensors, strict=False)
     if result.missing_keys or result.unexpected_keys:
         raise UserError(
@@ -119,6 +128,39 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, d
             f"({_key_summary(result.missing_keys, result.unexpected_keys)}); re-export it."
         )
     return model.to(device).eval(), metadata
+
+
+LEGACY_SCORING_FIELDS = {
+    "fused_lab_weight": ("map", "lab_weight"),
+    "fused_map_reference_weight": ("map", "reference_weight"),
+    "fused_map_reference_zoom": ("map", "reference_zoom"),
+    "fused_map_reference_turns": ("map", "reference_turns"),
+    "fused_map_filter": ("map", "consistency_filter"),
+    "fused_map_sigma": ("map", "sigma"),
+    "fused_score_lab_weight": ("score", "lab_weight"),
+    "fused_score_reference_weight": ("score", "reference_weight"),
+    "fused_score_reference_zoom": ("score", "reference_zoom"),
+    "fused_score_reference_turns": ("score", "reference_turns"),
+    "fused_score_filter": ("score", "consistency_filter"),
+    "fused_score_sigma": ("score", "sigma"),
+}
+"""``ModelConfig`` fields of earlier checkpoints -> (job, key) of the scoring entry that
+holds them now (``detect.scoring_config.ScoringConfig``); None meant the product's value,
+which an absent key means now."""
+
+
+def split_legacy_scoring(config: dict, scoring: dict) -> tuple[dict, dict]:
+    """(the config without the earlier ``fused_*`` fields, the scoring entry with their set
+    values added): a header of either form loads as the current one. A value the scoring
+    entry also sets is kept from the entry."""
+    fields = {k: v for k, v in config.items() if k not in LEGACY_SCORING_FIELDS}
+    merged: dict = {}
+    for name, (job, key) in LEGACY_SCORING_FIELDS.items():
+        if config.get(name) is not None:
+            merged.setdefault(job, {})[key] = config[name]
+    for job, values in scoring.items():
+        merged[job] = {**merged.get(job, {}), **values}
+    return fields, merged
 
 
 def _key_summary(missing: list[str], unexpected: list[str], shown: int = 5) -> str:

@@ -75,15 +75,6 @@ neighbours), or ``references``: each patch's prediction is an attention-weighted
 the references' own frozen features (``decoder.ReferencePointer``), so the reconstruction
 holds nothing the references do not show."""
 
-MAX_READOUT_SIGMA = 32.0
-"""Upper bound of a readout's smoothing, in model pixels (``detect.scoring.Readout``)."""
-MAX_REFERENCE_WEIGHT = 400.0
-"""Upper bound of the nearest-reference term's weight in a ``fused`` mix: twice the
-largest weight the validation sweep offers."""
-MAX_REFERENCE_ZOOM = 3
-"""Largest magnification the nearest-reference distance is averaged over: at 3x a 224 px
-model reads 672 px images, about nine times the CNN's work of 1x."""
-
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -135,36 +126,6 @@ class ModelConfig:
     convolution's work by about d'/stn_channels."""
     norm_mean: tuple[float, float, float] = IMAGENET_MEAN
     norm_std: tuple[float, float, float] = IMAGENET_STD
-    fused_lab_weight: float | None = None
-    """The ``fused`` map's LAB weight chosen on validation data for this very model, or
-    None for the product's default (``detect.scoring.FUSED_LAB_WEIGHT``). A model that
-    inspects objects it never saw (the shipped generic one) can want another mix than
-    one trained on its test objects, so the choice travels with the weights."""
-    fused_score_lab_weight: float | None = None
-    """The same for the image score's mix (default ``FUSED_SCORE_LAB_WEIGHT``)."""
-    fused_map_filter: bool | None = None
-    """Whether the ``fused`` map keeps the paper's consistency filter (None: the product's
-    ``FUSED_MAP_READOUT``); with the next three, validated per model like the weights."""
-    fused_map_sigma: float | None = None
-    """Gaussian smoothing of the ``fused`` map, in pixels of the model's input."""
-    fused_score_filter: bool | None = None
-    """The same two for the map whose maximum is the image score."""
-    fused_score_sigma: float | None = None
-    fused_map_reference_weight: float | None = None
-    """Weight of the nearest-reference distance in the ``fused`` map (None: the product's
-    ``FUSED_MAP_REFERENCE_WEIGHT``); chosen on validation data with the others."""
-    fused_score_reference_weight: float | None = None
-    """The same for the map whose maximum is the image score."""
-    fused_map_reference_zoom: int | None = None
-    """The ``fused`` map's nearest-reference distance is the mean over the images
-    magnified 1x..zoom x (None: the product's ``FUSED_MAP_REFERENCE_ZOOM``)."""
-    fused_score_reference_zoom: int | None = None
-    """The same for the map whose maximum is the image score."""
-    fused_map_reference_turns: bool | None = None
-    """Whether the ``fused`` map also matches each reference turned by a quarter, a half
-    and three quarters (None: the product's ``FUSED_MAP_REFERENCE_TURNS``)."""
-    fused_score_reference_turns: bool | None = None
-    """The same for the map whose maximum is the image score."""
 
     def __post_init__(self) -> None:
         if self.img_size % self.patch_size:
@@ -202,34 +163,6 @@ class ModelConfig:
                 "feature_readout 'references' needs CNN tokens (a token_source other than "
                 "pixels): only they give the references' features to read."
             )
-        for name in ("fused_lab_weight", "fused_score_lab_weight"):
-            weight = getattr(self, name)
-            if weight is not None and not 0.0 <= weight <= 1.0:
-                raise ValueError(f"{name} must be None or in [0, 1], not {weight}.")
-        for name in ("fused_map_sigma", "fused_score_sigma"):
-            sigma = getattr(self, name)
-            if sigma is not None and not 0.0 <= sigma <= MAX_READOUT_SIGMA:
-                raise ValueError(
-                    f"{name} must be None or in [0, {MAX_READOUT_SIGMA:g}], not {sigma}."
-                )
-        for name in ("fused_map_reference_weight", "fused_score_reference_weight"):
-            weight = getattr(self, name)
-            if weight is not None and not 0.0 <= weight <= MAX_REFERENCE_WEIGHT:
-                raise ValueError(
-                    f"{name} must be None or in [0, {MAX_REFERENCE_WEIGHT:g}], not {weight}."
-                )
-        for name in ("fused_map_reference_zoom", "fused_score_reference_zoom"):
-            zoom = getattr(self, name)
-            whole = isinstance(zoom, int) and not isinstance(zoom, bool)
-            if zoom is not None and not (whole and 1 <= zoom <= MAX_REFERENCE_ZOOM):
-                raise ValueError(
-                    f"{name} must be None or a whole number in [1, {MAX_REFERENCE_ZOOM}], "
-                    f"not {zoom!r}."
-                )
-        for name in ("fused_map_reference_turns", "fused_score_reference_turns"):
-            turns = getattr(self, name)
-            if turns is not None and not isinstance(turns, bool):
-                raise ValueError(f"{name} must be None, true or false, not {turns!r}.")
         if self.stn_channels < 0:
             raise ValueError(f"stn_channels must be 0 or positive, not {self.stn_channels}.")
 

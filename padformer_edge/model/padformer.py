@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -72,6 +73,10 @@ class PADFormer(nn.Module):
         super().__init__()
         self.config = config
         self.preset_name = preset_name
+        self.scoring: dict[str, Any] = {}
+        """The fused score's settings validated for this very model, as its checkpoint's
+        header stores them (``detect.scoring_config.ScoringConfig``, JSON; empty: the
+        product's). Plain data here, so the model imports nothing of detection."""
         self.encoder = ViTEncoder(config)
         self.decoder = ReconstructionDecoder(config)
         shape = (1, 3, 1, 1)
@@ -117,6 +122,7 @@ class PADFormer(nn.Module):
         stray = [k for k in (*missing, *unexpected) if not k.startswith(swapped)]
         if stray:
             raise RuntimeError(f"weights do not fit the changed config: {', '.join(stray)}")
+        twin.scoring = dict(self.scoring)
         return twin.to(self.mean.device).train(self.training)
 
     # -- pixels -------------------------------------------------------------------------

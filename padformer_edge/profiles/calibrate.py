@@ -19,6 +19,8 @@ import numpy as np
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
+from padformer_edge.detect.scoring import resolve_metric
+from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256
@@ -180,13 +182,13 @@ def calibrate_profile(
     return CalibrationReport(load_profile(root, name), result, skipped)
 
 
-def scoring_of(profile: Profile) -> str:
-    """The profile's scoring signature, from its checkpoint and metric setting alone."""
-    from padformer_edge.detect.scoring import resolve_metric, scoring_signature
+def scoring_of(profile: Profile) -> Signature:
+    """The profile's scoring signature, from its checkpoint and detection settings alone."""
     from padformer_edge.model.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(profile.model_path)
-    return scoring_signature(*resolve_metric(profile.detection.metric, model))
+    detection = profile.detection
+    return scoring_signature(*resolve_metric(detection.metric, model, None, detection.scoring))
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:

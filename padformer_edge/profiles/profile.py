@@ -33,6 +33,7 @@ from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, Pro
 if TYPE_CHECKING:
     from padformer_edge.deploy.line_detector import LineDetector
     from padformer_edge.detect.detector import Detector
+    from padformer_edge.detect.signature import Signature
 
 
 def line_threads() -> int:
@@ -124,7 +125,7 @@ class Profile:
         if settings.runtime == "onnxruntime":
             detector = self.build_line_detector(settings)
             if not calibrating:
-                self.check_scoring(detector.scoring, detector.metric_name)
+                self.check_scoring(detector.scoring)
             return detector  # type: ignore[return-value]  # answers the same calls
         from padformer_edge.detect.detector import Detector
         from padformer_edge.detect.images import read_image
@@ -139,7 +140,7 @@ class Profile:
             model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
         )
         if not calibrating:
-            self.check_scoring(detector.scoring, detector.metric_name)
+            self.check_scoring(detector.scoring)
         return detector
 
     def build_line_detector(self, settings: DetectionSettings) -> LineDetector:
@@ -192,25 +193,32 @@ class Profile:
         verify_files(self.folder / exported.folder, exported.files, self.export_fix)
         return f"{len(exported.files)} exported files in {self.folder / exported.folder} match"
 
-    def check_scoring(self, scoring: str, metric_name: str) -> None:
+    def check_scoring(self, scoring: Signature) -> None:
         """Refuse a threshold calibrated under another scoring than ``scoring``.
 
         The same checkpoint can score differently after an upgrade (the fused metric's
-        validated readouts, for one), and a threshold on the old scores would raise or
-        drop alarms silently. Files calibrated before the scoring was recorded pass only
-        for a metric whose scores never changed (the paper's readouts)."""
+        validated readouts, for one) or with other scoring settings, and a threshold on the
+        old scores would raise or drop alarms silently. The recorded signature is compared
+        as a value (``detect.signature.same_scoring``, which also reads the text of earlier
+        versions); files calibrated before the scoring was recorded pass only for a metric
+        whose scores never changed (the paper's readouts)."""
+        from padformer_edge.detect.signature import (
+            paper_signature,
+            same_scoring,
+            signature_text,
+        )
+
         if self.calibration is None:
             return
         recorded = self.calibration.scoring
-        if recorded is None:  # only files older than the signature; they came from torch
-            from padformer_edge.detect.scoring import paper_signature
-
-            recorded = paper_signature(metric_name)
-        if recorded != scoring:
+        if not same_scoring(recorded, scoring):
+            if recorded is None:
+                recorded = paper_signature(scoring["metric"])
+            before = recorded if isinstance(recorded, str) else signature_text(recorded)
             raise UserError(
                 f"profile '{self.name}' was calibrated on scores computed another way "
-                f"({recorded}) than this version computes them ({scoring}); run "
-                f"`padformer-edge profile calibrate {self.name} --good DIR` again."
+                f"({before}) than this version computes them ({signature_text(scoring)}); "
+                f"run `padformer-edge profile calibrate {self.name} --good DIR` again."
             )
 
     def require_threshold(self) -> float:

@@ -7,7 +7,7 @@ hold nothing the detector would not accept.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -79,9 +79,11 @@ class CalibrationResult(StrictModel):
     model_sha256: str = Field(pattern=SHA256_PATTERN)
     calibrated_at: str
     warnings: list[str] = Field(default_factory=list)
-    scoring: str | None = None
-    """How the scores were computed (``detect.scoring.scoring_signature``); None in files
-    calibrated before it was recorded. A threshold only holds for the same scoring."""
+    scoring: dict[str, Any] | str | None = None
+    """How the scores were computed (``detect.signature.scoring_signature``: the metric,
+    each job's mix and readout); a line of text in files calibrated by earlier versions,
+    None in files calibrated before it was recorded. A threshold only holds for the same
+    scoring."""
 
 
 class ExportedFiles(StrictModel):

@@ -119,6 +119,20 @@ def test_runner_refuses_graphs_of_other_settings_with_the_same_weights(tmp_path)
         OnnxRunner(tmp_path, model.reconfigured(isolate_masked=True))
 
 
+def test_graphs_exported_with_the_fused_settings_in_the_model_config_still_run(tmp_path):
+    """Earlier exports recorded the fused score's ``fused_*`` fields in the manifest's
+    model config; they never changed a graph, so such an export still matches."""
+    from padformer_edge.model.checkpoint import LEGACY_SCORING_FIELDS
+
+    model = tiny_model("edge")
+    export_onnx(model, tmp_path)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["config"].update(dict.fromkeys(LEGACY_SCORING_FIELDS))
+    manifest["config"]["fused_lab_weight"] = 0.5
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    OnnxRunner(tmp_path, model)
+
+
 def test_runner_refuses_a_graph_changed_since_export(tiny_export, tmp_path):
     model, folder = tiny_export
     copy = tmp_path / "graphs"

@@ -121,7 +121,10 @@ def test_a_threshold_only_holds_for_the_scoring_it_was_calibrated_under(made, pr
     profile = load_profile(made, "duck")
     detector = profile.build_detector()
     assert profile.calibration.scoring == detector.scoring
-    assert detector.scoring == "lab; map: filtered, sigma 0; score: filtered, sigma 0"
+    paper = {"consistency_filter": True, "sigma": 0.0}
+    assert detector.scoring == {
+        "metric": "lab", "map": paper, "score": paper, "hidden_patches_only": False
+    }  # fmt: skip
     path = profile.folder / "profile.yaml"
     calibrated = yaml.safe_load(path.read_text())
 
@@ -140,7 +143,27 @@ def test_a_threshold_only_holds_for_the_scoring_it_was_calibrated_under(made, pr
     legacy = load_profile(made, "duck")
     assert legacy.build_detector().scoring == detector.scoring
     # ... but the fused metric's readouts did, so such a file is refused for it
+    mix = {"lab_weight": 0.25, "reference_weight": 0.0, "reference_zoom": 1}
+    fused = {
+        **detector.scoring,
+        "metric": "fused",
+        "map": {**mix, "reference_turns": False, "consistency_filter": False, "sigma": 4.0},
+    }
     with pytest.raises(UserError, match="calibrated on scores computed another way"):
-        legacy.check_scoring("fused; map: LAB weight 0.25, mean, sigma 4; score: x", "fused")
+        legacy.check_scoring(fused)
+    # a file calibrated by a version that recorded the signature as a line of text
+    rewrite(
+        lambda d: d["calibration"].update(
+            scoring="lab; map: filtered, sigma 0; score: filtered, sigma 0"
+        )
+    )
+    assert load_profile(made, "duck").build_detector().scoring == detector.scoring
+    rewrite(
+        lambda d: d["calibration"].update(
+            scoring="lab; map: mean, sigma 2; score: filtered, sigma 0"
+        )
+    )
+    with pytest.raises(UserError, match=r"another way \(lab; map: mean, sigma 2"):
+        load_profile(made, "duck").build_detector()
     calibrate_profile(made, "duck", product / "test" / "good", None, TARGET)  # always allowed
     assert load_profile(made, "duck").calibration.scoring == detector.scoring

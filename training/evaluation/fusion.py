@@ -17,18 +17,16 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.fused import Mix, mix_errors, score_scales_of
 from padformer_edge.detect.images import to_unit_tensor
-from padformer_edge.detect.scoring import (
-    Mix,
-    PassMoments,
-    Readout,
+from padformer_edge.detect.paper_metrics import Readout
+from padformer_edge.detect.reference_distance import (
     ReferenceBank,
-    mix_errors,
     nearest_reference_distances,
     reference_banks,
     reference_distance,
-    score_scales_of,
 )
+from padformer_edge.detect.scoring import PassMoments
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.padformer import PADFormer
 from training.evaluation.scorers import Scored
@@ -109,7 +107,9 @@ class FusionSweepScorer:
                 mix = setting.mix
                 if mix not in moments:
                     reference = (
-                        reference_distance(distances, mix) if mix.reference_weight > 0 else None
+                        reference_distance(distances, mix.zoom, mix.turns)
+                        if mix.reference_weight > 0
+                        else None
                     )
                     errors = mix_errors(
                         maps["lab"],

@@ -8,7 +8,9 @@ scored another way, so they cost no training.
 
 from __future__ import annotations
 
+from padformer_edge.detect.fused import model_scoring
 from padformer_edge.detect.scoring import default_metric
+from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.model.padformer import PADFormer
 
 RECONSTRUCTION_ALONE = "reconstruction alone (15 passes)"
@@ -17,7 +19,11 @@ DISTANCE_ALONE = "distance alone (no passes)"
 
 def reconstruction_only(model: PADFormer) -> PADFormer:
     """The same model with both fused jobs' nearest-reference weights at 0."""
-    twin = model.reconfigured(fused_map_reference_weight=0.0, fused_score_reference_weight=0.0)
+    twin = model.reconfigured()
+    unweighted = ScoringConfig.model_validate(
+        {job: {"reference_weight": 0.0} for job in ("map", "score")}
+    )
+    twin.scoring = unweighted.over(model_scoring(model)).changes()
     return twin.eval()
 
 

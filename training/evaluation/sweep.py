@@ -12,7 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-from padformer_edge.detect.scoring import PAPER_READOUT, TURNS_TEXT, Readout
+from padformer_edge.detect.paper_metrics import PAPER_READOUT, Readout
+from padformer_edge.detect.scoring_config import JobScoring
+from padformer_edge.detect.signature import TURNS_TEXT
+from padformer_edge.errors import UserError
 from training.evaluation.fusion import FusedSetting, FusionSweepScorer, ReplayScorer
 from training.evaluation.protocol import EvalOptions, run_scorer, summarise
 
@@ -62,9 +65,9 @@ def fused_sweep(
     reference_weights: tuple[float, ...] = REFERENCE_WEIGHTS,
 ) -> dict[str, dict]:
     """'lab weight W, reference R[ at zoom Z][ with quarter turns], READOUT' + ``suffix`` ->
-    mean figures, for every weight of FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of
-    REFERENCE_ZOOMS, turns of REFERENCE_TURNS and readout of READOUTS: one reconstruction
-    per query, scored once per setting."""
+    the setting as one job's scoring (``scoring``) and its mean figures, for every weight of
+    FUSED_WEIGHTS and REFERENCE_WEIGHTS, zoom of REFERENCE_ZOOMS, turns of REFERENCE_TURNS
+    and readout of READOUTS: one reconstruction per query, scored once per setting."""
     sweep = FusionSweepScorer(
         model,
         FUSED_WEIGHTS,
@@ -76,20 +79,41 @@ def fused_sweep(
     )
     run_scorer(sweep, episodes, options)
     return {
-        setting_label(setting) + suffix: summarise(
-            run_scorer(ReplayScorer(results), episodes, options)[0], per_defect=False
-        )["mean"]
+        setting_label(setting) + suffix: {
+            "scoring": job_of(setting),
+            **summarise(run_scorer(ReplayScorer(results), episodes, options)[0], per_defect=False)[
+                "mean"
+            ],
+        }
         for setting, results in sweep.results.items()
     }
 
 
-def setting_label(setting: FusedSetting) -> str:
-    """How the sweep's rows name a setting: 'lab weight 0.25, reference 12, mean, sigma 8'
-    ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to turned
-    references)."""
+def job_of(setting: FusedSetting) -> dict:
+    """A sweep setting as one job's scoring settings (``JobScoring``'s keys, as JSON): what
+    its row records and a choice becomes (a zoom or turns without a reference term are 1
+    and false, as scored)."""
     mix = setting.mix
-    term = f"reference {mix.reference_weight:g}{mix.reading}"
-    return f"lab weight {mix.lab_weight:g}, {term}, {setting.readout.label}"
+    return {
+        "lab_weight": float(mix.lab_weight),
+        "reference_weight": float(mix.reference_weight),
+        "reference_zoom": mix.zoom,
+        "reference_turns": mix.turns,
+        "consistency_filter": setting.readout.consistency_filter,
+        "sigma": float(setting.readout.sigma),
+    }
+
+
+def setting_label(setting: FusedSetting) -> str:
+    """How the sweep's rows name a setting for a reader: 'lab weight 0.25, reference 12,
+    mean, sigma 8' ('reference 12 at zoom 2 with quarter turns' for a zoomed distance to
+    turned references). A name only: the row's ``scoring`` holds the setting."""
+    mix, readout = setting.mix, setting.readout
+    term = f"reference {mix.reference_weight:g}"
+    term += f" at zoom {mix.zoom}" if mix.zoom > 1 else ""
+    term += f" {TURNS_TEXT}" if mix.turns else ""
+    reading = f"{'filtered' if readout.consistency_filter else 'mean'}, sigma {readout.sigma:g}"
+    return f"lab weight {mix.lab_weight:g}, {term}, {reading}"
 
 
 def run_label(metadata: dict) -> str:
@@ -103,32 +127,28 @@ def run_label(metadata: dict) -> str:
     return label
 
 
-def setting_of(setting: str) -> FusedSetting:
-    """A row's name back to its setting: 'lab weight 0.25, reference 12 at zoom 2 with
-    quarter turns, mean, sigma 4[, unseen duck+lego]' -> FusedSetting(0.25, 12.0,
-    Readout(False, 4.0), 2, True). Rows without a zoom have zoom 1, rows without turns
-    none, rows from before the reference term ('lab weight 0.25, mean, sigma 4') weight
-    0, and rows from before readouts were swept ('lab weight 0.25') the paper's readout."""
-    parts = [p.strip() for p in setting.removeprefix("lab weight ").split(",")]
-    weight, parts = float(parts[0]), parts[1:]
-    reference, zoom, turns = 0.0, 1, False
-    if parts and parts[0].startswith("reference "):
-        term = parts[0].removeprefix("reference ")
-        turns = term.endswith(TURNS_TEXT)
-        term, _, zoom_text = term.removesuffix(TURNS_TEXT).strip().partition(" at zoom ")
-        reference, zoom, parts = float(term), int(zoom_text or 1), parts[1:]
-    if len(parts) < 2 or not parts[1].startswith("sigma "):
-        return FusedSetting(weight, reference, PAPER_READOUT, zoom, turns)
-    readout = Readout(parts[0] == "filtered", float(parts[1].removeprefix("sigma ")))
-    return FusedSetting(weight, reference, readout, zoom, turns)
+def row_scoring(method: str, setting: str, row: dict) -> JobScoring:
+    """The setting a fused row was scored with (its ``scoring``); a row written before
+    rows carried it is a UserError naming the fix. Not held to the product's bounds: a
+    side sweep scores weights past them (``--reference-weight``), and a choice among
+    them is checked where it is used (the release tool validates what it ships)."""
+    if "scoring" not in row:
+        raise UserError(
+            f"validation row '{method}' / '{setting}' holds no scoring (written before rows "
+            "carried their setting); sweep that checkpoint again with --checkpoint or "
+            "--generic."
+        )
+    return JobScoring.model_construct(**row["scoring"])
 
 
-def is_swept_readout(method: str, setting: str) -> bool:
+def is_swept_readout(method: str, setting: str, row: dict) -> bool:
     """A fused row other than the paper's (filtered, unsmoothed, no reference term)."""
     if not method.startswith((EDGE, GENERIC)):
         return False
-    parsed = setting_of(setting)
-    return parsed.readout != PAPER_READOUT or parsed.reference_weight > 0
+    job = row_scoring(method, setting, row)
+    paper = job.consistency_filter == PAPER_READOUT.consistency_filter
+    paper = paper and job.sigma == PAPER_READOUT.sigma
+    return not paper or (job.reference_weight or 0.0) > 0
 
 
 def best(rows: dict[Key, dict]) -> Key:

@@ -15,21 +15,22 @@ demo shows one of them) are the trainer's to state. A run continued from other w
 that record; the steps behind those weights are stated with ``--earlier-steps`` and
 added to the card's ``steps`` (``steps_this_run`` keeps the run's own count).
 ``--validation benchmarks/validation.json`` stores the fused metric's settings chosen for
-this model on validation objects it never saw (``tune_validation.py --generic``: the LAB
-weight, nearest-reference weight and readout of its map and of its image score) in the
-shipped file's model config, where the detector reads them, and on the card.
+this model on validation objects it never saw (``tune_validation.py --generic`` writes them
+as ``generic_scoring``, a ``ScoringConfig``: the LAB weight, nearest-reference weight and
+readout of its map and of its image score) in the shipped file's header, where the
+detector reads them, and on the card.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from padformer_edge.atomic import write_atomic
+from padformer_edge.detect.scoring_config import ScoringConfig, scoring_from_json
 from padformer_edge.errors import UserError
 from padformer_edge.models import CARD_NAME, CHECKPOINT_NAME, package_folder
 
@@ -38,26 +39,16 @@ QUALITY_REFERENCE = (
     "docs/benchmarks.md, tables quality-unseen and quality-renders "
     "(benchmarks/quality.py, benchmarks/render_spread.py)"
 )
-FUSED_FIELDS = {
-    "map": {
-        "weight": "fused_lab_weight",
-        "reference_weight": "fused_map_reference_weight",
-        "reference_zoom": "fused_map_reference_zoom",
-        "reference_turns": "fused_map_reference_turns",
-        "filter": "fused_map_filter",
-        "sigma": "fused_map_sigma",
-    },
-    "score": {
-        "weight": "fused_score_lab_weight",
-        "reference_weight": "fused_score_reference_weight",
-        "reference_zoom": "fused_score_reference_zoom",
-        "reference_turns": "fused_score_reference_turns",
-        "filter": "fused_score_filter",
-        "sigma": "fused_score_sigma",
-    },
+CARD_KEYS = {
+    "weight": "lab_weight",
+    "reference_weight": "reference_weight",
+    "reference_zoom": "reference_zoom",
+    "reference_turns": "reference_turns",
+    "filter": "consistency_filter",
+    "sigma": "sigma",
 }
-"""Card key -> ModelConfig field, per fused job: LAB weight, nearest-reference weight, zoom
-and turns, consistency filter, smoothing."""
+"""The card's name -> the ``ScoringConfig`` key, for each job of the card's ``fused``
+section (the card keeps the names earlier cards used)."""
 
 
 def card_fields(
@@ -120,21 +111,17 @@ def ship(
     machine: str,
     held_out: list[str] | None = None,
     earlier_steps: int = 0,
-    fused: dict[str, Any] | None = None,
+    scoring: ScoringConfig | None = None,
 ) -> Path:
     """Write ``out/generic.safetensors`` (float16) and its card; return the checkpoint path.
-    ``fused`` (ModelConfig field -> value, every field of FUSED_FIELDS) become the model's
-    own fused-metric settings."""
+    ``scoring`` (complete) becomes the model's own fused-metric settings."""
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 
     model, metadata = load_checkpoint(checkpoint)
-    if fused is not None:
+    if scoring is not None:
         if not model.config.cnn_tokens:
             raise UserError(f"{checkpoint} has no CNN tokens, so no fused metric to set.")
-        try:
-            model.config = dataclasses.replace(model.config, **fused)
-        except (TypeError, ValueError) as err:
-            raise UserError(f"fused settings for {checkpoint}: {err}") from None
+        model.scoring = scoring.changes()
     check_lineage(metadata, earlier_steps)  # before anything is written
     target = out / CHECKPOINT_NAME
     staging = out / f".{CHECKPOINT_NAME}.tmp"
@@ -157,36 +144,46 @@ def ship(
         size,
         held_out or [],
         earlier_steps,
-        fused_card(model.config) if fused is not None else None,
+        fused_card(scoring) if scoring is not None else None,
     )
     staging.replace(target)
     write_atomic(out / CARD_NAME, (json.dumps(card, indent=1, sort_keys=True) + "\n").encode())
     return target
 
 
-def fused_card(config: Any) -> dict[str, dict[str, Any]]:
+def fused_card(scoring: ScoringConfig) -> dict[str, dict[str, Any]]:
     """{'map': {...}, 'score': {...}}: each job's weights, filter and smoothing, as carried."""
+    jobs = scoring.canonical()
     return {
-        job: {key: getattr(config, field) for key, field in fields.items()}
-        for job, fields in FUSED_FIELDS.items()
+        job: {card: jobs[job][key] for card, key in CARD_KEYS.items()} for job in ("map", "score")
     }
 
 
-def fused_from_validation(path: Path) -> dict[str, Any]:
-    """The generic model's fused settings that ``tune_validation.py --generic`` chose, as
-    ModelConfig fields, read from its validation.json."""
+def fused_from_validation(path: Path) -> ScoringConfig:
+    """The generic model's fused settings that ``tune_validation.py --generic`` chose
+    (``generic_scoring``), read from its validation.json."""
     try:
         choices = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise UserError(f"--validation {path} cannot be read as JSON: {err}") from None
-    wanted = [field for fields in FUSED_FIELDS.values() for field in fields.values()]
-    missing = [f"generic_{field}" for field in wanted if f"generic_{field}" not in choices]
-    if missing:
+    if "generic_scoring" not in choices:
         raise UserError(
-            f"--validation {path} has no {missing[0]}; run benchmarks/tune_validation.py "
+            f"--validation {path} has no generic_scoring; run benchmarks/tune_validation.py "
             "--generic first."
         )
-    return {field: choices[f"generic_{field}"] for field in wanted}
+    scoring = scoring_from_json(choices["generic_scoring"], f"--validation {path}")
+    if not scoring.is_complete:
+        missing = [
+            f"{job}.{key}"
+            for job, values in scoring.canonical().items()
+            for key, value in values.items()
+            if value is None
+        ]
+        raise UserError(
+            f"--validation {path}: generic_scoring sets no {missing[0]}; run "
+            "benchmarks/tune_validation.py --generic again."
+        )
+    return scoring
 
 
 def main(argv: list[str] | None = None) -> int:

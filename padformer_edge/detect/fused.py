@@ -1,0 +1,232 @@
+"""The ``fused`` score: the paper's LAB and predicted-feature errors and the
+nearest-reference distance, mixed per pass, read once for the map and once for the score.
+
+The LAB and predicted-feature errors are each divided by their spread on good views
+(stored in the checkpoint as ``score_scales``) and mixed with a LAB weight: colour finds
+stains, features find shape and texture, and neither alone finds both. The
+nearest-reference distance (``detect.reference_distance``) is the same for every pass, so
+it moves the pass mean and leaves the variance alone. The anomaly map and the image score
+each take their own mix and readout (``scoring_config.ScoringConfig``), all chosen on
+validation data, because outlining a defect and ranking whole images want different
+things. ``DistanceMetric`` is the reference term alone, with no reconstruction pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from padformer_edge.detect.paper_metrics import (
+    ColourMetric,
+    PredictedFeatureMetric,
+    Readout,
+)
+from padformer_edge.detect.reference_distance import (
+    nearest_reference_distances,
+    reference_banks,
+    reference_distance,
+)
+from padformer_edge.detect.scoring_config import (
+    JobScoring,
+    ScoringConfig,
+    resolve_scoring,
+    scoring_from_json,
+)
+from padformer_edge.model.padformer import PADFormer
+
+
+@dataclass(frozen=True)
+class Mix:
+    """What one ``fused`` job adds up per pass: the LAB weight (the feature error takes the
+    rest), the nearest-reference term's weight, the zoom its distance is averaged to, and
+    whether the references are also matched turned by quarter turns."""
+
+    lab_weight: float
+    reference_weight: float = 0.0
+    zoom: int = 1
+    turns: bool = False
+
+    @classmethod
+    def of(cls, lab_weight: float, reference_weight: float, zoom: int, turns: bool) -> Mix:
+        """The mix, with zoom 1 and no turns where there is no reference term for them to
+        change."""
+        if reference_weight > 0:
+            return cls(lab_weight, reference_weight, zoom, turns)
+        return cls(lab_weight, reference_weight)
+
+    @classmethod
+    def of_job(cls, job: JobScoring) -> Mix:
+        """The mix a complete job's settings describe."""
+        assert job.is_complete
+        return cls.of(
+            float(job.lab_weight),  # type: ignore[arg-type]
+            float(job.reference_weight),  # type: ignore[arg-type]
+            int(job.reference_zoom),  # type: ignore[arg-type]
+            bool(job.reference_turns),
+        )
+
+
+def readout_of_job(job: JobScoring) -> Readout:
+    """The readout a complete job's settings describe."""
+    assert job.is_complete
+    return Readout(bool(job.consistency_filter), float(job.sigma))  # type: ignore[arg-type]
+
+
+def model_scoring(model: PADFormer) -> ScoringConfig:
+    """The scoring settings ``model`` carries from its checkpoint's header (``scoring``:
+    only what was validated for this very model; empty for a model with none)."""
+    return scoring_from_json(model.scoring, "the model's scoring settings (checkpoint header)")
+
+
+def score_scales_of(model: PADFormer) -> tuple[float, float]:
+    """(LAB, feature) spreads on good views stored in an edge checkpoint (``score_scales``),
+    in the order ``mix_errors`` takes them."""
+    lab_scale, feature_scale = (float(v) for v in model.score_scales)
+    return lab_scale, feature_scale
+
+
+def mix_errors(
+    lab: torch.Tensor,
+    feature: torch.Tensor,
+    scales: tuple[float, float],
+    lab_weight: float,
+    reference: torch.Tensor | None = None,
+    reference_weight: float = 0.0,
+    reconstruction_weight: float = 1.0,
+) -> torch.Tensor:
+    """The ``fused`` mix of ``[P, H, W]`` LAB and feature errors, each divided by its
+    spread on good views, plus ``reference_weight`` times the ``[H, W]`` nearest-reference
+    distance: the one formula the detector and the validation sweep share.
+    ``reconstruction_weight`` 0 weighs the reconstruction out (the ``distance`` metric)."""
+    lab_part = lab_weight / scales[0] * reconstruction_weight
+    feature_part = (1.0 - lab_weight) / scales[1] * reconstruction_weight
+    mixed = lab * lab_part + feature * feature_part
+    if reference_weight > 0:
+        if reference is None:
+            raise ValueError("a reference weight above 0 needs the reference distance map.")
+        mixed = mixed + reference_weight * reference
+    return mixed
+
+
+class FusedMetric:
+    """LAB error and predicted-feature error, each divided by its spread on good views
+    and mixed per job with the nearest-reference distance (see the module's docstring).
+
+    ``scoring`` is the layer of settings given for this detection (a profile's and the
+    command line's, ``DetectionSettings.scoring``); what it leaves out is the model's own
+    (its checkpoint's header), else the product's: ``resolve_scoring`` stacks them.
+    ``reconstruction_weight`` 0 weighs the reconstruction out (``DistanceMetric``).
+    """
+
+    def __init__(
+        self,
+        model: PADFormer,
+        scoring: ScoringConfig | None = None,
+        references01: list[torch.Tensor] | None = None,
+        reconstruction_weight: float = 1.0,
+    ) -> None:
+        self.model = model
+        self.reconstruction_weight = reconstruction_weight
+        self.scoring = resolve_scoring(model_scoring(model), scoring)
+        # one mix when both jobs take the same settings: then the errors stay [P, H, W]
+        map_mix, score_mix = Mix.of_job(self.scoring.map), Mix.of_job(self.scoring.score)
+        self.mixes = tuple(dict.fromkeys((map_mix, score_mix)))
+        reading = [mix for mix in self.mixes if mix.reference_weight > 0]
+        self.zoom = max((mix.zoom for mix in reading), default=0)  # magnifications needed
+        self.turns = any(mix.turns for mix in reading)
+        self.reads_references = bool(reading)
+        self.banks = (
+            reference_banks(model, references01, self.zoom, self.turns)
+            if self.reads_references and references01 is not None
+            else None
+        )
+        self.map_readout = readout_of_job(self.scoring.map)
+        self.score_readout = readout_of_job(self.scoring.score)
+        self.lab = ColourMetric("lab")
+        self.feature = PredictedFeatureMetric(model)
+        self.scales = score_scales_of(model)
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
+        """The LAB and feature targets, and each mix's ``[H, W]`` reference distance (None
+        without a reference term): the distance does not change over passes, so it is
+        read here once per query, not in ``errors`` once per chunk of passes."""
+        feature = self.feature.target(query01, query_model)
+        references = self.reference_maps(query01, feature)
+        return self.lab.target(query01, query_model), feature, references
+
+    def reference_maps(
+        self, query01: torch.Tensor, feature: torch.Tensor
+    ) -> list[torch.Tensor | None]:
+        """Each mix's ``[H, W]`` reference distance (None without a reference term), from
+        the query and its frozen CNN features (``feature.target``)."""
+        if not self.reads_references:
+            return [None] * len(self.mixes)
+        if self.banks is None:
+            raise ValueError("this fused metric weighs the references: build it with them.")
+        size = (query01.shape[-2], query01.shape[-1])
+        distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
+        return [
+            reference_distance(distances, mix.zoom, mix.turns) if mix.reference_weight > 0 else None
+            for mix in self.mixes
+        ]
+
+    def errors(
+        self,
+        target: tuple,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        lab = self.lab.errors(target[0], recon01, size)
+        feature = self.feature.errors(target[1], recon01, size, features, weights)
+        mixes = [
+            mix_errors(
+                lab,
+                feature,
+                self.scales,
+                mix.lab_weight,
+                reference,
+                mix.reference_weight,
+                self.reconstruction_weight,
+            )
+            for mix, reference in zip(self.mixes, target[2], strict=True)
+        ]
+        return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
+
+
+class DistanceMetric(FusedMetric):
+    """The nearest-reference distance alone, with no reconstruction pass: the ``fused``
+    metric with the reconstruction weighted out, each job keeping its reference weight,
+    zoom, turns and smoothing (a job that weighs the references 0 reads them at weight 1).
+    With no passes there is no variance to filter by, so both jobs read the plain map.
+    It is the floor the reconstruction must beat, and the fast choice for a weak CPU: it
+    costs the frozen CNN's features and a nearest-neighbour search, not 15 decoder passes.
+    """
+
+    reads_passes = False
+
+    def __init__(
+        self,
+        model: PADFormer,
+        scoring: ScoringConfig | None = None,
+        references01: list[torch.Tensor] | None = None,
+    ) -> None:
+        given = ScoringConfig() if scoring is None else scoring
+        fused = resolve_scoring(model_scoring(model), given)  # what the fused metric weighs
+        weighed = ScoringConfig(
+            map=JobScoring(reference_weight=fused.map.reference_weight or 1.0),
+            score=JobScoring(reference_weight=fused.score.reference_weight or 1.0),
+        )
+        super().__init__(model, weighed.over(given), references01, reconstruction_weight=0.0)
+        self.map_readout = Readout(consistency_filter=False, sigma=self.map_readout.sigma)
+        self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
+
+        self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
+
+    def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
+        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
+        nothing here compares colours)."""
+        references = self.reference_maps(query01, self.feature.target(query01, query_model))
+        return [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]

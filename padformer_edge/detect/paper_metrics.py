@@ -1,0 +1,233 @@
+"""The paper's error metrics, and how one job reads the passes of an error map.
+
+Each pass ``i`` gives an error map ``E_i`` at the query's own resolution. The paper keeps
+the mean error over passes only where the variance over passes is above its median:
+errors that every mask pattern reproduces are systematic (blur, texture the model cannot
+render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
+The image score is the maximum of that map (``PAPER_READOUT``). The colour metrics (LAB,
+the paper's choice, and RGB for the ablation) and the feature metrics (encoder features of
+pixel models, the decoder's predicted CNN features of edge models) are here; the ``fused``
+mix of them is ``detect.fused``, the nearest-reference distance ``detect.reference_distance``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import kornia
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA
+from padformer_edge.model.backbone import unfold_from_patches
+from padformer_edge.model.padformer import PADFormer
+
+BLUR_KERNEL = 7
+BLUR_SIGMA = 1.4
+MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
+
+
+@dataclass(frozen=True)
+class Readout:
+    """How one job (the anomaly map, or the map whose maximum is the image score) reads
+    the passes of one error mix: the paper's consistency filter or the plain pass mean,
+    then a Gaussian of ``sigma`` pixels of the model's input (0: none).
+
+    Sigma is counted in model pixels so that a readout chosen on 224 px renders smooths
+    the same share of the part in a 20 MP camera frame.
+    """
+
+    consistency_filter: bool = True
+    sigma: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.sigma <= MAX_READOUT_SIGMA:
+            raise ValueError(
+                f"readout sigma must lie in [0, {MAX_READOUT_SIGMA}], not {self.sigma}."
+            )
+
+    def apply(self, mean: torch.Tensor, variance: torch.Tensor, scale: float) -> torch.Tensor:
+        """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel."""
+        amap = consistency_filter(mean, variance) if self.consistency_filter else mean
+        return smooth(amap, self.sigma * scale)
+
+
+PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
+"""The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
+
+
+def blur(images: torch.Tensor) -> torch.Tensor:
+    """The paper's query smoothing: Gaussian, sigma 1.4, 7x7, per channel."""
+    return kornia.filters.gaussian_blur2d(
+        images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
+    )
+
+
+def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``[H, W]`` map blurred by a Gaussian of ``sigma`` pixels (0: unchanged).
+
+    A wide blur on a large camera frame runs on a frame shrunk by an integer factor (area
+    average) and is brought back bilinearly: the result differs from a full-size blur by
+    less than the blur removes, and a 20 MP frame does not need a 2,000-tap kernel.
+    """
+    if sigma <= 0:
+        return amap
+    factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
+    size = amap.shape[-2:]
+    small = amap[None, None]
+    if factor > 1:
+        small = F.avg_pool2d(small, factor, ceil_mode=True)
+    sigma_small = sigma / factor
+    radius = min(int(4 * sigma_small + 0.5), min(small.shape[-2:]) - 1)
+    if radius < 1:
+        return amap
+    kernel = 2 * radius + 1
+    small = kornia.filters.gaussian_blur2d(
+        small, (kernel, kernel), (sigma_small, sigma_small), border_type="reflect"
+    )
+    return upsample(small, (int(size[0]), int(size[1])))[0, 0]
+
+
+SMOOTH_MAX_SIGMA = 8.0  # blur at full size up to this sigma; beyond, on a shrunk frame
+
+
+def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear resize of ``[B, C, h, w]`` to ``size`` (a no-op at that size already)."""
+    if tuple(images.shape[-2:]) == tuple(size):
+        return images
+    return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
+
+
+class ErrorMetric(Protocol):
+    """A way to compare reconstructions with their query, one error map per pass, and
+    how the map and the image score read the passes (``PAPER_READOUT`` unless validated
+    otherwise)."""
+
+    map_readout: Readout
+    score_readout: Readout
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        """What every pass is compared with; computed once per query."""
+        ...
+
+    def errors(
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``[P, H, W]`` errors of ``P`` reconstructions (``[P, 3, S, S]`` in ``[0, 1]``,
+        and for models with CNN tokens their predicted ``[P, M, F]`` features and the
+        ``[P, M]`` weight of each pass's error at each patch, ``masks.hidden_weights``,
+        for a model that scores hidden patches only); or
+        ``[P, 2, H, W]``, the second channel being the errors the image score is taken
+        from, for a metric that ranks images with another mix than it draws maps with."""
+        ...
+
+
+class ColourMetric:
+    """Squared distance in a colour space, between the blurred query and each upsampled
+    reconstruction (``lab``: CIELAB through kornia, the paper's choice; ``rgb``: the same
+    with no colour conversion, for the metric ablation)."""
+
+    map_readout = score_readout = PAPER_READOUT
+
+    def __init__(self, space: Literal["lab", "rgb"]) -> None:
+        self.space = space
+
+    def convert(self, images01: torch.Tensor) -> torch.Tensor:
+        return kornia.color.rgb_to_lab(images01) if self.space == "lab" else images01
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return blur(self.convert(query01))
+
+    def errors(
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        recon = self.convert(upsample(recon01, size).clamp_(0.0, 1.0))
+        return (target - recon).square_().sum(dim=1)
+
+
+class FeatureMetric:
+    """Squared distance between encoder patch features of the query and of each
+    reconstruction, upsampled bilinearly from the patch grid to the query resolution
+    (the paper's feature error, with the from-scratch encoder of pixel models)."""
+
+    map_readout = score_readout = PAPER_READOUT
+
+    def __init__(self, model: PADFormer) -> None:
+        self.model = model
+
+    def features(self, images_model: torch.Tensor) -> torch.Tensor:
+        feats = self.model.encode_features(images_model).float()
+        grid = self.model.config.grid_size
+        return feats.transpose(1, 2).reshape(feats.shape[0], feats.shape[2], grid, grid)
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return self.features(query_model)
+
+    def errors(
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        distance = (self.features(self.model.normalize(recon01)) - target).square_().sum(1)
+        return upsample(distance.unsqueeze(1), size).squeeze(1)
+
+
+class PredictedFeatureMetric:
+    """Squared distance between the query's frozen CNN features and the decoder's
+    prediction of them, per stride-8 cell, upsampled to the query resolution: the feature
+    error of models with CNN tokens, whose ImageNet features see texture and shape."""
+
+    map_readout = score_readout = PAPER_READOUT
+
+    def __init__(self, model: PADFormer) -> None:
+        self.model = model
+
+    def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
+        return self.model.target_features(query_model).float()
+
+    def errors(
+        self,
+        target: torch.Tensor,
+        recon01: torch.Tensor,
+        size: tuple[int, int],
+        features: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if features is None:
+            raise ValueError("the feature error of a CNN-token model needs predicted features.")
+        cfg = self.model.config
+        cells = cfg.cells_per_side
+        squared = (features.float() - target).square_()  # [P, M, C * cells * cells]
+        per_cell = squared.unflatten(-1, (-1, cells * cells)).sum(-2)  # [P, M, cells^2]
+        if cfg.score_masked_cells:
+            if weights is None:
+                raise ValueError("this model scores its hidden patches only: pass their weights.")
+            per_cell = per_cell * weights.unsqueeze(-1).to(per_cell.dtype)
+        maps = unfold_from_patches(per_cell, cells, cfg.grid_size)  # [P, 1, g*c, g*c]
+        return upsample(maps, size).squeeze(1)
+
+
+def consistency_filter(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
+    """Keep ``mean`` where ``variance`` is strictly above its median, zero elsewhere.
+
+    The median is the lower middle value (``kthvalue``, which unlike ``quantile`` has no
+    size limit), and ties at it are dropped, so at least half of the pixels are always
+    zeroed: a map whose variance is flat everywhere has nothing inconsistent to report.
+    """
+    flat = variance.reshape(-1)
+    median = flat.kthvalue((flat.numel() + 1) // 2).values
+    return torch.where(variance > median, mean, torch.zeros_like(mean))

@@ -1,0 +1,146 @@
+"""The nearest-reference distance: how far each cell of a query lies from any reference.
+
+Per stride-8 cell, one minus the best cosine similarity of the query's frozen CNN feature
+to any cell of any reference. It is there because a measurement showed the reconstruction
+barely reads the references: the same query scores within a few per cent whichever good
+references it gets, black ones included. Without this term, the references would hardly
+affect the verdict. The distance can also be averaged over magnified inputs (a ``zoom``:
+the CNN sees the images at 1x, 2x... the model's size): a stride-8 cell of a magnified
+image covers less of the part, so small defects stand out more, while the 1x cells keep
+the context that tells a large stain from a new view. References can also be matched
+turned by quarter turns: a part seen from any side is seen at any roll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.detect.images import resize_square
+from padformer_edge.detect.paper_metrics import upsample
+from padformer_edge.model.backbone import unfold_from_patches
+from padformer_edge.model.padformer import PADFormer
+
+MAX_SIMILARITY_VALUES = 1 << 24  # query-cell x reference-cell cosines held at once: 64 MiB
+
+
+def unit_cells(maps: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` CNN maps with each cell's channel vector standardised (as the
+    feature target is) and then scaled to unit length, so a dot product is a cosine."""
+    standard = F.layer_norm(maps.float().permute(0, 2, 3, 1), (maps.shape[1],))
+    return F.normalize(standard, dim=-1).permute(0, 3, 1, 2)
+
+
+def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` unit-length frozen CNN features of every stride-8 cell, from the
+    ``[B, M, F]`` ``model.target_features`` of normalised images (the feature error's
+    own target, so a query runs the CNN once for both)."""
+    cfg = model.config
+    cells = unfold_from_patches(target_features.float(), cfg.cells_per_side, cfg.grid_size)
+    return F.normalize(cells, dim=1)
+
+
+def level_cells(model: PADFormer, squares01: torch.Tensor, level: int) -> torch.Tensor:
+    """``[B, C, h, w]`` unit cells of ``[B, 3, L, L]`` square images in [0, 1] already at
+    ``level`` times the model's size. At 1x they come through ``model.target_features``,
+    exactly as the feature error's target (and a query's 1x cells) do; at a higher level
+    the frozen CNN reads the magnified image directly (it is fully convolutional)."""
+    normalised = model.normalize(squares01)
+    if level == 1:
+        return cell_features(model, model.target_features(normalised))
+    return unit_cells(model.encoder.patch_embed.cnn(normalised))
+
+
+def flat_cells(cells: torch.Tensor) -> torch.Tensor:
+    return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
+
+
+@dataclass(frozen=True)
+class ReferenceBank:
+    """Every cell of the references at one magnification, ``[R, C]``. The first
+    ``upright`` rows are the references as taken; any further rows are the same
+    references turned by a quarter, a half and three quarters, so one similarity product
+    serves a mix that matches turned references and one that does not."""
+
+    cells: torch.Tensor
+    upright: int
+
+    @property
+    def turned(self) -> bool:
+        return self.cells.shape[0] > self.upright
+
+
+def reference_banks(
+    model: PADFormer, references01: list[torch.Tensor], zoom: int, turns: bool = False
+) -> list[ReferenceBank]:
+    """One bank per magnification 1..``zoom`` of the references (``[3, H, W]`` each, in
+    [0, 1], squeezed square like every input), with quarter turns when ``turns``."""
+    banks = []
+    for level in range(1, zoom + 1):
+        size = model.config.img_size * level
+        squares = torch.cat([resize_square(image.unsqueeze(0), size) for image in references01])
+        upright = flat_cells(level_cells(model, squares, level))
+        cells = [upright]
+        if turns:
+            cells += [
+                flat_cells(level_cells(model, torch.rot90(squares, k, (-2, -1)), level))
+                for k in (1, 2, 3)
+            ]
+        banks.append(ReferenceBank(torch.cat(cells), upright.shape[0]))
+    return banks
+
+
+def best_cosines(
+    cells: torch.Tensor, bank: ReferenceBank
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
+    and (for a turned bank) to all its rows; a chunk of query cells at a time: at 2x zoom
+    with a dozen turned references the full similarity matrix would take a gigabyte."""
+    rows = max(1, MAX_SIMILARITY_VALUES // max(1, bank.cells.shape[0]))
+    upright, every = [], []
+    for chunk in cells.split(rows):
+        similarity = chunk @ bank.cells.T
+        upright.append(similarity[:, : bank.upright].amax(dim=1))
+        if bank.turned:
+            every.append(similarity.amax(dim=1))
+    return torch.cat(upright), (torch.cat(every) if every else None)
+
+
+Distances = dict[tuple[int, bool], torch.Tensor]
+"""(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
+
+
+def nearest_reference_distances(
+    model: PADFormer,
+    query01: torch.Tensor,
+    query_target: torch.Tensor,
+    banks: list[ReferenceBank],
+    size: tuple[int, int],
+) -> Distances:
+    """For each magnification of ``banks`` (and, for turned banks, with the turns too): for
+    each cell of the query (``query01``, ``[1, 3, H, W]`` in [0, 1]; ``query_target``, its
+    ``[1, M, F]`` ``model.target_features``) one minus its best cosine similarity to any
+    reference cell, upsampled to ``size``. Any cell, not the same place: the part is seen
+    from another side in every reference."""
+    distances: Distances = {}
+    for level, bank in enumerate(banks, start=1):
+        if level == 1:
+            cells = cell_features(model, query_target)
+        else:
+            square = resize_square(query01, model.config.img_size * level)
+            cells = level_cells(model, square, level)
+        height, width = cells.shape[-2:]
+        for turned, best in zip((False, True), best_cosines(flat_cells(cells), bank), strict=True):
+            if best is not None:
+                distance = (1.0 - best).reshape(1, 1, height, width)
+                distances[level, turned] = upsample(distance, size)[0, 0]
+    return distances
+
+
+def reference_distance(distances: Distances, zoom: int, turns: bool) -> torch.Tensor:
+    """The reference distance of a mix reading magnifications 1..``zoom`` (with turned
+    references when ``turns``): the mean of those magnifications' maps."""
+    maps = [distances[level, turns] for level in range(1, zoom + 1)]
+    return torch.stack(maps).mean(0) if len(maps) > 1 else maps[0]
