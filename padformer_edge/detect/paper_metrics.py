@@ -19,7 +19,7 @@ import kornia
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA
+from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA, PAPER_READOUT_SETTINGS
 from padformer_edge.model.backbone import unfold_from_patches
 from padformer_edge.model.padformer import PADFormer
 
@@ -53,7 +53,7 @@ class Readout:
         return smooth(amap, self.sigma * scale)
 
 
-PAPER_READOUT = Readout(consistency_filter=True, sigma=0.0)
+PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
 """The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
 
 

@@ -31,6 +31,10 @@ from pydantic import ConfigDict, Field, ValidationError
 from padformer_edge.config import StrictModel
 from padformer_edge.errors import UserError
 
+PAPER_READOUT_SETTINGS = {"consistency_filter": True, "sigma": 0.0}
+"""The paper's readout of a job (the consistency-filtered pass mean, unsmoothed) as plain
+values: ``paper_metrics.PAPER_READOUT`` is built from it, and a signature can name it
+without torch."""
 MAX_READOUT_SIGMA = 32.0
 """Upper bound of a readout's smoothing, in model pixels (``paper_metrics.Readout``)."""
 MAX_REFERENCE_WEIGHT = 400.0

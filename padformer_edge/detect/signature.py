@@ -14,15 +14,13 @@ recorded nothing and pass only for the paper's readouts (``paper_signature``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from padformer_edge.detect.fused import DistanceMetric, FusedMetric, Mix
-from padformer_edge.detect.paper_metrics import (
-    PAPER_READOUT,
-    ErrorMetric,
-    PredictedFeatureMetric,
-    Readout,
-)
+from padformer_edge.detect.scoring_config import PAPER_READOUT_SETTINGS
+
+if TYPE_CHECKING:  # the metrics need torch; comparing and naming signatures must not
+    from padformer_edge.detect.fused import Mix
+    from padformer_edge.detect.paper_metrics import ErrorMetric, Readout
 
 Signature = dict[str, Any]
 TURNS_TEXT = "with quarter turns"  # how the old text named a reference distance with turns
@@ -46,6 +44,9 @@ def _mix(mix: Mix, reads_reconstruction: bool) -> dict[str, Any]:
 
 def scoring_signature(name: str, metric: ErrorMetric) -> Signature:
     """How ``metric`` (called ``name``) computes its scores, as a JSON-ready dict."""
+    from padformer_edge.detect.fused import DistanceMetric, FusedMetric
+    from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
+
     jobs = {"map": _readout(metric.map_readout), "score": _readout(metric.score_readout)}
     hidden_only = False
     if isinstance(metric, FusedMetric):
@@ -61,7 +62,7 @@ def scoring_signature(name: str, metric: ErrorMetric) -> Signature:
 def paper_signature(name: str) -> Signature:
     """The signature of metric ``name`` read the paper's way, with no fused settings: what
     a profile that recorded no signature was calibrated on."""
-    paper = _readout(PAPER_READOUT)
+    paper = dict(PAPER_READOUT_SETTINGS)
     return {"metric": name, "map": paper, "score": dict(paper), "hidden_patches_only": False}
 
 
