@@ -12,7 +12,7 @@ import tomllib
 from tests.cli_process import REPO
 
 # Pillow is not here: timm pulls in torchvision, which imports it, on every install.
-EXTRAS_ONLY = ("scipy", "sklearn", "pybullet", "trimesh", "onnxruntime", "onnx")
+EXTRAS_ONLY = ("scipy", "sklearn", "pybullet", "trimesh", "onnxruntime", "onnx", "openvino")
 LINE_PC_MODULES = (
     "padformer_edge.cli.app",
     "padformer_edge.daemon.service",
@@ -42,9 +42,11 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
     for package in ("pybullet", "trimesh", "scipy", "scikit-learn", "pillow"):
         assert package not in base
     extras = project["optional-dependencies"]
-    assert {"train", "synth", "eval", "demo", "dev", "lite2", "onnx"} <= set(extras)
-    assert "padformer-edge[train,synth,eval,mqtt,lite2,onnx]" in extras["dev"]  # the tests need all
+    assert {"train", "synth", "eval", "demo", "dev", "lite2", "onnx", "openvino"} <= set(extras)
+    dev = "padformer-edge[train,synth,eval,mqtt,lite2,onnx,openvino]"
+    assert dev in extras["dev"]  # the tests need all
     assert "onnx" not in base  # exported graphs are a choice; torch runs the model by default
+    assert "openvino" not in base
     assert "lite2" not in base  # until validation chooses EfficientNet-Lite2
 
 
