@@ -38,6 +38,7 @@ class OpenVinoRunner:
             )
         check_graphs(self.folder, manifest[MANIFEST_KEY]["graphs"])
         self.term_names: list[str] = list(manifest["term_names"])
+        self.ov = ov
         core = ov.Core()
         config = {
             "INFERENCE_NUM_THREADS": max(1, threads),
@@ -53,12 +54,15 @@ class OpenVinoRunner:
         self.references = compiled(REFERENCE_GRAPH).create_infer_request()
         self.terms = compiled(TERMS_GRAPH).create_infer_request()
         self.query = compiled(QUERY_GRAPH).create_infer_request()
-        self.reference_feeds: dict[str, np.ndarray] | None = None
+        self.reference_arrays: dict[str, np.ndarray] = {}
+        self.reference_feeds: dict[str, object] | None = None
 
     @staticmethod
-    def run(request, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """Every output of one inference, copied out of the request's reused buffers."""
-        request.infer(feeds)
+    def run(request, feeds: dict[str, object]) -> list[np.ndarray]:
+        """Every output of one inference, copied out of the request's reused buffers.
+        Inputs are read in place (``share_inputs``): the callers make them contiguous
+        float32/int64 arrays for this call and do not change them while it runs."""
+        request.infer(feeds, share_inputs=True)
         return [np.array(tensor.data) for tensor in request.output_tensors]
 
     def encode_references(self, references: np.ndarray) -> np.ndarray:
@@ -71,7 +75,12 @@ class OpenVinoRunner:
         features = np.ascontiguousarray(features, dtype=np.float32)
         terms = self.run(self.terms, {"features": features})
         names = ["ref_tokens", *self.term_names]
-        self.reference_feeds = dict(zip(names, terms, strict=True))
+        # kept as OpenVINO tensors over these arrays, so no query call copies them again
+        self.reference_arrays = dict(zip(names, terms, strict=True))
+        self.reference_feeds = {
+            name: self.ov.Tensor(array, shared_memory=True)
+            for name, array in self.reference_arrays.items()
+        }
 
     def reconstruct(
         self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
