@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 # Idle OpenMP threads must sleep rather than spin, or CPU time would count the spinning;
@@ -113,6 +115,24 @@ RUNTIMES = ("torch", "onnxruntime", "openvino")
 TARGET_SPEEDUP = 1.5  # issue 33: the fastest runtime against torch, per image
 
 
+def interleaved(calls: dict, repeats: int) -> dict:
+    """``timed`` for several calls taken in turns: (median CPU s, fastest wall s) per key.
+
+    Each repeat runs every call once, so a change of load on a shared machine falls on all
+    runtimes alike instead of on whichever was being timed when it came."""
+    for call in calls.values():
+        call()  # warm-up
+    cpu: dict = {key: [] for key in calls}
+    wall: dict = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            start, cpu_start = time.perf_counter(), time.process_time()
+            call()
+            wall[key].append(time.perf_counter() - start)
+            cpu[key].append(time.process_time() - cpu_start)
+    return {key: (statistics.median(cpu[key]), min(wall[key])) for key in calls}
+
+
 def runtime_rows(args: argparse.Namespace) -> None:
     """CPU s per detection on each runtime, thread count and reference count (``--runtimes``).
 
@@ -120,7 +140,8 @@ def runtime_rows(args: argparse.Namespace) -> None:
     openvino``: the ONNX graphs and their IR, one folder for both runtimes); each row builds
     its own ``Detector`` after setting torch's thread count, which the runners also take.
     Before timing, every runtime's score on the query must agree with torch's to 1e-4
-    relative, so a fast but wrong export cannot make the table. Besides the whole detection,
+    relative, so a fast but wrong export cannot make the table. The runtimes are timed in
+    turns (``interleaved``). Besides the whole detection,
     the passes alone (``Detector.reconstruct``, the only step a runtime changes) are timed
     in CPU seconds, so the table shows how much of the time the runtime can move at all.
     """
@@ -139,16 +160,21 @@ def runtime_rows(args: argparse.Namespace) -> None:
         references = [smooth_photo(size, seed) for seed in range(refs)]
         for threads in args.thread_counts:
             torch.set_num_threads(threads)
-            seconds, scores, passes_cpu = {}, {}, {}
-            for runtime in RUNTIMES:
-                chosen = settings.replace(runtime=runtime)
-                detector = Detector(model, references, chosen, exported=exported)
-                scores[runtime] = detector.detect([query])[0].score
-                seconds[runtime] = timed(lambda d=detector: d.detect([query]), args.repeats)
+            detectors = {
+                runtime: Detector(
+                    model, references, settings.replace(runtime=runtime), exported=exported
+                )
+                for runtime in RUNTIMES
+            }
+            scores = {r: d.detect([query])[0].score for r, d in detectors.items()}
+            calls = {}
+            for runtime, detector in detectors.items():
                 model_in = detector.fit(to_unit_tensor(query, detector.device).unsqueeze(0))
-                passes_cpu[runtime] = timed(
-                    lambda d=detector, q=model_in: d.reconstruct(q), args.repeats
-                )[0]
+                calls[runtime, "detect"] = lambda d=detector: d.detect([query])
+                calls[runtime, "passes"] = lambda d=detector, q=model_in: d.reconstruct(q)
+            measured = interleaved(calls, args.repeats)
+            seconds = {r: measured[r, "detect"] for r in RUNTIMES}
+            passes_cpu = {r: measured[r, "passes"][0] for r in RUNTIMES}
             gaps = {r: abs(scores[r] - scores["torch"]) / abs(scores["torch"]) for r in RUNTIMES}
             for runtime, gap in gaps.items():
                 if gap > 1e-4:
