@@ -36,9 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from benchmarks.hostile_files import plant
 from tests.daemon.harness import DaemonProcess, encoded, make_site, rows
 from tests.detect_images import product_image
+from tests.hostile_files import plant
 
 SETTLE_TIMEOUT_S = 600.0
 

@@ -37,9 +37,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from benchmarks.tune_validation import best, best_map, setting_of
 from padformer_edge.errors import UserError
 from training.evaluation.report import fmt
+from training.evaluation.sweep import best, best_map, setting_of
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
+from training.evaluation.demo_figures import baseline_figures, database_figures
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATION = REPO / "benchmarks" / "validation.json"
@@ -56,53 +57,6 @@ def run_demo(out: Path, options: list[str]) -> tuple[str, float]:
         tail = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise SystemExit(f"the demo exited with status {result.returncode}: {tail}")
     return result.stdout, seconds
-
-
-def database_figures(database: Path) -> tuple[int, int, int, int]:
-    """(defects flagged, defects, good flagged, good) from the rows the daemon stored."""
-    from padformer_edge.store.engine import open_engine
-    from padformer_edge.store.history import Filters, list_inspections
-
-    engine = open_engine(str(database), read_only=True)
-    try:
-        rows = list_inspections(engine, Filters(), limit=1000)
-    finally:
-        engine.dispose()
-    good = [r for r in rows if Path(r.source_path).stem.endswith("-good")]
-    defects = [r for r in rows if not Path(r.source_path).stem.endswith("-good")]
-    return (
-        sum(bool(r.is_anomaly) for r in defects),
-        len(defects),
-        sum(bool(r.is_anomaly) for r in good),
-        len(good),
-    )
-
-
-def baseline_figures(out: Path, config: str) -> tuple[int, int, int, int]:
-    """(defects flagged, defects, good flagged, good) of PatchCore ``config`` on the demo's
-    own images, references and calibration views left in ``out``."""
-    import numpy as np
-    import yaml
-
-    from padformer_edge.detect.images import read_image
-    from padformer_edge.profiles.thresholds import false_alarm_threshold
-    from training.evaluation.patchcore import PatchCoreScorer, parse_config
-
-    profile_dir = next((out / "profiles").iterdir())
-    profile = yaml.safe_load((profile_dir / "profile.yaml").read_text(encoding="utf-8"))
-    references = [read_image(profile_dir / "references" / r["file"]) for r in profile["references"]]
-    scorer = PatchCoreScorer(*parse_config(config))
-    scorer.prepare(references)
-
-    def scores(paths: list[Path]) -> np.ndarray:
-        return np.array([scorer.score([read_image(p)])[0].score for p in paths])
-
-    calibration = scores(sorted((out / "calibration-good").glob("*.png")))
-    threshold = false_alarm_threshold(calibration, profile["calibration"]["target_fpr"]).value
-    camera = sorted((out / "camera").glob("*.png"))
-    flagged = scores(camera) > threshold
-    good = np.array([p.stem.endswith("-good") for p in camera])
-    return int(flagged[~good].sum()), int((~good).sum()), int(flagged[good].sum()), int(good.sum())
 
 
 def measure(options: list[str], baseline: bool) -> dict:

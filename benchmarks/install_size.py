@@ -1,4 +1,4 @@
-"""How much disk PyTorch takes on a line PC: the default (CUDA) wheels against the CPU-only ones.
+"""How much disk PyTorch takes on a line PC, and what the torch-free line install takes.
 
 Each ``--site LABEL=PATH`` is a site-packages folder (or a ``pip install --target``
 folder). For every installed distribution whose files make up PyTorch's runtime (torch
@@ -7,8 +7,16 @@ sizes of the files its RECORD lists are summed, so the table counts what pip ins
 nothing else in the folder.
 
     pip install --no-deps --target cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
+    pip install --target line-site '.[line]'
     python benchmarks/install_size.py --site "CUDA (default)=.venv/lib/python3.11/site-packages" \
-        --site "CPU-only=cpu-torch" --write-docs
+        --site "CPU-only=cpu-torch" --install "line install=line-site" --write-docs
+
+Each ``--install LABEL=PATH`` is a whole install (``pip install --target``): every
+distribution in it is summed (pip, setuptools and wheel left out: every venv has them),
+and its total is set against a CPU-only torch install of the same package: its base (this
+install without onnxruntime) plus the smallest ``--site`` torch stack. timm, kornia and
+torchvision also come with torch and are not counted, so the ratio printed is an upper
+bound of the line install's share.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 
 TORCH_STACK_NAMES = ("torch", "triton")
+INSTALLER_NAMES = ("pip", "setuptools", "wheel")
+LINE_TARGET = 0.1  # issue 33: the line install at most a tenth of the CPU-only torch install
 TORCH_STACK_PREFIXES = ("nvidia-", "nvidia_", "cuda-", "cuda_")
 
 
@@ -34,10 +44,21 @@ def is_torch_stack(name: str) -> bool:
 
 def stack_sizes(site: Path) -> dict[str, int]:
     """Bytes on disk of each torch-stack distribution installed in ``site``."""
+    return distribution_sizes(site, is_torch_stack)
+
+
+def install_sizes(site: Path) -> dict[str, int]:
+    """Bytes on disk of every distribution installed in ``site`` but the installer's own."""
+    return distribution_sizes(site, lambda name: name.lower() not in INSTALLER_NAMES)
+
+
+def distribution_sizes(site: Path, keep) -> dict[str, int]:
+    """Bytes of the files each RECORD in ``site`` lists, for the distributions ``keep``
+    accepts by name."""
     sizes: dict[str, int] = {}
     for dist in metadata.distributions(path=[str(site)]):
         name = dist.metadata["Name"]
-        if not name or not is_torch_stack(name):
+        if not name or not keep(name):
             continue
         total = 0
         for file in dist.files or []:
@@ -51,6 +72,9 @@ def stack_sizes(site: Path) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", action="append", required=True, help="LABEL=PATH")
+    parser.add_argument(
+        "--install", action="append", default=[], help="LABEL=PATH of a whole install"
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     rows, payload = [], {}
@@ -73,10 +97,55 @@ def main() -> None:
         if len(totals) > 1
         else ""
     )
-    print(table + "\n\n" + summary)
+    text = f"{table}\n\n{summary}"
+    if args.install:
+        smallest = min(totals)
+        text += "\n\n" + whole_installs(args.install, smallest, payload)
+    print(text)
     print_json_line("install_size", payload)
     if args.write_docs:
-        update_docs_section("install-size", f"{table}\n\n{summary}")
+        update_docs_section("install-size", text)
+
+
+def whole_installs(specs: list[str], torch_stack: int, payload: dict) -> str:
+    """The table of whole installs, each against the smallest torch stack measured."""
+    rows = []
+    for spec in specs:
+        label, _, path = spec.partition("=")
+        sizes = install_sizes(Path(path))
+        if not sizes:
+            raise SystemExit(f"no installed distribution found in {path}; give a pip --target.")
+        if any(is_torch_stack(name.split()[0]) for name in sizes):
+            raise SystemExit(f"{path} holds torch: the line install must not.")
+        total = sum(sizes.values())
+        largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
+        named = ", ".join(f"{name.split()[0]} {size / 2**20:.0f}" for name, size in largest)
+        runtime = sum(v for k, v in sizes.items() if k.split()[0].lower() == "onnxruntime")
+        torch_install = total - runtime + torch_stack  # the same base, torch for onnxruntime
+        ratio = total / torch_install
+        verdict = "met" if ratio <= LINE_TARGET else "not met"
+        rows.append(
+            [label, len(sizes), total / 2**20, named, torch_install / 2**20, ratio, verdict]
+        )
+        payload[label] = {
+            "distributions": sizes,
+            "total_bytes": total,
+            "cpu_torch_install_lower_bound_bytes": torch_install,
+            "ratio": ratio,
+        }
+    table = markdown_table(
+        [
+            "whole install",
+            "distributions",
+            "MiB",
+            "largest (MiB)",
+            "CPU-only torch install MiB (at least)",
+            "line / torch (at most)",
+            f"target <= {LINE_TARGET:g}",
+        ],
+        rows,
+    )
+    return table
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
 """Keep a GPU run's weights in the repository: a float16 copy, and what the rounding cost.
 
-A lent GPU machine is bare each time and a workstation can be replaced, so the
-weights a docs table was measured on are kept in ``benchmarks/models/`` (the first edge
-model was lost because they were not). Float16 halves the file; this says, per file, how
-far the rounding moved the weights (the largest change of any tensor relative to that
-tensor's largest value) and checks that the copy loads with the same config and metadata.
+Writes each file's checked float16 copy (``training.release.keep_weights``) into
+``--out`` (``benchmarks/models/``, the one folder of weights that docs tables name) and
+the table of how far the rounding moved each file's weights.
 
     python benchmarks/keep_weights.py runs/gpu/edge-gpu.safetensors \\
         --out benchmarks/models --write-docs
@@ -24,43 +22,7 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
-from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
-
-
-def largest_relative_change(before: dict, after: dict) -> tuple[float, str]:
-    """(largest |after - before| / max |before| over floating tensors, its tensor's name)."""
-    worst, name = 0.0, ""
-    for key, tensor in before.items():
-        if not tensor.is_floating_point() or not tensor.numel():
-            continue
-        scale = float(tensor.abs().max())
-        change = float((after[key].float() - tensor.float()).abs().max())
-        relative = change / scale if scale > 0 else change
-        if relative > worst:
-            worst, name = relative, key
-    return worst, name
-
-
-def keep(source: Path, out_dir: Path) -> dict:
-    """Write the float16 copy of ``source`` into ``out_dir`` and check it."""
-    target = out_dir / source.name
-    if target.resolve() == source.resolve():
-        raise UserError(f"{source} is already in {out_dir}; give the GPU's original file.")
-    model, metadata = load_checkpoint(source)
-    save_checkpoint(target, model, metadata, half=True)
-    copy, copy_metadata = load_checkpoint(target)
-    if copy.config != model.config or copy_metadata != metadata:
-        raise UserError(f"{target} does not read back with {source}'s config and metadata.")
-    change, tensor = largest_relative_change(model.state_dict(), copy.state_dict())
-    return {
-        "file": str(target),
-        "step": metadata.get("global_step"),
-        "bytes_before": source.stat().st_size,
-        "bytes_after": target.stat().st_size,
-        "largest_relative_change": change,
-        "tensor": tensor,
-    }
+from training.release.keep_weights import keep
 
 
 def run(args: argparse.Namespace) -> None:

@@ -2,11 +2,13 @@
 
 Each schema registers itself where it is defined (``register_config_kind`` in
 ``padformer_edge.config``), so a kind is only known once its owner has been imported.
-This module imports all of the owners, plainly and at the top, so that looking a kind up
-never depends on what happened to be imported before. It lives apart from
-``padformer_edge.config`` because the owners import that module: importing them from
-there would be a circle. None of the owners imports torch, so ``config check`` stays
-instant on a line PC.
+This module imports all of the owners, so that looking a kind up never depends on what
+happened to be imported before: the runtime's own at the top, the training recipe's
+(``training.config``) inside ``config_kinds``, because the runtime package never imports
+the training package while it loads (``training`` imports ``padformer_edge``; the other
+way round at module level would make the two packages a circle). It lives apart from
+``padformer_edge.config`` because the owners import that module. None of the owners
+imports torch, so ``config check`` stays instant on a line PC.
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from padformer_edge.config import CONFIG_KINDS, StrictModel, load_config, read_y
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.schema import ProfileConfig
-from training.config import TrainConfig
 
-OWNED_KINDS: tuple[type[StrictModel], ...] = (DaemonConfig, ProfileConfig, TrainConfig)
-"""The product's own kinds; importing them above is what registered them."""
+OWNED_KINDS: tuple[type[StrictModel], ...] = (DaemonConfig, ProfileConfig)
+"""The runtime's own kinds; importing them above is what registered them."""
 
 
 def config_kinds() -> dict[str, type[StrictModel]]:
-    """Every registered top-level schema by kind name."""
+    """Every registered top-level schema by kind name, the training recipe's included."""
+    import training.config  # noqa: F401  (importing it is what registers "train")
+
     return CONFIG_KINDS
 
 
@@ -33,10 +36,11 @@ def detect_config_kind(path: str | Path) -> str:
     path = Path(path)
     data, _ = read_yaml(path)
     keys = set(data)
-    matches = [name for name, cls in CONFIG_KINDS.items() if keys <= set(cls.model_fields)]
+    kinds = config_kinds()
+    matches = [name for name, cls in kinds.items() if keys <= set(cls.model_fields)]
     if len(matches) == 1:
         return matches[0]
-    known = ", ".join(sorted(CONFIG_KINDS)) or "none registered"
+    known = ", ".join(sorted(kinds)) or "none registered"
     if not matches:
         raise UserError(
             f"{path}: its top-level keys {sorted(keys)} match no known config kind ({known}); "
@@ -47,9 +51,10 @@ def detect_config_kind(path: str | Path) -> str:
 
 def check_config(path: str | Path, kind: str | None = None) -> tuple[str, StrictModel]:
     """Validate a config file of a given (or detected) kind; returns the kind and model."""
+    kinds = config_kinds()
     if kind is None:
         kind = detect_config_kind(path)
-    if kind not in CONFIG_KINDS:
-        known = ", ".join(sorted(CONFIG_KINDS))
+    if kind not in kinds:
+        known = ", ".join(sorted(kinds))
         raise UserError(f"unknown config kind '{kind}'; choose one of: {known}.")
-    return kind, load_config(path, CONFIG_KINDS[kind])
+    return kind, load_config(path, kinds[kind])

@@ -94,7 +94,8 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
         subject = f"profile '{name}'"
         try:
             profile = load_profile(root, name)
-            profile.verify_model()  # the checkpoint is there and is the file it pinned
+            # the checkpoint (torch) or the exported graphs (onnxruntime) are the files pinned
+            checked = profile.verify_runnable()
         except UserError as err:
             yield Finding(subject, False, str(err))
             continue
@@ -116,7 +117,7 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
             yield Finding(
                 subject,
                 True,
-                f"model {profile.model_path} matches, threshold {profile.threshold:.6g}",
+                f"{checked}, threshold {profile.threshold:.6g}",
             )
 
 

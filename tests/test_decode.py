@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from benchmarks.hostile_files import png_bomb, png_header_only
 from padformer_edge.decode import DecodeError, decode_image, dimensions, signature_reason
 from padformer_edge.detect.images import ImageReadError, read_image
+from tests.hostile_files import png_bomb, png_header_only
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_the_signature_is_checked_before_anything_else() -> None:
 def test_opencv_exceptions_become_decode_errors() -> None:
     """OpenCV's own pixel limit raises cv2.error; it must arrive as DecodeError."""
     code = (
-        "from benchmarks.hostile_files import png_bomb\n"
+        "from tests.hostile_files import png_bomb\n"
         "from padformer_edge.decode import DecodeError, decode_image\n"
         "try:\n"
         "    decode_image(png_bomb(20, 20), max_pixels=10**12)\n"

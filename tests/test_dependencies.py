@@ -42,11 +42,16 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
     for package in ("pybullet", "trimesh", "scipy", "scikit-learn", "pillow"):
         assert package not in base
     extras = project["optional-dependencies"]
-    assert {"train", "synth", "eval", "demo", "dev", "lite2", "onnx", "openvino"} <= set(extras)
-    dev = "padformer-edge[train,synth,eval,mqtt,lite2,onnx,openvino]"
-    assert dev in extras["dev"]  # the tests need all
-    assert "onnx" not in base  # exported graphs are a choice; torch runs the model by default
-    assert "openvino" not in base
+    assert {"torch", "line", "train", "synth", "eval", "demo", "dev", "lite2", "onnx"} <= set(
+        extras
+    )
+    assert "openvino" in extras
+    # the tests need all
+    assert "padformer-edge[torch,train,synth,eval,mqtt,lite2,onnx,openvino]" in extras["dev"]
+    for package in ("torch", "timm", "kornia", "onnx", "openvino"):  # a line install chooses
+        assert not re.search(rf"(^| ){package}[>=<]", base)
+    assert any(r.startswith("onnxruntime") for r in extras["line"])
+    assert not any(r.startswith(("torch", "padformer-edge[torch")) for r in extras["line"])
     assert "lite2" not in base  # until validation chooses EfficientNet-Lite2
 
 

@@ -9,7 +9,12 @@ inside the function that needs them, and these tests keep it so:
 - no module of the runtime package defines a module-level ``__getattr__``;
 - the modules of ``padformer_edge``, ``training`` and ``migrations`` form no import
   circle. An import inside a function counts (it ties the modules together just the
-  same, only later); one under ``if TYPE_CHECKING:`` does not, since it never runs.
+  same, only later); one under ``if TYPE_CHECKING:`` does not, since it never runs;
+- the three packages themselves form no circle either: ``training`` and ``migrations``
+  build on ``padformer_edge``, so the runtime package never imports ``migrations`` (the
+  store finds Alembic's folder by location) and imports ``training`` only inside the
+  functions of the commands that train, evaluate, render or check a recipe, never while
+  a module of it loads.
 """
 
 from __future__ import annotations
@@ -40,16 +45,25 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _executed_imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run, skipping ``if TYPE_CHECKING:`` bodies."""
+FUNCTION = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _executed_imports(
+    node: ast.AST, at_load: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, skipping ``if TYPE_CHECKING:`` bodies; with
+    ``at_load``, only those that run while the module itself is imported (not inside a
+    function or lambda)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.If) and _is_type_checking(child.test):
             for other in child.orelse:
-                yield from _executed_imports(other)
+                yield from _executed_imports(other, at_load)
+            continue
+        if at_load and isinstance(child, FUNCTION):
             continue
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
-        yield from _executed_imports(child)
+        yield from _executed_imports(child, at_load)
 
 
 def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
@@ -60,17 +74,19 @@ def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(at_load: bool = False) -> dict[str, set[str]]:
     """Module -> the project modules it names in its imports (``from a import b`` counts
-    as ``a.b`` where that is a module, else as ``a``). The parent packages that Python
-    runs first are left out: a package re-exporting its submodules while they import one
-    another is no circle, since the package is already being imported."""
+    as ``a.b`` where that is a module, else as ``a``); with ``at_load``, only the imports
+    that run while the module loads. The parent packages that Python runs first are left
+    out: a package re-exporting its submodules while they import one another is no
+    circle, since the package is already being imported."""
     files = module_files()
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
         is_package = path.name == "__init__.py"
         targets: set[str] = set()
-        for node in _executed_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _executed_imports(tree, at_load):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             else:
@@ -82,6 +98,16 @@ def import_graph() -> dict[str, set[str]]:
             targets |= set(names) & files.keys()
         graph[module] = targets - {module}
     return graph
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded into its top-level packages."""
+    folded: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        top = module.split(".")[0]
+        folded.setdefault(top, set()).update(t.split(".")[0] for t in targets)
+        folded[top].discard(top)
+    return folded
 
 
 def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -146,7 +172,80 @@ def test_the_project_modules_import_one_another_without_a_circle() -> None:
     assert import_circles(graph) == []
 
 
+def test_the_runtime_package_never_imports_migrations() -> None:
+    assert "migrations" not in package_graph(import_graph())["padformer_edge"]
+    assert package_graph(import_graph())["migrations"] == {"padformer_edge"}
+
+
+def test_the_runtime_package_loads_without_the_training_package() -> None:
+    at_load = package_graph(import_graph(at_load=True))
+    assert at_load["padformer_edge"] == set(), "import training inside the command's function"
+    assert at_load["training"] == {"padformer_edge"}
+    assert import_circles(at_load) == []
+
+
+def test_an_import_inside_a_function_is_not_one_at_load() -> None:
+    tree = ast.parse(
+        "import a\nif TYPE_CHECKING:\n    import b\ndef f():\n    import c\n"
+        "class K:\n    import d\n    def g(self):\n        import e\n"
+    )
+    names = [n.names[0].name for n in _executed_imports(tree)]
+    assert names == ["a", "c", "d", "e"]
+    assert [n.names[0].name for n in _executed_imports(tree, at_load=True)] == ["a", "d"]
+
+
 def test_the_circle_finder_reports_a_round_trip_and_nothing_else() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert import_circles(graph) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+IMPORTERS = ("import_module", "__import__")
+
+
+def _is_benchmarks(name: str | None) -> bool:
+    return bool(name) and (name == "benchmarks" or str(name).startswith("benchmarks."))
+
+
+def _imported_names(node: ast.AST) -> list[str | None]:
+    """The absolute module names an import statement or an importer call names."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [] if node.level else [node.module]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        value = node.args[0].value
+        return [value] if called in IMPORTERS and isinstance(value, str) else []
+    return []
+
+
+def benchmark_imports(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` that import ``benchmarks`` or one of its modules, by statement or
+    by name (``importlib.import_module("benchmarks...")``, ``__import__``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if any(_is_benchmarks(name) for name in _imported_names(node))
+    )
+
+
+def test_no_test_imports_benchmarks() -> None:
+    """A test reaches a benchmark as the docs do, as a command (tests/benchmark_process.py);
+    logic a test needs lives in the package or in training/, where its job belongs."""
+    found = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        for line in benchmark_imports(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert found == [], "run the benchmark as a subprocess or move the logic it needs"
+
+
+def test_the_benchmark_import_finder_sees_every_form() -> None:
+    tree = ast.parse(
+        "import benchmarks.common\nfrom benchmarks import quality\n"
+        "from benchmarks.tune_validation import x\nimportlib.import_module('benchmarks.a')\n"
+        "__import__('benchmarks')\nimport benchmarking\nfrom .benchmarks import y\n"
+        "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
+    )
+    assert benchmark_imports(tree) == [1, 2, 3, 4, 5]

@@ -1,15 +1,20 @@
-"""Keeping a GPU run's weights: a float16 copy that reads back as the same run."""
+"""Keeping a GPU run's weights: a float16 copy that reads back as the same run, and a
+card per kept file whose sha256 matches the file."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
 
-from benchmarks.keep_weights import keep, largest_relative_change
+from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.checkpoint import load_checkpoint, read_header, save_checkpoint
 from padformer_edge.model.padformer import build_model
+from training.release.keep_weights import keep, largest_relative_change
 
+REPO = Path(__file__).resolve().parent.parent
 FP16_RELATIVE = 2.0**-11  # round-to-nearest bound of float16's 11 significant bits
 
 
@@ -42,3 +47,37 @@ def test_a_file_already_in_the_folder_is_refused(tmp_path):
     save_checkpoint(path, build_model("tiny"), {})
     with pytest.raises(UserError, match="already in"):
         keep(path, tmp_path)
+
+
+def _card_table(page: Path, block: str) -> list[dict[str, str]]:
+    """The rows of a docs block's markdown table, by column header."""
+    text = page.read_text(encoding="utf-8")
+    body = text.split(f"<!-- BEGIN {block} -->")[1].split(f"<!-- END {block} -->")[0]
+    lines = [line for line in body.splitlines() if line.startswith("|")]
+    headers = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [
+        dict(zip(headers, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+        for line in lines[2:]
+    ]
+
+
+def test_every_kept_weights_file_matches_the_sha256_its_card_lists():
+    """The weights docs tables were measured on are kept in one folder, each with its card
+    (``benchmarks/model_card.py`` writes the table from the files); a file replaced or
+    added without its card would silently change what the tables describe."""
+    cards = _card_table(REPO / "docs" / "benchmarks.md", "kept-weights-card")
+    kept = sorted((REPO / "benchmarks" / "models").glob("*.safetensors"))
+    assert [card["file"] for card in cards] == [p.relative_to(REPO).as_posix() for p in kept]
+    for card, path in zip(cards, kept, strict=True):
+        assert card["sha256"].strip("`") == file_sha256(path), f"{path.name}: not its card's file"
+        header = read_header(path)
+        assert (card["preset"], card["storage"]) == (header["preset"], header["storage"])
+
+
+def test_the_card_table_reader_reads_rows_by_header(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "x\n<!-- BEGIN b -->\nMeasured with ...:\n\n| file | sha256 |\n|---|---|\n"
+        "| a.safetensors | `00ff` |\n<!-- END b -->\n"
+    )
+    assert _card_table(page, "b") == [{"file": "a.safetensors", "sha256": "`00ff`"}]

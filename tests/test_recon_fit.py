@@ -6,10 +6,10 @@ import cv2
 import numpy as np
 import pytest
 
-from benchmarks.recon_fit import masked_error, sample_images
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from tests.detect_double import CleanReconstructor
+from training.evaluation.recon_fit import masked_error, sample_images
 
 
 def write_png(path, colour) -> None:

@@ -19,12 +19,12 @@ from padformer_edge import models
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
-from padformer_edge.models.ship import MAX_BYTES, fused_from_validation, ship
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 from tests.train_helpers import mvtec_like_tree
 from training.config import TrainConfig
 from training.progress import Reporter
+from training.release.ship import MAX_BYTES, fused_from_validation, ship
 from training.trainer import LAST_WEIGHTS, run_training
 
 

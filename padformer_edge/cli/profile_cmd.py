@@ -14,6 +14,7 @@ from rich.table import Table
 from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.choices import choice_option
+from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DEVICES
@@ -62,9 +63,11 @@ def create(
     device: str = options.DEVICE,
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
+    runtime: str = options.RUNTIME,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Make profile NAME; with --shots, keep the references that cover the most views."""
+    """Make profile NAME; with --shots, keep the references that cover the most views.
+    With --runtime onnxruntime the profile also stores its exported graphs."""
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     settings = options.detection_settings(ctx.params)
@@ -76,10 +79,30 @@ def create(
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
 
 
+@app.command("export")
+def export(
+    name: str = typer.Argument(..., help="Profile name."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Store NAME's graphs and their sha256 in the profile and switch it to onnxruntime,
+    so a line PC runs it without torch."""
+    from padformer_edge.profiles.export import export_profile  # torch: only when run
+
+    profile = export_profile(profiles_root(root), name)
+    assert profile.config.exported is not None
+    _say(
+        f"exported profile '{name}' to {profile.folder / profile.config.exported.folder} "
+        f"({len(profile.config.exported.files)} files, sha256 in profile.yaml); "
+        "runtime: onnxruntime"
+    )
+
+
 @app.command("calibrate")
 def calibrate(
     name: str = typer.Argument(..., help="Profile name."),
-    good: Path = typer.Option(..., "--good", "-g", help="Held-out good images (not references)."),
+    good: Path | None = typer.Option(
+        None, "--good", "-g", help="Held-out good images (not references)."
+    ),
     anomalous: list[Path] = typer.Option(
         [],
         "--anomalous",
@@ -92,8 +115,29 @@ def calibrate(
     ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    from_reviews: bool = typer.Option(
+        False,
+        "--from-reviews",
+        help="Instead of --good: the threshold that keeps every reviewed true defect of "
+        "NAME flagged with the fewest reviewed false alarms, from the history database.",
+    ),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
 ) -> None:
-    """Set NAME's threshold so good parts raise false alarms at the target rate."""
+    """Set NAME's threshold so good parts raise false alarms at the target rate, or
+    (--from-reviews) from the inspections operators reviewed."""
+    if from_reviews:
+        if good is not None or anomalous:
+            raise UserError(
+                "--from-reviews reads the reviewed history, not image folders; "
+                "drop --good and --anomalous, or drop --from-reviews."
+            )
+        _calibrate_from_reviews(name, root, db, config)
+        return
+    if good is None:
+        raise UserError(
+            "give --good DIR (held-out good images) or --from-reviews (the reviewed history)."
+        )
     from padformer_edge.profiles.calibrate import calibrate_profile  # torch: only when run
 
     require_folder(good, "good folder", "pass a folder of held-out good images")
@@ -123,6 +167,40 @@ def calibrate(
             f"precision {check.precision_at_threshold:.2%} at the threshold; F1-optimal "
             f"threshold {check.f1_optimal_threshold:.6g} (F1 {check.f1_optimal:.3f})"
         )
+    for warning in result.warnings:
+        _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+
+
+def _calibrate_from_reviews(
+    name: str, root: Path | None, db: str | None, config: Path | None
+) -> None:
+    """``calibrate --from-reviews``: the database and, unless --root, the profiles folder
+    come from the daemon config when one is given, as the daemon would read them."""
+    from padformer_edge.profiles.calibrate import calibrate_from_reviews  # only when run
+    from padformer_edge.store.engine import describe, resolve_url
+    from padformer_edge.store.schema import open_checked
+
+    if config is not None and root is None:
+        from padformer_edge.daemon.settings import load_daemon_config
+
+        root = load_daemon_config(config, []).profiles_dir
+    database = database_of(db, config)
+    engine = open_checked(database)
+    report = calibrate_from_reviews(
+        profiles_root(root), name, engine, describe(resolve_url(database))
+    )
+    engine.dispose()
+    result = report.result
+    check = result.anomalous
+    assert check is not None
+    _say(
+        f"threshold {result.threshold:.6g} from {check.count} reviewed true defects "
+        f"(lowest {check.scores.min:.6g}) and {result.good.count} reviewed false alarms"
+    )
+    _say(
+        f"reviewed true defects flagged: {check.recall_at_threshold:.0%}; reviewed false "
+        f"alarms still flagged: {result.observed_fpr:.0%}"
+    )
     for warning in result.warnings:
         _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 

@@ -1,12 +1,14 @@
 """``padformer-edge results``: the inspection history, for people and for scripts.
 
-Every command opens the database read-only (``prune`` excepted) and refuses one whose
-schema is not at head. Tables are for terminals; ``--json`` and ``--csv`` are for pipes.
+Every command opens the database read-only (``prune`` and ``review`` excepted) and
+refuses one whose schema is not at head. Tables are for terminals; ``--json`` and
+``--csv`` are for pipes.
 """
 
 from __future__ import annotations
 
 import csv
+import getpass
 import json
 import sys
 from datetime import UTC, datetime
@@ -22,12 +24,33 @@ from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.errors import UserError
 from padformer_edge.store.timespec import parse_age, parse_time
-from padformer_edge.store.vocabulary import ExportFormat, GroupBy, Status
+from padformer_edge.store.vocabulary import REVIEW_FILTERS, ExportFormat, GroupBy, Status
 
-app = typer.Typer(help="Query, export and prune the inspection history.", no_args_is_help=True)
+app = typer.Typer(
+    help="Query, review, export and prune the inspection history.", no_args_is_help=True
+)
 LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
-                "detect_ms", "source_path"]  # fmt: skip
+                "review", "detect_ms", "source_path"]  # fmt: skip
 _out = table_console()
+
+
+def review_option() -> str | None:
+    """``--review``: rows with that review verdict, any review, or none."""
+    return choice_option(
+        None,
+        "--review",
+        REVIEW_FILTERS,
+        help="Only rows reviewed as true_defect or false_alarm, or any (reviewed), or none.",
+        refusal="{flag} '{value}' is not a review filter",
+    )
+
+
+def login_name() -> str:
+    """Who runs the command, for a review's reviewer when ``--by`` is not given."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name and no $USER: a bare container
+        return "cli"
 
 
 def _when(text: str | None, option: str) -> datetime | None:
@@ -79,6 +102,7 @@ def list_(
     ),
     anomalies: bool = typer.Option(False, "--anomalies", help="Only rows judged anomalous."),
     min_score: float | None = typer.Option(None, "--min-score"),
+    review: str | None = review_option(),
     limit: int = typer.Option(50, "--limit", min=1),
     as_json: bool = typer.Option(False, "--json", help="A JSON array of every field."),
     as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row, every field."),
@@ -96,6 +120,7 @@ def list_(
         status=None if status is None else Status(status),
         anomalies_only=anomalies,
         min_score=min_score,
+        review=review,  # type: ignore[arg-type]
     )
     if filters.since and filters.until and filters.since >= filters.until:
         raise UserError(f"--since {since} is not before --until {until}; swap or widen them.")
@@ -104,7 +129,7 @@ def list_(
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
     elif as_csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=history.COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(sys.stdout, fieldnames=history.RECORD_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
     else:
@@ -205,12 +230,13 @@ def export(
         refusal="{flag} '{value}' is not supported",
     ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
+    review: str | None = review_option(),
 ) -> None:
-    """Stream every inspection (oldest first) to FILE in constant memory."""
+    """Stream every inspection with its review (oldest first) to FILE in constant memory."""
     from padformer_edge.store import history, schema  # SQLAlchemy: only when run
 
     engine = schema.open_checked(database_of(db, config))
-    filters = history.Filters(since=_when(since, "--since"))
+    filters = history.Filters(since=_when(since, "--since"), review=review)  # type: ignore[arg-type]
     try:
         with (
             atomic_path(file, fix="check the folder exists and is writable") as partial,
@@ -247,3 +273,41 @@ def prune(
             else ""
         )
     )
+
+
+@app.command("review")
+def review(
+    inspection_id: int = typer.Argument(..., metavar="ID"),
+    true_defect: bool = typer.Option(
+        False, "--true-defect", help="The part really is defective: the alarm was right."
+    ),
+    false_alarm: bool = typer.Option(
+        False, "--false-alarm", help="The part is good: the detector was wrong to flag it."
+    ),
+    note: str | None = typer.Option(None, "--note", help="What the reviewer saw (optional)."),
+    by: str | None = typer.Option(
+        None, "--by", help="Who reviewed; default: the login name running the command."
+    ),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
+) -> None:
+    """Mark inspection ID a true defect or a false alarm; a second review replaces the first."""
+    if true_defect == false_alarm:
+        raise UserError("give exactly one of --true-defect or --false-alarm.")
+    from padformer_edge.log import get_logger
+    from padformer_edge.store import schema  # SQLAlchemy: only when run
+    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.models import ReviewVerdict
+    from padformer_edge.store.reviews import save_review
+
+    verdict = ReviewVerdict.true_defect if true_defect else ReviewVerdict.false_alarm
+    database = database_of(db, config)
+    schema.open_checked(database)  # exists and is at head, checked without taking the write lock
+    saved = save_review(open_engine(database), inspection_id, verdict,
+                        reviewer=by or login_name(), note=note)  # fmt: skip
+    get_logger("results").info(
+        "review.saved", inspection=inspection_id, verdict=verdict.value, reviewer=saved.reviewer,
+        replaced=saved.replaced.value if saved.replaced else None, via="cli",
+    )  # fmt: skip
+    again = f" (was {saved.replaced.value})" if saved.replaced else ""
+    typer.echo(f"inspection {inspection_id} reviewed as {verdict.value}{again} by {saved.reviewer}")

@@ -19,7 +19,6 @@ from padformer_edge.cli.checks import (
 from padformer_edge.cli.output import table_console
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
-from training.config import TrainConfig
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -51,6 +50,8 @@ def train(
     exactly.
     For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
     """
+    from training.config import TrainConfig
+
     recipe = load_config(config, TrainConfig)  # a mistyped key fails here, before torch
     root = data if data is not None else recipe.data.root
     if root is None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import Profile, load_profile
+
+if TYPE_CHECKING:  # torch: a line install runs ``deploy.line_detector.LineDetector``
+    from padformer_edge.detect.detector import Detector
 
 log = get_logger("daemon")
 

@@ -11,6 +11,7 @@ rewrites the same heatmap name, so a file never gets two results or two heatmaps
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +19,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-import torch
 from sqlalchemy import Engine, func, select
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
@@ -28,7 +28,7 @@ from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
-from padformer_edge.detect.detector import Detection
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import reading
@@ -46,6 +46,20 @@ log = get_logger("worker")
 IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
+
+
+def out_of_memory_errors() -> tuple[type[BaseException], ...]:
+    """torch's out-of-memory error when torch is loaded (the torch runtime), else none: a
+    line install without torch has no GPU memory to run out of and must not import it."""
+    torch = sys.modules.get("torch")
+    return (torch.OutOfMemoryError,) if torch is not None else ()
+
+
+def release_gpu_cache() -> None:
+    """Hand the GPU's cached blocks back after an out-of-memory error (torch runtime)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def heatmap_path(folder: Path, row_id: int) -> Path:
@@ -258,13 +272,12 @@ class Worker:
             try:
                 out.extend(detector.detect(chunk))
                 start += len(chunk)
-            except torch.OutOfMemoryError:
+            except out_of_memory_errors():
                 if self.batch_size == 1 and detector.max_batch == 1:
                     raise
                 self.batch_size = max(1, self.batch_size // 2)
                 detector.max_batch = max(1, detector.max_batch // 2)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
+                release_gpu_cache()
                 log.warning(
                     "worker.oom_halved", batch=self.batch_size, model_batch=detector.max_batch
                 )

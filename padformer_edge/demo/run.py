@@ -5,6 +5,9 @@ Render a small dataset, take a model (the shipped generic one, or train one brie
 good and defective images as a camera would, and collect what the line would see: the
 result history, the alerts and the heatmaps. Every step is the real code path an
 installation uses; only the sizes are small.
+
+Rendering and training come from the training package, imported inside the functions
+that use them: the runtime package never imports ``training`` while it loads.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -35,9 +38,9 @@ from padformer_edge.profiles.calibrate import calibrate_profile
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, list_inspections, record
-from training.config import TrainConfig
-from training.synth import ViewCounts, render_dataset
-from training.trainer import run_training
+
+if TYPE_CHECKING:
+    from training.config import TrainConfig
 
 PRODUCT = "demo-part"
 CAMERA = "line1-top"
@@ -80,6 +83,8 @@ def _workdir(out: Path | None) -> Path:
 
 
 def _recipe(plan: DemoPlan, data: Path, out: Path) -> TrainConfig:
+    from training.config import TrainConfig
+
     steps_per_epoch = max(1, plan.train_views // plan.batch_size)
     return TrainConfig.model_validate({
         "model": {"preset": plan.preset},
@@ -96,6 +101,8 @@ def _recipe(plan: DemoPlan, data: Path, out: Path) -> TrainConfig:
 
 
 def _train(plan: DemoPlan, data: Path, out: Path) -> tuple[Path, TrainingFacts]:
+    from training.trainer import run_training
+
     started = time.monotonic()
     summary = run_training(_recipe(plan, data, out), data, out)
     if summary.checkpoint is None:
@@ -156,6 +163,8 @@ def run_demo(
     ``model_note`` tells the reader which model inspects the part (e.g. that the shipped
     one never saw it); it is printed with the rendering step.
     """
+    from training.synth import ViewCounts, render_dataset
+
     work = _workdir(out)
     say(f"working in {work}")
     steps = 4 if checkpoint is not None else 5

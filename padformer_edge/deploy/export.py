@@ -33,12 +33,12 @@ from padformer_edge.deploy.graphs import (
     mask_indices,
     term_names,
 )
+from padformer_edge.deploy.names import MANIFEST
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import tensors_sha256
 from padformer_edge.model.padformer import PADFormer
 
-MANIFEST = "manifest.json"
 FORMAT_TAG = "padformer-edge-onnx/1"
 OPSET = 20
 """A static opset every onnxruntime >= 1.17 runs; scaled_dot_product_attention with a

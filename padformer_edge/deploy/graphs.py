@@ -13,12 +13,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from padformer_edge.deploy.names import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.model.encoder import blank_masked_patches, shuffle_ids
 from padformer_edge.model.padformer import PADFormer
 
-REFERENCE_GRAPH = "references.onnx"
-TERMS_GRAPH = "reference_terms.onnx"
-QUERY_GRAPH = "query.onnx"
+__all__ = ["QUERY_GRAPH", "REFERENCE_GRAPH", "TERMS_GRAPH"]
 
 
 def term_names(model: PADFormer) -> list[str]:

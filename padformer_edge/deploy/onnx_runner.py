@@ -1,7 +1,8 @@
 """Runs exported graphs with onnxruntime in place of the torch model's own forward pass.
 
-The ``Detector`` still prepares inputs and scores in torch; this runner only replaces
-``encode_references`` and ``reconstruct_all``, the work that dominates a detection. It
+The torch ``Detector`` still prepares inputs and scores in torch; this runner only
+replaces ``encode_references`` and ``reconstruct_all``, the work that dominates a
+detection (a profile's graphs run torch-free in ``line_detector`` instead). It
 refuses graphs exported from other weights than the model it is given (the manifest's
 ``weights_sha256``) or with other model settings (its ``config``), and graph files whose
 bytes changed since export, because each would score with a different model than the one
@@ -27,15 +28,10 @@ INSTALL_HINT = "pip install 'padformer-edge[onnx]'"
 
 
 def import_onnxruntime() -> ModuleType:
-    """onnxruntime, or the one sentence that says how to install it."""
-    try:
-        import onnxruntime
-    except ImportError:
-        raise UserError(
-            f"the onnxruntime runtime needs the onnxruntime package, which is not installed; "
-            f"{INSTALL_HINT}."
-        ) from None
-    return onnxruntime
+    """onnxruntime, or the one sentence that says how to install the export extra."""
+    from padformer_edge.deploy.line_detector import import_onnxruntime as line_import
+
+    return line_import(INSTALL_HINT)
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -26,6 +25,7 @@ import torch
 
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graphs import mask_indices
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -48,26 +48,6 @@ from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceC
 if TYPE_CHECKING:
     from padformer_edge.deploy.onnx_runner import OnnxRunner
     from padformer_edge.deploy.openvino_runner import OpenVinoRunner
-
-
-@dataclass
-class Detection:
-    """The result for one query image.
-
-    ``anomaly_map`` has the query's own ``H x W`` (float32, 0 where filtered out);
-    ``pass_mean_error`` / ``pass_max_error`` summarise each pass's raw error map;
-    ``timings`` are seconds: ``prepare`` (tensor conversion and resize), ``reconstruct``
-    (this query's share of the batched model calls), ``score`` and ``total``.
-    ``reconstruction`` is the mean over passes of what the model drew (``S x S x 3``
-    ``uint8`` at the model's size), kept only when asked for: evaluation reports show it.
-    """
-
-    score: float
-    anomaly_map: np.ndarray
-    pass_mean_error: list[float]
-    pass_max_error: list[float]
-    timings: dict[str, float] = field(default_factory=dict)
-    reconstruction: np.ndarray | None = None
 
 
 Item = TypeVar("Item")
@@ -324,11 +304,15 @@ def open_runner(
     """The ``runtime``'s runner for ``model``'s exported graphs, or the sentence saying
     why there is none (no folder given, the runtime missing, graphs of other weights)."""
     fmt = "openvino" if runtime == "openvino" else "onnx"
+    where = (
+        ", or store them in a profile with padformer-edge profile export NAME"
+        if runtime == "onnxruntime"
+        else " (profiles store graphs for onnxruntime only so far)"
+    )
     if exported is None:
         raise UserError(
-            f"runtime {runtime} needs the model's exported graphs, which only detect reads "
-            "for now (profiles and the daemon do not store them yet); run padformer-edge "
-            f"export MODEL --format {fmt} --out DIR and pass detect --exported DIR."
+            f"runtime {runtime} needs the model's exported graphs; run padformer-edge "
+            f"export MODEL --format {fmt} --out DIR and pass detect --exported DIR{where}."
         )
     threads = torch.get_num_threads()
     if runtime == "openvino":

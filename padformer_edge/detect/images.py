@@ -10,13 +10,15 @@ Everything past this module works on RGB ``uint8`` arrays of shape ``H x W x 3``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from padformer_edge.decode import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, DecodeError, decode_image
 from padformer_edge.errors import UserError
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: the line install has none
+    import torch
 
 
 class ImageReadError(UserError):
@@ -77,6 +79,8 @@ def check_rgb_array(image: np.ndarray, what: str, min_side: int = 1) -> None:
 
 def to_unit_tensor(image: np.ndarray, device: torch.device) -> torch.Tensor:
     """An ``H x W x 3`` ``uint8`` array as a ``[3, H, W]`` float tensor in ``[0, 1]``."""
+    import torch
+
     tensor = torch.from_numpy(np.ascontiguousarray(image)).to(device)
     return tensor.permute(2, 0, 1).float().div_(255.0)
 
@@ -88,6 +92,8 @@ def resize_square(images: torch.Tensor, size: int) -> torch.Tensor:
     of the product uninspected and padding would spend patches on empty borders. Queries
     and references go through the same squeeze, so the model compares like with like.
     """
+    import torch.nn.functional as F
+
     if images.shape[-2:] == (size, size):
         return images
     return F.interpolate(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.detect.detector import Detection, Detector
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.detect.images import (
     IMAGE_SUFFIXES,
@@ -20,11 +20,9 @@ from padformer_edge.detect.images import (
     list_images,
     read_image,
 )
-from padformer_edge.detect.scoring import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.model.checkpoint import load_checkpoint
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,11 @@ def detect_files(
     ``exported`` graphs when the settings ask for onnxruntime); ``progress`` hears (done,
     total) after each image. With ``threshold`` the heatmaps' colour scale is anchored to it
     and the region above it outlined, as the daemon draws a profile's heatmaps."""
+    # torch: imported when a checkpoint runs, so a line install can name heatmaps
+    from padformer_edge.detect.detector import Detector
+    from padformer_edge.detect.scoring import MIN_SIDE
+    from padformer_edge.model.checkpoint import load_checkpoint
+
     if not images:
         raise UserError("no query images were given; name at least one image file to inspect.")
     paths = [Path(p) for p in images]

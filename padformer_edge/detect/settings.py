@@ -60,7 +60,8 @@ class DetectionSettings(StrictModel):
         "torch",
         description=(
             "what runs the model: torch, or onnxruntime or openvino on graphs written by "
-            "padformer-edge export (CPU, fp32; scoring stays in torch)"
+            "padformer-edge export (CPU, fp32); onnxruntime also runs a profile's graphs "
+            "from profile export, scored in numpy with no torch needed"
         ),
     )
 

@@ -97,6 +97,10 @@ def create_profile(
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
         )
+        if settings.runtime == "onnxruntime":
+            from padformer_edge.profiles.export import export_into
+
+            config = export_into(staging, config, checkpoint, settings)
         write_yaml_atomic(staging / PROFILE_FILE, config.model_dump(mode="json"))
         Profile(staging, config).build_detector()  # fills the reference cache, checks settings
         staging.rename(final)
@@ -111,7 +115,9 @@ def create_profile(
 
 def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
     """Point a profile at another checkpoint; its threshold is dropped because scores of
-    another model are on another scale, and the reference cache rebuilds on next use."""
+    another model are on another scale, and the reference cache rebuilds on next use.
+    Graphs exported from the old checkpoint are dropped too: a profile on onnxruntime then
+    says to run ``profile export`` rather than score with the old model."""
     profile = load_profile(root, name)
     checkpoint = Path(checkpoint).expanduser().absolute()
     load_checkpoint(checkpoint)  # a file that does not load must not be adopted
@@ -119,6 +125,7 @@ def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
         update={
             "model": ProfileModelRef(path=str(checkpoint), sha256=file_sha256(checkpoint)),
             "calibration": None,
+            "exported": None,
         }
     )
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))

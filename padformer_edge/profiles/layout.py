@@ -1,7 +1,8 @@
 """Where profiles live on disk, what a valid profile name is, and atomic file writes.
 
 A profile is a folder ``<root>/<name>/`` holding ``profile.yaml``, a ``references/``
-folder and the reference-encoding cache. Every file a command changes is written to a
+folder, the reference-encoding cache and, for the onnxruntime runtime, an ``exported/``
+folder of graphs. Every file a command changes is written to a
 temporary sibling and moved into place with ``os.replace``, so a command that fails or
 is killed half-way leaves the previous version of the profile as it was.
 """
@@ -22,6 +23,7 @@ PROFILES_ENV = "PADFORMER_EDGE_PROFILES"
 PROFILE_FILE = "profile.yaml"
 REFERENCES_DIR = "references"
 CACHE_FILE = "reference_cache.safetensors"
+EXPORTED_DIR = "exported"  # the graphs and scoring files of ``profile export``
 # A name becomes a folder and a DB column value: no separators, no leading dot or dash.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

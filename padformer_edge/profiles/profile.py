@@ -4,13 +4,15 @@
 checks the checkpoint against the sha256 the profile was made with before anything is
 scored, because a threshold is only meaningful for the model it was calibrated on.
 
-Torch, the model and the scoring code are imported inside the methods that run a model:
+Torch, the model and the scoring code are imported inside the methods that run a model
+(and never on the onnxruntime runtime, which a torch-free line install runs):
 ``profile list``, ``profile delete`` and ``doctor`` load profiles only to read them, and
 must answer in a fraction of a second without loading that stack.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,10 +28,20 @@ from padformer_edge.profiles.layout import (
     REFERENCES_DIR,
     check_name,
 )
-from padformer_edge.profiles.schema import CalibrationResult, ProfileConfig
+from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, ProfileConfig
 
 if TYPE_CHECKING:
+    from padformer_edge.deploy.line_detector import LineDetector
     from padformer_edge.detect.detector import Detector
+
+
+def line_threads() -> int:
+    """onnxruntime's intra-op threads: ``OMP_NUM_THREADS`` when set (the one setting that
+    governs torch's pool too), else every core."""
+    try:
+        return max(1, int(os.environ.get("OMP_NUM_THREADS", "")))
+    except ValueError:
+        return os.cpu_count() or 1
 
 
 @dataclass
@@ -96,7 +108,7 @@ class Profile:
                 f"profile '{self.name}': reference {missing[0]} is missing; re-create the "
                 "profile with `padformer-edge profile create`."
             )
-        from padformer_edge.profiles.reference_cache import cache_key
+        from padformer_edge.profiles.cache_files import cache_key
 
         shas = [file_sha256(p) for p in self.reference_paths]
         return cache_key(self.model_sha256, shas, self.detection.precision)
@@ -108,6 +120,12 @@ class Profile:
         ``cuda``). The checkpoint's sha256 is verified first, and unless ``calibrating``,
         that the threshold was set on scores computed the way this detector computes them.
         """
+        settings = self.detection if device is None else self.detection.replace(device=device)
+        if settings.runtime == "onnxruntime":
+            detector = self.build_line_detector(settings)
+            if not calibrating:
+                self.check_scoring(detector.scoring, detector.metric_name)
+            return detector  # type: ignore[return-value]  # answers the same calls
         from padformer_edge.detect.detector import Detector
         from padformer_edge.detect.images import read_image
         from padformer_edge.model.checkpoint import load_checkpoint
@@ -116,7 +134,6 @@ class Profile:
         self.verify_model()
         key = self.reference_key()
         model, _ = load_checkpoint(self.model_path)
-        settings = self.detection if device is None else self.detection.replace(device=device)
         references = [read_image(path) for path in self.reference_paths]
         detector = Detector(
             model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
@@ -125,6 +142,56 @@ class Profile:
             self.check_scoring(detector.scoring, detector.metric_name)
         return detector
 
+    def build_line_detector(self, settings: DetectionSettings) -> LineDetector:
+        """The torch-free detector on the profile's exported graphs, each verified against
+        the sha256 profile.yaml records (the checkpoint itself is not read: the graphs
+        carry its weights, and the export names the checkpoint sha256 it was made from)."""
+        from padformer_edge.deploy.line_detector import LineDetector
+        from padformer_edge.detect.images import read_image
+
+        exported = self.exported_files()
+        references = [read_image(path) for path in self.reference_paths]
+        return LineDetector(
+            self.folder / exported.folder,
+            exported.files,
+            references,
+            settings,
+            fix=self.export_fix,
+            cache=(self.cache_path, self.reference_key()),
+            threads=line_threads(),
+        )
+
+    @property
+    def export_fix(self) -> str:
+        return f"run `padformer-edge profile export {self.name}` where torch is installed"
+
+    def exported_files(self) -> ExportedFiles:
+        """The export record, or the sentence saying there is none for this checkpoint."""
+        exported = self.config.exported
+        if exported is None:
+            raise UserError(
+                f"profile '{self.name}' runs on onnxruntime but holds no exported graphs; "
+                f"{self.export_fix}."
+            )
+        if exported.model_sha256 != self.model_sha256:
+            raise UserError(
+                f"profile '{self.name}': its exported graphs were made from another checkpoint "
+                f"than the one it names; {self.export_fix}."
+            )
+        return exported
+
+    def verify_runnable(self) -> str:
+        """Check the files this profile's runtime reads (the checkpoint on torch, the
+        exported graphs on onnxruntime) and say what was checked, for ``doctor``."""
+        if self.detection.runtime != "onnxruntime":
+            self.verify_model()
+            return f"model {self.model_path} matches"
+        from padformer_edge.deploy.line_detector import verify_files
+
+        exported = self.exported_files()
+        verify_files(self.folder / exported.folder, exported.files, self.export_fix)
+        return f"{len(exported.files)} exported files in {self.folder / exported.folder} match"
+
     def check_scoring(self, scoring: str, metric_name: str) -> None:
         """Refuse a threshold calibrated under another scoring than ``scoring``.
 
@@ -132,11 +199,13 @@ class Profile:
         validated readouts, for one), and a threshold on the old scores would raise or
         drop alarms silently. Files calibrated before the scoring was recorded pass only
         for a metric whose scores never changed (the paper's readouts)."""
-        from padformer_edge.detect.scoring import paper_signature
-
         if self.calibration is None:
             return
-        recorded = self.calibration.scoring or paper_signature(metric_name)
+        recorded = self.calibration.scoring
+        if recorded is None:  # only files older than the signature; they came from torch
+            from padformer_edge.detect.scoring import paper_signature
+
+            recorded = paper_signature(metric_name)
         if recorded != scoring:
             raise UserError(
                 f"profile '{self.name}' was calibrated on scores computed another way "

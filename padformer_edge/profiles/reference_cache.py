@@ -9,34 +9,19 @@ longer matches and the encodings are rebuilt, so a stale cache can never be used
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
 from padformer_edge.atomic import write_atomic
 from padformer_edge.log import get_logger
 from padformer_edge.model.padformer import PADFormer, ReferenceCache
+from padformer_edge.profiles.cache_files import cache_key, stored_key
 
-
-def cache_key(model_sha256: str, reference_sha256s: Sequence[str], precision: str) -> str:
-    """One hex digest naming exactly what the cached encodings were computed from."""
-    payload = {"model": model_sha256, "references": list(reference_sha256s), "precision": precision}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def stored_key(path: Path) -> str | None:
-    """The key a cache file was written with, or None when there is no readable cache."""
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            return (handle.metadata() or {}).get("key")
-    except (FileNotFoundError, SafetensorError, OSError, ValueError):
-        return None
+__all__ = ["ReferenceCacheFile", "cache_key", "read_cache", "stored_key", "write_cache"]
 
 
 def read_cache(

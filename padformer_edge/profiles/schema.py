@@ -7,7 +7,7 @@ hold nothing the detector would not accept.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -84,6 +84,16 @@ class CalibrationResult(StrictModel):
     calibrated before it was recorded. A threshold only holds for the same scoring."""
 
 
+class ExportedFiles(StrictModel):
+    """The profile's exported graphs and scoring files (``profile export``), pinned by
+    content: the line runtime refuses any file whose bytes changed, and an export made
+    from another checkpoint than the profile's."""
+
+    folder: str = "exported"
+    model_sha256: str = Field(pattern=SHA256_PATTERN)
+    files: dict[str, Annotated[str, Field(pattern=SHA256_PATTERN)]] = Field(min_length=1)
+
+
 @register_config_kind("profile")
 class ProfileConfig(StrictModel):
     """``profile.yaml``: everything the daemon needs to inspect one product."""
@@ -95,3 +105,5 @@ class ProfileConfig(StrictModel):
     references: list[ReferenceEntry] = Field(min_length=1)
     selection: ReferenceSelection
     calibration: CalibrationResult | None = None
+    exported: ExportedFiles | None = None
+    """Graphs for ``detection.runtime: onnxruntime``; None for a profile run with torch."""

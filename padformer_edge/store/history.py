@@ -9,6 +9,7 @@ never holds more than one batch.
 from __future__ import annotations
 
 import csv
+import enum
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,11 +20,16 @@ from typing import IO, Any
 from sqlalchemy import ColumnElement, Engine, Select, and_, case, delete, func, literal, select
 from sqlalchemy.orm import Session, selectinload
 
-from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.models import Inspection, Review, ReviewVerdict, Status
 from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
 from padformer_edge.store.vocabulary import GroupBy as GroupBy
+from padformer_edge.store.vocabulary import ReviewFilter
 
 COLUMNS = [c.name for c in Inspection.__table__.columns]
+# An inspection's review, flattened beside its columns in lists and exports (all None
+# for a row nobody reviewed).
+REVIEW_COLUMNS = ["review", "review_note", "reviewed_by", "reviewed_at"]
+RECORD_COLUMNS = COLUMNS + REVIEW_COLUMNS
 FINISHED = (Status.done, Status.failed, Status.skipped)
 
 
@@ -36,6 +42,7 @@ class Filters:
     status: Status | None = None
     anomalies_only: bool = False
     min_score: float | None = None
+    review: ReviewFilter | None = None
 
     def clauses(self) -> list[ColumnElement[bool]]:
         wanted = [
@@ -49,18 +56,66 @@ class Filters:
         clauses = [make(value) for value, make in wanted if value is not None]
         if self.anomalies_only:
             clauses.append(Inspection.is_anomaly.is_(True))
+        if self.review is not None:
+            clauses.append(review_clause(self.review))
         return clauses
 
 
+def review_clause(wanted: ReviewFilter) -> ColumnElement[bool]:
+    """Rows with a review of that verdict, with any review, or with none.
+
+    A subquery on the reviews table rather than a join, so every query that takes
+    ``Filters`` keeps its shape; the (verdict, inspection_id) index answers it.
+    """
+    if wanted in ("reviewed", "unreviewed"):
+        reviewed = select(Review.inspection_id)
+        if wanted == "reviewed":
+            return Inspection.id.in_(reviewed)
+        return Inspection.id.not_in(reviewed)
+    return Inspection.id.in_(
+        select(Review.inspection_id).where(Review.verdict == ReviewVerdict(wanted))
+    )
+
+
+def with_reviews(*where: ColumnElement[bool]) -> Select[Any]:
+    """Every inspection column plus its review's (``REVIEW_COLUMNS``), unreviewed rows
+    included: one primary-key look-up per row in the small reviews table."""
+    columns = Inspection.__table__.c
+    joined = Inspection.__table__.outerjoin(Review.__table__, Review.inspection_id == columns.id)
+    return (
+        select(
+            *columns,
+            Review.verdict.label("review"),
+            Review.note.label("review_note"),
+            Review.reviewer.label("reviewed_by"),
+            Review.reviewed_at.label("reviewed_at"),
+        )
+        .select_from(joined)
+        .where(*where)
+    )
+
+
+def _review_fields(row: Inspection) -> dict[str, Any]:
+    review = row.__dict__.get("review")  # only if loaded: never a lazy load after the session
+    if review is None:
+        return dict.fromkeys(REVIEW_COLUMNS)
+    return {"review": review.verdict, "review_note": review.note,
+            "reviewed_by": review.reviewer, "reviewed_at": review.reviewed_at}  # fmt: skip
+
+
 def record(values: Any) -> dict[str, Any]:
-    """One inspection as plain JSON-ready values (ISO times, status as text)."""
-    mapping = values if isinstance(values, dict) else {c: getattr(values, c) for c in COLUMNS}
+    """One inspection and its review as plain JSON-ready values (ISO times, states as
+    text), in ``RECORD_COLUMNS`` order."""
+    if isinstance(values, dict):
+        mapping = values
+    else:
+        mapping = {c: getattr(values, c) for c in COLUMNS} | _review_fields(values)
     out = {}
-    for name in COLUMNS:
-        value = mapping[name]
+    for name in RECORD_COLUMNS:
+        value = mapping.get(name)
         if isinstance(value, datetime):
             value = value.isoformat()
-        elif isinstance(value, Status):
+        elif isinstance(value, enum.Enum):
             value = value.value
         out[name] = value
     return out
@@ -73,6 +128,7 @@ def list_inspections(engine: Engine, filters: Filters, limit: int = 50) -> list[
         .where(*filters.clauses())
         .order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
         .limit(limit)
+        .options(selectinload(Inspection.review))
     )
     with Session(engine) as session:
         return list(session.scalars(query))
@@ -84,7 +140,7 @@ def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
         return session.scalars(
             select(Inspection)
             .where(Inspection.id == inspection_id)
-            .options(selectinload(Inspection.alerts))
+            .options(selectinload(Inspection.alerts), selectinload(Inspection.review))
         ).one_or_none()
 
 
@@ -199,9 +255,7 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
 
 def iter_records(engine: Engine, filters: Filters, batch: int = 1000) -> Iterator[dict[str, Any]]:
     """Every matching row, oldest first, fetched ``batch`` rows at a time."""
-    query: Select[Any] = (
-        select(Inspection.__table__).where(*filters.clauses()).order_by(Inspection.id)
-    )
+    query: Select[Any] = with_reviews(*filters.clauses()).order_by(Inspection.id)
     with engine.connect() as conn:
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(query)
         for row in result.mappings():
@@ -209,8 +263,9 @@ def iter_records(engine: Engine, filters: Filters, batch: int = 1000) -> Iterato
 
 
 def export(engine: Engine, out: IO[str], fmt: ExportFormat, filters: Filters) -> int:
-    """Write matching rows to ``out`` as CSV (with header) or JSON lines; return the count."""
-    writer = csv.DictWriter(out, fieldnames=COLUMNS) if fmt == "csv" else None
+    """Write matching rows, with their reviews, to ``out`` as CSV (with header) or JSON
+    lines; return the count."""
+    writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS) if fmt == "csv" else None
     if writer is not None:
         writer.writeheader()
     count = 0

@@ -30,6 +30,7 @@ from sqlalchemy.types import TypeDecorator
 
 # Re-exported: the states are part of the tables' vocabulary, defined without SQLAlchemy.
 from padformer_edge.store.vocabulary import AlertState as AlertState
+from padformer_edge.store.vocabulary import ReviewVerdict as ReviewVerdict
 from padformer_edge.store.vocabulary import Status as Status
 
 NAMING_CONVENTION = {
@@ -121,6 +122,9 @@ class Inspection(Base):
     alerts: Mapped[list[Alert]] = relationship(
         back_populates="inspection", order_by="Alert.id", passive_deletes=True
     )
+    review: Mapped[Review | None] = relationship(
+        back_populates="inspection", passive_deletes=True, uselist=False
+    )
 
 
 class Alert(Base):
@@ -165,3 +169,27 @@ class DaemonHeartbeat(Base):
     pid: Mapped[int] = mapped_column(Integer)
     host: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(Text)
+
+
+class Review(Base):
+    """An operator's judgement of one inspection: a true defect or a false alarm.
+
+    One row per inspection (the inspection id is the key): a second review replaces the
+    first, because a calibration needs one label per part and the page shows the current
+    one; the replaced verdict is kept in the structured log (``review.saved``). The
+    verdict is indexed with the inspection id, so counting reviews by verdict and
+    filtering history by verdict read the index alone.
+    """
+
+    __tablename__ = "reviews"
+    __table_args__ = (Index("ix_reviews_verdict_inspection_id", "verdict", "inspection_id"),)
+
+    inspection_id: Mapped[int] = mapped_column(
+        ForeignKey("inspections.id", ondelete="CASCADE"), primary_key=True
+    )
+    verdict: Mapped[ReviewVerdict] = mapped_column(_enum(ReviewVerdict, "review_verdict"))
+    note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str] = mapped_column(String(128))
+    reviewed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+    inspection: Mapped[Inspection] = relationship(back_populates="review")

@@ -8,6 +8,7 @@ after an online backup (a migration that goes wrong must not cost the history).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sqlite3
 from datetime import UTC, datetime
@@ -21,7 +22,6 @@ from filelock import FileLock
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-import migrations
 from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
@@ -32,10 +32,27 @@ log = get_logger(__name__)
 logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+def migrations_folder() -> Path:
+    """The installed ``migrations`` package's folder, found without importing it.
+
+    The revisions are Alembic's script files, read and run by Alembic; their ``env.py``
+    imports this package's models, so importing ``migrations`` from here would tie the
+    two packages into a circle. ``find_spec`` only locates the folder.
+    """
+    spec = importlib.util.find_spec("migrations")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    if not folders or not (Path(folders[0]) / "env.py").is_file():
+        raise UserError(
+            "the schema migrations (the migrations package) are not installed beside "
+            "padformer_edge; reinstall padformer-edge."
+        )
+    return Path(folders[0])
+
+
 def alembic_config() -> Config:
-    """Alembic configured in code, pointing at the installed ``migrations`` package."""
+    """Alembic configured in code, pointing at the installed ``migrations`` folder."""
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    config.set_main_option("script_location", str(migrations_folder()))
     return config
 
 

@@ -1,5 +1,5 @@
-"""The store's words, without SQLAlchemy: inspection and alert states, groupings and
-export formats.
+"""The store's words, without SQLAlchemy: inspection and alert states, review verdicts,
+groupings and export formats.
 
 The CLI offers these as option choices, so every command module needs them to build its
 ``--help``; keeping them apart from the tables lets ``--help`` and ``profile list`` start
@@ -28,5 +28,15 @@ class AlertState(enum.StrEnum):
     dead = "dead"
 
 
+class ReviewVerdict(enum.StrEnum):
+    """What an operator said about an inspection after looking at the part."""
+
+    true_defect = "true_defect"
+    false_alarm = "false_alarm"
+
+
+# What a history filter may ask about reviews: a verdict, or whether there is one at all.
+REVIEW_FILTERS = ("true_defect", "false_alarm", "reviewed", "unreviewed")
+ReviewFilter = Literal["true_defect", "false_alarm", "reviewed", "unreviewed"]
 GroupBy = Literal["all", "camera", "product", "hour", "day"]
 ExportFormat = Literal["csv", "jsonl"]

@@ -39,6 +39,7 @@ from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.middleware import Gate, Headers
+from padformer_edge.web.page_cache import TTL_S, PageCache, cached
 from padformer_edge.web.responses import TooLarge, error
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
@@ -117,13 +118,13 @@ def guarded(handler: Handler) -> Handler:
 
 def _routes() -> list[BaseRoute]:
     get: list[tuple[str, Handler]] = [
-        ("/", pages.live),
+        ("/", cached(pages.live)),
         ("/api/live", pages.live_json),
         ("/api/heartbeat", pages.heartbeat_json),
         ("/events", events.events),
-        ("/history", pages.history),
+        ("/history", cached(pages.history)),
         ("/history.{fmt}", pages.export),
-        ("/inspections/{inspection_id:row_id}", pages.detail),
+        ("/inspections/{inspection_id:row_id}", cached(pages.detail)),
         ("/media/{inspection_id:row_id}/{kind}", pages.media),
         ("/health", pages.health),
         ("/metrics", pages.metrics),
@@ -133,6 +134,7 @@ def _routes() -> list[BaseRoute]:
         ("/login", login.login),
         ("/logout", login.logout),
         ("/alerts/{alert_id:row_id}/retry", pages.retry),
+        ("/inspections/{inspection_id:row_id}/review", pages.review),
     ]
     routes: list[BaseRoute] = [Route(p, guarded(h), methods=["GET"]) for p, h in get]
     routes += [Route(p, guarded(h), methods=["POST"]) for p, h in post]
@@ -168,6 +170,7 @@ class WebApp:
         event_interval_s: float = 1.0,
         throttle: LoginThrottle | None = None,
         sessions: Sessions | None = None,
+        page_cache_s: float = TTL_S,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
@@ -178,6 +181,7 @@ class WebApp:
         self.event_interval_s = event_interval_s
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
+        self.page_cache = PageCache(page_cache_s)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None
@@ -203,7 +207,7 @@ class WebApp:
             return self._reader
 
     def writer(self) -> Engine:
-        """A writing engine, used only by the authenticated retry endpoint."""
+        """A writing engine, used only by the alert retry and the review forms."""
         with self._lock:
             if self._writer is None:
                 self._writer = open_engine(self.db)

@@ -28,7 +28,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy import Connection, Engine, case, func, select
 
-from padformer_edge.store.models import Alert, AlertState, Inspection, Status
+from padformer_edge.store.models import Alert, AlertState, Inspection, ReviewVerdict, Status
+from padformer_edge.store.reviews import review_counts
 from padformer_edge.web.queries import unindexed
 
 BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -167,7 +168,18 @@ class StoreCollector(Collector):
         states = dict(conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
         for state in AlertState:
             alerts.add_metric([state.value], states.get(state, 0))
-        out: list[Metric] = [depth, alerts]
+        # A gauge, not a counter: a review can be changed, so the count of one verdict can
+        # go down. It counts the whole table (reviews are few beside inspections).
+        reviews = GaugeMetricFamily(
+            "padformer_reviews",
+            "Inspections operators reviewed, by profile and verdict (the current review).",
+            labels=["product", "verdict"],
+        )
+        found = review_counts(conn)
+        for product in sorted({p for p, _ in found}):
+            for verdict in ReviewVerdict:
+                reviews.add_metric([product, verdict.value], found.get((product, verdict.value), 0))
+        out: list[Metric] = [depth, alerts, reviews]
         age = self._heartbeat_age()
         if age is not None:
             beat = GaugeMetricFamily(

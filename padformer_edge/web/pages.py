@@ -4,7 +4,7 @@ Handlers receive the Starlette request (the ``WebApp`` is ``web_app(request)``, 
 parameters are already converted); they raise ``UserError`` for a bad filter (shown as
 a 400 page with the sentence) and never build HTML by hand. Handlers that read the
 database are plain functions, which Starlette runs in its bounded thread pool; ``retry``
-reads a form body, so it is a coroutine. The live stream is in ``events``, login and
+and ``review`` read a form body, so they are coroutines. The live stream is in ``events``, login and
 logout in ``login``.
 """
 
@@ -26,11 +26,14 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store.history import COLUMNS
-from padformer_edge.store.models import Inspection
+from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
+from padformer_edge.store.models import Inspection, ReviewVerdict
+from padformer_edge.store.reviews import save_review
 from padformer_edge.store.timespec import parse_time
+from padformer_edge.store.vocabulary import REVIEW_FILTERS
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
+from padformer_edge.web.login import client_of
 from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, read_form, text, web_app
 
@@ -38,7 +41,8 @@ log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
 # row reads on its own; "pictures" is the thumbnail pair (or the refused icon).
 HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("camera", "camera"),
-                   ("product", "profile"), ("verdict", "verdict"), ("score", "score"),
+                   ("product", "profile"), ("verdict", "verdict"), ("review", "review"),
+                   ("score", "score"),
                    ("threshold", "threshold"), ("detect_ms", "detect ms"),
                    ("pictures", "pictures"), ("source_path", "file")]  # fmt: skip
 REFUSED_ICON = "/static/refused.svg"
@@ -63,6 +67,7 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
         "image": REFUSED_ICON if verdict == "failed" else f"/media/{row_id}/image",
         "heatmap": f"/media/{row_id}/heatmap" if row["heatmap_path"] else None,
         "detail": f"/inspections/{row_id}",
+        "review": row.get("review"),
     }
 
 
@@ -95,6 +100,9 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         raise UserError(
             f"verdict '{verdict}' is not one of {', '.join(queries.VERDICTS)}; pick one."
         )
+    review = params.get("review") or None
+    if review is not None and review not in REVIEW_FILTERS:
+        raise UserError(f"review '{review}' is not one of {', '.join(REVIEW_FILTERS)}; pick one.")
     numbers = {}
     for name, default in (("before", None), ("limit", 50)):
         raw = params.get(name)
@@ -113,6 +121,7 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         camera=params.get("camera") or None,
         product=params.get("product") or None,
         verdict=verdict,  # type: ignore[arg-type]
+        review=review,  # type: ignore[arg-type]
         since=since,
         until=until,
         before=numbers["before"],
@@ -139,6 +148,7 @@ def history(request: Request) -> Response:
         columns=HISTORY_COLUMNS,
         cards={row["id"]: card(row) for row in found.rows},
         verdicts=queries.VERDICTS,
+        reviews=REVIEW_FILTERS,
         cameras=queries.distinct_values(engine, "camera"),
         products=queries.distinct_values(engine, "product"),
         params=params,
@@ -158,7 +168,7 @@ def export(request: Request) -> Response:
 
     def as_csv() -> Iterator[bytes]:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(buffer, fieldnames=RECORD_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for n, row in enumerate(rows, 1):
             writer.writerow(row)
@@ -198,6 +208,9 @@ def detail(request: Request) -> Response:
         normalised=normalised,
         alerts=row.alerts,
         can_retry=app.token is not None,
+        review=row.review,
+        can_review=row.status.value == "done",
+        review_verdicts=[v.value for v in ReviewVerdict],
     )
 
 
@@ -253,8 +266,37 @@ async def retry(request: Request) -> Response:
         return text(403, "this request did not come from this server's own page.")
     form = await read_form(request)
     await run_in_threadpool(queries.retry_alert, app.writer(), alert_id)
+    app.page_cache.clear()
     log.info("web.alert_retried", alert=alert_id)
     target = form.get("next")
     if target is not None:
         return RedirectResponse(auth.safe_next(target), 303)
     return JSONResponse({"retried": alert_id})
+
+
+async def review(request: Request) -> Response:
+    """Record an operator's verdict on an inspection: the page's own form, posted from
+    this site (the ``Origin`` check; behind a token the gate has already asked for the
+    login). Without a token the server listens on loopback only, where whoever reaches
+    the page could write the database anyway; the verdict changes no delivery, and a
+    threshold moves only when an engineer runs ``profile calibrate --from-reviews``."""
+    app, inspection_id = web_app(request), request.path_params["inspection_id"]
+    if not auth.same_origin(request):
+        return text(403, "this request did not come from this server's own page.")
+    form = await read_form(request)
+    verdict = form.get("verdict", "")
+    if verdict not in {v.value for v in ReviewVerdict}:
+        raise UserError(f"review verdict '{verdict}' is not true_defect or false_alarm; pick one.")
+    reviewer = form.get("reviewer", "").strip() or f"page user at {client_of(request)}"
+    saved = await run_in_threadpool(
+        save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
+        reviewer=reviewer, note=form.get("note"),
+    )  # fmt: skip
+    app.page_cache.clear()
+    log.info("review.saved", inspection=inspection_id, verdict=verdict, reviewer=saved.reviewer,
+             replaced=saved.replaced.value if saved.replaced else None, via="page")  # fmt: skip
+    target = form.get("next")
+    if target is not None:
+        return RedirectResponse(auth.safe_next(target), 303)
+    return JSONResponse({"inspection": inspection_id, "review": verdict,
+                         "reviewed_by": saved.reviewer})  # fmt: skip

@@ -29,9 +29,10 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
-from padformer_edge.store.history import Filters, record
+from padformer_edge.store.history import Filters, record, review_clause, with_reviews
 from padformer_edge.store.history import get_inspection as store_get_inspection
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
+from padformer_edge.store.vocabulary import ReviewFilter
 
 Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
 VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
@@ -59,6 +60,7 @@ class HistoryQuery:
     verdict: Verdict | None = None
     since: datetime | None = None
     until: datetime | None = None
+    review: ReviewFilter | None = None
     before: int | None = None
     limit: int = 50
 
@@ -77,6 +79,8 @@ class HistoryQuery:
             clauses.append(Inspection.status.in_(QUEUED))
         elif self.verdict is not None:
             clauses.append(Inspection.status == Status(self.verdict))
+        if self.review is not None:
+            clauses.append(review_clause(self.review))
         return clauses
 
 
@@ -101,10 +105,7 @@ def history_page(engine: Engine, query: HistoryQuery) -> Page:
             if anchor is not None:
                 key = tuple_(Inspection.discovered_at, Inspection.id)
                 clauses.append(key < tuple_(anchor, query.before))
-        table = Inspection.__table__
-        rows = conn.execute(
-            _newest_first(select(table).where(*clauses)).limit(query.limit + 1)
-        ).mappings()
+        rows = conn.execute(_newest_first(with_reviews(*clauses)).limit(query.limit + 1)).mappings()
         found = [record(dict(r)) for r in rows]
     older = found[query.limit - 1]["id"] if len(found) > query.limit else None
     return Page(found[: query.limit], older)
@@ -112,7 +113,7 @@ def history_page(engine: Engine, query: HistoryQuery) -> Page:
 
 def iter_history(engine: Engine, query: HistoryQuery, batch: int = 1000) -> Iterator[dict]:
     """Every row matching the filters (no paging), newest first, ``batch`` rows at a time."""
-    statement = _newest_first(select(Inspection.__table__).where(*query.clauses()))
+    statement = _newest_first(with_reviews(*query.clauses()))
     with engine.connect() as conn:
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(statement)
         for row in result.mappings():

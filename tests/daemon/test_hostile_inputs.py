@@ -12,10 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.hostile_files import plant
 from tests.cli_process import run_cli_modules
 from tests.daemon.harness import DaemonProcess, encoded, make_site, rows, settled, wait_for
 from tests.detect_images import product_image
+from tests.hostile_files import plant
 
 
 def test_hostile_entries_get_their_own_reason_and_good_files_are_all_inspected(

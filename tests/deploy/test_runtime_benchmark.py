@@ -2,11 +2,11 @@
 
 import json
 
-from tests.test_benchmark_tools import _benchmark
+from tests.benchmark_process import run_benchmark
 
 
 def test_runtime_rows_cover_each_runtime_thread_and_reference_count():
-    result = _benchmark(
+    result = run_benchmark(
         "detect_speed.py", "--preset", "tiny", "--runtimes", "--passes", "2", "--repeats", "1",
         "--thread-counts", "1,2", "--reference-counts", "1,3",
     )  # fmt: skip

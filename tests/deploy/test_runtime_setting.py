@@ -45,9 +45,11 @@ def test_a_missing_openvino_is_one_sentence_with_the_install_command(monkeypatch
 
 
 def test_openvino_without_exported_graphs_says_how_to_make_them():
+    """Also what a profile set to openvino hears at start-up: it stores no IR yet."""
     settings = DetectionSettings(passes=2, runtime="openvino")
-    with pytest.raises(UserError, match="padformer-edge export MODEL --format openvino"):
+    with pytest.raises(UserError, match="padformer-edge export MODEL --format openvino") as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
+    assert "profiles store graphs for onnxruntime only so far" in str(err.value)
 
 
 def test_onnxruntime_without_exported_graphs_says_how_to_make_them():

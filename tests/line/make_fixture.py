@@ -1,0 +1,76 @@
+"""``python -m tests.line.make_fixture DIR``: a line site made where torch is installed.
+
+A tiny random-weight edge model (the fused metric: LAB, predicted features and the
+nearest-reference distance, so every part of the numpy scoring runs), a profile ``bolt``
+on the onnxruntime runtime with its exported graphs, a threshold pinned between a good
+and a defective image's score, and those images for the tests to drop into a camera
+folder. CI builds it in the main venv and hands it to the torch-free venv's tests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from tests.detect_images import product_image, with_defect
+
+PROFILE = "bolt"
+SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto"}
+
+
+def write_image(path: Path, image: np.ndarray) -> Path:
+    ok, data = cv2.imencode(path.suffix, cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+    assert ok
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.tobytes())
+    return path
+
+
+def make_site(root: Path) -> Path:
+    """Write the site under ``root``; returns ``root``. ``site.json`` lists the query
+    images with the torch detector's score of each, for the tests to compare with."""
+    from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.model.checkpoint import save_checkpoint
+    from padformer_edge.profiles.calibrate import pin_threshold
+    from padformer_edge.profiles.create import create_profile
+    from tests.deploy.parity import tiny_model
+
+    root.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(root / "model.safetensors", tiny_model("edge"))
+    for seed in range(3):
+        write_image(root / f"references/{seed}.png", product_image(72, 96, seed))
+    good = product_image(72, 96, seed=21)
+    images = {
+        "good.png": good,
+        "defect.png": with_defect(good, (20, 30, 24, 24)),
+        "other.jpg": product_image(144, 192, seed=22),
+    }
+    for name, image in images.items():
+        write_image(root / "queries" / name, image)
+    settings = DetectionSettings(**SETTINGS, runtime="onnxruntime")
+    profiles = root / "state" / "profiles"
+    profile = create_profile(
+        profiles, PROFILE, root / "model.safetensors", root / "references", settings=settings
+    ).profile
+    from padformer_edge.detect.detector import Detector
+    from padformer_edge.detect.images import read_image
+    from padformer_edge.model.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(root / "model.safetensors")
+    references = [read_image(p) for p in profile.reference_paths]
+    by_torch = Detector(model, references, settings.replace(runtime="torch"))
+    queries = sorted((root / "queries").iterdir())
+    scores = {p.name: by_torch.detect([read_image(p)])[0].score for p in queries}
+    threshold = (scores["good.png"] + scores["defect.png"]) / 2
+    pin_threshold(profile, threshold)
+    record = {"profile": PROFILE, "threshold": threshold, "torch_scores": scores}
+    (root / "site.json").write_text(json.dumps(record, indent=2))
+    return root
+
+
+if __name__ == "__main__":
+    make_site(Path(sys.argv[1]))

@@ -1,0 +1,164 @@
+"""The one GPU session script, ``python3 -m training.gpu_session``, checked on the CPU.
+
+A GPU machine is lent once and briefly: a candidate that the trainer refuses there, or
+weights that do not come back, cost the whole call. So the recipes it writes are loaded
+by the trainer's own validation here, and a whole session of two tiny candidates runs
+here on the CPU exactly as it runs there, in parallel, into one output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from padformer_edge.config import load_config
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.padformer import build_model
+from tests.test_train_edge import TINY_EDGE
+from tests.train_helpers import mvtec_like_tree
+from training.config import TrainConfig
+from training.gpu_session import Candidate, CandidateError, parse_candidate, write_recipe
+
+REPO = Path(__file__).resolve().parent.parent
+GPU_RECIPE = REPO / "config" / "train" / "edge-synth-gpu.yaml"
+TINY = """\
+model: {preset: tiny}
+data: {num_refs: 2, num_workers: 0}
+loss: {perceptual: none}
+optim: {batch_size: 2, warmup_steps: 1}
+stages: {within_view: {epochs: 1}, cross_view: {epochs: 1}}
+checkpoint: {every_steps: 100}
+"""
+
+
+def test_a_candidate_names_its_recipe_and_what_it_changes() -> None:
+    spec = "no_aat=config/train/edge-synth-gpu.yaml,data=s0,epochs=3/9,workers=3,off=use_aat"
+    assert parse_candidate(spec) == Candidate(
+        "no_aat", Path("config/train/edge-synth-gpu.yaml"), "s0", (3, 9), 3, ("use_aat",)
+    )
+    assert parse_candidate("a=r.yaml") == Candidate("a", Path("r.yaml"))
+    with pytest.raises(CandidateError, match="needs NAME=RECIPE first"):
+        parse_candidate("config/train/edge-synth-gpu.yaml")
+    with pytest.raises(CandidateError, match="cannot read 'epochs=30'; give data="):
+        parse_candidate("a=r.yaml,epochs=30")
+    with pytest.raises(CandidateError, match="cannot read 'steps=9'"):
+        parse_candidate("a=r.yaml,steps=9")
+
+
+def test_the_recipe_scales_the_stages_and_switches_a_module_off(tmp_path: Path) -> None:
+    target = tmp_path / "recipe.yaml"
+    write_recipe(Candidate("x", GPU_RECIPE, epochs=(10, 30), workers=6, off=("use_aat",)), target)
+    recipe = load_config(target, TrainConfig)
+    source = yaml.safe_load(GPU_RECIPE.read_text(encoding="utf-8"))
+    assert (recipe.stages.within_view.epochs, recipe.stages.cross_view.epochs) == (10, 30)
+    assert recipe.data.num_workers == 6
+    assert recipe.model.overrides == {"use_aat": False}
+    assert build_model(recipe.model.preset, **recipe.model.overrides).config.use_aat is False
+    # everything else is the recipe unchanged
+    assert recipe.model.preset == source["model"]["preset"]
+    assert recipe.optim.lr == pytest.approx(source["optim"]["lr"])
+    assert recipe.loss.feature_weight == pytest.approx(source["loss"]["feature_weight"])
+    assert recipe.stages.within_view.max_rotation == source["stages"]["within_view"]["max_rotation"]
+
+
+def test_a_recipe_without_changes_is_the_source_and_a_misspelt_switch_is_refused(tmp_path):
+    plain = write_recipe(Candidate("x", GPU_RECIPE), tmp_path / "plain.yaml")
+    assert plain == yaml.safe_load(GPU_RECIPE.read_text(encoding="utf-8"))
+    misspelt = tmp_path / "misspelt.yaml"
+    write_recipe(Candidate("x", GPU_RECIPE, off=("use_aatt",)), misspelt)
+    recipe = load_config(misspelt, TrainConfig)
+    with pytest.raises(UserError, match="unknown model setting"):
+        build_model(recipe.model.preset, **recipe.model.overrides)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("optim: {batch_sise: 2}\n")
+    with pytest.raises(UserError, match="batch_sise"):
+        write_recipe(Candidate("x", broken), tmp_path / "out.yaml")
+
+
+def _session(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "training.gpu_session", "--device", "cpu", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
+    )
+
+
+def _timestamps(log: Path) -> list[datetime]:
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    return [datetime.fromisoformat(e["timestamp"]) for e in events if "timestamp" in e]
+
+
+def test_a_session_trains_its_candidates_side_by_side_into_one_folder(tmp_path: Path) -> None:
+    data = mvtec_like_tree(tmp_path / "data", {"a": 4, "b": 4}, padded=True, with_test=False)
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY)
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _session(
+        "--out", str(out), "--work", str(work), "--data", str(data),
+        "--candidate", f"full={recipe}", "--candidate", f"short={recipe},epochs=1/0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    session = json.loads((out / "session.json").read_text())
+    assert session["machine"].startswith(f"torch {torch.__version__} ")
+    outcomes = {c["name"]: c for c in session["candidates"]}
+    assert {name: (c["exit"], c["weights"]) for name, c in outcomes.items()} == {
+        "full": (0, "finished"),
+        "short": (0, "finished"),
+    }
+    # 8 views in batches of 2: 4 steps per epoch, two stages or the first alone
+    assert load_checkpoint(out / "full.safetensors")[1]["global_step"] == 8
+    assert load_checkpoint(out / "short.safetensors")[1]["global_step"] == 4
+    assert yaml.safe_load((out / "short.yaml").read_text())["stages"]["cross_view"] == {"epochs": 0}
+    full, short = _timestamps(out / "full.log"), _timestamps(out / "short.log")
+    assert full[0] < short[-1] and short[0] < full[-1]  # the two trained at the same time
+
+
+def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path: Path) -> None:
+    data = mvtec_like_tree(tmp_path / "data", {"a": 4}, padded=True, with_test=False)
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY)
+    out, work = tmp_path / "out", tmp_path / "work"
+    common = ["--out", str(out), "--work", str(work), "--data", str(data)]
+    stopped = _session(*common, "--deadline", "0", "--candidate", f"a={recipe},epochs=50/50")
+    assert stopped.returncode == 1, stopped.stderr[-2000:]
+    (outcome,) = json.loads((out / "session.json").read_text())["candidates"]
+    assert outcome["stopped_at_deadline"] and outcome["exit"] != 0
+    assert outcome["weights"] == "none written" and "a: weights none written" in stopped.stdout
+
+    refused = _session(
+        *common, "--candidate", f"b={recipe},off=use_stn", "--candidate", "c=nope.yaml"
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: ") and "nope.yaml" in refused.stderr
+    assert not (work / "runs" / "b").exists()  # nothing starts while a candidate is refused
+
+
+def test_a_stopped_runs_last_weights_come_back_scaled_and_the_resume_point_untouched(
+    tmp_path: Path,
+) -> None:
+    from training.gpu_session import Outcome, Session
+
+    data = mvtec_like_tree(tmp_path / "data", {"a": 10}, padded=True, with_test=False)
+    run = tmp_path / "work" / "runs" / "edge"
+    run.mkdir(parents=True)
+    torch.manual_seed(0)
+    save_checkpoint(run / "last.safetensors", build_model("edge", **TINY_EDGE), {"global_step": 3})
+    before = (run / "last.safetensors").read_bytes()
+    args = type("Args", (), {"out": tmp_path / "out", "work": tmp_path / "work"})()
+    args.out.mkdir()
+    outcome = Outcome("edge", "recipe.yaml", str(data))
+    Session(args).send_weights(outcome)
+    assert outcome.weights == "last, scaled here"
+    assert (run / "last.safetensors").read_bytes() == before
+    model, _ = load_checkpoint(args.out / "edge.safetensors")
+    scales = model.score_scales.tolist()  # ones until measured
+    assert all(s > 0 for s in scales) and all(s != 1.0 for s in scales)

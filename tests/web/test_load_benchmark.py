@@ -1,0 +1,30 @@
+"""``benchmarks/web_load.py`` runs end to end with tiny options: it fills a store, starts
+``padformer-edge serve`` as a process, loads pages from several clients at once and
+reports every load. A smoke test of the tool, not a timing: no figure is checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.cli_process import REPO
+
+
+def test_the_load_benchmark_runs_and_reports_every_load() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "web_load.py"), "--rows", "300",
+         "--clients", "4", "--requests", "3", "--think-ms", "5"],
+        capture_output=True, text=True, timeout=300, cwd=REPO, check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["benchmark"] == "web_load" and report["errors"] == 0
+    assert set(report["p95_ms"]) == {
+        "live view /", "history, newest 50", "history --review reviewed",
+        "detail /inspections/ID",
+    }  # fmt: skip
+    assert "| all pages | 12 |" in result.stdout  # 4 clients x 3 loads, all counted
+    assert report["rss_mib"] > 0 and report["server_cpu_s"] >= 0
