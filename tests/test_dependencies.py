@@ -12,7 +12,7 @@ import tomllib
 from tests.cli_process import REPO
 
 # Pillow is not here: timm pulls in torchvision, which imports it, on every install.
-EXTRAS_ONLY = ("scipy", "sklearn", "pybullet", "trimesh", "onnxruntime", "onnx")
+EXTRAS_ONLY = ("scipy", "sklearn", "pybullet", "trimesh", "onnxruntime", "onnx", "openvino")
 LINE_PC_MODULES = (
     "padformer_edge.cli.app",
     "padformer_edge.daemon.service",
@@ -45,9 +45,10 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
     assert {"torch", "line", "train", "synth", "eval", "demo", "dev", "lite2", "onnx"} <= set(
         extras
     )
+    assert "openvino" in extras
     # the tests need all
-    assert "padformer-edge[torch,train,synth,eval,mqtt,lite2,onnx]" in extras["dev"]
-    for package in ("torch", "timm", "kornia", "onnx"):  # a line install chooses its runtime
+    assert "padformer-edge[torch,train,synth,eval,mqtt,lite2,onnx,openvino]" in extras["dev"]
+    for package in ("torch", "timm", "kornia", "onnx", "openvino"):  # a line install chooses
         assert not re.search(rf"(^| ){package}[>=<]", base)
     assert any(r.startswith("onnxruntime") for r in extras["line"])
     assert not any(r.startswith(("torch", "padformer-edge[torch")) for r in extras["line"])

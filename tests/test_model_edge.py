@@ -377,7 +377,7 @@ def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
     assert float(distances[1, False].mean()) > 1e-3
 
 
-def test_the_best_cosine_search_in_chunks_equals_the_whole_matrix(monkeypatch):
+def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
     from padformer_edge.detect import reference_distance as scoring
 
     generator = torch.Generator().manual_seed(0)
@@ -385,9 +385,12 @@ def test_the_best_cosine_search_in_chunks_equals_the_whole_matrix(monkeypatch):
     rows = torch.nn.functional.normalize(torch.randn(120, 40, generator=generator), dim=1)
     bank = scoring.ReferenceBank(rows, upright=30)
     whole = cells @ rows.T
-    monkeypatch.setattr(scoring, "MAX_SIMILARITY_VALUES", 7 * 120)  # chunks of 7 query cells
+    # blocks of 7 query cells x 11 bank rows: none divides 50, 30 or 90, so blocks end short
+    # and the last upright block stops at the turned rows
+    monkeypatch.setattr(scoring, "SIMILARITY_QUERY_ROWS", 7)
+    monkeypatch.setattr(scoring, "SIMILARITY_BANK_ROWS", 11)
     upright, every = scoring.best_cosines(cells, bank)
-    # a chunk's product may sum its 40 terms in another order: float32 rounding per term
+    # a block's product may sum its 40 terms in another order: float32 rounding per term
     rounding = 40 * torch.finfo(torch.float32).eps
     torch.testing.assert_close(upright, whole[:, :30].amax(dim=1), rtol=0, atol=rounding)
     torch.testing.assert_close(every, whole.amax(dim=1), rtol=0, atol=rounding)

@@ -17,16 +17,21 @@ from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 
-
-def default_export_folder(checkpoint: Path) -> Path:
-    """Where ``--runtime onnxruntime`` looks without ``--exported``: beside the checkpoint,
-    so a model and its graphs travel together."""
-    return checkpoint.with_name(f"{checkpoint.stem}-onnx")
+EXPORT_FORMAT = {"onnxruntime": "onnx", "openvino": "openvino"}
+"""The ``export --format`` each exported-graph runtime reads."""
 
 
-def export_hint(checkpoint: Path, folder: Path) -> str:
+def default_export_folder(checkpoint: Path, runtime: str) -> Path:
+    """Where ``--runtime onnxruntime|openvino`` looks without ``--exported``: beside the
+    checkpoint (``<stem>-onnx`` or ``<stem>-openvino``), so a model and its graphs travel
+    together."""
+    return checkpoint.with_name(f"{checkpoint.stem}-{EXPORT_FORMAT[runtime]}")
+
+
+def export_hint(checkpoint: Path, folder: Path, runtime: str) -> str:
     """The fix for a missing graph folder: the command that writes it."""
-    return f"run padformer-edge export {checkpoint} --format onnx --out {folder} first"
+    fmt = EXPORT_FORMAT[runtime]
+    return f"run padformer-edge export {checkpoint} --format {fmt} --out {folder} first"
 
 
 def expand_images(paths: list[Path]) -> list[Path]:
@@ -75,8 +80,8 @@ def detect(
     exported: Path | None = typer.Option(
         None,
         "--exported",
-        help="Folder of graphs from padformer-edge export (--runtime onnxruntime); "
-        "default: <checkpoint stem>-onnx beside the checkpoint.",
+        help="Folder of graphs from padformer-edge export (--runtime onnxruntime or "
+        "openvino); default: <checkpoint stem>-onnx or -openvino beside the checkpoint.",
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Folder for heatmap PNGs."),
     raw: bool = typer.Option(False, "--raw", help="Also write each float32 map as .npy."),
@@ -119,11 +124,14 @@ def detect(
     files = expand_images(images)
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")
-    if exported is not None and settings.runtime != "onnxruntime":
-        raise UserError("--exported is read only with --runtime onnxruntime; add it or drop it.")
-    if settings.runtime == "onnxruntime":
-        exported = exported if exported is not None else default_export_folder(model)
-        require_folder(exported, "exported graph folder", export_hint(model, exported))
+    runtime = settings.runtime
+    if exported is not None and runtime == "torch":
+        raise UserError(
+            "--exported is read only with --runtime onnxruntime or openvino; add one or drop it."
+        )
+    if runtime != "torch":
+        exported = exported if exported is not None else default_export_folder(model, runtime)
+        require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
     from padformer_edge.detect.service import detect_files  # torch: load late
 
     with job_progress("detecting", console=Console(stderr=True)) as progress:

@@ -49,7 +49,8 @@ RUNTIME = choice_option(
     _DEFAULT.runtime,
     "--runtime",
     RUNTIMES,
-    help="What runs the model: torch, or onnxruntime on graphs from padformer-edge export.",
+    help="What runs the model: torch, or onnxruntime or openvino on graphs from "
+    "padformer-edge export.",
 )
 
 SCORING = typer.Option(

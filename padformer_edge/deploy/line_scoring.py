@@ -22,7 +22,8 @@ F32 = np.float32
 BLUR_KERNEL, BLUR_SIGMA = 7, 1.4  # the paper's query smoothing (``scoring.blur``)
 SMOOTH_MAX_SIGMA = 8.0  # as ``scoring.SMOOTH_MAX_SIGMA``
 MAX_CHUNK_VALUES = 1 << 25  # as ``scoring.MAX_CHUNK_VALUES``
-MAX_SIMILARITY_VALUES = 1 << 24  # as ``scoring.MAX_SIMILARITY_VALUES``
+SIMILARITY_QUERY_ROWS = 512  # as ``reference_distance.SIMILARITY_QUERY_ROWS``
+SIMILARITY_BANK_ROWS = 2048  # as ``reference_distance.SIMILARITY_BANK_ROWS``
 
 
 @dataclass(frozen=True)
@@ -138,16 +139,24 @@ def smooth(amap: np.ndarray, sigma: float) -> np.ndarray:
 
 def best_cosines(cells: np.ndarray, bank: np.ndarray, upright: int) -> tuple:
     """``scoring.best_cosines``: each ``[Q, C]`` cell's best cosine to the bank's upright
-    rows and (for a turned bank) to all its rows."""
-    rows = max(1, MAX_SIMILARITY_VALUES // max(1, bank.shape[0]))
-    best_upright, best_any = [], []
-    for start in range(0, cells.shape[0], rows):
-        similarity = cells[start : start + rows] @ bank.T
-        best_upright.append(similarity[:, :upright].max(axis=1))
-        if bank.shape[0] > upright:
-            best_any.append(similarity.max(axis=1))
-    turned = np.concatenate(best_any) if best_any else None
-    return np.concatenate(best_upright), turned
+    rows and (for a turned bank) to all its rows, one cache-sized block of the similarity
+    matrix at a time, reduced while it is still in the cache."""
+    best_upright = np.full(cells.shape[0], -np.inf, dtype=F32)
+    best_any = best_upright.copy() if bank.shape[0] > upright else None
+    for start in range(0, cells.shape[0], SIMILARITY_QUERY_ROWS):
+        part = slice(start, start + SIMILARITY_QUERY_ROWS)
+        _fold_max(cells[part], bank[:upright], best_upright[part])
+        if best_any is not None:
+            best_any[part] = best_upright[part]
+            _fold_max(cells[part], bank[upright:], best_any[part])
+    return best_upright, best_any
+
+
+def _fold_max(rows: np.ndarray, bank_rows: np.ndarray, best: np.ndarray) -> None:
+    """``best`` (a view) raised in place to each row's largest cosine with ``bank_rows``."""
+    for start in range(0, bank_rows.shape[0], SIMILARITY_BANK_ROWS):
+        block = rows @ bank_rows[start : start + SIMILARITY_BANK_ROWS].T
+        np.maximum(best, block.max(axis=1), out=best)
 
 
 def flat_cells(cells: np.ndarray) -> np.ndarray:

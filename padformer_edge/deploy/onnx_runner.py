@@ -52,6 +52,39 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+def check_export(folder: Path, model: PADFormer) -> dict[str, Any]:
+    """The manifest of ``folder``'s export once it is proven to be ``model``'s: the same
+    weights (``weights_sha256``), the same settings (``config``) and graph files whose
+    bytes have not changed since export. Every runtime that reads an export checks this."""
+    manifest = read_manifest(folder)
+    if manifest["weights_sha256"] != weights_sha256(model):
+        raise UserError(
+            f"the graphs in {folder} were exported from other weights than this "
+            "model; export this checkpoint again with padformer-edge export."
+        )
+    # graphs exported before the fused score's settings left the model config still hold
+    # them there; scoring runs outside the graphs, so they are not part of what they compute
+    exported_config, _ = split_legacy_scoring(manifest["config"], {})
+    if exported_config != config_record(model):
+        raise UserError(
+            f"the graphs in {folder} were exported with other model settings than "
+            "this model's; export it again with padformer-edge export."
+        )
+    check_graphs(folder, manifest["graphs"])
+    return manifest
+
+
+def check_graphs(folder: Path, digests: dict[str, str]) -> None:
+    """Each named file of ``folder`` exists with its recorded sha256, or a UserError."""
+    for name, digest in digests.items():
+        path = folder / name
+        if not path.is_file() or file_sha256(path) != digest:
+            raise UserError(
+                f"{path} is missing or differs from its sha256 in {MANIFEST}; "
+                "export the model again."
+            )
+
+
 class OnnxRunner:
     """The three exported graphs in onnxruntime sessions, for one model's weights.
 
@@ -62,28 +95,7 @@ class OnnxRunner:
     def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
         ort = import_onnxruntime()
         self.folder = Path(folder)
-        manifest = read_manifest(self.folder)
-        if manifest["weights_sha256"] != weights_sha256(model):
-            raise UserError(
-                f"the graphs in {self.folder} were exported from other weights than this "
-                "model; export this checkpoint again with padformer-edge export."
-            )
-        # graphs exported before the fused score's settings left the model config still
-        # hold them there; scoring runs in torch from the checkpoint, so they are not
-        # part of what the graphs compute
-        exported_config, _ = split_legacy_scoring(manifest["config"], {})
-        if exported_config != config_record(model):
-            raise UserError(
-                f"the graphs in {self.folder} were exported with other model settings than "
-                "this model's; export it again with padformer-edge export."
-            )
-        for name, digest in manifest["graphs"].items():
-            path = self.folder / name
-            if not path.is_file() or file_sha256(path) != digest:
-                raise UserError(
-                    f"{path} is missing or differs from its sha256 in {MANIFEST}; "
-                    "export the model again."
-                )
+        manifest = check_export(self.folder, model)
         self.term_names: list[str] = list(manifest["term_names"])
         self.outputs: list[str] = list(manifest["outputs"])
         options = ort.SessionOptions()

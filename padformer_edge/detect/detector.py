@@ -43,6 +43,7 @@ from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceC
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.onnx_runner import OnnxRunner
+    from padformer_edge.deploy.openvino_runner import OpenVinoRunner
 
 
 Item = TypeVar("Item")
@@ -73,8 +74,9 @@ class Detector:
     when it holds a set of the right shape (``cache_hit`` is then True) and written to
     it otherwise.
 
-    With ``settings.runtime`` ``onnxruntime`` the reference encoding and the passes run
-    the graphs in ``exported`` (``padformer-edge export``) instead of the torch model;
+    With ``settings.runtime`` ``onnxruntime`` or ``openvino`` the reference encoding and
+    the passes run the graphs in ``exported`` (``padformer-edge export``) instead of the
+    torch model;
     preparing the inputs and scoring stay the same torch code, so both runtimes differ
     only by the model's float32 rounding.
     """
@@ -91,7 +93,7 @@ class Detector:
         settings = DetectionSettings() if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
-        onnx = settings.runtime == "onnxruntime"
+        onnx = settings.runtime != "torch"  # the exported graphs, in either runtime
         self.device = resolve_device("cpu" if onnx else settings.device)
         check_precision(settings.precision, self.device)
         self.precision = settings.precision
@@ -106,7 +108,7 @@ class Detector:
             settings.seed,
         ).to(self.device)
         self.pass_weights = hidden_weights(self.masks)  # for models scoring hidden patches
-        self.runner = open_runner(exported, self.model) if onnx else None
+        self.runner = open_runner(settings.runtime, exported, self.model) if onnx else None
         self.mask_ids = mask_indices(self.masks) if onnx else None
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
@@ -292,18 +294,30 @@ class Detector:
         return detections
 
 
-def open_runner(exported: str | Path | None, model: PADFormer) -> OnnxRunner:
-    """The onnxruntime runner for ``model``'s exported graphs, or the sentence saying why
-    there is none (no folder given, onnxruntime missing, graphs of other weights)."""
+def open_runner(
+    runtime: str, exported: str | Path | None, model: PADFormer
+) -> OnnxRunner | OpenVinoRunner:
+    """The ``runtime``'s runner for ``model``'s exported graphs, or the sentence saying
+    why there is none (no folder given, the runtime missing, graphs of other weights)."""
+    fmt = "openvino" if runtime == "openvino" else "onnx"
+    where = (
+        ", or store them in a profile with padformer-edge profile export NAME"
+        if runtime == "onnxruntime"
+        else " (profiles store graphs for onnxruntime only so far)"
+    )
     if exported is None:
         raise UserError(
-            "runtime onnxruntime needs the model's exported graphs; run padformer-edge "
-            "export MODEL --format onnx --out DIR and pass detect --exported DIR, or store "
-            "them in a profile with padformer-edge profile export NAME."
+            f"runtime {runtime} needs the model's exported graphs; run padformer-edge "
+            f"export MODEL --format {fmt} --out DIR and pass detect --exported DIR{where}."
         )
+    threads = torch.get_num_threads()
+    if runtime == "openvino":
+        from padformer_edge.deploy.openvino_runner import OpenVinoRunner  # load late
+
+        return OpenVinoRunner(exported, model, threads=threads)
     from padformer_edge.deploy.onnx_runner import OnnxRunner  # onnxruntime: load late
 
-    return OnnxRunner(exported, model, threads=torch.get_num_threads())
+    return OnnxRunner(exported, model, threads=threads)
 
 
 def mean_image(passes: torch.Tensor) -> np.ndarray:

@@ -23,7 +23,8 @@ from padformer_edge.detect.paper_metrics import upsample
 from padformer_edge.model.backbone import unfold_from_patches
 from padformer_edge.model.padformer import PADFormer
 
-MAX_SIMILARITY_VALUES = 1 << 24  # query-cell x reference-cell cosines held at once: 64 MiB
+SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
+SIMILARITY_BANK_ROWS = 2048  # 1M cosines, 4 MiB, small enough to stay in a core's cache
 
 
 def unit_cells(maps: torch.Tensor) -> torch.Tensor:
@@ -96,16 +97,33 @@ def best_cosines(
     cells: torch.Tensor, bank: ReferenceBank
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
-    and (for a turned bank) to all its rows; a chunk of query cells at a time: at 2x zoom
-    with a dozen turned references the full similarity matrix would take a gigabyte."""
-    rows = max(1, MAX_SIMILARITY_VALUES // max(1, bank.cells.shape[0]))
-    upright, every = [], []
-    for chunk in cells.split(rows):
-        similarity = chunk @ bank.cells.T
-        upright.append(similarity[:, : bank.upright].amax(dim=1))
-        if bank.turned:
-            every.append(similarity.amax(dim=1))
-    return torch.cat(upright), (torch.cat(every) if every else None)
+    and (for a turned bank) to all its rows.
+
+    The similarity matrix is made and reduced one cache-sized block at a time
+    (``SIMILARITY_QUERY_ROWS`` x ``SIMILARITY_BANK_ROWS``): with C = 40 channels the product
+    is cheap and writing a whole chunk of it to memory and reading it back for the maximum
+    was most of the cost (at 2x zoom with a dozen turned references, about a gigabyte per
+    query); a block is reduced while it is still in the cache. Each cosine is the same dot
+    product either way, and a maximum does not depend on the order it is taken in.
+    """
+    upright = torch.full((cells.shape[0],), -torch.inf, dtype=cells.dtype)
+    every = upright.clone() if bank.turned else None
+    for start in range(0, cells.shape[0], SIMILARITY_QUERY_ROWS):
+        rows = cells[start : start + SIMILARITY_QUERY_ROWS]
+        best = upright[start : start + SIMILARITY_QUERY_ROWS]
+        _fold_max(rows, bank.cells[: bank.upright], best)
+        if every is not None:
+            best_every = every[start : start + SIMILARITY_QUERY_ROWS]
+            best_every.copy_(best)
+            _fold_max(rows, bank.cells[bank.upright :], best_every)
+    return upright, every
+
+
+def _fold_max(rows: torch.Tensor, bank_rows: torch.Tensor, best: torch.Tensor) -> None:
+    """``best`` raised in place to each row's largest cosine with any of ``bank_rows``."""
+    for start in range(0, bank_rows.shape[0], SIMILARITY_BANK_ROWS):
+        block = rows @ bank_rows[start : start + SIMILARITY_BANK_ROWS].T
+        torch.maximum(best, block.amax(dim=1), out=best)
 
 
 Distances = dict[tuple[int, bool], torch.Tensor]

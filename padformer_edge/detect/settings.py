@@ -22,7 +22,7 @@ ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
 MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  # auto: model's own
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
-RuntimeName = Literal["torch", "onnxruntime"]
+RuntimeName = Literal["torch", "onnxruntime", "openvino"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
@@ -60,9 +60,9 @@ class DetectionSettings(StrictModel):
     runtime: RuntimeName = Field(
         "torch",
         description=(
-            "what runs the model: torch, or onnxruntime on graphs written by "
-            "padformer-edge export or profile export (CPU, fp32; a profile's exported "
-            "graphs are scored in numpy, with no torch needed)"
+            "what runs the model: torch, or onnxruntime or openvino on graphs written by "
+            "padformer-edge export (CPU, fp32); onnxruntime also runs a profile's graphs "
+            "from profile export, scored in numpy with no torch needed"
         ),
     )
     scoring: ScoringConfig = Field(
@@ -81,11 +81,12 @@ class DetectionSettings(StrictModel):
 
     @model_validator(mode="after")
     def _runtime_fits(self) -> DetectionSettings:
-        """onnxruntime runs the exported float32 graphs on the CPU only (no CUDA provider
-        yet), so a setting that asks for more is refused rather than quietly ignored."""
-        if self.runtime == "onnxruntime" and (self.device == "cuda" or self.precision != "fp32"):
+        """onnxruntime and openvino run the exported float32 graphs on the CPU only (no
+        CUDA provider yet), so a setting that asks for more is refused rather than quietly
+        ignored."""
+        if self.runtime != "torch" and (self.device == "cuda" or self.precision != "fp32"):
             raise ValueError(
-                "runtime onnxruntime runs on the CPU in fp32 only; use device auto or cpu "
+                f"runtime {self.runtime} runs on the CPU in fp32 only; use device auto or cpu "
                 "and precision fp32"
             )
         return self

@@ -57,6 +57,49 @@ def test_export_then_detect_with_onnxruntime_scores_as_torch(workspace):
     assert by_onnx == scores(workspace, "--runtime", "onnxruntime", "--exported", str(out))
 
 
+def test_export_openvino_then_detect_with_openvino_scores_as_torch(workspace):
+    """Without --exported, detect --runtime openvino reads tiny-openvino/ beside the
+    checkpoint, which also serves onnxruntime."""
+    out = workspace / "tiny-openvino"
+    result = invoke(
+        "export", str(workspace / "tiny.safetensors"), "--format", "openvino", "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in out.iterdir())
+    assert [n for n in names if n.endswith((".xml", ".bin"))] == [
+        "query.bin", "query.xml", "reference_terms.bin", "reference_terms.xml",
+        "references.bin", "references.xml",
+    ]  # fmt: skip
+    by_torch = scores(workspace)
+    by_openvino = scores(workspace, "--runtime", "openvino")
+    np.testing.assert_allclose(by_openvino, by_torch, rtol=1e-4, atol=0)
+    by_onnx = scores(workspace, "--runtime", "onnxruntime", "--exported", str(out))
+    np.testing.assert_allclose(by_onnx, by_torch, rtol=1e-4, atol=0)
+
+
+def test_export_openvino_without_openvino_is_one_sentence(workspace, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import now raises ImportError
+    result = invoke(
+        "export", str(workspace / "tiny.safetensors"), "--format", "openvino",
+        "--out", str(tmp_path / "graphs"),
+    )  # fmt: skip
+    assert isinstance(result.exception, UserError)
+    assert "pip install 'padformer-edge[openvino]'" in str(result.exception)
+    assert not (tmp_path / "graphs").exists()  # refused before anything was written
+
+
+def test_detect_with_openvino_and_no_export_names_the_openvino_format(workspace, tmp_path):
+    result = invoke(
+        "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
+        "--runtime", "openvino", "--exported", str(tmp_path / "none"),
+        str(workspace / "q" / "good.png"),
+    )  # fmt: skip
+    assert isinstance(result.exception, UserError)
+    assert "--format openvino" in str(result.exception)
+
+
 def test_detect_with_onnxruntime_and_no_export_says_how_to_make_one(workspace, tmp_path):
     result = invoke(
         "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
@@ -74,7 +117,7 @@ def test_exported_without_onnxruntime_is_refused(workspace, tmp_path):
         "--exported", str(tmp_path), str(workspace / "q" / "good.png"),
     )  # fmt: skip
     assert isinstance(result.exception, UserError)
-    assert "--exported is read only with --runtime onnxruntime" in str(result.exception)
+    assert "--exported is read only with --runtime onnxruntime or openvino" in str(result.exception)
 
 
 def test_export_of_a_missing_checkpoint_is_refused(tmp_path):
@@ -85,7 +128,7 @@ def test_export_of_a_missing_checkpoint_is_refused(tmp_path):
 
 def test_an_unsupported_format_is_one_line_and_status_2(workspace, tmp_path):
     model = str(workspace / "tiny.safetensors")
-    result = run_cli("export", model, "--format", "openvino", "--out", str(tmp_path))
+    result = run_cli("export", model, "--format", "tflite", "--out", str(tmp_path))
     assert result.returncode == 2
-    assert "--format 'openvino' is not supported yet; choose one of onnx." in result.stderr
+    assert "--format 'tflite' is not supported yet; choose one of onnx, openvino." in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

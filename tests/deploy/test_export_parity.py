@@ -1,5 +1,7 @@
-"""Exported graphs against the torch model: every preset's tiny model, with the decoder's
-``isolate_masked`` switch too, reference counts and pass batches the export never saw."""
+"""Exported graphs against the torch model, in onnxruntime and in OpenVINO: every preset's
+tiny model, with the decoder's ``isolate_masked`` switch too, reference counts and pass
+batches the export never saw. One ``--format openvino`` export per case serves both
+runtimes (it holds the ONNX graphs and their IR)."""
 
 import json
 import shutil
@@ -12,6 +14,8 @@ import torch
 from padformer_edge.deploy.export import MANIFEST, export_onnx
 from padformer_edge.deploy.graphs import QUERY_GRAPH, mask_indices
 from padformer_edge.deploy.onnx_runner import OnnxRunner
+from padformer_edge.deploy.openvino_export import export_openvino
+from padformer_edge.deploy.openvino_runner import OpenVinoRunner
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
@@ -19,6 +23,7 @@ from tests.deploy.parity import CASES, float32_bound, relative_error, tiny_model
 from tests.detect_images import product_image, with_defect
 
 SCORE_RTOL = 1e-4
+RUNNERS = {"onnxruntime": OnnxRunner, "openvino": OpenVinoRunner}
 
 
 @pytest.fixture(scope="module", params=list(CASES))
@@ -26,7 +31,7 @@ def exported(request, tmp_path_factory):
     """(model, folder of its exported graphs) per case, exported once per module."""
     model = tiny_model(request.param)
     folder = tmp_path_factory.mktemp(request.param)
-    export_onnx(model, folder)
+    export_openvino(model, folder)
     return model, folder
 
 
@@ -55,8 +60,19 @@ def test_graphs_are_valid_onnx_and_the_manifest_names_them(exported):
     ]
 
 
+def test_ir_files_are_recorded_in_the_manifest(exported):
+    _, folder = exported
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert sorted(manifest["openvino"]["graphs"]) == sorted(
+        f"{graph}.{suffix}"
+        for graph in ("query", "reference_terms", "references")
+        for suffix in ("bin", "xml")
+    )
+
+
+@pytest.mark.parametrize("runtime", list(RUNNERS))
 @pytest.mark.parametrize("references, rows", [(1, 1), (5, 7)])
-def test_reconstructions_within_the_float32_bound(exported, references, rows):
+def test_reconstructions_within_the_float32_bound(exported, references, rows, runtime):
     """Exported with 2 references and 2 rows; run with other counts of both."""
     model, folder = exported
     size = model.config.img_size
@@ -67,7 +83,7 @@ def test_reconstructions_within_the_float32_bound(exported, references, rows):
     with torch.no_grad():
         cache = model.encode_references(refs[None])
         expected = model.reconstruct_all(query, cache, masks)
-    runner = OnnxRunner(folder, model)
+    runner = RUNNERS[runtime](folder, model)
     features = runner.encode_references(refs.numpy())
     runner.use_features(features)
     pixels, predicted = runner.reconstruct(query.numpy(), *mask_indices(masks))
@@ -80,7 +96,8 @@ def test_reconstructions_within_the_float32_bound(exported, references, rows):
         assert predicted is None
 
 
-def test_detector_scores_and_verdicts_match_torch(exported):
+@pytest.mark.parametrize("runtime", list(RUNNERS))
+def test_detector_scores_and_verdicts_match_torch(exported, runtime):
     """The whole detection: scores within 1e-4 relative, maps within the float32 bound,
     and the same verdict for every image at a threshold between the scores."""
     model, folder = exported
@@ -91,7 +108,7 @@ def test_detector_scores_and_verdicts_match_torch(exported):
     # 3 passes in batches of 4: chunks that split an image's passes, and a short last one
     settings = DetectionSettings(passes=3, max_batch=4, device="cpu")
     by_torch = Detector(model, references, settings).detect(queries)
-    onnx_settings = settings.replace(runtime="onnxruntime")
+    onnx_settings = settings.replace(runtime=runtime)
     by_onnx = Detector(model, references, onnx_settings, exported=folder).detect(queries)
     torch_scores = np.array([d.score for d in by_torch])
     onnx_scores = np.array([d.score for d in by_onnx])
@@ -147,3 +164,19 @@ def test_a_folder_without_a_manifest_says_how_to_export(tiny_export, tmp_path):
     model, _ = tiny_export
     with pytest.raises(UserError, match="padformer-edge export MODEL --format onnx"):
         OnnxRunner(tmp_path, model)
+
+
+def test_openvino_refuses_an_onnx_only_export_and_names_the_format(tiny_export):
+    model, folder = tiny_export
+    with pytest.raises(UserError, match="--format openvino"):
+        OpenVinoRunner(folder, model)
+
+
+def test_openvino_refuses_an_ir_file_changed_since_export(exported, tmp_path):
+    model, folder = exported
+    copy = tmp_path / "graphs"
+    shutil.copytree(folder, copy)
+    with (copy / "query.bin").open("ab") as weights:
+        weights.write(b"\0")
+    with pytest.raises(UserError, match=r"query\.bin is missing or differs from its sha256"):
+        OpenVinoRunner(copy, model)

@@ -16,9 +16,11 @@ def test_runtime_rows_cover_each_runtime_thread_and_reference_count():
     seen = {(r["runtime"], r["threads"], r["references"]) for r in record["rows"]}
     assert seen == {
         (runtime, threads, refs)
-        for runtime in ("torch", "onnxruntime")
+        for runtime in ("torch", "onnxruntime", "openvino")
         for threads in (1, 2)
         for refs in (1, 3)
     }
     assert all(r["score_gap"] <= 1e-4 and r["cpu_s"] > 0 for r in record["rows"])
+    assert all(r["passes_cpu_s"] > 0 for r in record["rows"])
     assert "| onnxruntime | 2 | 3 |" in result.stdout
+    assert "| openvino | 2 | 3 |" in result.stdout

@@ -16,10 +16,11 @@ def test_torch_is_the_default_runtime():
     assert DetectionSettings().runtime == "torch"
 
 
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 @pytest.mark.parametrize("changes", [{"device": "cuda"}, {"precision": "bf16"}])
-def test_onnxruntime_refuses_what_it_cannot_run(changes):
-    with pytest.raises(ValidationError, match="CPU in fp32 only"):
-        DetectionSettings(runtime="onnxruntime", **changes)
+def test_exported_runtimes_refuse_what_they_cannot_run(changes, runtime):
+    with pytest.raises(ValidationError, match=f"runtime {runtime} runs on the CPU in fp32 only"):
+        DetectionSettings(runtime=runtime, **changes)
 
 
 def test_a_missing_onnxruntime_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
@@ -30,6 +31,25 @@ def test_a_missing_onnxruntime_is_one_sentence_with_the_install_command(monkeypa
     message = str(err.value)
     assert "pip install 'padformer-edge[onnx]'" in message
     assert "\n" not in message
+
+
+def test_a_missing_openvino_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import now raises ImportError
+    settings = DetectionSettings(passes=2, runtime="openvino")
+    with pytest.raises(UserError) as err:
+        Detector(tiny_model("tiny"), [product_image(64, 64)], settings, exported=tmp_path)
+    message = str(err.value)
+    assert "the openvino runtime needs the openvino package" in message
+    assert "pip install 'padformer-edge[openvino]'" in message
+    assert "\n" not in message
+
+
+def test_openvino_without_exported_graphs_says_how_to_make_them():
+    """Also what a profile set to openvino hears at start-up: it stores no IR yet."""
+    settings = DetectionSettings(passes=2, runtime="openvino")
+    with pytest.raises(UserError, match="padformer-edge export MODEL --format openvino") as err:
+        Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
+    assert "profiles store graphs for onnxruntime only so far" in str(err.value)
 
 
 def test_onnxruntime_without_exported_graphs_says_how_to_make_them():

@@ -1,0 +1,99 @@
+"""Runs exported graphs as OpenVINO IR on the CPU, with ``OnnxRunner``'s interface.
+
+The checks are the ONNX runner's (``check_export``: same weights, same settings, graph
+bytes unchanged) plus the IR files' own sha256. OpenVINO is told to compute in float32:
+on CPUs with bfloat16 units its default precision hint is bf16, which would change scores
+far beyond float32 rounding with no sign of it in the output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
+from padformer_edge.deploy.onnx_runner import check_export, check_graphs
+from padformer_edge.deploy.openvino_export import MANIFEST_KEY, import_openvino, ir_name
+from padformer_edge.errors import UserError
+from padformer_edge.model.padformer import PADFormer
+
+
+class OpenVinoRunner:
+    """The three exported graphs as OpenVINO compiled models, for one model's weights.
+
+    ``threads`` is OpenVINO's inference thread count (the Detector passes torch's, as it
+    does to onnxruntime). One stream and no core pinning: a line PC runs one detection at
+    a time and shares its cores with decoding and the page.
+    """
+
+    def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
+        ov = import_openvino()
+        self.folder = Path(folder)
+        manifest = check_export(self.folder, model)
+        if MANIFEST_KEY not in manifest:
+            raise UserError(
+                f"{self.folder} holds ONNX graphs only; run padformer-edge export MODEL "
+                f"--format openvino --out {self.folder} for the OpenVINO runtime."
+            )
+        check_graphs(self.folder, manifest[MANIFEST_KEY]["graphs"])
+        self.term_names: list[str] = list(manifest["term_names"])
+        self.ov = ov
+        core = ov.Core()
+        config = {
+            "INFERENCE_NUM_THREADS": max(1, threads),
+            "NUM_STREAMS": 1,
+            "INFERENCE_PRECISION_HINT": "f32",
+            "PERFORMANCE_HINT": "LATENCY",
+            "ENABLE_CPU_PINNING": False,
+        }
+
+        def compiled(graph: str):
+            return core.compile_model(str(self.folder / ir_name(graph)), "CPU", config)
+
+        self.references = compiled(REFERENCE_GRAPH).create_infer_request()
+        self.terms = compiled(TERMS_GRAPH).create_infer_request()
+        self.query = compiled(QUERY_GRAPH).create_infer_request()
+        self.reference_arrays: dict[str, np.ndarray] = {}
+        self.reference_feeds: dict[str, object] | None = None
+
+    @staticmethod
+    def run(request, feeds: dict[str, object]) -> list[np.ndarray]:
+        """Every output of one inference, copied out of the request's reused buffers.
+        Inputs are read in place (``share_inputs``): the callers make them contiguous
+        float32/int64 arrays for this call and do not change them while it runs."""
+        request.infer(feeds, share_inputs=True)
+        return [np.array(tensor.data) for tensor in request.output_tensors]
+
+    def encode_references(self, references: np.ndarray) -> np.ndarray:
+        """Normalised references [N, 3, S, S] -> encoder features [1, N, M, E]."""
+        images = np.ascontiguousarray(references, dtype=np.float32)
+        return self.run(self.references, {"references": images})[0]
+
+    def use_features(self, features: np.ndarray) -> None:
+        """Derive and keep the reference terms every later ``reconstruct`` reads."""
+        features = np.ascontiguousarray(features, dtype=np.float32)
+        terms = self.run(self.terms, {"features": features})
+        names = ["ref_tokens", *self.term_names]
+        # kept as OpenVINO tensors over these arrays, so no query call copies them again
+        self.reference_arrays = dict(zip(names, terms, strict=True))
+        self.reference_feeds = {
+            name: self.ov.Tensor(array, shared_memory=True)
+            for name, array in self.reference_arrays.items()
+        }
+
+    def reconstruct(
+        self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
+        query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
+        if self.reference_feeds is None:
+            raise RuntimeError("use_features must run before reconstruct.")
+        feeds = {
+            "query": np.ascontiguousarray(rows, dtype=np.float32),
+            "ids_keep": np.ascontiguousarray(ids_keep, dtype=np.int64),
+            "ids_restore": np.ascontiguousarray(ids_restore, dtype=np.int64),
+            **self.reference_feeds,
+        }
+        found = self.run(self.query, feeds)
+        return found[0], found[1] if len(found) > 1 else None
