@@ -147,9 +147,26 @@ def test_a_reconfiguration_that_drops_shared_weights_is_refused() -> None:
         model.reconfigured(decoder_embed_dim=16, decoder_num_heads=2)
 
 
-def test_export_refuses_a_pointer_model_in_one_sentence(model: PADFormer, tmp_path: Path) -> None:
+def test_export_carries_the_references_features_to_the_query_graph(
+    model: PADFormer, tmp_path: Path
+) -> None:
+    """The reference graph yields the targets and the query graph reads them: predicted
+    features from onnxruntime follow the references the runner was given (the float32
+    parity itself is tests/deploy/test_export_parity.py's)."""
     from padformer_edge.deploy.export import export_onnx
+    from padformer_edge.deploy.graphs import mask_indices
+    from padformer_edge.deploy.onnx_runner import OnnxRunner
 
-    with pytest.raises(UserError, match="run it with --runtime torch"):
-        export_onnx(model, tmp_path / "graphs")
-    assert not (tmp_path / "graphs").exists()
+    manifest = export_onnx(model, tmp_path / "graphs")
+    assert manifest["reference_outputs"] == ["features", "ref_targets"]
+    runner = OnnxRunner(tmp_path / "graphs", model)
+    refs, query = _images(model, 2, seed=20), _images(model, 1, seed=21)
+    features, targets = runner.encode_references(refs.numpy())
+    mask = model.random_mask(1, torch.Generator().manual_seed(3))
+    runner.use_features(features, targets)
+    _, predicted = runner.reconstruct(query.numpy(), *mask_indices(mask))
+    expected = _predicted(model, query, model.encode_references(refs[None]))
+    assert torch.allclose(torch.from_numpy(predicted), expected, atol=1e-4)
+    runner.use_features(features, targets * 0)  # the features come from ref_targets alone
+    _, zeroed = runner.reconstruct(query.numpy(), *mask_indices(mask))
+    assert float(abs(zeroed).max()) == 0.0 and float(abs(predicted).max()) > 0.0

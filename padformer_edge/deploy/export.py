@@ -1,10 +1,12 @@
 """``padformer-edge export``: a torch model as ONNX graphs plus a manifest.
 
 Three graphs, split where the ``Detector`` splits its work: ``references.onnx`` (reference
-images -> encoder features, once per profile), ``reference_terms.onnx`` (features -> the
-decoder's cached terms, cheap, so a stored feature file is enough) and ``query.onnx``
-(every masked pass). The passes batch and the number of references are dynamic axes, so
-one export serves any ``max_batch`` and any reference set.
+images -> encoder features, once per profile; for a model whose ``feature_readout`` is
+``references`` also the references' CNN features, which ``query.onnx`` then takes as
+``ref_targets``), ``reference_terms.onnx`` (features -> the decoder's cached terms,
+cheap, so a stored feature file is enough) and ``query.onnx`` (every masked pass). The
+passes batch and the number of references are dynamic axes, so one export serves any
+``max_batch`` and any reference set.
 
 ``manifest.json`` names the weights the graphs came from (``tensors_sha256`` of the state
 dict) and each graph's sha256: a runner refuses graphs made from other weights, because
@@ -31,6 +33,7 @@ from padformer_edge.deploy.graphs import (
     ReferenceGraph,
     TermsGraph,
     mask_indices,
+    reference_outputs,
     term_names,
 )
 from padformer_edge.deploy.names import MANIFEST
@@ -61,11 +64,6 @@ def config_record(model: PADFormer) -> dict[str, Any]:
 def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> dict[str, Any]:
     """Write the three graphs and ``manifest.json`` into ``out_dir``; returns the manifest."""
     out = Path(out_dir)
-    if model.reads_reference_features:
-        raise UserError(
-            "this model reads its references' CNN features (feature_readout: references), "
-            "which the exported graphs do not carry yet; run it with --runtime torch."
-        )
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the exported graphs.")
     out.mkdir(parents=True, exist_ok=True)
@@ -76,24 +74,27 @@ def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> di
     refs = torch.randn(EXAMPLE_REFERENCES, 3, size, size, generator=gen)
     query = torch.randn(EXAMPLE_PASSES, 3, size, size, generator=gen)
     ids_keep, ids_restore = mask_indices(model.random_mask(EXAMPLE_PASSES, gen))
-    names = term_names(model)
+    names, produced = term_names(model), reference_outputs(model)
     with torch.no_grad():
-        features = ReferenceGraph(model)(refs)
+        encoded = ReferenceGraph(model)(refs)
+        features, *targets = encoded if isinstance(encoded, tuple) else (encoded,)
         cache = TermsGraph(model)(features)
-    reference_axes = {"references": {0: "references"}, "features": {1: "references"}}
+    reference_axes = {"references": {0: "references"}, **{n: {1: "references"} for n in produced}}
     _export(ReferenceGraph(model), (refs,), out / REFERENCE_GRAPH, opset, reference_axes)
     term_outputs = ["ref_tokens", *names]
     term_axes = {name: {1: "references"} for name in ["features", *term_outputs]}
+    query_references = term_outputs + produced[1:]  # ref_targets last, for a pointer model
     _export(TermsGraph(model), (features,), out / TERMS_GRAPH, opset, term_axes)
     outputs = ["pixels", "predicted_features"] if cfg.cnn_tokens else ["pixels"]
     query_axes = {
         "query": {0: "rows"},
         "ids_keep": {0: "rows", 1: "visible"},
         "ids_restore": {0: "rows"},
-        **{name: {1: "references"} for name in term_outputs},
+        **{name: {1: "references"} for name in query_references},
         **{name: {0: "rows"} for name in outputs},
     }
-    query_inputs = (query, torch.from_numpy(ids_keep), torch.from_numpy(ids_restore), *cache)
+    ids = (torch.from_numpy(ids_keep), torch.from_numpy(ids_restore))
+    query_inputs = (query, *ids, *cache, *targets)
     _export(QueryGraph(model), query_inputs, out / QUERY_GRAPH, opset, query_axes)
     manifest = {
         "format": FORMAT_TAG,
@@ -103,6 +104,7 @@ def export_onnx(model: PADFormer, out_dir: str | Path, opset: int = OPSET) -> di
         "config": config_record(model),
         "weights_sha256": weights_sha256(model),
         "term_names": names,
+        "reference_outputs": produced,
         "outputs": outputs,
         "graphs": {
             name: file_sha256(out / name) for name in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH)

@@ -32,37 +32,55 @@ def term_names(model: PADFormer) -> list[str]:
     return names
 
 
+def reference_outputs(model: PADFormer) -> list[str]:
+    """The reference graph's outputs: the encoder features, and for a model that reads
+    its references' CNN features (``feature_readout: references``) those too, as the query
+    graph's ``ref_targets`` input takes them. Both are what a profile's cache file stores."""
+    return ["features", "ref_targets"] if model.reads_reference_features else ["features"]
+
+
 class ReferenceGraph(nn.Module):
-    """Normalised reference images [N, 3, S, S] -> encoder features [1, N, M, E]: the
-    expensive half of a reference cache, and what a profile's cache file stores."""
+    """Normalised reference images [N, 3, S, S] -> encoder features [1, N, M, E] (and, for
+    a model that reads them, the references' cell-normalised CNN features [1, N, M, F]):
+    the expensive half of a reference cache, and what a profile's cache file stores."""
 
     def __init__(self, model: PADFormer) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, references: torch.Tensor) -> torch.Tensor:
-        return self.model.encoder(references)[:, 1:].unsqueeze(0)
+    def forward(self, references: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        features = self.model.encoder(references)[:, 1:].unsqueeze(0)
+        if not self.model.reads_reference_features:
+            return features
+        return features, self.model.target_features(references).unsqueeze(0)
 
 
 class TermsGraph(nn.Module):
     """Encoder features [1, N, M, E] -> the decoder's reference tokens and, per layer, the
-    terms that depend on them alone (``PADFormer.cache_from_features``)."""
+    terms that depend on them alone: what ``PADFormer.cache_from_features`` derives, from
+    the decoder's own ``ref_embed`` and ``reference_terms``. That method is not called
+    because for a pointer model it needs the ``targets``, which need no derivation: the
+    runtimes pass the reference graph's ``ref_targets`` straight to the query graph."""
 
     def __init__(self, model: PADFormer) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        cache = self.model.cache_from_features(features)
-        terms = [t for layer in cache.layer_terms for t in (layer.stn, layer.key_values)]
-        return (cache.tokens, *(t for t in terms if t is not None))
+        decoder = self.model.decoder
+        tokens = decoder.ref_embed(features)
+        layers = decoder.reference_terms(tokens)
+        terms = [t for layer in layers for t in (layer.stn, layer.key_values)]
+        return (tokens, *(t for t in terms if t is not None))
 
 
 class QueryGraph(nn.Module):
     """One batch of masked passes: query rows [B, 3, S, S] (normalised, one row per pass),
     the mask as ``ids_keep`` [B, V] and ``ids_restore`` [B, M] (``mask_indices``), the
-    reference tokens [1, N, M, D] and the per-layer terms -> pixels [B, 3, S, S]
-    (normalised) and, for models with CNN tokens, predicted features [B, M, F].
+    reference tokens [1, N, M, D], the per-layer terms and, for a model that reads its
+    references' CNN features, ``ref_targets`` [1, N, M, F] (last) -> pixels [B, 3, S, S]
+    (normalised) and, for models with CNN tokens, predicted features [B, M, F] (from the
+    feature head, or the pointer's mix of ``ref_targets``).
 
     Mirrors ``PADFormer.reconstruct_all`` with ``rows`` already applied by the caller;
     the mask itself is recovered as ``ids_restore >= V`` (masked patches sort last).
@@ -78,15 +96,19 @@ class QueryGraph(nn.Module):
         ids_keep: torch.Tensor,
         ids_restore: torch.Tensor,
         ref_tokens: torch.Tensor,
-        *terms: torch.Tensor,
+        *inputs: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
         model = self.model
+        pointer = model.decoder.pointer
+        terms = inputs if pointer is None else inputs[:-1]
         if model.config.cnn_tokens:
             mask = ids_restore >= ids_keep.shape[1]
             query = blank_masked_patches(query, mask, model.config.patch_size)
         latent = model.encoder(query, ids_keep)
         tokens = model.decoder(latent, ids_restore, ref_tokens, self.layer_terms(terms))
         pixels = model.unpatchify(model.decoder.head(tokens))
+        if pointer is not None:
+            return pixels, pointer(tokens, ref_tokens, inputs[-1])
         head = model.decoder.feature_head
         return (pixels,) if head is None else (pixels, head(tokens))
 

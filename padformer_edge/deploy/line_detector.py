@@ -111,6 +111,8 @@ class LineDetector:
         self.metric_name, self.scoring = self.spec.metric, self.spec.signature
         manifest = json.loads((self.folder / MANIFEST).read_text())
         self.term_names: list[str] = list(manifest["term_names"])
+        # a pointer model's reference graph also yields the references' CNN features
+        self.reference_outputs: list[str] = list(manifest.get("reference_outputs", ["features"]))
         self.passes, self.max_batch = settings.passes, settings.max_batch
         self.img_size = self.spec.img_size
         options = ort.SessionOptions()
@@ -129,9 +131,11 @@ class LineDetector:
         self.ids_keep, self.ids_restore = passes["ids_keep"], passes["ids_restore"]
         self.weights = passes["weights"]
         self.cache_hit = False
-        features = self.reference_features(references, cache)
-        feeds = self.sessions[TERMS_GRAPH].run(None, {"features": features})
+        encoded = self.reference_features(references, cache)
+        feeds = self.sessions[TERMS_GRAPH].run(None, {"features": encoded["features"]})
         self.reference_feeds = dict(zip(["ref_tokens", *self.term_names], feeds, strict=True))
+        if "ref_targets" in encoded:  # read by the query graph as the references gave them
+            self.reference_feeds["ref_targets"] = encoded["ref_targets"]
         self.banks = self.reference_banks(references) if self.spec.zoom else []
 
     @property
@@ -148,22 +152,26 @@ class LineDetector:
 
     def reference_features(
         self, references: Sequence[np.ndarray], cache: tuple[Path, str] | None
-    ) -> np.ndarray:
-        """Encoder features [1, N, M, E] from the cache when it holds them under its key,
-        else from the reference graph (and then written to the cache)."""
-        from padformer_edge.profiles.cache_files import read_features, write_features
+    ) -> dict[str, np.ndarray]:
+        """The reference graph's outputs by name (encoder features [1, N, M, E] and, for a
+        pointer model, ``ref_targets`` [1, N, M, F]) from the cache when it holds them
+        under its key, else from the reference graph (and then written to the cache)."""
+        from padformer_edge.profiles.cache_files import read_encodings, write_encodings
 
+        wanted = self.reference_outputs
         if cache is not None:
-            stored = read_features(*cache)
-            if stored is not None and stored.shape[1] == len(references):
+            stored = read_encodings(*cache, with_targets="ref_targets" in wanted)
+            if stored is not None and stored[0].shape[1] == len(references):
                 self.cache_hit = True
-                return stored.astype(np.float32)
+                found = [array.astype(np.float32) for array in stored if array is not None]
+                return dict(zip(wanted, found, strict=True))
         units = np.concatenate([arrays.unit_image(image) for image in references])
         refs = self.model_input(units).astype(np.float32)
-        features = self.sessions[REFERENCE_GRAPH].run(None, {"references": refs})[0]
+        found = self.sessions[REFERENCE_GRAPH].run(None, {"references": refs})
+        encoded = dict(zip(wanted, found, strict=True))
         if cache is not None:
-            write_features(cache[0], cache[1], features)
-        return features
+            write_encodings(cache[0], cache[1], encoded["features"], encoded.get("ref_targets"))
+        return encoded
 
     def cells(self, squares01: np.ndarray, level: int) -> np.ndarray:
         """Unit cells [B, C, h, w] of square images in [0, 1] at ``level`` x the model's

@@ -85,6 +85,22 @@ def check_graphs(folder: Path, digests: dict[str, str]) -> None:
             )
 
 
+def reads_targets(manifest: dict[str, Any]) -> bool:
+    """Whether the export's query graph reads ``ref_targets`` (a pointer model's export;
+    manifests written before pointer models exported have no ``reference_outputs``)."""
+    return "ref_targets" in manifest.get("reference_outputs", ["features"])
+
+
+def target_feeds(reads: bool, targets: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The query graph's ``ref_targets`` feed when it reads one, or nothing; a pointer
+    model's graphs given no targets is a caller's bug, so it is a RuntimeError."""
+    if not reads:
+        return {}
+    if targets is None:
+        raise RuntimeError("this export reads the references' CNN features; pass targets.")
+    return {"ref_targets": np.ascontiguousarray(targets, dtype=np.float32)}
+
+
 class OnnxRunner:
     """The three exported graphs in onnxruntime sessions, for one model's weights.
 
@@ -98,6 +114,7 @@ class OnnxRunner:
         manifest = check_export(self.folder, model)
         self.term_names: list[str] = list(manifest["term_names"])
         self.outputs: list[str] = list(manifest["outputs"])
+        self.reads_targets = reads_targets(manifest)
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
@@ -116,17 +133,21 @@ class OnnxRunner:
         )
         self.reference_feeds: dict[str, np.ndarray] | None = None
 
-    def encode_references(self, references: np.ndarray) -> np.ndarray:
-        """Normalised references [N, 3, S, S] -> encoder features [1, N, M, E]."""
+    def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
+        references' CNN features [1, N, M, F] for a pointer model, else None)."""
         images = np.ascontiguousarray(references, dtype=np.float32)
-        return self.references.run(None, {"references": images})[0]
+        found = self.references.run(None, {"references": images})
+        return found[0], found[1] if self.reads_targets else None
 
-    def use_features(self, features: np.ndarray) -> None:
-        """Derive and keep the reference terms every later ``reconstruct`` reads."""
+    def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
+        """Derive and keep the reference terms every later ``reconstruct`` reads (and a
+        pointer model's ``targets``, which it reads as they are)."""
         features = np.ascontiguousarray(features, dtype=np.float32)
         terms = self.terms.run(None, {"features": features})
         names = ["ref_tokens", *self.term_names]
         self.reference_feeds = dict(zip(names, terms, strict=True))
+        self.reference_feeds.update(target_feeds(self.reads_targets, targets))
 
     def reconstruct(
         self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray

@@ -13,7 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
-from padformer_edge.deploy.onnx_runner import check_export, check_graphs
+from padformer_edge.deploy.onnx_runner import (
+    check_export,
+    check_graphs,
+    reads_targets,
+    target_feeds,
+)
 from padformer_edge.deploy.openvino_export import MANIFEST_KEY, import_openvino, ir_name
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
@@ -38,6 +43,7 @@ class OpenVinoRunner:
             )
         check_graphs(self.folder, manifest[MANIFEST_KEY]["graphs"])
         self.term_names: list[str] = list(manifest["term_names"])
+        self.reads_targets = reads_targets(manifest)
         self.ov = ov
         core = ov.Core()
         config = {
@@ -65,18 +71,22 @@ class OpenVinoRunner:
         request.infer(feeds, share_inputs=True)
         return [np.array(tensor.data) for tensor in request.output_tensors]
 
-    def encode_references(self, references: np.ndarray) -> np.ndarray:
-        """Normalised references [N, 3, S, S] -> encoder features [1, N, M, E]."""
+    def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
+        references' CNN features [1, N, M, F] for a pointer model, else None)."""
         images = np.ascontiguousarray(references, dtype=np.float32)
-        return self.run(self.references, {"references": images})[0]
+        found = self.run(self.references, {"references": images})
+        return found[0], found[1] if self.reads_targets else None
 
-    def use_features(self, features: np.ndarray) -> None:
-        """Derive and keep the reference terms every later ``reconstruct`` reads."""
+    def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
+        """Derive and keep the reference terms every later ``reconstruct`` reads (and a
+        pointer model's ``targets``, which it reads as they are)."""
         features = np.ascontiguousarray(features, dtype=np.float32)
         terms = self.run(self.terms, {"features": features})
         names = ["ref_tokens", *self.term_names]
         # kept as OpenVINO tensors over these arrays, so no query call copies them again
         self.reference_arrays = dict(zip(names, terms, strict=True))
+        self.reference_arrays.update(target_feeds(self.reads_targets, targets))
         self.reference_feeds = {
             name: self.ov.Tensor(array, shared_memory=True)
             for name, array in self.reference_arrays.items()

@@ -113,7 +113,11 @@ class Detector:
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
         if self.runner is not None:
-            self.runner.use_features(self.cache.features.cpu().numpy())
+            targets = self.cache.targets
+            self.runner.use_features(
+                self.cache.features.cpu().numpy(),
+                None if targets is None else targets.cpu().numpy(),
+            )
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
@@ -161,8 +165,10 @@ class Detector:
         refs = torch.stack([self.to_model_input(image) for image in references])
         if self.runner is not None:
             # a torch cache around the graph's features: it is what an EncodingStore keeps
-            features = self.runner.encode_references(refs.cpu().numpy())
-            return self.model.cache_from_features(torch.from_numpy(features))
+            features, targets = self.runner.encode_references(refs.cpu().numpy())
+            return self.model.cache_from_features(
+                torch.from_numpy(features), None if targets is None else torch.from_numpy(targets)
+            )
         with model_precision(self.precision, self.device):
             return self.model.encode_references(refs.unsqueeze(0))
 

@@ -36,22 +36,32 @@ def stored_key(path: Path) -> str | None:
         return None
 
 
-def read_features(path: Path, key: str) -> np.ndarray | None:
-    """The cached encoder features ``[1, N, M, E]`` if ``path`` holds ones made under
-    ``key``, else None (absent, stale or damaged: the caller encodes again)."""
+def read_encodings(
+    path: Path, key: str, with_targets: bool = False
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The cached (encoder features ``[1, N, M, E]``, the references' CNN features
+    ``[1, N, M, F]`` when ``with_targets``, else None) if ``path`` holds them under
+    ``key``, else None (absent, stale, damaged or lacking the targets a pointer model
+    reads: the caller encodes again). The names are ``reference_cache``'s."""
     if stored_key(path) != key:
         return None
     try:
-        return load_file(str(path))["features"]
+        tensors = load_file(str(path))
+        return tensors["features"], tensors["targets"] if with_targets else None
     except (SafetensorError, OSError, ValueError, KeyError):
         return None
 
 
-def write_features(path: Path, key: str, features: np.ndarray) -> None:
-    """Save encoder features under ``key`` atomically; a read-only profile folder only
-    costs a re-encode at the next start."""
+def write_encodings(
+    path: Path, key: str, features: np.ndarray, targets: np.ndarray | None = None
+) -> None:
+    """Save encoder features (and a pointer model's reference CNN features) under ``key``
+    atomically; a read-only profile folder only costs a re-encode at the next start."""
+    arrays = {"features": np.ascontiguousarray(features)}
+    if targets is not None:
+        arrays["targets"] = np.ascontiguousarray(targets)
     try:
-        data = save({"features": np.ascontiguousarray(features)}, metadata={"key": key})
+        data = save(arrays, metadata={"key": key})
         write_atomic(path, data)
     except Exception as err:  # the detector works without the file; say so and go on
         get_logger("profiles").warning("profile.cache_not_written", path=str(path), error=str(err))

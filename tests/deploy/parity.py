@@ -7,14 +7,18 @@ import torch
 
 from padformer_edge.model.padformer import PADFormer, build_model
 from tests.test_model_edge import SMALL_EDGE
+from tests.test_train_edge import TINY_EDGE
 
 CASES = {
     "tiny": ("tiny", {}),
     "edge": ("edge", SMALL_EDGE),
     "edge-isolated": ("edge", {**SMALL_EDGE, "isolate_masked": True}),
+    "edge-pointer": ("edge", {**TINY_EDGE, "feature_readout": "references"}),
 }
 """Each preset's tiny model, plus the decoder switch that changes the exported graph most
-(``isolate_masked``: self-attention under a boolean mask built from ``ids_restore``)."""
+(``isolate_masked``: self-attention under a boolean mask built from ``ids_restore``) and
+the readout that adds a graph input (``feature_readout: references``: the query graph
+mixes the references' CNN features, ``ref_targets``, which the reference graph yields)."""
 
 EPS32 = float(np.finfo(np.float32).eps)
 CNN_STAGES = 8

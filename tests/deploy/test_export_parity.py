@@ -57,7 +57,10 @@ def test_graphs_are_valid_onnx_and_the_manifest_names_them(exported):
         "ids_restore",
         "ref_tokens",
         *manifest["term_names"],
+        *manifest["reference_outputs"][1:],
     ]
+    reads_targets = model.reads_reference_features
+    assert manifest["reference_outputs"] == ["features", "ref_targets"][: 1 + reads_targets]
 
 
 def test_ir_files_are_recorded_in_the_manifest(exported):
@@ -84,11 +87,15 @@ def test_reconstructions_within_the_float32_bound(exported, references, rows, ru
         cache = model.encode_references(refs[None])
         expected = model.reconstruct_all(query, cache, masks)
     runner = RUNNERS[runtime](folder, model)
-    features = runner.encode_references(refs.numpy())
-    runner.use_features(features)
+    features, targets = runner.encode_references(refs.numpy())
+    runner.use_features(features, targets)
     pixels, predicted = runner.reconstruct(query.numpy(), *mask_indices(masks))
     bound = float32_bound(model)
     assert relative_error(features, cache.features.numpy()) < bound
+    if model.reads_reference_features:
+        assert relative_error(targets, cache.targets.numpy()) < bound
+    else:
+        assert targets is None
     assert relative_error(pixels, expected.pixels.numpy()) < bound
     if model.config.cnn_tokens:
         assert relative_error(predicted, expected.features.numpy()) < bound

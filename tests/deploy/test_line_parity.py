@@ -25,6 +25,7 @@ RUNS = {
     "edge-fused": ("edge", "auto"),
     "edge-distance": ("edge", "distance"),
     "edge-isolated": ("edge-isolated", "auto"),
+    "edge-pointer": ("edge-pointer", "auto"),
 }
 
 

@@ -78,6 +78,39 @@ def test_export_switches_a_torch_profile_and_scores_the_same(sources):
     assert [s > threshold for s in by_line] == [s > threshold for s in by_torch]
 
 
+def test_a_pointer_profile_exports_and_shares_its_cache_file_with_torch(sources):
+    """A model that reads its references' CNN features: the line reads the cache file the
+    torch detector wrote (features and targets), writes one the torch reader accepts,
+    and scores like torch."""
+    import torch
+
+    from padformer_edge.model.checkpoint import load_checkpoint
+    from padformer_edge.profiles.reference_cache import read_cache
+
+    save_checkpoint(sources / "pointer.safetensors", tiny_model("edge-pointer"))
+    root = sources / "profiles"
+    create_profile(
+        root, "part", sources / "pointer.safetensors", sources / "references", settings=FAST
+    )
+    profile = load_profile(root, "part")
+    by_torch = [d.score for d in profile.build_detector().detect(queries())]
+    exported = export_profile(root, "part")
+    line = exported.build_detector()
+    assert isinstance(line, LineDetector) and line.cache_hit  # torch's file, targets too
+    by_line = [d.score for d in line.detect(queries())]
+    np.testing.assert_allclose(by_line, by_torch, rtol=SCORE_RTOL, atol=0)
+    exported.cache_path.unlink()
+    fresh = exported.build_detector()
+    assert not fresh.cache_hit and exported.cache_path.is_file()
+    model, _ = load_checkpoint(sources / "pointer.safetensors")
+    cache = read_cache(exported.cache_path, exported.reference_key(), model, torch.device("cpu"))
+    assert cache is not None and cache.targets is not None
+    assert tuple(cache.targets.shape[:2]) == (1, 3)
+    np.testing.assert_allclose(
+        [d.score for d in fresh.detect(queries())], by_torch, rtol=SCORE_RTOL, atol=0
+    )
+
+
 def test_a_changed_file_is_refused_in_one_sentence(sources):
     root = sources / "profiles"
     settings = FAST.replace(runtime="onnxruntime")
