@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from padformer_edge.config_kinds import check_config, config_kinds
-
 app = typer.Typer(help="Validate configuration files.", no_args_is_help=True)
 
 
@@ -20,6 +18,8 @@ def check(
 ) -> None:
     """Validate FILE against its schema; print the kind it was checked as, or one line
     per problem. What a daemon config points at is left to ``doctor``, and said so."""
+    from padformer_edge.config_kinds import check_config  # every schema: only when run
+
     detected, _ = check_config(file, kind)
     typer.echo(f"{file}: valid {detected} config.")
     if detected == "daemon":
@@ -32,6 +32,8 @@ def check(
 @app.command("kinds")
 def kinds() -> None:
     """List the config kinds this version knows."""
+    from padformer_edge.config_kinds import config_kinds
+
     for name, model in sorted(config_kinds().items()):
         doc = (model.__doc__ or "").strip().splitlines()
         typer.echo(f"{name}\t{doc[0] if doc else ''}")
