@@ -101,6 +101,29 @@ def target_feeds(reads: bool, targets: np.ndarray | None) -> dict[str, np.ndarra
     return {"ref_targets": np.ascontiguousarray(targets, dtype=np.float32)}
 
 
+def query_feeds(
+    rows: np.ndarray,
+    ids_keep: np.ndarray,
+    ids_restore: np.ndarray,
+    reference_feeds: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The query graph's inputs for one chunk of passes, in the dtypes it was exported
+    with, beside the reference inputs ``use_features`` keeps (every runner's)."""
+    if reference_feeds is None:
+        raise RuntimeError("use_features must run before reconstruct.")
+    return {
+        "query": np.ascontiguousarray(rows, dtype=np.float32),
+        "ids_keep": np.ascontiguousarray(ids_keep, dtype=np.int64),
+        "ids_restore": np.ascontiguousarray(ids_restore, dtype=np.int64),
+        **reference_feeds,
+    }
+
+
+def pixels_and_features(found: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    """The query graph's outputs: pixels, and predicted features where the model has them."""
+    return found[0], found[1] if len(found) > 1 else None
+
+
 class OnnxRunner:
     """The three exported graphs in onnxruntime sessions, for one model's weights.
 
@@ -154,13 +177,5 @@ class OnnxRunner:
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
         query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
-        if self.reference_feeds is None:
-            raise RuntimeError("use_features must run before reconstruct.")
-        feeds = {
-            "query": np.ascontiguousarray(rows, dtype=np.float32),
-            "ids_keep": np.ascontiguousarray(ids_keep, dtype=np.int64),
-            "ids_restore": np.ascontiguousarray(ids_restore, dtype=np.int64),
-            **self.reference_feeds,
-        }
-        found = self.query.run(None, feeds)
-        return found[0], found[1] if len(found) > 1 else None
+        found = self.query.run(None, query_feeds(rows, ids_keep, ids_restore, self.reference_feeds))
+        return pixels_and_features(found)

@@ -16,6 +16,8 @@ from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRA
 from padformer_edge.deploy.onnx_runner import (
     check_export,
     check_graphs,
+    pixels_and_features,
+    query_feeds,
     reads_targets,
     target_feeds,
 )
@@ -97,13 +99,5 @@ class OpenVinoRunner:
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
         query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
-        if self.reference_feeds is None:
-            raise RuntimeError("use_features must run before reconstruct.")
-        feeds = {
-            "query": np.ascontiguousarray(rows, dtype=np.float32),
-            "ids_keep": np.ascontiguousarray(ids_keep, dtype=np.int64),
-            "ids_restore": np.ascontiguousarray(ids_restore, dtype=np.int64),
-            **self.reference_feeds,
-        }
-        found = self.run(self.query, feeds)
-        return found[0], found[1] if len(found) > 1 else None
+        feeds = query_feeds(rows, ids_keep, ids_restore, self.reference_feeds)
+        return pixels_and_features(self.run(self.query, feeds))
