@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -39,15 +38,13 @@ from padformer_edge.deploy.names import (
     SCORING_FILE,
     TERMS_GRAPH,
 )
-from padformer_edge.detect.detection import Detection
+from padformer_edge.detect.detection import Detection, Item, detect_in_groups
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 
 INSTALL_HINT = "pip install 'padformer-edge[line]'"
 MIN_SIDE = 4  # as ``scoring.MIN_SIDE``: the 7-tap blur's reflect border needs 4 pixels
-
-Item = TypeVar("Item")
 
 
 def import_onnxruntime(hint: str = INSTALL_HINT) -> Any:
@@ -247,11 +244,7 @@ class LineDetector:
         reconstruction: bool = False,
     ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
         """As ``Detector.detect_each``: one model call's worth of images at a time."""
-        remaining = iter(items)
-        while group := list(islice(remaining, self.images_per_call)):
-            images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
-            found = self.detect(images, reconstruction=reconstruction)
-            yield from zip(group, images, found, strict=True)
+        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False

@@ -7,9 +7,14 @@ the runtime that made them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import TypeVar
 
 import numpy as np
+
+Item = TypeVar("Item")
 
 
 @dataclass
@@ -30,3 +35,25 @@ class Detection:
     pass_max_error: list[float]
     timings: dict[str, float] = field(default_factory=dict)
     reconstruction: np.ndarray | None = None
+
+
+def detect_in_groups(
+    detect: Callable[..., list[Detection]],
+    items: Iterable[Item],
+    load: Callable[[Item], np.ndarray] | None,
+    images_per_call: int,
+    reconstruction: bool,
+) -> Iterator[tuple[Item, np.ndarray, Detection]]:
+    """``(item, image, detection)`` for every item, in order, ``images_per_call`` images
+    per ``detect`` call: both runtimes' ``detect_each``.
+
+    ``load`` turns an item (a path, an index) into its RGB image just before its group
+    runs, so a long list is never held decoded at once; without it the items are the
+    images. A group's images share the model calls, which does not change a query's
+    result (every query gets the same masks).
+    """
+    remaining = iter(items)
+    while group := list(islice(remaining, images_per_call)):
+        images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
+        found = detect(images, reconstruction=reconstruction)
+        yield from zip(group, images, found, strict=True)

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graphs import mask_indices
-from padformer_edge.detect.detection import Detection
+from padformer_edge.detect.detection import Detection, Item, detect_in_groups
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -44,9 +43,6 @@ from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceC
 if TYPE_CHECKING:
     from padformer_edge.deploy.onnx_runner import OnnxRunner
     from padformer_edge.deploy.openvino_runner import OpenVinoRunner
-
-
-Item = TypeVar("Item")
 
 
 class EncodingStore(Protocol):
@@ -229,18 +225,8 @@ class Detector:
         reconstruction: bool = False,
     ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
         """``(item, image, detection)`` for every item, in order, one model call's worth
-        of images at a time.
-
-        ``load`` turns an item (a path, an index) into its RGB image just before its
-        group runs, so a long list is never held decoded at once; without it the items
-        are the images. A group's images share the model calls, which does not change a
-        query's result (every query gets the same masks).
-        """
-        remaining = iter(items)
-        while group := list(islice(remaining, self.images_per_call)):
-            images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
-            found = self.detect(images, reconstruction=reconstruction)
-            yield from zip(group, images, found, strict=True)
+        of images at a time (``detection.detect_in_groups``)."""
+        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
 
     @torch.inference_mode()
     def detect(
