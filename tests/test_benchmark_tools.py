@@ -581,3 +581,47 @@ def test_finetune_gain_scores_both_models_with_and_without_the_references(tmp_pa
     assert {payload[k]["images"] for k in keys} == {5}  # 3 defect types + 2 good views
     table = result.stdout.split("\n\n")[0]
     assert table.count("| shipped |") == 2 and table.count("| reconstruction alone |") == 2
+
+
+def test_pointer_candidates_reads_a_pointer_model_three_ways(tiny_render, tmp_path):
+    torch.manual_seed(0)
+    pointer = tmp_path / "pointer.safetensors"
+    model = build_model("edge", **TINY_EDGE, feature_readout="references")
+    model.scoring = {job: {"reference_weight": 5.0} for job in ("map", "score")}
+    save_checkpoint(pointer, model, {"global_step": 3})
+    pool = 2 * model.config.num_patches
+    common = ["--data", str(tiny_render), "--shots", "2", "--max-per-label", "1"]
+    result = run_benchmark(
+        "pointer_candidates.py", "--model", str(pointer), *common,
+        "--candidates", "1", "--candidates", str(pool),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(payload["rows"]) == [
+        "distance alone (the model's setting)",
+        "distance alone, upright references only",
+        "reconstruction alone: nearest of the pointer's 1 reference patch",
+        f"reconstruction alone: nearest of the pointer's {pool} reference patches",
+        "reconstruction alone: the pointer's mix",
+    ]
+    # the table keeps the reading order: the mix, the candidates, then the distances
+    table = [line.split(" | ")[0].lstrip("| ") for line in result.stdout.splitlines()]
+    assert [line for line in table if line.startswith(("reconstruction", "distance"))] == [
+        "reconstruction alone: the pointer's mix",
+        "reconstruction alone: nearest of the pointer's 1 reference patch",
+        f"reconstruction alone: nearest of the pointer's {pool} reference patches",
+        "distance alone (the model's setting)",
+        "distance alone, upright references only",
+    ]
+    for row in payload["rows"].values():
+        assert 0.0 <= row["image_auroc"] <= 1.0 and row["cpu_s_per_image"] > 0.0
+    too_many = run_benchmark(
+        "pointer_candidates.py", "--model", str(pointer), *common, "--candidates", str(pool + 1)
+    )
+    assert too_many.returncode != 0
+    assert f"--candidates must be between 1 and {pool}" in too_many.stderr
+    head = tmp_path / "head.safetensors"
+    save_checkpoint(head, build_model("edge", **TINY_EDGE), {"global_step": 3})
+    refused = run_benchmark("pointer_candidates.py", "--model", str(head), *common)
+    assert refused.returncode != 0
+    assert "feature_readout: references" in refused.stderr.strip().splitlines()[-1]

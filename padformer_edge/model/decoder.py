@@ -80,9 +80,14 @@ class ReferencePointer(nn.Module):
     ) -> torch.Tensor:
         """tokens [B, M, D], ref_tokens [B or 1, N, M, D], ref_features [B or 1, N, M, F]
         -> [B, M, F]."""
-        keys = self.key(ref_tokens.flatten(1, 2))  # [B or 1, N*M, D]
-        logits = self.query(tokens) @ keys.transpose(-1, -2) * self.scale
+        logits = self.logits(tokens, ref_tokens)
         return logits.softmax(dim=-1) @ ref_features.flatten(1, 2).to(logits.dtype)
+
+    def logits(self, tokens: torch.Tensor, ref_tokens: torch.Tensor) -> torch.Tensor:
+        """[B, M, N*M] how strongly each query patch points at each reference patch
+        (references in order, each's patches row-major): the choice before the mix."""
+        keys = self.key(ref_tokens.flatten(1, 2))  # [B or 1, N*M, D]
+        return self.query(tokens) @ keys.transpose(-1, -2) * self.scale
 
 
 class DecoderLayer(nn.Module):

@@ -254,6 +254,24 @@ class PADFormer(nn.Module):
         rows: torch.Tensor | None = None,
     ) -> Reconstruction:
         """``reconstruct`` plus, for models with CNN tokens, the predicted features."""
+        tokens = self.decode(query, cache, mask, rows)
+        head, pointer = self.decoder.feature_head, self.decoder.pointer
+        features = None if head is None else head(tokens)
+        if pointer is not None:
+            if cache.targets is None:
+                raise ValueError("the reference cache lacks the references' CNN features.")
+            features = pointer(tokens, cache.tokens, cache.targets)
+        return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features)
+
+    def decode(
+        self,
+        query: torch.Tensor,
+        cache: ReferenceCache,
+        mask: torch.Tensor,
+        rows: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The decoder's final [B, M, decoder_embed_dim] tokens, before any head reads
+        them: the one place that checks a reconstruction's inputs and runs both halves."""
         self._check_images(query, "query", 4)
         b, m = query.shape[0] if rows is None else rows.shape[0], self.config.num_patches
         if rows is not None and (
@@ -266,14 +284,7 @@ class PADFormer(nn.Module):
         if refs.shape[0] not in (1, b):
             raise ValueError(f"reference cache has batch {refs.shape[0]}; need 1 or {b}.")
         latent, ids_restore = self.forward_encoder(query, mask, rows)
-        tokens = self.decoder(latent, ids_restore, refs, cache.layer_terms)
-        head, pointer = self.decoder.feature_head, self.decoder.pointer
-        features = None if head is None else head(tokens)
-        if pointer is not None:
-            if cache.targets is None:
-                raise ValueError("the reference cache lacks the references' CNN features.")
-            features = pointer(tokens, refs, cache.targets)
-        return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features)
+        return self.decoder(latent, ids_restore, refs, cache.layer_terms)
 
     def forward(
         self,
