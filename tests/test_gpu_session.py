@@ -1,4 +1,5 @@
-"""The one GPU session script, ``python3 -m training.gpu_session``, checked on the CPU.
+"""The one GPU session script, ``python3 -m padformer_edge_training.gpu_session``, checked on
+the CPU.
 
 A GPU machine is lent once and briefly: a candidate that the trainer refuses there, or
 weights that do not come back, cost the whole call. So the recipes it writes are loaded
@@ -23,10 +24,15 @@ from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.gpu_session import (
+    Candidate,
+    CandidateError,
+    parse_candidate,
+    write_recipe,
+)
 from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree
-from training.config import TrainConfig
-from training.gpu_session import Candidate, CandidateError, parse_candidate, write_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_RECIPE = REPO / "config" / "train" / "edge-synth-gpu.yaml"
@@ -86,7 +92,14 @@ def test_a_recipe_without_changes_is_the_source_and_a_misspelt_switch_is_refused
 
 def _session(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "training.gpu_session", "--device", "cpu", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "padformer_edge_training.gpu_session",
+        "--device",
+        "cpu",
+        *args,
+    ]
     return subprocess.run(
         command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
     )
@@ -145,7 +158,7 @@ def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path
 def test_a_stopped_runs_last_weights_come_back_scaled_and_the_resume_point_untouched(
     tmp_path: Path,
 ) -> None:
-    from training.gpu_session import Outcome, Session
+    from padformer_edge_training.gpu_session import Outcome, Session
 
     data = mvtec_like_tree(tmp_path / "data", {"a": 10}, padded=True, with_test=False)
     run = tmp_path / "work" / "runs" / "edge"

@@ -2,14 +2,14 @@
 produce in one output folder.
 
 A lent machine is bare, brief and cannot reach a package registry, so one prepared call
-must do the whole session: unpack the bundle (``training.release.gpu_bundle``), write
+must do the whole session: unpack the bundle (``padformer_edge_training.release.gpu_bundle``), write
 each candidate's recipe, start every training at once on the one GPU, stop the ones still
 running at the deadline like Ctrl-C (each writes its resume point), and bring back every
 candidate's weights and log. The candidates, their recipes, lengths and data are options,
 so a new session is a new command line, not a new script:
 
-    python3 -m training.gpu_session --out "$OUT" --bundle .gpu/bundle --deadline 330 \\
-        --data synth224-s0 \\
+    python3 -m padformer_edge_training.gpu_session --out "$OUT" --bundle .gpu/bundle \\
+        --deadline 330 --data synth224-s0 \\
         --candidate edge-gpu=config/train/edge-synth-gpu.yaml \\
         --candidate "edge-gpu-3x=config/train/edge-synth-gpu.yaml,epochs=3/9,workers=3" \\
         --candidate "no_aat=config/train/edge-synth-gpu.yaml,off=use_aat" \\
@@ -102,7 +102,7 @@ def write_recipe(candidate: Candidate, target: Path) -> dict[str, Any]:
     import yaml
 
     from padformer_edge.config import load_config
-    from training.config import TrainConfig
+    from padformer_edge_training.config import TrainConfig
 
     recipe = yaml.safe_load(candidate.recipe.read_text(encoding="utf-8")) or {}
     if candidate.epochs is not None:
@@ -158,7 +158,7 @@ class Session:
     def unpack(self) -> None:
         """The bundle's site folder and datasets into ``--work``; then the project's own
         dependencies import here too."""
-        command = [sys.executable, "-m", "training.release.gpu_bundle", "unpack"]
+        command = [sys.executable, "-m", "padformer_edge_training.release.gpu_bundle", "unpack"]
         command += ["--bundle", str(self.args.bundle), "--to", str(self.work)]
         subprocess.run(command, check=True, cwd=REPO, env=self.env())
         self.site = self.work / "site"
@@ -227,7 +227,13 @@ class Session:
             outcome.weights = "finished"
         elif (folder / "last.safetensors").is_file():
             shutil.copy2(folder / "last.safetensors", target)
-            command = [sys.executable, "-m", "training.score_scales", str(target), outcome.data]
+            command = [
+                sys.executable,
+                "-m",
+                "padformer_edge_training.score_scales",
+                str(target),
+                outcome.data,
+            ]
             scaled = subprocess.run(command, cwd=REPO, env=self.env(), check=False)
             outcome.weights = "last, scaled here" if scaled.returncode == 0 else "last, unscaled"
         self.say(f"{outcome.name}: weights {outcome.weights}")
@@ -270,7 +276,7 @@ class Session:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m training.gpu_session", description=__doc__.splitlines()[0]
+        prog="python3 -m padformer_edge_training.gpu_session", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, required=True, help="Folder for weights and logs.")
     parser.add_argument(

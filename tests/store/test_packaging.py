@@ -58,7 +58,7 @@ def test_installed_copy_migrates_without_the_source_tree(tmp_path: Path) -> None
         [
             sys.executable,
             "-c",
-            "import migrations, sys; print(migrations.__file__); "
+            "import migrations, sys; print(padformer_edge_migrations.__file__); "
             "from padformer_edge.cli.app import main; sys.argv[1:] = ['db', 'upgrade', '--db', "
             f"{str(db)!r}]; main()",
         ],
