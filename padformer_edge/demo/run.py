@@ -7,7 +7,8 @@ result history, the alerts and the heatmaps. Every step is the real code path an
 installation uses; only the sizes are small.
 
 Rendering and training come from the training package, imported inside the functions
-that use them: the runtime package never imports ``training`` while it loads.
+that use them: the runtime package never imports ``padformer_edge_training`` while
+it loads.
 """
 
 from __future__ import annotations
