@@ -2,7 +2,7 @@
 
 ``padformer-edge train`` logs ``stage_started`` / ``stage_finished`` / ``interrupted`` /
 ``train_finished`` events as JSON lines; this script turns the logs that
-``python3 -m padformer_edge_training.gpu_session`` brought back into one table (steps,
+``python3 training/gpu_session.py`` brought back into one table (steps,
 seconds, samples/s per stage, and where a run was stopped), so the docs' GPU rows are never
 typed by hand. A run continued with ``--resume`` passes both logs, in order.
 
