@@ -35,11 +35,11 @@ from benchmarks.quality import evaluate_scored, validated_choices
 from benchmarks.render_spread import VALIDATION_SEED, render_seed
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
-from training.data.layouts import index_dataset
-from training.evaluation.patchcore import PatchCoreScorer, parse_config
-from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes
-from training.evaluation.report import fmt
-from training.evaluation.uncertainty import image_auroc_margin
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
+from padformer_edge_training.evaluation.protocol import METRICS, EvalOptions, plan_episodes
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.uncertainty import image_auroc_margin
 
 
 def configurations(text: str, backbones: list[str]) -> list[str]:

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.errors import UserError
-from training.evaluation.report import fmt
-from training.evaluation.sweep import best, best_map, row_scoring
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.sweep import best, best_map, row_scoring
 
 
 @dataclass(frozen=True)

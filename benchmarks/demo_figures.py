@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from training.evaluation.demo_figures import baseline_figures, database_figures
+from padformer_edge_training.evaluation.demo_figures import baseline_figures, database_figures
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATION = REPO / "benchmarks" / "validation.json"

@@ -85,7 +85,7 @@ def patchcore_seconds(references: list[np.ndarray], query: np.ndarray, repeats: 
     """(configuration, CPU s per scored image) of PatchCore as validated (its memory bank
     built outside the timed call, as the Detector's reference encodings are)."""
     from benchmarks.quality import validated_choices
-    from training.evaluation.patchcore import PatchCoreScorer, parse_config
+    from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 
     config = validated_choices()["patchcore"]
     scorer = PatchCoreScorer(*parse_config(config))

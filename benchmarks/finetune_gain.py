@@ -32,13 +32,19 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.log import configure_logging
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.models import locate_generic_model, read_card
-from training.config import TrainConfig
-from training.data.layouts import index_dataset
-from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
-from training.evaluation.scorers import PADFormerScorer
-from training.evaluation.simple_rows import reconstruction_only
-from training.synth import ViewCounts, render_dataset
-from training.trainer import run_training
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.protocol import (
+    METRICS,
+    EvalOptions,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.scorers import PADFormerScorer
+from padformer_edge_training.evaluation.simple_rows import reconstruction_only
+from padformer_edge_training.synth import ViewCounts, render_dataset
+from padformer_edge_training.trainer import run_training
 
 
 def fine_tune_recipe(args: argparse.Namespace) -> TrainConfig:

@@ -5,7 +5,7 @@ references encoded once outside the timed call, as the daemon does. Times are wa
 milliseconds with the GPU synchronised before the clock stops (the median of the
 repeats after warm-up calls); weights are random, which does not change the work.
 
-It runs where a GPU is (``python3 -m training.gpu_session --detect-speed``) and saves
+It runs where a GPU is (``python3 training/gpu_session.py --detect-speed``) and saves
 its rows as JSON; the docs block is written here from that file, so no figure is typed
 by hand:
 

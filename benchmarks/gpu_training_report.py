@@ -2,9 +2,9 @@
 
 ``padformer-edge train`` logs ``stage_started`` / ``stage_finished`` / ``interrupted`` /
 ``train_finished`` events as JSON lines; this script turns the logs that
-``python3 -m training.gpu_session`` brought back into one table (steps, seconds, samples/s per
-stage, and where a run was stopped), so the docs' GPU rows are never typed by hand. A run
-continued with ``--resume`` passes both logs, in order.
+``python3 training/gpu_session.py`` brought back into one table (steps,
+seconds, samples/s per stage, and where a run was stopped), so the docs' GPU rows are never
+typed by hand. A run continued with ``--resume`` passes both logs, in order.
 
     python benchmarks/gpu_training_report.py --machine "NVIDIA H200" \
         --run edge-gpu=runs/gpu/edge-gpu.log,runs/gpu/edge-gpu-resume.log --write-docs

@@ -1,6 +1,6 @@
 """Keep a GPU run's weights in the repository: a float16 copy, and what the rounding cost.
 
-Writes each file's checked float16 copy (``training.release.keep_weights``) into
+Writes each file's checked float16 copy (``padformer_edge_training.release.keep_weights``) into
 ``--out`` (``benchmarks/models/``, the one folder of weights that docs tables name) and
 the table of how far the rounding moved each file's weights.
 
@@ -22,7 +22,7 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
-from training.release.keep_weights import keep
+from padformer_edge_training.release.keep_weights import keep
 
 
 def run(args: argparse.Namespace) -> None:

@@ -29,10 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
-from training.evaluation.report import fmt
-from training.evaluation.scorers import PADFormerScorer
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.protocol import (
+    METRICS,
+    EvalOptions,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.scorers import PADFormerScorer
 
 RATIOS = (0.25, 0.4, 0.55, 0.7)
 

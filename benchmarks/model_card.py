@@ -1,7 +1,7 @@
 """The model cards as docs tables, read from the files themselves.
 
 The shipped generic model's card (``padformer_edge/models/generic.json``, written by
-``training.release.ship`` from the checkpoint's own metadata) goes into the
+``padformer_edge_training.release.ship`` from the checkpoint's own metadata) goes into the
 ``generic-model-card`` block, so the docs cannot disagree with the file the locator
 checks. The weights that docs tables were measured on, kept in ``--kept``
 (``benchmarks/models/``, the one folder of such weights), go into the
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.models import CARD_NAME, package_folder
-from training.release.model_card import KEPT_HEADERS, card_rows, kept_rows
+from padformer_edge_training.release.model_card import KEPT_HEADERS, card_rows, kept_rows
 
 REPO = Path(__file__).resolve().parent.parent
 

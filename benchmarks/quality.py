@@ -48,10 +48,10 @@ from padformer_edge.detect.scoring import default_metric
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.config import TrainConfig
-from training.data.layouts import index_dataset
-from training.evaluation.patchcore import PatchCoreScorer, parse_config
-from training.evaluation.protocol import (
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
+from padformer_edge_training.evaluation.protocol import (
     METRICS,
     Episode,
     EvalOptions,
@@ -60,11 +60,11 @@ from training.evaluation.protocol import (
     run_scorer,
     summarise,
 )
-from training.evaluation.refdiff import ReferenceDifferenceScorer
-from training.evaluation.report import fmt
-from training.evaluation.scorers import PADFormerScorer, Scorer
-from training.evaluation.simple_rows import simple_rows
-from training.evaluation.uncertainty import MarginInterval, image_auroc_margin
+from padformer_edge_training.evaluation.refdiff import ReferenceDifferenceScorer
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.scorers import PADFormerScorer, Scorer
+from padformer_edge_training.evaluation.simple_rows import simple_rows
+from padformer_edge_training.evaluation.uncertainty import MarginInterval, image_auroc_margin
 
 BUILTINS = ("duck", "soccerball", "teddy", "bunny", "mug", "lego")
 ABLATIONS = {"no_stn": "use_stn", "no_selection": "use_selection", "no_aat": "use_aat"}
@@ -103,14 +103,14 @@ def baselines() -> list[tuple[str, Scorer]]:
 
 def render_builtins(out: Path) -> Path:
     """The dataset of the small-synth recipe: six builtins at 128 px, seed 0."""
-    from training.synth import ViewCounts, render_dataset
+    from padformer_edge_training.synth import ViewCounts, render_dataset
 
     meshes = [f"builtin:{name}" for name in BUILTINS]
     return render_dataset(meshes, out, ViewCounts(), size=128, seed=0)
 
 
 def train(recipe: TrainConfig, data: Path, out: Path, **overrides: bool) -> Path:
-    from training.trainer import run_training
+    from padformer_edge_training.trainer import run_training
 
     if overrides:
         model = recipe.model.model_copy(
@@ -480,7 +480,7 @@ def headline_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     The main table runs eleven rows on five images per label; with five good images per
     object its image-AUROC margin moves by more than the issue's three points when the
     images change. This table keeps the rows the targets are read from and adds the
-    paired bootstrap interval of the margin (``training.evaluation.uncertainty``)."""
+    paired bootstrap interval of the margin (``padformer_edge_training.evaluation.uncertainty``)."""
     if args.checkpoint is None:
         raise UserError("--headline-only needs --checkpoint.")
     model, metadata = load_checkpoint(args.checkpoint)

@@ -36,7 +36,7 @@ from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.evaluation.recon_fit import masked_error, sample_images
+from padformer_edge_training.evaluation.recon_fit import masked_error, sample_images
 
 
 def main() -> None:

@@ -48,8 +48,8 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import scoring_signature, signature_text
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.simple_rows import reconstruction_only
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.simple_rows import reconstruction_only
 
 SHOTS = 4
 

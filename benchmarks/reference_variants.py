@@ -41,16 +41,22 @@ from benchmarks.common import (
     update_docs_section,
 )
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
-from training.evaluation.reference_variants import (
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.protocol import (
+    METRICS,
+    EvalOptions,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.reference_variants import (
     SIGMA,
     VARIANTS,
     CellDescriber,
     VariantScorer,
 )
-from training.evaluation.report import fmt
-from training.evaluation.uncertainty import image_auroc_margin
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.uncertainty import image_auroc_margin
 
 SECTION = "reference-variants"
 

@@ -8,7 +8,7 @@ itself; give it renders made with other seeds (``padformer-edge synth ... --seed
 same objects and size as the test render) and it scores the model's default row and the
 validated PatchCore on each, with the quality benchmark's protocol, and reports each
 render's margin and the margin averaged over all of them with a bootstrap that redraws
-the renders too (``training.evaluation.uncertainty.margin_over_renders``).
+the renders too (``padformer_edge_training.evaluation.uncertainty.margin_over_renders``).
 
 The validation render is refused: settings were chosen on it, so its margin is biased
 towards the model. Nothing is chosen here; the settings are those the model and
@@ -50,10 +50,15 @@ from benchmarks.quality import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.protocol import EvalOptions, ImageResult, mean_of, plan_episodes
-from training.evaluation.report import fmt
-from training.evaluation.uncertainty import (
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.protocol import (
+    EvalOptions,
+    ImageResult,
+    mean_of,
+    plan_episodes,
+)
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.uncertainty import (
     MarginInterval,
     image_auroc_margin,
     margin_over_renders,

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from padformer_edge.log import configure_logging  # noqa: E402
-from training.synth import DEFECT_KINDS, ViewCounts, render_dataset  # noqa: E402
+from padformer_edge_training.synth import DEFECT_KINDS, ViewCounts, render_dataset  # noqa: E402
 
 CLASSES = ("duck", "soccerball", "mug", "lego", "r2d2")
 TRAIN_SHOWN = 3

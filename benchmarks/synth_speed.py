@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.log import configure_logging
-from training.synth import ViewCounts, builtin_names, render_dataset
+from padformer_edge_training.synth import ViewCounts, builtin_names, render_dataset
 
 
 def main() -> None:

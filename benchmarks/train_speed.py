@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.log import configure_logging
 from padformer_edge.model.config import PRESETS
-from training.config import TrainConfig
-from training.progress import Reporter, StepInfo
-from training.trainer import run_training
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.progress import Reporter, StepInfo
+from padformer_edge_training.trainer import run_training
 
 BATCH = {"tiny": 8, "small": 8, "paper": 2}  # per process; paper's ViT-B is heavy on a CPU
 

@@ -56,12 +56,18 @@ from benchmarks.common import markdown_table, parse_and_run, print_json_line, up
 from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.patchcore import PatchCoreScorer, parse_config
-from training.evaluation.protocol import METRICS, EvalOptions, plan_episodes, run_scorer, summarise
-from training.evaluation.refdiff import ReferenceDifferenceScorer
-from training.evaluation.report import fmt
-from training.evaluation.sweep import (
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
+from padformer_edge_training.evaluation.protocol import (
+    METRICS,
+    EvalOptions,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.refdiff import ReferenceDifferenceScorer
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.sweep import (
     EDGE,
     GENERIC,
     REFERENCE_WEIGHTS,

@@ -4,9 +4,9 @@ Each schema registers itself where it is defined (``register_config_kind`` in
 ``padformer_edge.config``), so a kind is only known once its owner has been imported.
 This module imports all of the owners, so that looking a kind up never depends on what
 happened to be imported before: the runtime's own at the top, the training recipe's
-(``training.config``) inside ``config_kinds``, because the runtime package never imports
-the training package while it loads (``training`` imports ``padformer_edge``; the other
-way round at module level would make the two packages a circle). It lives apart from
+(``padformer_edge_training.config``) inside ``config_kinds``, because the runtime package
+never imports the training package while it loads (that one imports ``padformer_edge``;
+the other way round at module level would make the two packages a circle). It lives apart from
 ``padformer_edge.config`` because the owners import that module. None of the owners
 imports torch, so ``config check`` stays instant on a line PC.
 """
@@ -26,7 +26,7 @@ OWNED_KINDS: tuple[type[StrictModel], ...] = (DaemonConfig, ProfileConfig)
 
 def config_kinds() -> dict[str, type[StrictModel]]:
     """Every registered top-level schema by kind name, the training recipe's included."""
-    import training.config  # noqa: F401  (importing it is what registers "train")
+    import padformer_edge_training.config  # noqa: F401  (importing it is what registers "train")
 
     return CONFIG_KINDS
 

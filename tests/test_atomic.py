@@ -17,7 +17,7 @@ import torch
 from padformer_edge.atomic import atomic_path, write_atomic
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
-from training.resume import save_resume
+from padformer_edge_training.resume import save_resume
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from padformer_edge_training.synth import ViewCounts, render_dataset
 from tests.benchmark_process import run_benchmark
-from training.synth import ViewCounts, render_dataset
 
 COUNTS = ViewCounts(train=6, test_per_defect=1, test_good=1)
 

@@ -25,9 +25,7 @@ from padformer_edge.model.backbone import (
 )
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import PADFormer, build_model
-from tests.benchmark_process import REPO, run_benchmark
-from tests.test_train_edge import TINY_EDGE
-from training.evaluation.reference_variants import (
+from padformer_edge_training.evaluation.reference_variants import (
     SIGMA,
     VARIANTS,
     CellDescriber,
@@ -35,9 +33,11 @@ from training.evaluation.reference_variants import (
     rescaled,
     turned,
 )
-from training.evaluation.sweep import run_label
-from training.release.gpu_bundle import stride8_only
-from training.synth import ViewCounts, render_dataset
+from padformer_edge_training.evaluation.sweep import run_label
+from padformer_edge_training.release.gpu_bundle import stride8_only
+from padformer_edge_training.synth import ViewCounts, render_dataset
+from tests.benchmark_process import REPO, run_benchmark
+from tests.test_train_edge import TINY_EDGE
 
 
 def test_stride8_weights_keep_the_token_source_and_poison_the_rest(tmp_path: Path):
@@ -193,7 +193,7 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
 
 
 def test_model_card_states_the_steps_of_a_continued_training():
-    from training.release.model_card import steps_text
+    from padformer_edge_training.release.model_card import steps_text
 
     assert steps_text({"steps": 4275}) == "4275"
     assert steps_text({"steps": 4275, "steps_this_run": 4275}) == "4275"
@@ -202,7 +202,7 @@ def test_model_card_states_the_steps_of_a_continued_training():
 
 
 def test_model_card_names_where_the_fused_settings_come_from():
-    from training.release.model_card import fused_text
+    from padformer_edge_training.release.model_card import fused_text
 
     assert "defaults" in fused_text({})
     card = {
@@ -225,8 +225,13 @@ def test_sweep_rows_carry_their_setting_and_a_name_for_readers():
     from padformer_edge.detect.paper_metrics import PAPER_READOUT, Readout
     from padformer_edge.detect.scoring_config import JobScoring
     from padformer_edge.errors import UserError
-    from training.evaluation.fusion import FusedSetting
-    from training.evaluation.sweep import is_swept_readout, job_of, row_scoring, setting_label
+    from padformer_edge_training.evaluation.fusion import FusedSetting
+    from padformer_edge_training.evaluation.sweep import (
+        is_swept_readout,
+        job_of,
+        row_scoring,
+        setting_label,
+    )
 
     setting = FusedSetting(0.25, 12.0, Readout(False, 8.0))
     assert setting_label(setting) == "lab weight 0.25, reference 12, mean, sigma 8"
@@ -296,8 +301,8 @@ def test_reference_use_compares_the_models_scoring_with_reconstruction_alone(tin
 def test_the_fused_sweep_offers_every_axis_of_its_grid(monkeypatch):
     """A grid constant that never reaches the sweep leaves its choice false by default (one
     validation run lost its turns axis that way)."""
-    import training.evaluation.sweep as tune
-    from training.evaluation.protocol import EvalOptions
+    import padformer_edge_training.evaluation.sweep as tune
+    from padformer_edge_training.evaluation.protocol import EvalOptions
 
     given = {}
 
@@ -450,7 +455,7 @@ def test_sweep_comparison_names_what_is_wrong_with_a_run(tmp_path: Path):
 
 
 def test_the_sweep_keeps_earlier_rows_only_from_the_same_sample():
-    from training.evaluation.sweep import EDGE, drop_other_samples
+    from padformer_edge_training.evaluation.sweep import EDGE, drop_other_samples
 
     def group(images: int) -> dict:
         row = {"image_auroc": 0.8, "images": images}

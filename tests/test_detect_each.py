@@ -7,9 +7,9 @@ import numpy as np
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge_training.evaluation.scorers import PADFormerScorer
 from tests.detect_double import CleanReconstructor
 from tests.detect_images import product_image, with_defect
-from training.evaluation.scorers import PADFormerScorer
 
 
 def make(max_batch: int, passes: int = 4) -> Detector:

@@ -7,7 +7,7 @@ import hashlib
 from padformer_edge.daemon.files import fingerprint
 from padformer_edge.digest import file_sha256
 from padformer_edge.model.checkpoint import file_sha256 as checkpoint_sha256
-from training.synth.loaders import file_digest
+from padformer_edge_training.synth.loaders import file_digest
 
 
 def test_the_three_readers_agree_with_hashing_the_bytes(tmp_path) -> None:

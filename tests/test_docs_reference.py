@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,40 @@ def test_scripts_write_blocks_that_exist():
     # a comparison script's default names no table of its own (it is always given one)
     missing = sorted(written - set(blocks()) - {"sweep-comparison"})
     assert missing == []
+
+
+RESTORE = re.compile(r"`git restore --source=(\S+) -- '([^']+)'`")
+COMMAND = re.compile(r"^Measured with `([^`]+)`", re.MULTILINE)
+
+
+def _in_history(commit: str, path: str) -> bool | None:
+    """Whether ``commit`` holds ``path``; None where git or that commit is not here (a
+    shallow clone, a source archive)."""
+    if shutil.which("git") is None:
+        return None
+
+    def git(*args: str) -> bool:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, timeout=30)
+        return done.returncode == 0
+
+    if not git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"):
+        return None
+    return git("cat-file", "-e", f"{commit}:{path}")
+
+
+@pytest.mark.parametrize("page", BLOCK_PAGES, ids=lambda p: p.name)
+def test_a_blocks_inputs_are_in_the_tree_or_the_page_says_how_to_restore_them(page):
+    """A table's command runs as written: a file of ``benchmarks/`` it reads is in the
+    tree, or the page gives the ``git restore`` that brings it back from the commit that
+    holds it (past runs' logs leave the tree; git history keeps them)."""
+    text = page.read_text(encoding="utf-8")
+    restorable = RESTORE.findall(text)
+    unaccounted = []
+    for command in COMMAND.findall(text):
+        for word in re.split(r"[\s=,#']", command):
+            if not word.startswith("benchmarks/") or (REPO / word).exists():
+                continue
+            commits = [commit for commit, pattern in restorable if fnmatch(word, pattern)]
+            if not commits or any(_in_history(c, word) is False for c in commits):
+                unaccounted.append(word)
+    assert unaccounted == [], "keep the file, or name the commit that holds it on the page"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.synth import ViewCounts, render_dataset
+from padformer_edge_training.trainer import run_training
 from tests.cli_process import run_cli
 from tests.test_train_edge import TINY_EDGE
-from training.config import TrainConfig
-from training.synth import ViewCounts, render_dataset
-from training.trainer import run_training
 
 
 @pytest.fixture(scope="module")

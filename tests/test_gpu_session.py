@@ -1,4 +1,5 @@
-"""The one GPU session script, ``python3 -m training.gpu_session``, checked on the CPU.
+"""The one GPU session script, ``python3 training/gpu_session.py``, checked on
+the CPU.
 
 A GPU machine is lent once and briefly: a candidate that the trainer refuses there, or
 weights that do not come back, cost the whole call. So the recipes it writes are loaded
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from datetime import datetime
 from pathlib import Path
 
@@ -23,10 +25,15 @@ from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.gpu_session import (
+    Candidate,
+    CandidateError,
+    parse_candidate,
+    write_recipe,
+)
 from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree
-from training.config import TrainConfig
-from training.gpu_session import Candidate, CandidateError, parse_candidate, write_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_RECIPE = REPO / "config" / "train" / "edge-synth-gpu.yaml"
@@ -84,9 +91,17 @@ def test_a_recipe_without_changes_is_the_source_and_a_misspelt_switch_is_refused
         write_recipe(Candidate("x", broken), tmp_path / "out.yaml")
 
 
-def _session(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "training.gpu_session", "--device", "cpu", *args]
+def _session(
+    *args: str, timeout: int = 300, bare: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The session as the docs run it, by its path, from the repository's root. ``bare``:
+    as on a lent machine where padformer-edge is not installed; ``-S`` leaves out
+    site-packages and its .pth files (the editable install's finder among them), and the
+    dependencies come through PYTHONPATH, as a bundle's site folder does."""
+    paths = [sysconfig.get_paths()["purelib"]] if bare else [str(REPO)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "OMP_NUM_THREADS": "1"}
+    python = [sys.executable, "-S"] if bare else [sys.executable]
+    command = [*python, str(REPO / "training" / "gpu_session.py"), "--device", "cpu", *args]
     return subprocess.run(
         command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
     )
@@ -122,6 +137,26 @@ def test_a_session_trains_its_candidates_side_by_side_into_one_folder(tmp_path: 
     assert full[0] < short[-1] and short[0] < full[-1]  # the two trained at the same time
 
 
+def test_a_bare_checkout_trains_with_the_packages_linked_under_their_names(
+    tmp_path: Path,
+) -> None:
+    data = mvtec_like_tree(tmp_path / "data", {"a": 4}, padded=True, with_test=False)
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY)
+    out, work = tmp_path / "out", tmp_path / "work"
+    common = ["--out", str(out), "--work", str(work), "--data", str(data)]
+    done = _session(*common, "--candidate", f"a={recipe},epochs=1/0", bare=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "padformer-edge is not installed here" in done.stdout
+    links = work / "import-names"
+    assert (links / "padformer_edge_training").resolve() == REPO / "training"
+    assert (links / "padformer_edge_migrations").resolve() == REPO / "migrations"
+    assert load_checkpoint(out / "a.safetensors")[1]["global_step"] == 2  # 4 views, 2 a batch
+    installed = _session(*common, "--candidate", f"b={recipe},epochs=1/0")
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert "not installed" not in installed.stdout  # the install's names, no links
+
+
 def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path: Path) -> None:
     data = mvtec_like_tree(tmp_path / "data", {"a": 4}, padded=True, with_test=False)
     recipe = tmp_path / "tiny.yaml"
@@ -145,7 +180,7 @@ def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path
 def test_a_stopped_runs_last_weights_come_back_scaled_and_the_resume_point_untouched(
     tmp_path: Path,
 ) -> None:
-    from training.gpu_session import Outcome, Session
+    from padformer_edge_training.gpu_session import Outcome, Session
 
     data = mvtec_like_tree(tmp_path / "data", {"a": 10}, padded=True, with_test=False)
     run = tmp_path / "work" / "runs" / "edge"

@@ -7,12 +7,14 @@ module imports from the module that defines a name, a command imports its heavy 
 inside the function that needs them, and these tests keep it so:
 
 - no module of the runtime package defines a module-level ``__getattr__``;
-- the modules of ``padformer_edge``, ``training`` and ``migrations`` form no import
-  circle. An import inside a function counts (it ties the modules together just the
-  same, only later); one under ``if TYPE_CHECKING:`` does not, since it never runs;
-- the three packages themselves form no circle either: ``training`` and ``migrations``
-  build on ``padformer_edge``, so the runtime package never imports ``migrations`` (the
-  store finds Alembic's folder by location) and imports ``training`` only inside the
+- the modules of ``padformer_edge``, ``padformer_edge_training`` and
+  ``padformer_edge_migrations`` (the folders ``training/`` and ``migrations/``, under the
+  import names pyproject's ``package-dir`` gives them) form no import circle. An import
+  inside a function counts (it ties the modules together just the same, only later); one
+  under ``if TYPE_CHECKING:`` does not, since it never runs;
+- the three packages themselves form no circle either: training and migrations build on
+  ``padformer_edge``, so the runtime package never imports the migrations (the store
+  finds Alembic's folder by location) and imports the training package only inside the
   functions of the commands that train, evaluate, render or check a recipe, never while
   a module of it loads.
 """
@@ -20,19 +22,29 @@ inside the function that needs them, and these tests keep it so:
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("padformer_edge", "training", "migrations")
+
+
+def package_folders() -> dict[str, Path]:
+    """Top-level import name -> its folder in this checkout: ``padformer_edge`` as is, the
+    others where pyproject's ``package-dir`` maps them."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    mapped = pyproject["tool"]["setuptools"]["package-dir"]
+    return {"padformer_edge": REPO / "padformer_edge"} | {
+        name: REPO / folder for name, folder in mapped.items()
+    }
 
 
 def module_files() -> dict[str, Path]:
-    """Dotted module name -> file, for every module of ``PACKAGES`` in this checkout."""
+    """Dotted module name -> file, for every module of the installed packages."""
     found: dict[str, Path] = {}
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            parts = path.relative_to(REPO).with_suffix("").parts
+    for package, folder in package_folders().items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = (package, *path.relative_to(folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             found[".".join(parts)] = path
@@ -172,15 +184,24 @@ def test_the_project_modules_import_one_another_without_a_circle() -> None:
     assert import_circles(graph) == []
 
 
+def test_the_packages_are_the_three_installed_names() -> None:
+    assert sorted(package_graph(import_graph())) == [
+        "padformer_edge",
+        "padformer_edge_migrations",
+        "padformer_edge_training",
+    ]
+    assert "padformer_edge_training.evaluation.sweep" in module_files()
+
+
 def test_the_runtime_package_never_imports_migrations() -> None:
-    assert "migrations" not in package_graph(import_graph())["padformer_edge"]
-    assert package_graph(import_graph())["migrations"] == {"padformer_edge"}
+    assert "padformer_edge_migrations" not in package_graph(import_graph())["padformer_edge"]
+    assert package_graph(import_graph())["padformer_edge_migrations"] == {"padformer_edge"}
 
 
 def test_the_runtime_package_loads_without_the_training_package() -> None:
     at_load = package_graph(import_graph(at_load=True))
-    assert at_load["padformer_edge"] == set(), "import training inside the command's function"
-    assert at_load["training"] == {"padformer_edge"}
+    assert at_load["padformer_edge"] == set(), "import the training package inside a function"
+    assert at_load["padformer_edge_training"] == {"padformer_edge"}
     assert import_circles(at_load) == []
 
 

@@ -12,7 +12,7 @@ from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint, read_header, save_checkpoint
 from padformer_edge.model.padformer import build_model
-from training.release.keep_weights import keep, largest_relative_change
+from padformer_edge_training.release.keep_weights import keep, largest_relative_change
 
 REPO = Path(__file__).resolve().parent.parent
 FP16_RELATIVE = 2.0**-11  # round-to-nearest bound of float16's 11 significant bits

@@ -231,7 +231,7 @@ def test_fused_metric_is_refused_for_pixel_models():
 
 def test_fusion_sweep_matches_the_detector_for_each_setting(model):
     from padformer_edge.detect.paper_metrics import Readout
-    from training.evaluation.fusion import FusedSetting, FusionSweepScorer
+    from padformer_edge_training.evaluation.fusion import FusedSetting, FusionSweepScorer
 
     references = [product_image(64, 64, seed=s) for s in range(3)]
     query = with_defect(product_image(96, 64, seed=1), (20, 20, 10, 10))  # not model size

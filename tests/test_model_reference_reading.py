@@ -19,7 +19,7 @@ from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.decoder import isolation_mask
 from padformer_edge.model.encoder import block_mask, random_mask
 from padformer_edge.model.padformer import build_model
-from training.trainer import reconfigure
+from padformer_edge_training.trainer import reconfigure
 
 ISOLATED = {"isolate_masked": True, "mask_ratio": 0.75, "mask_shape": "blocks", "mask_block": 3}
 

@@ -8,8 +8,8 @@ import pytest
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge_training.evaluation.recon_fit import masked_error, sample_images
 from tests.detect_double import CleanReconstructor
-from training.evaluation.recon_fit import masked_error, sample_images
 
 
 def write_png(path, colour) -> None:

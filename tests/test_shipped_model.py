@@ -19,13 +19,13 @@ from padformer_edge import models
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.progress import Reporter
+from padformer_edge_training.release.ship import MAX_BYTES, fused_from_validation, ship
+from padformer_edge_training.trainer import LAST_WEIGHTS, run_training
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 from tests.train_helpers import mvtec_like_tree
-from training.config import TrainConfig
-from training.progress import Reporter
-from training.release.ship import MAX_BYTES, fused_from_validation, ship
-from training.trainer import LAST_WEIGHTS, run_training
 
 
 def _png(path: Path, rgb: np.ndarray) -> Path:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from padformer_edge_training.augment import WithinViewAugment
 from tests.train_helpers import object_image
-from training.augment import WithinViewAugment
 
 
 def _as_tensor(seed: int) -> torch.Tensor:

@@ -9,7 +9,7 @@ import pytest
 from padformer_edge.config import load_config
 from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
-from training.config import TrainConfig
+from padformer_edge_training.config import TrainConfig
 
 RECIPES = Path(__file__).resolve().parent.parent / "config" / "train"
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
+from padformer_edge_training.data.images import read_rgb
+from padformer_edge_training.data.layouts import index_dataset, natural_key
+from padformer_edge_training.data.samples import EpochSampler, ReferenceSamples, resolve_num_refs
 from tests.train_helpers import mvtec_like_tree, object_image, visa_like_tree, write
-from training.data.images import read_rgb
-from training.data.layouts import index_dataset, natural_key
-from training.data.samples import EpochSampler, ReferenceSamples, resolve_num_refs
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 

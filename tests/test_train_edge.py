@@ -8,9 +8,9 @@ import torch
 
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge_training.losses import masked_feature_loss
+from padformer_edge_training.trainer import run_training
 from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
-from training.losses import masked_feature_loss
-from training.trainer import run_training
 
 TINY_EDGE = {
     "img_size": 64,

@@ -6,8 +6,7 @@ import pytest
 import structlog
 import torch
 
-from tests.train_helpers import object_image
-from training.losses import (
+from padformer_edge_training.losses import (
     FeatureExtractor,
     ReconstructionLoss,
     build_perceptual,
@@ -15,6 +14,7 @@ from training.losses import (
     feature_distance,
     shown_by_references,
 )
+from tests.train_helpers import object_image
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -74,7 +74,7 @@ def test_without_a_perceptual_network_the_loss_is_mse_alone() -> None:
 
 
 def test_missing_package_falls_back_to_mse_with_a_warning(monkeypatch, capsys) -> None:
-    import training.losses as losses
+    import padformer_edge_training.losses as losses
     from padformer_edge.log import configure_logging
 
     configure_logging("json")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from padformer_edge.model.checkpoint import load_checkpoint
-from training import synth
-from training.config import TrainConfig
-from training.data.layouts import index_dataset
-from training.trainer import run_training
+from padformer_edge_training import synth
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.trainer import run_training
 
 
 def test_rendered_dataset_trains_through_both_stages(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from padformer_edge.log import configure_logging
-from training.progress import Reporter, RichReporter, StepInfo
+from padformer_edge_training.progress import Reporter, RichReporter, StepInfo
 
 
 def test_rich_reporter_draws_stage_step_loss_and_rate() -> None:

@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from training.schedule import WarmupCosine
+from padformer_edge_training.schedule import WarmupCosine
 
 
 def test_linear_warmup_then_cosine_down_to_the_floor() -> None:

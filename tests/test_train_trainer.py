@@ -11,12 +11,12 @@ from safetensors.torch import load_file
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.data.samples import ReferenceSamples
+from padformer_edge_training.progress import Reporter, StepInfo
+from padformer_edge_training.trainer import run_training
 from tests.train_helpers import mvtec_like_tree
-from training.config import TrainConfig
-from training.data.layouts import index_dataset
-from training.data.samples import ReferenceSamples
-from training.progress import Reporter, StepInfo
-from training.trainer import run_training
 
 
 def recipe(**changes) -> TrainConfig:

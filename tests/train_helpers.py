@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from training.config import TrainConfig
+from padformer_edge_training.config import TrainConfig
 
 
 def object_image(seed: int, size: int = 64, hue: int = 0) -> np.ndarray:

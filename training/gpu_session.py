@@ -2,13 +2,13 @@
 produce in one output folder.
 
 A lent machine is bare, brief and cannot reach a package registry, so one prepared call
-must do the whole session: unpack the bundle (``training.release.gpu_bundle``), write
+must do the whole session: unpack the bundle (``padformer_edge_training.release.gpu_bundle``), write
 each candidate's recipe, start every training at once on the one GPU, stop the ones still
 running at the deadline like Ctrl-C (each writes its resume point), and bring back every
 candidate's weights and log. The candidates, their recipes, lengths and data are options,
 so a new session is a new command line, not a new script:
 
-    python3 -m training.gpu_session --out "$OUT" --bundle .gpu/bundle --deadline 330 \\
+    python3 training/gpu_session.py --out "$OUT" --bundle .gpu/bundle --deadline 330 \\
         --data synth224-s0 \\
         --candidate edge-gpu=config/train/edge-synth-gpu.yaml \\
         --candidate "edge-gpu-3x=config/train/edge-synth-gpu.yaml,epochs=3/9,workers=3" \\
@@ -27,11 +27,19 @@ scaled here, marked as such: ``last.safetensors`` itself stays as its resume poi
 recorded it, or ``train --resume`` refuses to continue the run. Only the standard
 library is imported before the bundle is unpacked, since the machine's Python lacks the
 project's other dependencies until then.
+
+It runs by its path, as above, because a lent machine gets a bare copy of the repository
+with nothing installed, where ``python3 -m padformer_edge_training.gpu_session`` finds no
+such package: the folders ``training/`` and ``migrations/`` have their import names only
+once installed. There the session makes a folder of links that gives them those names
+and puts it, with the repository, on the path of itself and every process it starts.
+Where padformer-edge is installed, ``-m padformer_edge_training.gpu_session`` works too.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -44,7 +52,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+# The repository's folders and the names an install gives them (pyproject's package-dir).
+INSTALLED_NAMES = {"padformer_edge_training": "training", "padformer_edge_migrations": "migrations"}
 GRACE_S = 90  # after the deadline's SIGTERM: time to write the resume point and stop workers
 
 
@@ -102,7 +113,7 @@ def write_recipe(candidate: Candidate, target: Path) -> dict[str, Any]:
     import yaml
 
     from padformer_edge.config import load_config
-    from training.config import TrainConfig
+    from padformer_edge_training.config import TrainConfig
 
     recipe = yaml.safe_load(candidate.recipe.read_text(encoding="utf-8")) or {}
     if candidate.epochs is not None:
@@ -141,6 +152,7 @@ class Session:
         self.out: Path = args.out
         self.work: Path = args.work
         self.site: Path | None = None
+        self.import_paths: list[str] = []  # where padformer-edge is not installed
         self.log = self.out / "session.log"
 
     def say(self, text: str) -> None:
@@ -151,14 +163,32 @@ class Session:
 
     def env(self) -> dict[str, str]:
         paths = [str(self.site)] if self.site else []
-        paths += [str(REPO), os.environ.get("PYTHONPATH", "")]
+        paths += [*self.import_paths, str(REPO), os.environ.get("PYTHONPATH", "")]
         return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p),
                 "PYTHONUNBUFFERED": "1"}  # fmt: skip
+
+    def name_the_packages(self) -> None:
+        """On a bare copy of the repository (nothing installed), links in ``--work`` that
+        give ``training/`` and ``migrations/`` their installed import names; they and the
+        repository go on this process's path and every child's. Nothing where
+        ``padformer_edge_training`` already imports."""
+        if importlib.util.find_spec("padformer_edge_training") is not None:
+            return
+        folder = self.work / "import-names"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, source in INSTALLED_NAMES.items():
+            link = folder / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(REPO / source, target_is_directory=True)
+        self.import_paths = [str(folder), str(REPO)]
+        sys.path[:0] = self.import_paths
+        self.say(f"padformer-edge is not installed here; {folder} names its packages")
 
     def unpack(self) -> None:
         """The bundle's site folder and datasets into ``--work``; then the project's own
         dependencies import here too."""
-        command = [sys.executable, "-m", "training.release.gpu_bundle", "unpack"]
+        command = [sys.executable, "-m", "padformer_edge_training.release.gpu_bundle", "unpack"]
         command += ["--bundle", str(self.args.bundle), "--to", str(self.work)]
         subprocess.run(command, check=True, cwd=REPO, env=self.env())
         self.site = self.work / "site"
@@ -227,7 +257,13 @@ class Session:
             outcome.weights = "finished"
         elif (folder / "last.safetensors").is_file():
             shutil.copy2(folder / "last.safetensors", target)
-            command = [sys.executable, "-m", "training.score_scales", str(target), outcome.data]
+            command = [
+                sys.executable,
+                "-m",
+                "padformer_edge_training.score_scales",
+                str(target),
+                outcome.data,
+            ]
             scaled = subprocess.run(command, cwd=REPO, env=self.env(), check=False)
             outcome.weights = "last, scaled here" if scaled.returncode == 0 else "last, unscaled"
         self.say(f"{outcome.name}: weights {outcome.weights}")
@@ -270,7 +306,7 @@ class Session:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m training.gpu_session", description=__doc__.splitlines()[0]
+        prog="python3 training/gpu_session.py", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out", type=Path, required=True, help="Folder for weights and logs.")
     parser.add_argument(
@@ -300,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     session = Session(args)
+    session.name_the_packages()
     if args.bundle is not None:
         session.unpack()
     from padformer_edge.errors import UserError  # importable once the bundle is unpacked
@@ -327,4 +364,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.path and Path(sys.path[0]).resolve() == HERE:
+        sys.path.pop(0)  # run by its path: training/ is a package, not a root of modules
     raise SystemExit(main())

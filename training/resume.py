@@ -23,8 +23,8 @@ def capture_rng() -> dict[str, Any]:
     """Torch's global RNG states (CPU and every GPU).
 
     Data sampling, augmentation and masks draw from keyed generators (see
-    ``training.data.samples``), so only draws made through the global generators (e.g.
-    dropout) need saving; numpy and ``random`` are not used by training.
+    ``padformer_edge_training.data.samples``), so only draws made through the global
+    generators (e.g. dropout) need saving; numpy and ``random`` are not used by training.
     """
     state: dict[str, Any] = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():

@@ -95,7 +95,7 @@ def rescale_checkpoint(
     product data, or a scoring switch in ``changes`` that changes what the maps measure,
     such as ``score_masked_cells``)."""
     from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
-    from training.data.layouts import index_dataset
+    from padformer_edge_training.data.layouts import index_dataset
 
     model, metadata = load_checkpoint(path)
     if not model.config.cnn_tokens:

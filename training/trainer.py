@@ -34,21 +34,31 @@ from padformer_edge.model.checkpoint import (
     save_checkpoint,
 )
 from padformer_edge.model.padformer import PADFormer, build_model
-from training.augment import WithinViewAugment
-from training.config import TrainConfig
-from training.data.layouts import DatasetIndex, index_dataset
-from training.data.samples import STAGE_IDS, EpochSampler, ReferenceSamples, resolve_num_refs
-from training.distributed import DistContext, gather_floats, init_distributed, shutdown_distributed
-from training.losses import (
+from padformer_edge_training.augment import WithinViewAugment
+from padformer_edge_training.config import TrainConfig
+from padformer_edge_training.data.layouts import DatasetIndex, index_dataset
+from padformer_edge_training.data.samples import (
+    STAGE_IDS,
+    EpochSampler,
+    ReferenceSamples,
+    resolve_num_refs,
+)
+from padformer_edge_training.distributed import (
+    DistContext,
+    gather_floats,
+    init_distributed,
+    shutdown_distributed,
+)
+from padformer_edge_training.losses import (
     ReconstructionLoss,
     build_perceptual,
     masked_feature_loss,
     shown_by_references,
 )
-from training.progress import QuietReporter, Reporter, StepInfo
-from training.resume import capture_rng, load_resume, restore_rng, save_resume
-from training.schedule import WarmupCosine
-from training.score_scales import measure_score_scales
+from padformer_edge_training.progress import QuietReporter, Reporter, StepInfo
+from padformer_edge_training.resume import capture_rng, load_resume, restore_rng, save_resume
+from padformer_edge_training.schedule import WarmupCosine
+from padformer_edge_training.score_scales import measure_score_scales
 
 STAGES = ("within_view", "cross_view")
 LAST_WEIGHTS, LAST_RESUME, FINAL_WEIGHTS = "last.safetensors", "last.resume.pt", "model.safetensors"

@@ -50,9 +50,9 @@ def evaluate(
     settings can be evaluated exactly (``--seed`` also seeds the reference draws)."""
     require_file(model, "checkpoint", "give the path of a .safetensors file")
     require_folder(data, "data folder", "pass --data with the dataset root", non_empty=True)
-    from training.evaluation.protocol import EvalOptions
-    from training.evaluation.report import rich_table
-    from training.evaluation.service import evaluate_checkpoint
+    from padformer_edge_training.evaluation.protocol import EvalOptions
+    from padformer_edge_training.evaluation.report import rich_table
+    from padformer_edge_training.evaluation.service import evaluate_checkpoint
 
     settings = options.detection_settings(ctx.params)
     eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)

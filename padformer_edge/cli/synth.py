@@ -53,12 +53,14 @@ def synth(
 ) -> None:
     """Render good and defective (Burrs, Missing, Stains) views with pixel-exact masks."""
     if list_builtins:
-        from training.synth.builtins import BUILTINS  # the catalogue only: no renderer needed
+        from padformer_edge_training.synth.builtins import (
+            BUILTINS,  # the catalogue only: no renderer needed
+        )
 
         for name, builtin in BUILTINS.items():
             typer.echo(f"builtin:{name}\t{builtin.description}")
         return
-    from training.synth import ViewCounts, procedural_specs, render_dataset
+    from padformer_edge_training.synth import ViewCounts, procedural_specs, render_dataset
 
     if (not mesh and procedural == 0) or out is None:
         raise UserError(

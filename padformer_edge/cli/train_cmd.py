@@ -50,7 +50,7 @@ def train(
     exactly.
     For several GPUs: torchrun --nproc-per-node G -m padformer_edge train ...
     """
-    from training.config import TrainConfig
+    from padformer_edge_training.config import TrainConfig
 
     recipe = load_config(config, TrainConfig)  # a mistyped key fails here, before torch
     root = data if data is not None else recipe.data.root
@@ -60,8 +60,8 @@ def train(
     created = outermost_missing(Path(out if out is not None else recipe.checkpoint.out))
 
     from padformer_edge.models import resolve_init
-    from training.progress import Reporter, RichReporter
-    from training.trainer import run_training
+    from padformer_edge_training.progress import Reporter, RichReporter
+    from padformer_edge_training.trainer import run_training
 
     start = resolve_init(init)
 

@@ -7,7 +7,8 @@ result history, the alerts and the heatmaps. Every step is the real code path an
 installation uses; only the sizes are small.
 
 Rendering and training come from the training package, imported inside the functions
-that use them: the runtime package never imports ``training`` while it loads.
+that use them: the runtime package never imports ``padformer_edge_training`` while
+it loads.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, list_inspections, record
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from padformer_edge_training.config import TrainConfig
 
 PRODUCT = "demo-part"
 CAMERA = "line1-top"
@@ -83,7 +84,7 @@ def _workdir(out: Path | None) -> Path:
 
 
 def _recipe(plan: DemoPlan, data: Path, out: Path) -> TrainConfig:
-    from training.config import TrainConfig
+    from padformer_edge_training.config import TrainConfig
 
     steps_per_epoch = max(1, plan.train_views // plan.batch_size)
     return TrainConfig.model_validate({
@@ -101,7 +102,7 @@ def _recipe(plan: DemoPlan, data: Path, out: Path) -> TrainConfig:
 
 
 def _train(plan: DemoPlan, data: Path, out: Path) -> tuple[Path, TrainingFacts]:
-    from training.trainer import run_training
+    from padformer_edge_training.trainer import run_training
 
     started = time.monotonic()
     summary = run_training(_recipe(plan, data, out), data, out)
@@ -163,7 +164,7 @@ def run_demo(
     ``model_note`` tells the reader which model inspects the part (e.g. that the shipped
     one never saw it); it is printed with the rendering step.
     """
-    from training.synth import ViewCounts, render_dataset
+    from padformer_edge_training.synth import ViewCounts, render_dataset
 
     work = _workdir(out)
     say(f"working in {work}")

@@ -84,8 +84,8 @@ class PADFormer(nn.Module):
         self.register_buffer("std", torch.tensor(config.norm_std).view(shape), False)
         if config.cnn_tokens:
             # Spread of each error map on good views, measured after training
-            # (training.score_scales); stored with the weights so a checkpoint scores alike
-            # everywhere. Ones until measured.
+            # (padformer_edge_training.score_scales); stored with the weights so a checkpoint
+            # scores alike everywhere. Ones until measured.
             self.register_buffer("score_scales", torch.ones(len(SCORE_SCALE_NAMES)))
         self._init_weights()
 

@@ -33,24 +33,25 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def migrations_folder() -> Path:
-    """The installed ``migrations`` package's folder, found without importing it.
+    """The installed ``padformer_edge_migrations`` package's folder (the repository's
+    ``migrations/``), found without importing it.
 
     The revisions are Alembic's script files, read and run by Alembic; their ``env.py``
-    imports this package's models, so importing ``migrations`` from here would tie the
-    two packages into a circle. ``find_spec`` only locates the folder.
+    imports this package's models, so importing the migrations package from here would
+    tie the two packages into a circle. ``find_spec`` only locates the folder.
     """
-    spec = importlib.util.find_spec("migrations")
+    spec = importlib.util.find_spec("padformer_edge_migrations")
     folders = list(spec.submodule_search_locations or []) if spec else []
     if not folders or not (Path(folders[0]) / "env.py").is_file():
         raise UserError(
-            "the schema migrations (the migrations package) are not installed beside "
-            "padformer_edge; reinstall padformer-edge."
+            "the schema migrations (the padformer_edge_migrations package) are not "
+            "installed beside padformer_edge; reinstall padformer-edge."
         )
     return Path(folders[0])
 
 
 def alembic_config() -> Config:
-    """Alembic configured in code, pointing at the installed ``migrations`` folder."""
+    """Alembic configured in code, pointing at the installed migrations folder."""
     config = Config()
     config.set_main_option("script_location", str(migrations_folder()))
     return config

@@ -20,8 +20,8 @@ from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, list_inspections
+from padformer_edge_training.release.ship import ship
 from tests.cli_process import REPO
-from training.release.ship import ship
 
 
 def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -60,7 +60,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     assert str(shipped) in profile
     # benchmarks/demo_figures.py's PatchCore row reads the same folder: every camera
     # image once, split by its truth as the result database splits it
-    from training.evaluation.demo_figures import baseline_figures, database_figures
+    from padformer_edge_training.evaluation.demo_figures import baseline_figures, database_figures
 
     flagged, defects, false_alarms, good = baseline_figures(out, "2@64")
     _, db_defects, _, db_good = database_figures(out / "results.sqlite3")

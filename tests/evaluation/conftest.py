@@ -9,7 +9,7 @@ import torch
 
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
-from training.synth import ViewCounts, render_dataset
+from padformer_edge_training.synth import ViewCounts, render_dataset
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import pytest
 from scipy import ndimage
 from sklearn.metrics import roc_auc_score
 
-from training.evaluation.metrics import aupro, image_auroc, pixel_auroc, trapezoid_to
+from padformer_edge_training.evaluation.metrics import aupro, image_auroc, pixel_auroc, trapezoid_to
 
 
 def slow_aupro(masks, maps, thresholds, limit=0.3):

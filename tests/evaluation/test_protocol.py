@@ -10,12 +10,17 @@ import pytest
 
 from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
-from training.data.layouts import ImageRecord, index_dataset
-from training.evaluation.patchcore import PatchCoreScorer
-from training.evaluation.protocol import EvalOptions, ImageResult, plan_episodes, summarise
-from training.evaluation.refdiff import ReferenceDifferenceScorer
-from training.evaluation.references import ReferencePicker, read_view_directions
-from training.evaluation.report import badness
+from padformer_edge_training.data.layouts import ImageRecord, index_dataset
+from padformer_edge_training.evaluation.patchcore import PatchCoreScorer
+from padformer_edge_training.evaluation.protocol import (
+    EvalOptions,
+    ImageResult,
+    plan_episodes,
+    summarise,
+)
+from padformer_edge_training.evaluation.refdiff import ReferenceDifferenceScorer
+from padformer_edge_training.evaluation.references import ReferencePicker, read_view_directions
+from padformer_edge_training.evaluation.report import badness
 
 
 def angle(a: np.ndarray, b: np.ndarray) -> float:
@@ -106,7 +111,7 @@ def test_patchcore_scores_its_own_bank_zero_and_a_defect_higher(tiny_data: Path)
 
 
 def test_patchcore_with_turned_references_sees_a_turned_view(tiny_data: Path) -> None:
-    from training.evaluation.patchcore import parse_config
+    from padformer_edge_training.evaluation.patchcore import parse_config
 
     assert parse_config("2@448 turned") == ((2,), 448, True, "efficientnet-lite0")
     assert parse_config("2+3@224") == ((2, 3), 224, False, "efficientnet-lite0")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from training.data.layouts import ImageRecord
-from training.evaluation.protocol import ImageResult
-from training.evaluation.uncertainty import (
+from padformer_edge_training.data.layouts import ImageRecord
+from padformer_edge_training.evaluation.protocol import ImageResult
+from padformer_edge_training.evaluation.uncertainty import (
     IMAGES_REDRAWN,
     RENDERS_REDRAWN,
     image_auroc_margin,

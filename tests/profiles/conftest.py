@@ -16,7 +16,7 @@ import torch
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
-from training.synth import ViewCounts, render_dataset
+from padformer_edge_training.synth import ViewCounts, render_dataset
 
 VIEWS = ViewCounts(train=24, test_per_defect=4, test_good=40)
 FAST = DetectionSettings(passes=3, device="cpu")

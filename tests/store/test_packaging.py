@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,34 +9,12 @@ import sys
 from pathlib import Path
 
 from padformer_edge.store.schema import head_revision
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _can_build_offline() -> bool:
-    """Whether this environment's own setuptools can build a wheel without downloads."""
-    if importlib.util.find_spec("setuptools") is None:
-        return False
-    import setuptools
-
-    major, minor = (int(part) for part in setuptools.__version__.split(".")[:2])
-    # setuptools builds wheels by itself from 70.1; older releases need the wheel package.
-    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+from tests.wheel_build import copy_sources, isolation_flags
 
 
 def test_installed_copy_migrates_without_the_source_tree(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for package in ("padformer_edge", "migrations", "training"):
-        shutil.copytree(
-            ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
+    source = copy_sources(tmp_path / "src")
     site = tmp_path / "site"
-    # Without an offline-capable setuptools, pip fetches the build backend the way the
-    # README's own install does; the project's dependencies are never installed here.
-    isolation = ["--no-build-isolation"] if _can_build_offline() else []
     install = [
         sys.executable,
         "-m",
@@ -45,7 +22,7 @@ def test_installed_copy_migrates_without_the_source_tree(tmp_path: Path) -> None
         "install",
         "-q",
         "--no-deps",
-        *isolation,
+        *isolation_flags(),
         "--target",
         str(site),
         str(source),
@@ -58,7 +35,7 @@ def test_installed_copy_migrates_without_the_source_tree(tmp_path: Path) -> None
         [
             sys.executable,
             "-c",
-            "import migrations, sys; print(migrations.__file__); "
+            "import padformer_edge_migrations, sys; print(padformer_edge_migrations.__file__); "
             "from padformer_edge.cli.app import main; sys.argv[1:] = ['db', 'upgrade', '--db', "
             f"{str(db)!r}]; main()",
         ],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from training.synth import ViewCounts, render_dataset
+from padformer_edge_training.synth import ViewCounts, render_dataset
 
 TINY = ViewCounts(train=4, test_per_defect=3, test_good=2)
 TINY_SIZE = 64

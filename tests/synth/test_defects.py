@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.synth.camera import sample_pose
-from training.synth.dataset import defect_mask, min_mask_pixels, render_defect_view
-from training.synth.defects import refine_near, sample_anchor
-from training.synth.loaders import load_model
-from training.synth.renderer import Renderer
+from padformer_edge_training.synth.camera import sample_pose
+from padformer_edge_training.synth.dataset import defect_mask, min_mask_pixels, render_defect_view
+from padformer_edge_training.synth.defects import refine_near, sample_anchor
+from padformer_edge_training.synth.loaders import load_model
+from padformer_edge_training.synth.renderer import Renderer
 
 SIZE, DRAWS = 96, 8
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from padformer_edge.errors import UserError
+from padformer_edge_training.synth import ViewCounts, render_dataset
 from tests.synth.conftest import TINY, TINY_MESHES, TINY_SIZE
-from training.synth import ViewCounts, render_dataset
 
 SMALL = ViewCounts(train=2, test_per_defect=1, test_good=1)
 

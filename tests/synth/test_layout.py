@@ -8,9 +8,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from padformer_edge_training.synth import DEFECT_KINDS
+from padformer_edge_training.synth.dataset import min_mask_pixels
 from tests.synth.conftest import TINY, TINY_MESHES, TINY_SIZE
-from training.synth import DEFECT_KINDS
-from training.synth.dataset import min_mask_pixels
 
 
 def _expected_files(name: str) -> set[str]:

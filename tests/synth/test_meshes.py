@@ -12,10 +12,10 @@ import pytest
 import trimesh
 
 from padformer_edge.errors import UserError
-from training.synth import BUILTINS, ViewCounts, builtin_names, render_dataset
-from training.synth.camera import FOV_DEGREES, sample_pose
-from training.synth.loaders import load_model, read_parts
-from training.synth.renderer import MAX_FACES_PER_BODY, Renderer
+from padformer_edge_training.synth import BUILTINS, ViewCounts, builtin_names, render_dataset
+from padformer_edge_training.synth.camera import FOV_DEGREES, sample_pose
+from padformer_edge_training.synth.loaders import load_model, read_parts
+from padformer_edge_training.synth.renderer import MAX_FACES_PER_BODY, Renderer
 
 SMALL = ViewCounts(train=3, test_per_defect=1, test_good=1)
 RED, BLUE = (220, 30, 30), (30, 30, 220)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from padformer_edge.errors import UserError
+from padformer_edge_training.synth import DEFECT_KINDS, ViewCounts, procedural_specs, render_dataset
+from padformer_edge_training.synth.camera import sample_pose
+from padformer_edge_training.synth.dataset import MAX_DRAWS, min_mask_pixels, render_defect_view
+from padformer_edge_training.synth.model3d import MATTE
+from padformer_edge_training.synth.procedural import build_object, parse_spec
+from padformer_edge_training.synth.renderer import Renderer
 from tests.cli_process import run_cli
-from training.synth import DEFECT_KINDS, ViewCounts, procedural_specs, render_dataset
-from training.synth.camera import sample_pose
-from training.synth.dataset import MAX_DRAWS, min_mask_pixels, render_defect_view
-from training.synth.model3d import MATTE
-from training.synth.procedural import build_object, parse_spec
-from training.synth.renderer import Renderer
 
 SMALL = ViewCounts(train=2, test_per_defect=1, test_good=1)
 OBJECTS = 8  # covers every body primitive, textures, glossy parts and attachments at seed 0

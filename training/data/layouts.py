@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from padformer_edge.errors import UserError
-from training.data.images import is_image_file
+from padformer_edge_training.data.images import is_image_file
 
 Layout = Literal["auto", "mad-sim", "mvtec", "visa", "folder"]
 LAYOUTS: tuple[str, ...] = ("auto", "mad-sim", "mvtec", "visa", "folder")

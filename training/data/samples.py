@@ -16,8 +16,8 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from padformer_edge.errors import UserError
-from training.augment import WithinViewAugment
-from training.data.images import read_rgb
+from padformer_edge_training.augment import WithinViewAugment
+from padformer_edge_training.data.images import read_rgb
 
 STAGE_IDS = {"within_view": 1, "cross_view": 2}
 

@@ -38,7 +38,7 @@ def baseline_figures(out: Path, config: str) -> tuple[int, int, int, int]:
 
     from padformer_edge.detect.images import read_image
     from padformer_edge.profiles.thresholds import false_alarm_threshold
-    from training.evaluation.patchcore import PatchCoreScorer, parse_config
+    from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 
     profile_dir = next((out / "profiles").iterdir())
     profile = yaml.safe_load((profile_dir / "profile.yaml").read_text(encoding="utf-8"))

@@ -29,8 +29,8 @@ from padformer_edge.detect.reference_distance import (
 from padformer_edge.detect.scoring import PassMoments
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.padformer import PADFormer
-from training.evaluation.scorers import Scored
-from training.score_scales import pass_errors
+from padformer_edge_training.evaluation.scorers import Scored
+from padformer_edge_training.score_scales import pass_errors
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from padformer_edge.detect.paper_metrics import smooth
 from padformer_edge.errors import UserError
 from padformer_edge.model.backbone import build_efficientnet, require_weights
 from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
-from training.evaluation.scorers import Scored
+from padformer_edge_training.evaluation.scorers import Scored
 
 INPUT_SIZE = 224
 STAGES = (2, 3)  # blocks with stride 8 and 16 (Lite0: 40 and 80 channels, Lite2: 48 and 88)

@@ -23,10 +23,10 @@ import numpy as np
 
 from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
-from training.data.layouts import DatasetIndex, ImageRecord
-from training.evaluation.metrics import aupro, image_auroc, pixel_auroc
-from training.evaluation.references import ReferencePicker
-from training.evaluation.scorers import Scorer
+from padformer_edge_training.data.layouts import DatasetIndex, ImageRecord
+from padformer_edge_training.evaluation.metrics import aupro, image_auroc, pixel_auroc
+from padformer_edge_training.evaluation.references import ReferencePicker
+from padformer_edge_training.evaluation.scorers import Scorer
 
 METRICS = ("image_auroc", "pixel_auroc", "aupro")
 THUMBNAIL = 128

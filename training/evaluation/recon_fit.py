@@ -17,7 +17,7 @@ import torch
 
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
-from training.data.layouts import index_dataset
+from padformer_edge_training.data.layouts import index_dataset
 
 
 def sample_images(data: Path, per_class: int, seed: int) -> list[tuple[str, Path, list[Path]]]:

@@ -18,7 +18,7 @@ import torch
 
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.paper_metrics import BLUR_SIGMA
-from training.evaluation.scorers import Scored
+from padformer_edge_training.evaluation.scorers import Scored
 
 
 class ReferenceDifferenceScorer:

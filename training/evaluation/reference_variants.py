@@ -25,7 +25,7 @@ from padformer_edge.detect.reference_distance import (
 )
 from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from padformer_edge.model.padformer import PADFormer
-from training.evaluation.scorers import Scored
+from padformer_edge_training.evaluation.scorers import Scored
 
 SIGMA = 2.0  # the generic model's score smoothing in model pixels (the form this table tests)
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from padformer_edge.detect.ref_strategy import REF_STRATEGIES
 from padformer_edge.errors import UserError
-from training.data.layouts import ImageRecord
+from padformer_edge_training.data.layouts import ImageRecord
 
 
 def pose_key(path: str | Path) -> str:

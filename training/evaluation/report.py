@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 from rich.table import Table
 
-from training.evaluation.protocol import METRICS, ImageResult
+from padformer_edge_training.evaluation.protocol import METRICS, ImageResult
 
 HEADERS = {"image_auroc": "image AUROC", "pixel_auroc": "pixel AUROC", "aupro": "AUPRO"}
 

@@ -11,16 +11,16 @@ import torch
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.protocol import (
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.protocol import (
     EvalOptions,
     ImageResult,
     plan_episodes,
     run_scorer,
     summarise,
 )
-from training.evaluation.report import write_html, write_metrics
-from training.evaluation.scorers import PADFormerScorer
+from padformer_edge_training.evaluation.report import write_html, write_metrics
+from padformer_edge_training.evaluation.scorers import PADFormerScorer
 
 
 @dataclass

@@ -16,8 +16,8 @@ from padformer_edge.detect.paper_metrics import PAPER_READOUT, Readout
 from padformer_edge.detect.scoring_config import JobScoring
 from padformer_edge.detect.signature import TURNS_TEXT
 from padformer_edge.errors import UserError
-from training.evaluation.fusion import FusedSetting, FusionSweepScorer, ReplayScorer
-from training.evaluation.protocol import EvalOptions, run_scorer, summarise
+from padformer_edge_training.evaluation.fusion import FusedSetting, FusionSweepScorer, ReplayScorer
+from padformer_edge_training.evaluation.protocol import EvalOptions, run_scorer, summarise
 
 FUSED_WEIGHTS = (0.0, 0.25)
 """LAB weights of a fused mix. 0.5, 0.75 and 1 were swept too until the nearest-reference

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.evaluation.protocol import ImageResult
+from padformer_edge_training.evaluation.protocol import ImageResult
 
 IMAGES_REDRAWN = "the test images, per object and label kind"
 RENDERS_REDRAWN = "the renders, then of each drawn render's test images"

@@ -14,9 +14,9 @@ almost nothing and a job that wrongly reaches past block 2 fails loudly instead 
 computing with zeros. It frees about 18 MiB for more data or starting weights; PatchCore
 and the perceptual loss need ``full`` (the default).
 
-    python -m training.release.gpu_bundle pack --out .gpu/bundle --wheels .gpu/whl \
+    python -m padformer_edge_training.release.gpu_bundle pack --out .gpu/bundle --wheels .gpu/whl \
         --data synth224-s0=data/synth224-s0 --data generic=data/generic
-    python3 -m training.release.gpu_bundle unpack --bundle .gpu/bundle --to .gpu/work
+    python3 -m padformer_edge_training.release.gpu_bundle unpack --bundle .gpu/bundle --to .gpu/work
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run once by whoever trains the generic model, on the workstation:
 
-    python -m training.release.ship runs/generic/model.safetensors \\
+    python -m padformer_edge_training.release.ship runs/generic/model.safetensors \\
         --wall-time "52 min" --machine "2-core x86_64 CPU, 1 torch thread" \\
         --held-out builtin:duck --held-out builtin:mug
 
@@ -188,7 +188,7 @@ def fused_from_validation(path: Path) -> ScoringConfig:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m training.release.ship",
+        prog="python -m padformer_edge_training.release.ship",
         description="Write the shipped generic model (float16) and its model card.",
     )
     parser.add_argument("checkpoint", type=Path, help="model.safetensors of padformer-edge train")

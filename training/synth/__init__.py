@@ -5,10 +5,10 @@ Other code calls ``render_dataset``; ``builtin_names`` lists the stable built-in
 ``procedural_specs`` names random procedural objects for training a generic model.
 """
 
-from training.synth.builtins import BUILTINS, builtin_names
-from training.synth.dataset import ViewCounts, render_dataset
-from training.synth.defects import DEFECT_KINDS
-from training.synth.procedural import procedural_specs
+from padformer_edge_training.synth.builtins import BUILTINS, builtin_names
+from padformer_edge_training.synth.dataset import ViewCounts, render_dataset
+from padformer_edge_training.synth.defects import DEFECT_KINDS
+from padformer_edge_training.synth.procedural import procedural_specs
 
 __all__ = [
     "BUILTINS",

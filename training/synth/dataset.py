@@ -26,11 +26,11 @@ import numpy as np
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
-from training.synth.defects import DEFECT_KINDS, GENERATORS
-from training.synth.loaders import load_model, spec_identity
-from training.synth.model3d import Model3D
-from training.synth.renderer import Frame, Renderer
+from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
+from padformer_edge_training.synth.defects import DEFECT_KINDS, GENERATORS
+from padformer_edge_training.synth.loaders import load_model, spec_identity
+from padformer_edge_training.synth.model3d import Model3D
+from padformer_edge_training.synth.renderer import Frame, Renderer
 
 FORMAT_VERSION = 1
 COLOUR_TOLERANCE = 4  # 8-bit levels; below this a change is invisible and not a defect
@@ -219,7 +219,9 @@ def render_dataset(
         raise UserError(f"image size {size} is out of range; choose --size from 32 to 2048.")
     if min(counts.train, counts.test_good, counts.test_per_defect) < 1:
         raise UserError("every view count must be at least 1; raise the --*-views options.")
-    log = get_logger("training.synth")  # at call time, so the CLI's logging set-up applies
+    log = get_logger(
+        "padformer_edge_training.synth"
+    )  # at call time, so the CLI's logging set-up applies
     out = Path(out)
     wanted = manifest(meshes, counts, size, seed, background)
     if _check_output(out, wanted):

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
-from training.synth.camera import CameraPose
-from training.synth.model3d import Model3D, Part
+from padformer_edge_training.synth.camera import CameraPose
+from padformer_edge_training.synth.model3d import Model3D, Part
 
 DEFECT_KINDS = ("Burrs", "Missing", "Stains")
 STAIN_LIFT = 0.004  # decal height above the surface: above depth noise, far below a pixel

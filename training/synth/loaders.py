@@ -17,9 +17,9 @@ import trimesh
 
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from training.synth.builtins import BUILTINS, Builtin
-from training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
-from training.synth.procedural import (
+from padformer_edge_training.synth.builtins import BUILTINS, Builtin
+from padformer_edge_training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
+from padformer_edge_training.synth.procedural import (
     class_name,
     is_procedural,
     load_procedural,

@@ -26,7 +26,7 @@ import numpy as np
 import trimesh
 
 from padformer_edge.errors import UserError
-from training.synth.model3d import MATTE, Model3D, Part, normalised
+from padformer_edge_training.synth.model3d import MATTE, Model3D, Part, normalised
 
 PREFIX = "procedural:"
 TEXTURE_SIZE = 128

@@ -19,8 +19,8 @@ import cv2
 import numpy as np
 import pybullet
 
-from training.synth.camera import FOV_DEGREES, CameraPose
-from training.synth.model3d import Model3D, Part
+from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose
+from padformer_edge_training.synth.model3d import Model3D, Part
 
 NEAR, FAR = 0.05, 10.0
 MAX_FACES_PER_BODY = 40_000  # pybullet refuses visual meshes of more than about 130k vertices
