@@ -38,12 +38,17 @@ from benchmarks.common import (
 from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import load_checkpoint
-from training.data.layouts import index_dataset
-from training.evaluation.pointer_candidates import CandidateReadout
-from training.evaluation.protocol import EvalOptions, plan_episodes, run_scorer, summarise
-from training.evaluation.report import fmt
-from training.evaluation.scorers import PADFormerScorer
-from training.evaluation.simple_rows import reconstruction_only
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.pointer_candidates import CandidateReadout
+from padformer_edge_training.evaluation.protocol import (
+    EvalOptions,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.scorers import PADFormerScorer
+from padformer_edge_training.evaluation.simple_rows import reconstruction_only
 
 METRICS = ("image_auroc", "pixel_auroc", "aupro")
 UPRIGHT = ScoringConfig.model_validate(

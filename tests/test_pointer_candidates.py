@@ -13,8 +13,11 @@ import torch
 
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer, build_model
+from padformer_edge_training.evaluation.pointer_candidates import (
+    CandidateReadout,
+    nearest_of_candidates,
+)
 from tests.test_train_edge import TINY_EDGE
-from training.evaluation.pointer_candidates import CandidateReadout, nearest_of_candidates
 
 EPS = torch.finfo(torch.float32).eps
 
