@@ -26,6 +26,12 @@ every runtime gives torch's score (1e-4 relative):
 
     python benchmarks/detect_speed.py --preset edge --runtimes --thread-counts 1,2 \
         --reference-counts 4,12
+
+With ``--profile-graphs`` it instead profiles the exported query graph alone, per operator
+type, in onnxruntime and OpenVINO (``graph_profile``), for each reference count:
+
+    python benchmarks/detect_speed.py --preset edge --profile-graphs --thread-counts 1 \
+        --reference-counts 4,12
 """
 
 from __future__ import annotations
@@ -226,6 +232,63 @@ def runtime_rows(args: argparse.Namespace) -> None:
         update_docs_section(f"detect_speed_runtimes_{args.preset}", f"{table}\n\n{summary}")
 
 
+def graph_profile_rows(args: argparse.Namespace) -> None:
+    """Per-operator totals of the exported query graph (``--profile-graphs``): one batch
+    of ``--passes`` passes of the query, for each reference count, at the first thread
+    count, from onnxruntime's profiler and OpenVINO's ``PERF_COUNT`` (``graph_profile``).
+    The feeds are the ones the ``Detector`` makes, so the graph runs what a detection runs.
+    """
+    from benchmarks.graph_profile import onnxruntime_op_totals, openvino_op_totals, top_rows
+    from padformer_edge.deploy.graphs import QUERY_GRAPH
+    from padformer_edge.deploy.onnx_runner import query_feeds
+    from padformer_edge.deploy.openvino_export import export_openvino, ir_name
+
+    torch.manual_seed(0)
+    model = build_model(args.preset).eval()
+    size = model.config.img_size
+    threads = args.thread_counts[0]
+    torch.set_num_threads(threads)
+    settings = DetectionSettings(
+        passes=args.passes, device="cpu", max_batch=args.passes, runtime="onnxruntime"
+    )
+    exported = Path(tempfile.mkdtemp(prefix="detect_speed_profile_"))
+    export_openvino(model, exported)
+    query = smooth_photo(size, seed=100)
+    rows, records = [], []
+    for refs in args.reference_counts:
+        references = [smooth_photo(size, seed) for seed in range(refs)]
+        detector = Detector(model, references, settings, exported=exported)
+        assert detector.runner is not None and detector.mask_ids is not None
+        passes = np.zeros(args.passes, dtype=np.int64)  # every row is the one query
+        model_in = detector.to_model_input(query).unsqueeze(0).numpy()[passes]
+        ids_keep, ids_restore = detector.mask_ids
+        feeds = query_feeds(model_in, ids_keep, ids_restore, detector.runner.reference_feeds)
+        for runtime, totals in (
+            ("onnxruntime", onnxruntime_op_totals(exported / QUERY_GRAPH, feeds, threads, 3)),
+            ("openvino", openvino_op_totals(exported / ir_name(QUERY_GRAPH), feeds, threads)),
+        ):
+            rows += top_rows(runtime, refs, totals, args.profile_top)
+            records.append({"runtime": runtime, "references": refs, "ms_by_op": dict(totals)})
+    table = markdown_table(
+        ["runtime", "references", "operator type", "ms per run (profiled)", "share"], rows
+    )
+    summary = (
+        f"{args.preset} preset ({size} px), query graph alone, {args.passes} passes in one "
+        f"batch, {threads} thread(s), random weights; the {args.profile_top} largest "
+        "operator types per runtime and reference count. Profiling adds overhead per node: "
+        "compare the shares, not the times with the table above."
+    )
+    print(table)
+    print()
+    print(summary)
+    print_json_line(
+        "detect_speed_graph_profile",
+        {"preset": args.preset, "passes": args.passes, "threads": threads, "rows": records},
+    )
+    if args.write_docs:
+        update_docs_section(f"detect_speed_graph_profile_{args.preset}", f"{table}\n\n{summary}")
+
+
 def json_opset(folder: Path) -> int:
     """The opset the manifest in ``folder`` records."""
     import json
@@ -251,7 +314,16 @@ def main() -> None:
     )
     parser.add_argument("--thread-counts", type=counts, default=[1, 2], help="with --runtimes")
     parser.add_argument("--reference-counts", type=counts, default=[4, 12], help="with --runtimes")
+    parser.add_argument(
+        "--profile-graphs",
+        action="store_true",
+        help="per-operator totals of the exported query graph instead (onnxruntime, OpenVINO)",
+    )
+    parser.add_argument("--profile-top", type=int, default=8, help="with --profile-graphs")
     args = parser.parse_args()
+    if args.profile_graphs:
+        graph_profile_rows(args)
+        return
     if args.runtimes:
         runtime_rows(args)
         return

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.model.stn import FeatureSTN
+from padformer_edge.model.stn import FeatureSTN, corner_weights, sampling_weights
 
 
 @pytest.mark.parametrize("grid", [2, 7, 8, 14])
@@ -137,3 +137,22 @@ def test_split_convolution_gives_the_concatenated_gradients():
     for split, whole in zip(*grads, strict=True):
         assert split.abs().sum() > 0
         torch.testing.assert_close(split, whole)
+
+
+@pytest.mark.parametrize("spread", [0.05, 0.5, 2.0])
+def test_corner_weights_are_grid_samples_weights(spread):
+    """The exported graphs' bilinear weights (one tent per axis) against ``grid_sample``'s
+    over the one-hot basis, for warps from near-identity to ones that sample far outside
+    the grid: the same cells, the same weights to float32 rounding."""
+    gen = torch.Generator().manual_seed(int(spread * 100))
+    identity = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]).view(1, 1, 2, 3)
+    theta = identity + spread * torch.randn(3, 4, 2, 3, generator=gen)
+    for size in [(8, 8), (12, 12), (5, 7)]:
+        expected = sampling_weights(theta, size)
+        found = corner_weights(theta, size)
+        assert found.shape == expected.shape
+        assert torch.equal(found == 0, expected == 0)
+        # a source position inside the grid is up to ``side`` and rounded to eps of that
+        # in either formula; each weight is a product of two tents
+        bound = 4 * torch.finfo(torch.float32).eps * max(size)
+        assert (found - expected).abs().max() < bound

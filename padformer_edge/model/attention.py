@@ -18,6 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+KeyValues = tuple[torch.Tensor, torch.Tensor]
+"""Keys and values of the candidates as two tensors rather than one [..., 2D] pool."""
+
 
 class PositionSpecificCrossAttention(nn.Module):
     """Multi-head attention from M query tokens to shared keys plus per-position keys."""
@@ -42,8 +45,13 @@ class PositionSpecificCrossAttention(nn.Module):
         weight = torch.cat([self.k.weight, self.v.weight])
         return F.linear(tokens, weight, self.add_pool_bias(None) if bias else None)
 
-    def add_pool_bias(self, key_values: torch.Tensor | None) -> torch.Tensor:
-        """The key and value biases added to unbiased ``pool_key_values`` (or alone)."""
+    def add_pool_bias(
+        self, key_values: torch.Tensor | KeyValues | None
+    ) -> torch.Tensor | KeyValues:
+        """The key and value biases added to unbiased ``pool_key_values`` (or alone); to
+        each half of a (keys, values) pair, as an exported graph keeps them."""
+        if isinstance(key_values, tuple):
+            return key_values[0] + self.k.bias, key_values[1] + self.v.bias
         bias = torch.cat([self.k.bias, self.v.bias])
         return bias if key_values is None else key_values + bias
 
@@ -51,14 +59,14 @@ class PositionSpecificCrossAttention(nn.Module):
         self,
         x: torch.Tensor,
         shared: torch.Tensor | None = None,
-        pool: torch.Tensor | None = None,
+        pool: torch.Tensor | KeyValues | None = None,
         index: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """x [B, M, D] attends to ``shared`` [B or 1, S, D] and ``pool[b, index[b, j]]``.
 
-        ``pool`` [B, T, 2D] holds the candidates' keys and values (``pool_key_values``)
-        and ``index`` [B, M, k] the ones position j may see; either part may be absent,
-        not both.
+        ``pool`` [B, T, 2D] holds the candidates' keys and values (``pool_key_values``),
+        or is the pair of them, [B, T, D] each, and ``index`` [B, M, k] the ones position
+        j may see; either part may be absent, not both.
         """
         if shared is None and index is None:
             raise ValueError("cross-attention needs shared keys, selected keys, or both.")
@@ -70,7 +78,8 @@ class PositionSpecificCrossAttention(nn.Module):
             k_shared, v_shared = self._heads(self.k(shared)), self._heads(self.v(shared))
             logits.append(q @ k_shared.transpose(-1, -2))  # [B, H, M, S]
         if index is not None:
-            k_sel, v_sel = (self._gather(half, index) for half in pool.split(d, dim=-1))
+            halves = pool if isinstance(pool, tuple) else pool.split(d, dim=-1)
+            k_sel, v_sel = (self._gather(half, index) for half in halves)
             by_position = q.transpose(1, 2).unsqueeze(2)  # [B, M, 1, H, Dh]
             logits.append((by_position * k_sel).sum(-1).permute(0, 3, 1, 2))  # [B, H, M, k]
         attn = torch.cat(logits, dim=-1).softmax(dim=-1)  # one softmax over both key sets

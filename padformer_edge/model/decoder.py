@@ -115,14 +115,25 @@ class DecoderLayer(nn.Module):
 
     def align(
         self, query: torch.Tensor, refs: torch.Tensor, terms: LayerReferenceTerms
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | tuple[torch.Tensor, torch.Tensor] | None]:
         """References [B or 1, N, M, D] and their unbiased keys and values (if any) warped
-        into the frame of query tokens [B, M, D], with one resampling for both."""
+        into the frame of query tokens [B, M, D], with one resampling for both (while
+        exporting, the keys and values come as a pair, [B, N, M, D] each)."""
         b, d, kv = query.shape[0], query.shape[-1], terms.key_values
         if self.stn is None:
             return refs.expand(b, -1, -1, -1), None if kv is None else kv.expand(b, -1, -1, -1)
         g = self.cfg.grid_size
         theta = self.stn.theta(tokens_to_maps(query, g), tokens_to_maps(refs, g), terms.stn)
+        if torch.onnx.is_in_onnx_export():
+            # one matmul per part, keys and values apart: in an exported graph the
+            # concatenation, the slices back out of it and the later split into keys and
+            # values would each copy every resampled value once per pass; split here, the
+            # copy is of the [1, N, M, 2D] reference terms instead
+            weights = sampling_weights(theta, (g, g))
+            pool = resample_tokens(refs, weights)
+            if kv is None:
+                return pool, None
+            return pool, tuple(resample_tokens(half, weights) for half in kv.split(d, dim=-1))
         both = refs if kv is None else torch.cat([refs, kv], dim=-1)
         aligned = resample_tokens(both, sampling_weights(theta, (g, g)))
         return aligned[..., :d], None if kv is None else aligned[..., d:]
@@ -144,7 +155,12 @@ class DecoderLayer(nn.Module):
         if self.cfg.use_selection:
             index = select_top_k(q, pool, self.cfg.top_k, self.cfg.sim_weight, self.cfg.sim_sigma)
             shared = None if aat is None else aat.unsqueeze(0)
-            key_values = self.cross_attn.add_pool_bias(key_values).flatten(1, 2)
+            key_values = self.cross_attn.add_pool_bias(key_values)
+            key_values = (
+                tuple(half.flatten(1, 2) for half in key_values)
+                if isinstance(key_values, tuple)
+                else key_values.flatten(1, 2)
+            )
             update = self.cross_attn(q, shared, key_values, index)
         else:  # CroCo-style ablation: every position sees every aligned reference token
             shared = pool.flatten(1, 2)

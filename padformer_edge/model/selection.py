@@ -25,10 +25,20 @@ def hybrid_similarity(
     """Scores [B, M, N * Mr] between query tokens [B, M, D] and reference tokens [B, N, Mr, D]."""
     m = query.shape[1]
     n, mr = refs.shape[1:3]
-    feat = F.normalize(query, dim=-1) @ F.normalize(refs.flatten(1, 2), dim=-1).transpose(1, 2)
-    if mr != m:
-        return feat
+    keys = F.normalize(refs.flatten(1, 2), dim=-1).transpose(1, 2)
+    local = mr == m
     side = round(int(m) ** 0.5)  # int(): a traced size is a tensor while exporting
+    if local and torch.onnx.is_in_onnx_export():
+        # the weights applied where they are cheap: (1 - w) to the [B, M, D] query rather
+        # than to the [B, M, N * Mr] product, w to the one [M, M] locality table (a
+        # constant of the graph); the same scores to float32 rounding, one pass less over
+        # the largest tensor of the selection
+        cosine = ((1.0 - weight) * F.normalize(query, dim=-1)) @ keys
+        locality = weight * torch.exp(-grid_distances(side, query.device) / sigma)
+        return cosine + locality.repeat(1, n)
+    feat = F.normalize(query, dim=-1) @ keys
+    if not local:
+        return feat
     spatial = torch.exp(-grid_distances(side, query.device) / sigma).repeat(1, n)
     return (1.0 - weight) * feat + weight * spatial
 

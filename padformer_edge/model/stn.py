@@ -99,12 +99,39 @@ def sampling_weights(theta: torch.Tensor, size: tuple[int, int]) -> torch.Tensor
     the token layout, which is cheaper than sampling every feature channel and needs
     neither an expanded copy of a shared reference set nor a transpose to channel maps.
     """
+    if torch.onnx.is_in_onnx_export():
+        return corner_weights(theta, size)
     h, w = size
     b, n = theta.shape[:2]
     basis = torch.eye(h * w, dtype=theta.dtype, device=theta.device).view(1, h * w, h, w)
     grid = F.affine_grid(theta.flatten(0, 1), [b * n, h * w, h, w], align_corners=False)
     picked = F.grid_sample(basis.expand(b * n, -1, -1, -1), grid, align_corners=False)
     return picked.flatten(2).transpose(1, 2).view(b, n, h * w, h * w)
+
+
+def corner_weights(theta: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """``sampling_weights`` as an exported graph computes them, from the sampling points
+    directly: bilinear weights are a product of one tent per axis, ``max(0, 1 - |x - j|)``
+    for column j and the same for rows, which is zero for every cell but the (up to) four
+    corners and leaves out corners outside the grid, as ``grid_sample``'s zero padding does.
+
+    ``grid_sample`` over the one-hot basis spends M channels of interpolation to find four
+    numbers per row, and onnxruntime's GridSample is slow per value; here the dense rows
+    cost two small tents and one broadcast product. The weights equal ``grid_sample``'s to
+    float32 rounding (``1 - (x - j)`` against its ``(j + 1) - x``).
+    """
+    h, w = size
+    b, n = theta.shape[:2]
+    grid = F.affine_grid(theta.flatten(0, 1), [b * n, 1, h, w], align_corners=False)
+    points = grid.flatten(1, 2)  # [B * N, M, 2]: x, y in [-1, 1] per output position
+    x = ((points[..., 0:1] + 1) * w - 1) / 2  # grid_sample's unnormalised source position
+    y = ((points[..., 1:2] + 1) * h - 1) / 2
+    columns = torch.arange(w, dtype=theta.dtype, device=theta.device)
+    rows = torch.arange(h, dtype=theta.dtype, device=theta.device)
+    across = (1 - (x - columns).abs()).clamp(min=0)  # [B * N, M, w]
+    down = (1 - (y - rows).abs()).clamp(min=0)  # [B * N, M, h]
+    dense = down.unsqueeze(-1) * across.unsqueeze(-2)  # [B * N, M, h, w]
+    return dense.view(b, n, h * w, h * w)
 
 
 def resample_tokens(tokens: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

@@ -187,3 +187,34 @@ def test_openvino_refuses_an_ir_file_changed_since_export(exported, tmp_path):
         weights.write(b"\0")
     with pytest.raises(UserError, match=r"query\.bin is missing or differs from its sha256"):
         OpenVinoRunner(copy, model)
+
+
+@pytest.mark.parametrize("runtime", list(RUNNERS))
+def test_a_warping_stn_resamples_as_torch_does(tmp_path, runtime):
+    """Every tiny model's STN starts as the identity, where any resampling formula gives
+    the one-hot rows exactly; with random affine weights each reference, pass and layer is
+    warped its own way, so the exported graphs' own bilinear weights (``corner_weights``)
+    and separate key and value resampling are held to torch's too."""
+    model = tiny_model("edge")
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for layer in model.decoder.layers:
+            weight = layer.stn.fc[-1].weight
+            weight.copy_(0.05 * torch.randn(weight.shape, generator=gen))
+    export_openvino(model, tmp_path)
+    size = model.config.img_size
+    refs = torch.randn(3, 3, size, size, generator=gen)
+    query = torch.randn(4, 3, size, size, generator=gen)
+    masks = model.random_mask(4, gen)
+    with torch.no_grad():
+        expected = model.reconstruct_all(query, model.encode_references(refs[None]), masks)
+        still = tiny_model("edge")  # the same weights with the identity warp
+        unwarped = still.reconstruct_all(query, still.encode_references(refs[None]), masks)
+    bound = float32_bound(model)
+    # the warp changes the reconstruction: parity below is not the identity's exact rows
+    assert relative_error(unwarped.pixels.numpy(), expected.pixels.numpy()) > 10 * bound
+    runner = RUNNERS[runtime](tmp_path, model)
+    runner.use_features(*runner.encode_references(refs.numpy()))
+    pixels, predicted = runner.reconstruct(query.numpy(), *mask_indices(masks))
+    assert relative_error(pixels, expected.pixels.numpy()) < bound
+    assert relative_error(predicted, expected.features.numpy()) < bound
