@@ -132,3 +132,36 @@ def test_missing_openvino_is_one_sentence_on_the_line_and_at_export(sources, mon
         export_profile(root, "part", "openvino")
     message = str(err.value)
     assert "\n" not in message and "pip install 'padformer-edge[openvino]'" in message
+
+
+def test_profile_export_runtime_openvino_from_the_command_line(sources):  # noqa: F811
+    """``profile export NAME --runtime openvino`` switches the profile, and ``profile test``
+    then gives torch's scores within 1e-4 relative."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from padformer_edge.cli.app import app
+    from tests.line.make_fixture import write_image
+
+    root = sources / "profiles"
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=FAST
+    )
+    paths = [write_image(sources / f"q/{i}.png", image) for i, image in enumerate(queries())]
+    by_torch = [d.score for d in detections(root, "part")]
+    pin_threshold(load_profile(root, "part"), sum(sorted(by_torch)[:2]) / 2)
+
+    def invoke(*args: str):
+        result = CliRunner().invoke(app, [*args, "--root", str(root)], env={"COLUMNS": "300"})
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    said = invoke("profile", "export", "part", "--runtime", "openvino")
+    assert "runtime: openvino" in said
+    assert load_profile(root, "part").detection.runtime == "openvino"
+    tested = invoke("profile", "test", "part", *map(str, paths), "--json", "--no-fail")
+    rows = json.loads(tested)
+    assert [row["score"] for row in rows] == pytest.approx(by_torch, rel=SCORE_RTOL, abs=0)
+    threshold = load_profile(root, "part").require_threshold()
+    assert [row["anomalous"] for row in rows] == [s > threshold for s in by_torch]
