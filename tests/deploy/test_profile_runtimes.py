@@ -160,7 +160,10 @@ def test_profile_export_runtime_openvino_from_the_command_line(sources):  # noqa
     said = invoke("profile", "export", "part", "--runtime", "openvino")
     assert "runtime: openvino" in said
     assert load_profile(root, "part").detection.runtime == "openvino"
-    tested = invoke("profile", "test", "part", *map(str, paths), "--json", "--no-fail")
+    heatmaps = str(sources / "heatmaps")
+    tested = invoke(
+        "profile", "test", "part", *map(str, paths), "--out", heatmaps, "--json", "--no-fail"
+    )
     rows = json.loads(tested)
     assert [row["score"] for row in rows] == pytest.approx(by_torch, rel=SCORE_RTOL, abs=0)
     threshold = load_profile(root, "part").require_threshold()
