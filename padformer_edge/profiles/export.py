@@ -20,8 +20,6 @@ from padformer_edge.profiles.layout import EXPORTED_DIR, PROFILE_FILE, write_yam
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import ExportedFiles, ProfileConfig
 
-ONNX_HINT = "pip install 'padformer-edge[onnx]'"
-
 
 def export_into(
     folder: Path, config: ProfileConfig, checkpoint: Path, settings: DetectionSettings
@@ -30,11 +28,13 @@ def export_into(
     openvino) into ``folder``/exported (replacing any earlier export) and return
     ``config`` with those settings and the files' sha256."""
     from padformer_edge.deploy.line_export import export_line
-    from padformer_edge.deploy.sessions import import_onnxruntime, import_openvino
+    from padformer_edge.deploy.onnx_runner import import_onnxruntime
+    from padformer_edge.deploy.sessions import import_openvino
     from padformer_edge.model.checkpoint import load_checkpoint
 
-    # before the checkpoint loads: a missing package is one sentence at once
-    import_onnxruntime(ONNX_HINT)  # the onnx extra that writes the graphs brings it
+    # before the checkpoint loads: a missing package is one sentence at once, naming the
+    # extra that writes the graphs (onnx, which brings onnxruntime; openvino on top)
+    import_onnxruntime()
     if settings.runtime == "openvino":
         import_openvino()
     model, _ = load_checkpoint(checkpoint)
