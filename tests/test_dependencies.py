@@ -52,6 +52,8 @@ def test_the_extras_are_what_the_line_pc_leaves_out() -> None:
         assert not re.search(rf"(^| ){package}[>=<]", base)
     assert any(r.startswith("onnxruntime") for r in extras["line"])
     assert not any(r.startswith(("torch", "padformer-edge[torch")) for r in extras["line"])
+    # the line on OpenVINO: its runtime alone, no torch and no onnxruntime
+    assert [r.split(">")[0] for r in extras["line-openvino"]] == ["openvino"]
     assert "lite2" not in base  # until validation chooses EfficientNet-Lite2
 
 

@@ -17,7 +17,7 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.detect.settings import DEVICES
+from padformer_edge.detect.settings import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
@@ -68,7 +68,7 @@ def create(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views.
-    With --runtime onnxruntime the profile also stores its exported graphs."""
+    With --runtime onnxruntime or openvino the profile also stores its exported graphs."""
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     settings = options.detection_settings(ctx.params)
@@ -83,18 +83,25 @@ def create(
 @app.command("export")
 def export(
     name: str = typer.Argument(..., help="Profile name."),
+    runtime: str = choice_option(
+        "onnxruntime",
+        "--runtime",
+        GRAPH_RUNTIMES,
+        help="The runtime the profile switches to: onnxruntime (ONNX graphs), or openvino "
+        "(the ONNX graphs plus their OpenVINO IR).",
+    ),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Store NAME's graphs and their sha256 in the profile and switch it to onnxruntime,
+    """Store NAME's graphs and their sha256 in the profile and switch it to --runtime,
     so a line PC runs it without torch."""
     from padformer_edge.profiles.export import export_profile  # torch: only when run
 
-    profile = export_profile(profiles_root(root), name)
+    profile = export_profile(profiles_root(root), name, runtime)  # type: ignore[arg-type]
     assert profile.config.exported is not None
     _say(
         f"exported profile '{name}' to {profile.folder / profile.config.exported.folder} "
         f"({len(profile.config.exported.files)} files, sha256 in profile.yaml); "
-        "runtime: onnxruntime"
+        f"runtime: {runtime}"
     )
 
 

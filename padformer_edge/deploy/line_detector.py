@@ -1,4 +1,4 @@
-"""A profile's exported graphs run with onnxruntime and scored in numpy: no torch.
+"""A profile's exported graphs run with onnxruntime or OpenVINO and scored in numpy: no torch.
 
 ``LineDetector`` answers the ``Detector``'s calls that the daemon, ``detect --profile``
 and calibration make (``detect``, ``detect_each``, ``scoring``...), from the files a
@@ -13,7 +13,6 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -38,25 +37,20 @@ from padformer_edge.deploy.names import (
     SCORING_FILE,
     TERMS_GRAPH,
 )
+from padformer_edge.deploy.sessions import (
+    LINE_ONNXRUNTIME_HINT,
+    LINE_OPENVINO_HINT,
+    import_onnxruntime,
+    import_openvino,
+    ir_files,
+    open_graphs,
+)
 from padformer_edge.detect.detection import Detection, Item, detect_in_groups
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 
-INSTALL_HINT = "pip install 'padformer-edge[line]'"
 MIN_SIDE = 4  # as ``scoring.MIN_SIDE``: the 7-tap blur's reflect border needs 4 pixels
-
-
-def import_onnxruntime(hint: str = INSTALL_HINT) -> Any:
-    """onnxruntime, or the one sentence that says how to install it (``hint``)."""
-    try:
-        import onnxruntime
-    except ImportError:
-        raise UserError(
-            "the onnxruntime runtime needs the onnxruntime package, which is not installed; "
-            f"{hint}."
-        ) from None
-    return onnxruntime
 
 
 def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:
@@ -75,8 +69,10 @@ def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:
 class LineDetector:
     """Scores query images with a profile's exported graphs and its references.
 
-    ``files`` are the export's file names and sha256s as the profile records them;
-    ``cache`` optionally names the profile's reference-encoding cache (path and key,
+    ``files`` are the export's file names and sha256s as the profile records them; the
+    graphs run with ``settings.runtime`` (onnxruntime on the ``.onnx`` files, openvino on
+    their IR, which ``profile export --runtime openvino`` adds beside them); ``cache``
+    optionally names the profile's reference-encoding cache (path and key,
     ``profiles.reference_cache``), read and written as numpy arrays.
     """
 
@@ -93,7 +89,22 @@ class LineDetector:
         cache: tuple[Path, str] | None = None,
         threads: int = 1,
     ) -> None:
-        ort = import_onnxruntime()
+        runtime = settings.runtime
+        hint = LINE_OPENVINO_HINT if runtime == "openvino" else LINE_ONNXRUNTIME_HINT
+        graphs = [
+            name
+            for name in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH, FEATURES_GRAPH, CELLS_GRAPH)
+            if name in files
+        ]
+        if runtime == "openvino":
+            import_openvino(hint)  # a missing package is named before the files are read
+            missing = [name for name in ir_files(graphs) if name not in files]
+            if missing:
+                raise UserError(
+                    f"the export in {folder} holds no OpenVINO IR ({missing[0]}); {fix}."
+                )
+        else:
+            import_onnxruntime(hint)
         self.folder, self.settings = Path(folder), settings
         verify_files(self.folder, files, fix)
         record = json.loads((self.folder / SCORING_FILE).read_text())
@@ -112,16 +123,7 @@ class LineDetector:
         self.reference_outputs: list[str] = list(manifest.get("reference_outputs", ["features"]))
         self.passes, self.max_batch = settings.passes, settings.max_batch
         self.img_size = self.spec.img_size
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, threads)
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.sessions: dict[str, Any] = {}
-        for name in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH, FEATURES_GRAPH, CELLS_GRAPH):
-            if name in files:
-                self.sessions[name] = ort.InferenceSession(
-                    str(self.folder / name), options, providers=["CPUExecutionProvider"]
-                )
+        self.sessions = open_graphs(runtime, self.folder, graphs, threads, hint)
         from safetensors.numpy import load_file
 
         passes = load_file(str(self.folder / PASSES_FILE))
@@ -129,7 +131,7 @@ class LineDetector:
         self.weights = passes["weights"]
         self.cache_hit = False
         encoded = self.reference_features(references, cache)
-        feeds = self.sessions[TERMS_GRAPH].run(None, {"features": encoded["features"]})
+        feeds = self.sessions[TERMS_GRAPH].run({"features": encoded["features"]})
         self.reference_feeds = dict(zip(["ref_tokens", *self.term_names], feeds, strict=True))
         if "ref_targets" in encoded:  # read by the query graph as the references gave them
             self.reference_feeds["ref_targets"] = encoded["ref_targets"]
@@ -164,7 +166,7 @@ class LineDetector:
                 return dict(zip(wanted, found, strict=True))
         units = np.concatenate([arrays.unit_image(image) for image in references])
         refs = self.model_input(units).astype(np.float32)
-        found = self.sessions[REFERENCE_GRAPH].run(None, {"references": refs})
+        found = self.sessions[REFERENCE_GRAPH].run({"references": refs})
         encoded = dict(zip(wanted, found, strict=True))
         if cache is not None:
             write_encodings(cache[0], cache[1], encoded["features"], encoded.get("ref_targets"))
@@ -175,9 +177,9 @@ class LineDetector:
         size (``scoring.level_cells``)."""
         if level == 1:
             images = self.spec.normalize(squares01).astype(np.float32)
-            return self.sessions[FEATURES_GRAPH].run(None, {"images": images})[1]
+            return self.sessions[FEATURES_GRAPH].run({"images": images})[1]
         squares = np.ascontiguousarray(squares01, dtype=np.float32)
-        return self.sessions[CELLS_GRAPH].run(None, {"squares": squares})[0]
+        return self.sessions[CELLS_GRAPH].run({"squares": squares})[0]
 
     def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
         """``scoring.reference_banks``: every reference cell per magnification, upright
@@ -207,7 +209,6 @@ class LineDetector:
             index = np.arange(start, min(rows, start + self.max_batch))
             query_index, pass_index = index // self.passes, index % self.passes
             found = self.sessions[QUERY_GRAPH].run(
-                None,
                 {
                     "query": np.ascontiguousarray(queries[query_index], dtype=np.float32),
                     "ids_keep": self.ids_keep[pass_index],
@@ -226,7 +227,7 @@ class LineDetector:
         features, query_cells = None, []
         if self.spec.reads_features:
             features, cells1 = self.sessions[FEATURES_GRAPH].run(
-                None, {"images": query_model.astype(np.float32)}
+                {"images": query_model.astype(np.float32)}
             )
             query_cells = [cells1]
             for level in range(2, self.spec.zoom + 1):

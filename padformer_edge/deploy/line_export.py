@@ -127,7 +127,9 @@ def vars_of(readout: Any) -> dict[str, Any]:
 
 def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Path) -> dict:
     """Write everything a line needs for ``model`` under ``settings`` into ``out_dir``;
-    returns ``{file name: sha256}`` of every file written, for the profile to record."""
+    returns ``{file name: sha256}`` of every file written, for the profile to record.
+    For ``settings.runtime`` openvino every graph is also converted to IR beside its
+    ONNX file (``openvino_export.convert_to_ir``), so the folder serves both runtimes."""
     from padformer_edge.detect.masks import hidden_weights, make_masks
 
     out = Path(out_dir)
@@ -175,7 +177,12 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
         )
     with atomic_path(out / SCORING_FILE) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2) + "\n")
-    return {name: file_sha256(out / name) for name in sorted(written)}
+    digests = {name: file_sha256(out / name) for name in written}
+    if settings.runtime == "openvino":
+        from padformer_edge.deploy.openvino_export import convert_to_ir
+
+        digests.update(convert_to_ir(out, [name for name in written if name.endswith(".onnx")]))
+    return dict(sorted(digests.items()))
 
 
 def _export(

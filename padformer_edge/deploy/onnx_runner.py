@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, weights_sha256
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
+from padformer_edge.deploy.sessions import import_onnxruntime as import_runtime
+from padformer_edge.deploy.sessions import open_graphs
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import split_legacy_scoring
@@ -28,11 +29,9 @@ from padformer_edge.model.padformer import PADFormer
 INSTALL_HINT = "pip install 'padformer-edge[onnx]'"
 
 
-def import_onnxruntime() -> ModuleType:
+def import_onnxruntime() -> Any:
     """onnxruntime, or the one sentence that says how to install the export extra."""
-    from padformer_edge.deploy.line_detector import import_onnxruntime as line_import
-
-    return line_import(INSTALL_HINT)
+    return import_runtime(INSTALL_HINT)
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -132,42 +131,36 @@ class OnnxRunner:
     """
 
     def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
-        ort = import_onnxruntime()
+        import_onnxruntime()  # a missing package is named before the folder is read
         self.folder = Path(folder)
         manifest = check_export(self.folder, model)
         self.term_names: list[str] = list(manifest["term_names"])
         self.outputs: list[str] = list(manifest["outputs"])
         self.reads_targets = reads_targets(manifest)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, threads)
-        options.inter_op_num_threads = 1
-        # Idle pool threads sleep instead of spinning: a line PC shares its cores with
-        # decoding and the page, and spinning would also inflate measured CPU time.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        providers = ["CPUExecutionProvider"]
-        self.references = ort.InferenceSession(
-            str(self.folder / REFERENCE_GRAPH), options, providers=providers
+        graphs = open_graphs(
+            "onnxruntime",
+            self.folder,
+            (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH),
+            threads,
+            INSTALL_HINT,
         )
-        self.terms = ort.InferenceSession(
-            str(self.folder / TERMS_GRAPH), options, providers=providers
-        )
-        self.query = ort.InferenceSession(
-            str(self.folder / QUERY_GRAPH), options, providers=providers
-        )
+        self.references = graphs[REFERENCE_GRAPH]
+        self.terms = graphs[TERMS_GRAPH]
+        self.query = graphs[QUERY_GRAPH]
         self.reference_feeds: dict[str, np.ndarray] | None = None
 
     def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
         references' CNN features [1, N, M, F] for a pointer model, else None)."""
         images = np.ascontiguousarray(references, dtype=np.float32)
-        found = self.references.run(None, {"references": images})
+        found = self.references.run({"references": images})
         return found[0], found[1] if self.reads_targets else None
 
     def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
         """Derive and keep the reference terms every later ``reconstruct`` reads (and a
         pointer model's ``targets``, which it reads as they are)."""
         features = np.ascontiguousarray(features, dtype=np.float32)
-        terms = self.terms.run(None, {"features": features})
+        terms = self.terms.run({"features": features})
         names = ["ref_tokens", *self.term_names]
         self.reference_feeds = dict(zip(names, terms, strict=True))
         self.reference_feeds.update(target_feeds(self.reads_targets, targets))
@@ -177,5 +170,5 @@ class OnnxRunner:
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
         query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
-        found = self.query.run(None, query_feeds(rows, ids_keep, ids_restore, self.reference_feeds))
+        found = self.query.run(query_feeds(rows, ids_keep, ids_restore, self.reference_feeds))
         return pixels_and_features(found)

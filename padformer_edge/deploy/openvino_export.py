@@ -12,37 +12,35 @@ them by default, which would move scores far beyond the parity bound the tests h
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.export import MANIFEST, export_onnx
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
+from padformer_edge.deploy.sessions import import_openvino, ir_name
 from padformer_edge.digest import file_sha256
-from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
 
-INSTALL_HINT = "pip install 'padformer-edge[openvino]'"
 MANIFEST_KEY = "openvino"
 """The manifest's section for the IR: the OpenVINO version and each IR file's sha256."""
 
 
-def import_openvino() -> ModuleType:
-    """openvino, or the one sentence that says how to install it."""
-    try:
-        import openvino
-    except ImportError:
-        raise UserError(
-            f"the openvino runtime needs the openvino package, which is not installed; "
-            f"{INSTALL_HINT}."
-        ) from None
-    return openvino
-
-
-def ir_name(onnx_name: str) -> str:
-    """``query.onnx`` -> ``query.xml`` (its weights go to ``query.bin`` beside it)."""
-    return str(Path(onnx_name).with_suffix(".xml"))
+def convert_to_ir(folder: Path, onnx_names: Iterable[str]) -> dict[str, str]:
+    """Each ONNX graph of ``folder`` converted to IR beside it (``.xml`` + ``.bin``, weights
+    kept in float32); returns ``{IR file name: sha256}``. The one conversion ``export
+    --format openvino`` and ``profile export --runtime openvino`` both run."""
+    ov = import_openvino()
+    digests = {}
+    for graph in onnx_names:
+        converted = ov.convert_model(str(folder / graph))
+        xml = folder / ir_name(graph)
+        # save_model writes the .bin beside the .xml by name; both go in place together
+        ov.save_model(converted, str(xml), compress_to_fp16=False)
+        for path in (xml, xml.with_suffix(".bin")):
+            digests[path.name] = file_sha256(path)
+    return digests
 
 
 def export_openvino(model: PADFormer, out_dir: str | Path) -> dict[str, Any]:
@@ -51,14 +49,7 @@ def export_openvino(model: PADFormer, out_dir: str | Path) -> dict[str, Any]:
     ov = import_openvino()
     out = Path(out_dir)
     manifest = export_onnx(model, out)
-    digests = {}
-    for graph in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH):
-        converted = ov.convert_model(str(out / graph))
-        xml = out / ir_name(graph)
-        # save_model writes the .bin beside the .xml by name; both go in place together
-        ov.save_model(converted, str(xml), compress_to_fp16=False)
-        for path in (xml, xml.with_suffix(".bin")):
-            digests[path.name] = file_sha256(path)
+    digests = convert_to_ir(out, (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH))
     manifest[MANIFEST_KEY] = {"version": ov.__version__, "graphs": digests}
     with atomic_path(out / MANIFEST) as tmp:
         Path(tmp).write_text(json.dumps(manifest, indent=2) + "\n")

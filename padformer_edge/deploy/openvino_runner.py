@@ -1,9 +1,8 @@
 """Runs exported graphs as OpenVINO IR on the CPU, with ``OnnxRunner``'s interface.
 
 The checks are the ONNX runner's (``check_export``: same weights, same settings, graph
-bytes unchanged) plus the IR files' own sha256. OpenVINO is told to compute in float32:
-on CPUs with bfloat16 units its default precision hint is bf16, which would change scores
-far beyond float32 rounding with no sign of it in the output.
+bytes unchanged) plus the IR files' own sha256. The graphs open in float32
+(``sessions.IrGraph``: OpenVINO's default precision on CPUs with bfloat16 units is bf16).
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ from padformer_edge.deploy.onnx_runner import (
     reads_targets,
     target_feeds,
 )
-from padformer_edge.deploy.openvino_export import MANIFEST_KEY, import_openvino, ir_name
+from padformer_edge.deploy.openvino_export import MANIFEST_KEY
+from padformer_edge.deploy.sessions import IrGraph, import_openvino, ir_name
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
 
@@ -47,44 +47,28 @@ class OpenVinoRunner:
         self.term_names: list[str] = list(manifest["term_names"])
         self.reads_targets = reads_targets(manifest)
         self.ov = ov
-        core = ov.Core()
-        config = {
-            "INFERENCE_NUM_THREADS": max(1, threads),
-            "NUM_STREAMS": 1,
-            "INFERENCE_PRECISION_HINT": "f32",
-            "PERFORMANCE_HINT": "LATENCY",
-            "ENABLE_CPU_PINNING": False,
-        }
 
-        def compiled(graph: str):
-            return core.compile_model(str(self.folder / ir_name(graph)), "CPU", config)
+        def compiled(graph: str) -> IrGraph:
+            return IrGraph(ov, self.folder / ir_name(graph), threads)
 
-        self.references = compiled(REFERENCE_GRAPH).create_infer_request()
-        self.terms = compiled(TERMS_GRAPH).create_infer_request()
-        self.query = compiled(QUERY_GRAPH).create_infer_request()
+        self.references = compiled(REFERENCE_GRAPH)
+        self.terms = compiled(TERMS_GRAPH)
+        self.query = compiled(QUERY_GRAPH)
         self.reference_arrays: dict[str, np.ndarray] = {}
         self.reference_feeds: dict[str, object] | None = None
-
-    @staticmethod
-    def run(request, feeds: dict[str, object]) -> list[np.ndarray]:
-        """Every output of one inference, copied out of the request's reused buffers.
-        Inputs are read in place (``share_inputs``): the callers make them contiguous
-        float32/int64 arrays for this call and do not change them while it runs."""
-        request.infer(feeds, share_inputs=True)
-        return [np.array(tensor.data) for tensor in request.output_tensors]
 
     def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
         references' CNN features [1, N, M, F] for a pointer model, else None)."""
         images = np.ascontiguousarray(references, dtype=np.float32)
-        found = self.run(self.references, {"references": images})
+        found = self.references.run({"references": images})
         return found[0], found[1] if self.reads_targets else None
 
     def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
         """Derive and keep the reference terms every later ``reconstruct`` reads (and a
         pointer model's ``targets``, which it reads as they are)."""
         features = np.ascontiguousarray(features, dtype=np.float32)
-        terms = self.run(self.terms, {"features": features})
+        terms = self.terms.run({"features": features})
         names = ["ref_tokens", *self.term_names]
         # kept as OpenVINO tensors over these arrays, so no query call copies them again
         self.reference_arrays = dict(zip(names, terms, strict=True))
@@ -100,4 +84,4 @@ class OpenVinoRunner:
         """(normalised pixels [B, 3, S, S], predicted features [B, M, F] or None) for
         query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
         feeds = query_feeds(rows, ids_keep, ids_restore, self.reference_feeds)
-        return pixels_and_features(self.run(self.query, feeds))
+        return pixels_and_features(self.query.run(feeds))

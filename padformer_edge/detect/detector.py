@@ -292,11 +292,8 @@ def open_runner(
     """The ``runtime``'s runner for ``model``'s exported graphs, or the sentence saying
     why there is none (no folder given, the runtime missing, graphs of other weights)."""
     fmt = "openvino" if runtime == "openvino" else "onnx"
-    where = (
-        ", or store them in a profile with padformer-edge profile export NAME"
-        if runtime == "onnxruntime"
-        else " (profiles store graphs for onnxruntime only so far)"
-    )
+    wanted = " --runtime openvino" if runtime == "openvino" else ""
+    where = f", or store them in a profile with padformer-edge profile export NAME{wanted}"
     if exported is None:
         raise UserError(
             f"runtime {runtime} needs the model's exported graphs; run padformer-edge "

@@ -23,6 +23,8 @@ MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  #
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 RuntimeName = Literal["torch", "onnxruntime", "openvino"]
+GRAPH_RUNTIMES = ("onnxruntime", "openvino")
+"""The runtimes that run exported graphs rather than the torch model."""
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
@@ -61,8 +63,8 @@ class DetectionSettings(StrictModel):
         "torch",
         description=(
             "what runs the model: torch, or onnxruntime or openvino on graphs written by "
-            "padformer-edge export (CPU, fp32); onnxruntime also runs a profile's graphs "
-            "from profile export, scored in numpy with no torch needed"
+            "padformer-edge export (CPU, fp32); both also run a profile's graphs from "
+            "profile export, scored in numpy with no torch needed"
         ),
     )
     scoring: ScoringConfig = Field(

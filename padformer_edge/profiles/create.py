@@ -15,7 +15,7 @@ from pathlib import Path
 
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.service import load_references
-from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.settings import GRAPH_RUNTIMES, DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
@@ -97,7 +97,7 @@ def create_profile(
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
         )
-        if settings.runtime == "onnxruntime":
+        if settings.runtime in GRAPH_RUNTIMES:
             from padformer_edge.profiles.export import export_into
 
             config = export_into(staging, config, checkpoint, settings)
@@ -116,7 +116,8 @@ def create_profile(
 def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
     """Point a profile at another checkpoint; its threshold is dropped because scores of
     another model are on another scale, and the reference cache rebuilds on next use.
-    Graphs exported from the old checkpoint are dropped too: a profile on onnxruntime then
+    Graphs exported from the old checkpoint are dropped too: a profile on onnxruntime or
+    openvino then
     says to run ``profile export`` rather than score with the old model."""
     profile = load_profile(root, name)
     checkpoint = Path(checkpoint).expanduser().absolute()

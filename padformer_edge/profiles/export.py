@@ -1,4 +1,5 @@
-"""``profile export``: a profile's graphs and scoring files for the onnxruntime runtime.
+"""``profile export``: a profile's graphs and scoring files for the onnxruntime or
+OpenVINO runtime (the OpenVINO export adds each graph's IR beside its ONNX file).
 
 Written into the profile's own ``exported/`` folder, and their sha256 into profile.yaml,
 so a profile copied to a line PC carries everything that PC runs and the proof that
@@ -12,7 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings, RuntimeName
+from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import EXPORTED_DIR, PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
@@ -22,13 +24,19 @@ from padformer_edge.profiles.schema import ExportedFiles, ProfileConfig
 def export_into(
     folder: Path, config: ProfileConfig, checkpoint: Path, settings: DetectionSettings
 ) -> ProfileConfig:
-    """Export ``checkpoint``'s model for ``settings`` into ``folder``/exported (replacing
-    any earlier export) and return ``config`` with those settings and the files' sha256."""
-    from padformer_edge.deploy.line_detector import import_onnxruntime
+    """Export ``checkpoint``'s model for ``settings`` (whose runtime is onnxruntime or
+    openvino) into ``folder``/exported (replacing any earlier export) and return
+    ``config`` with those settings and the files' sha256."""
     from padformer_edge.deploy.line_export import export_line
+    from padformer_edge.deploy.onnx_runner import import_onnxruntime
+    from padformer_edge.deploy.sessions import import_openvino
     from padformer_edge.model.checkpoint import load_checkpoint
 
-    import_onnxruntime()  # the onnx extra brings both: one sentence if it is missing
+    # before the checkpoint loads: a missing package is one sentence at once, naming the
+    # extra that writes the graphs (onnx, which brings onnxruntime; openvino on top)
+    import_onnxruntime()
+    if settings.runtime == "openvino":
+        import_openvino()
     model, _ = load_checkpoint(checkpoint)
     staging = Path(tempfile.mkdtemp(prefix=".exporting-", dir=folder))
     try:
@@ -44,16 +52,24 @@ def export_into(
     return config.model_copy(update={"detection": settings, "exported": exported})
 
 
-def export_profile(root: str | Path, name: str) -> Profile:
+def export_profile(root: str | Path, name: str, runtime: RuntimeName = "onnxruntime") -> Profile:
     """Export profile ``name``'s model for its detection settings and switch the profile
-    to the onnxruntime runtime. The threshold is kept: both runtimes compute the same
-    scoring (the recorded signature is checked when the detector is built)."""
+    to ``runtime`` (onnxruntime or openvino). The threshold is kept: every runtime
+    computes the same scoring (the recorded signature is checked when the detector is
+    built, and the tests hold the scores to the same values)."""
+    if runtime == "torch":
+        raise UserError(
+            "profile export writes graphs for onnxruntime or openvino; to run a profile "
+            "with torch again, set detection.runtime: torch in its profile.yaml."
+        )
     profile = load_profile(root, name)
     profile.verify_model()
-    settings = profile.detection.replace(runtime="onnxruntime", device="auto")
+    settings = profile.detection.replace(runtime=runtime, device="auto")
     config = export_into(profile.folder, profile.config, profile.model_path, settings)
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
     exported = load_profile(root, name)
     exported.build_detector()  # verifies the files and fills the numpy reference cache
-    get_logger("profiles").info("profile.exported", name=name, files=sorted(config.exported.files))
+    get_logger("profiles").info(
+        "profile.exported", name=name, runtime=runtime, files=sorted(config.exported.files)
+    )
     return exported

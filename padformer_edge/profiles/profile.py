@@ -5,7 +5,7 @@ checks the checkpoint against the sha256 the profile was made with before anythi
 scored, because a threshold is only meaningful for the model it was calibrated on.
 
 Torch, the model and the scoring code are imported inside the methods that run a model
-(and never on the onnxruntime runtime, which a torch-free line install runs):
+(and never on the onnxruntime or openvino runtime, which a torch-free line install runs):
 ``profile list``, ``profile delete`` and ``doctor`` load profiles only to read them, and
 must answer in a fraction of a second without loading that stack.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import load_config
-from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.settings import GRAPH_RUNTIMES, DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import (
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 
 def line_threads() -> int:
-    """onnxruntime's intra-op threads: ``OMP_NUM_THREADS`` when set (the one setting that
-    governs torch's pool too), else every core."""
+    """onnxruntime's intra-op (or OpenVINO's inference) threads: ``OMP_NUM_THREADS`` when
+    set (the one setting that governs torch's pool too), else every core."""
     try:
         return max(1, int(os.environ.get("OMP_NUM_THREADS", "")))
     except ValueError:
@@ -122,7 +122,7 @@ class Profile:
         that the threshold was set on scores computed the way this detector computes them.
         """
         settings = self.detection if device is None else self.detection.replace(device=device)
-        if settings.runtime == "onnxruntime":
+        if settings.runtime in GRAPH_RUNTIMES:
             detector = self.build_line_detector(settings)
             if not calibrating:
                 self.check_scoring(detector.scoring)
@@ -164,14 +164,17 @@ class Profile:
 
     @property
     def export_fix(self) -> str:
-        return f"run `padformer-edge profile export {self.name}` where torch is installed"
+        runtime = self.detection.runtime
+        wanted = " --runtime openvino" if runtime == "openvino" else ""
+        return f"run `padformer-edge profile export {self.name}{wanted}` where torch is installed"
 
     def exported_files(self) -> ExportedFiles:
         """The export record, or the sentence saying there is none for this checkpoint."""
         exported = self.config.exported
         if exported is None:
             raise UserError(
-                f"profile '{self.name}' runs on onnxruntime but holds no exported graphs; "
+                f"profile '{self.name}' runs on {self.detection.runtime} but holds no exported "
+                "graphs; "
                 f"{self.export_fix}."
             )
         if exported.model_sha256 != self.model_sha256:
@@ -183,8 +186,9 @@ class Profile:
 
     def verify_runnable(self) -> str:
         """Check the files this profile's runtime reads (the checkpoint on torch, the
-        exported graphs on onnxruntime) and say what was checked, for ``doctor``."""
-        if self.detection.runtime != "onnxruntime":
+        exported graphs on onnxruntime or openvino) and say what was checked, for
+        ``doctor``."""
+        if self.detection.runtime not in GRAPH_RUNTIMES:
             self.verify_model()
             return f"model {self.model_path} matches"
         from padformer_edge.deploy.line_detector import verify_files

@@ -108,4 +108,5 @@ class ProfileConfig(StrictModel):
     selection: ReferenceSelection
     calibration: CalibrationResult | None = None
     exported: ExportedFiles | None = None
-    """Graphs for ``detection.runtime: onnxruntime``; None for a profile run with torch."""
+    """Graphs for ``detection.runtime: onnxruntime`` or ``openvino`` (the latter adds their
+    IR); None for a profile run with torch."""

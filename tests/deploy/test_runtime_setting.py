@@ -49,7 +49,7 @@ def test_openvino_without_exported_graphs_says_how_to_make_them():
     settings = DetectionSettings(passes=2, runtime="openvino")
     with pytest.raises(UserError, match="padformer-edge export MODEL --format openvino") as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
-    assert "profiles store graphs for onnxruntime only so far" in str(err.value)
+    assert "profile export NAME --runtime openvino" in str(err.value)
 
 
 def test_onnxruntime_without_exported_graphs_says_how_to_make_them():

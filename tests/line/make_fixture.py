@@ -2,9 +2,10 @@
 
 A tiny random-weight edge model (the fused metric: LAB, predicted features and the
 nearest-reference distance, so every part of the numpy scoring runs), a profile ``bolt``
-on the onnxruntime runtime with its exported graphs, a threshold pinned between a good
-and a defective image's score, and those images for the tests to drop into a camera
-folder. CI builds it in the main venv and hands it to the torch-free venv's tests.
+on the onnxruntime runtime with its exported graphs and ``bolt-ov`` on the openvino
+runtime with their IR (the same model and references), a threshold pinned between a
+good and a defective image's score, and those images for the tests to drop into a
+camera folder. CI builds it in the main venv and hands it to the torch-free venv's tests.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 from tests.detect_images import product_image, with_defect
 
 PROFILE = "bolt"
+PROFILES = {"onnxruntime": PROFILE, "openvino": "bolt-ov"}
+"""The site's profile on each line runtime."""
 SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto"}
 
 
@@ -53,9 +56,17 @@ def make_site(root: Path) -> Path:
         write_image(root / "queries" / name, image)
     settings = DetectionSettings(**SETTINGS, runtime="onnxruntime")
     profiles = root / "state" / "profiles"
-    profile = create_profile(
-        profiles, PROFILE, root / "model.safetensors", root / "references", settings=settings
-    ).profile
+    made = {
+        name: create_profile(
+            profiles,
+            name,
+            root / "model.safetensors",
+            root / "references",
+            settings=settings.replace(runtime=runtime),
+        ).profile
+        for runtime, name in PROFILES.items()
+    }
+    profile = made[PROFILE]
     from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.images import read_image
     from padformer_edge.model.checkpoint import load_checkpoint
@@ -66,8 +77,9 @@ def make_site(root: Path) -> Path:
     queries = sorted((root / "queries").iterdir())
     scores = {p.name: by_torch.detect([read_image(p)])[0].score for p in queries}
     threshold = (scores["good.png"] + scores["defect.png"]) / 2
-    pin_threshold(profile, threshold)
-    record = {"profile": PROFILE, "threshold": threshold, "torch_scores": scores}
+    for each in made.values():
+        pin_threshold(each, threshold)
+    record = {"profiles": PROFILES, "threshold": threshold, "torch_scores": scores}
     (root / "site.json").write_text(json.dumps(record, indent=2))
     return root
 

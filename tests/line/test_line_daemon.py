@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.line.make_fixture import PROFILES
 from tests.line.no_torch import BLOCKED
 from tests.line.runner import REPO, command, line_env, run_cli
 
@@ -27,12 +28,12 @@ SCORE_RTOL = 1e-4  # the issue's parity target for image scores
 LINE_VENV = os.environ.get("PADFORMER_LINE_VENV") == "1"
 
 
-def write_config(site: Path) -> Path:
+def write_config(site: Path, profile: str = "bolt") -> Path:
     camera = site / "camera"
     camera.mkdir()
     config = {
         "database": str(site / "state" / "results.sqlite3"),
-        "cameras": [{"name": "cam0", "path": str(camera), "profile": "bolt"}],
+        "cameras": [{"name": "cam0", "path": str(camera), "profile": profile}],
         "intake": {"stable_ms": 100, "settle_timeout_s": 2.0, "rescan_interval_s": 30.0},
         "worker": {"max_batch": 4, "max_wait_ms": 50, "device": "cpu"},
     }
@@ -92,9 +93,10 @@ def test_torch_cannot_be_imported_on_the_line_path():
     assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr
 
 
-def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site):
+@pytest.mark.parametrize("runtime", sorted(PROFILES))
+def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site, runtime):
     site = json.loads((line_site / "site.json").read_text())
-    config = write_config(line_site)
+    config = write_config(line_site, PROFILES[runtime])
     (line_site / "model.safetensors").unlink()  # the profile folder is all a line PC needs
     report, log = line_site / "daemon-report.json", line_site / "daemon.log"
     with open(log, "wb") as handle:
@@ -185,6 +187,16 @@ def test_a_changed_graph_is_refused_in_one_sentence(line_site):
     assert "profile export bolt" in done.stderr
 
 
+def test_a_changed_ir_file_is_refused_in_one_sentence(line_site):
+    with (line_site / "state/profiles/bolt-ov/exported/query.bin").open("ab") as weights:
+        weights.write(b"\0")
+    done = run_cli(line_site, "profile", "test", "bolt-ov", str(line_site / "queries/good.png"))
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "differs from the sha256 its profile records" in lines[0]
+    assert "profile export bolt-ov --runtime openvino" in lines[0]
+
+
 def test_a_torch_command_on_the_line_install_says_what_to_install(line_site):
     done = run_cli(
         line_site,
@@ -201,17 +213,19 @@ def test_a_torch_command_on_the_line_install_says_what_to_install(line_site):
     assert len(lines) == 1 and "pip install 'padformer-edge[torch]'" in lines[0]
 
 
-def test_profile_test_scores_images_without_torch(line_site):
+@pytest.mark.parametrize("runtime", sorted(PROFILES))
+def test_profile_test_scores_images_without_torch(line_site, runtime):
     """``profile test``: the daemon's verdicts for a few files, on the command line."""
     site = json.loads((line_site / "site.json").read_text())
     queries = sorted((line_site / "queries").iterdir())
-    cache = line_site / "state/profiles/bolt/reference_cache.safetensors"
+    name = PROFILES[runtime]
+    cache = line_site / f"state/profiles/{name}/reference_cache.safetensors"
     cache.unlink()  # encoded again through the reference graph, and written with numpy
     done = run_cli(
         line_site,
         "profile",
         "test",
-        "bolt",
+        name,
         *map(str, queries),
         "--out",
         str(line_site / "heatmaps"),
@@ -220,8 +234,10 @@ def test_profile_test_scores_images_without_torch(line_site):
     )
     assert done.returncode == 0, done.stderr
     for verdict in json.loads(done.stdout):
-        name = Path(verdict["path"]).name
-        assert verdict["score"] == pytest.approx(site["torch_scores"][name], rel=SCORE_RTOL)
+        image = Path(verdict["path"]).name
+        torch_score = site["torch_scores"][image]
+        assert verdict["score"] == pytest.approx(torch_score, rel=SCORE_RTOL)
+        assert verdict["anomalous"] == (torch_score > site["threshold"])
         assert Path(verdict["heatmap"]).is_file()
     assert cache.is_file()
 

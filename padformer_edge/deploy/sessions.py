@@ -1,0 +1,125 @@
+"""One exported graph opened in onnxruntime or OpenVINO behind one call, ``run(feeds)``.
+
+The torch ``Detector``'s runners (``onnx_runner``, ``openvino_runner``) and the torch-free
+``LineDetector`` open their graphs here, so each runtime's settings live in one place:
+onnxruntime's pool threads sleep instead of spinning (a line PC shares its cores with
+decoding and the page, and spinning would also inflate measured CPU time), and OpenVINO
+computes in float32 (on CPUs with bfloat16 units its default precision hint is bf16,
+which moves scores far beyond float32 rounding with no sign of it in the output). Imports
+no torch: the line runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from padformer_edge.errors import UserError
+
+LINE_ONNXRUNTIME_HINT = "pip install 'padformer-edge[line]'"
+LINE_OPENVINO_HINT = "pip install 'padformer-edge[line-openvino]'"
+OPENVINO_HINT = "pip install 'padformer-edge[openvino]'"
+
+
+class Graph(Protocol):
+    """An opened graph: named input arrays in, every output in order out."""
+
+    def run(self, feeds: dict[str, Any]) -> list[np.ndarray]: ...
+
+
+def import_onnxruntime(hint: str = LINE_ONNXRUNTIME_HINT) -> Any:
+    """onnxruntime, or the one sentence that says how to install it (``hint``)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UserError(
+            "the onnxruntime runtime needs the onnxruntime package, which is not installed; "
+            f"{hint}."
+        ) from None
+    return onnxruntime
+
+
+def import_openvino(hint: str = OPENVINO_HINT) -> Any:
+    """openvino, or the one sentence that says how to install it (``hint``)."""
+    try:
+        import openvino
+    except ImportError:
+        raise UserError(
+            f"the openvino runtime needs the openvino package, which is not installed; {hint}."
+        ) from None
+    return openvino
+
+
+def ir_name(onnx_name: str) -> str:
+    """``query.onnx`` -> ``query.xml`` (its weights go to ``query.bin`` beside it)."""
+    return str(Path(onnx_name).with_suffix(".xml"))
+
+
+def ir_files(onnx_names: Iterable[str]) -> list[str]:
+    """Every IR file (``.xml`` and ``.bin``) the graphs ``onnx_names`` convert to."""
+    found = []
+    for name in onnx_names:
+        xml = ir_name(name)
+        found += [xml, str(Path(xml).with_suffix(".bin"))]
+    return found
+
+
+class OnnxGraph:
+    """One ONNX graph in an onnxruntime session on the CPU with ``threads`` intra-op
+    threads (one inter-op thread: a line runs one detection at a time)."""
+
+    def __init__(self, ort: Any, path: Path, threads: int) -> None:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def run(self, feeds: dict[str, Any]) -> list[np.ndarray]:
+        return self.session.run(None, feeds)
+
+
+def openvino_config(threads: int) -> dict[str, Any]:
+    """OpenVINO's CPU settings: float32 (see the module's docstring), ``threads``
+    inference threads, one stream and no core pinning, for one detection at a time on
+    cores shared with decoding and the page."""
+    return {
+        "INFERENCE_NUM_THREADS": max(1, threads),
+        "NUM_STREAMS": 1,
+        "INFERENCE_PRECISION_HINT": "f32",
+        "PERFORMANCE_HINT": "LATENCY",
+        "ENABLE_CPU_PINNING": False,
+    }
+
+
+class IrGraph:
+    """One OpenVINO IR graph (``.xml`` + ``.bin``) compiled for the CPU in float32."""
+
+    def __init__(self, ov: Any, path: Path, threads: int) -> None:
+        compiled = ov.Core().compile_model(str(path), "CPU", openvino_config(threads))
+        self.request = compiled.create_infer_request()
+
+    def run(self, feeds: dict[str, Any]) -> list[np.ndarray]:
+        """Every output, copied out of the request's reused buffers. Inputs are read in
+        place (``share_inputs``): callers pass contiguous float32/int64 arrays (or
+        OpenVINO tensors over them) and do not change them while it runs."""
+        self.request.infer(feeds, share_inputs=True)
+        return [np.array(tensor.data) for tensor in self.request.output_tensors]
+
+
+def open_graphs(
+    runtime: str, folder: Path, onnx_names: Iterable[str], threads: int, hint: str
+) -> dict[str, Graph]:
+    """The graphs ``onnx_names`` of ``folder`` opened with ``runtime``, by ONNX name (the
+    OpenVINO runtime opens each one's IR beside it); ``hint`` is the install command a
+    missing runtime package names."""
+    if runtime == "openvino":
+        ov = import_openvino(hint)
+        return {name: IrGraph(ov, folder / ir_name(name), threads) for name in onnx_names}
+    if runtime != "onnxruntime":
+        raise ValueError(f"runtime {runtime!r} runs no exported graphs")
+    ort = import_onnxruntime(hint)
+    return {name: OnnxGraph(ort, folder / name, threads) for name in onnx_names}
