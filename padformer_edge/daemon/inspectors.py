@@ -42,19 +42,22 @@ def open_profile(root: Path, name: str) -> tuple[Profile, float]:
     return profile, profile.require_threshold()
 
 
-def build_inspector(profile: Profile, threshold: float, device: str | None) -> Inspector:
+def build_inspector(
+    profile: Profile, threshold: float, device: str | None, runtime: str | None = None
+) -> Inspector:
     """A ready detector for an opened profile (checksum-verified), warmed up once.
 
     Warming up here moves one-off costs (allocator growth, kernel selection on a GPU)
     out of the first real image's latency and proves the profile works before READY.
     """
-    detector = profile.build_detector(device)
+    detector = profile.build_detector(device, runtime)
     detector.detect([read_image(profile.reference_paths[0])])
     log.info(
         "daemon.profile_ready",
         profile=profile.name,
         references=len(profile.reference_paths),
         device=str(detector.device),
+        runtime=runtime or profile.detection.runtime,
         threshold=threshold,
     )
     return Inspector(profile.name, detector, threshold, profile.model_sha256)

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
+from padformer_edge.detect.settings import RuntimeName
 from padformer_edge.errors import UserError
 from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig
@@ -82,7 +83,9 @@ class WorkerConfig(StrictModel):
     """Batching, overload and retry policy of the one inspection worker.
 
     ``device`` overrides every profile's own device setting when set (a line PC whose GPU
-    is gone can be kept running on the CPU without editing each profile).
+    is gone can be kept running on the CPU without editing each profile); ``runtime``
+    does the same for the runtime (a line moved to a torch-free install, or to OpenVINO,
+    with every profile already exported for it).
     """
 
     max_batch: int = Field(
@@ -97,6 +100,14 @@ class WorkerConfig(StrictModel):
     max_attempts: int = Field(3, ge=1, description="A file failing this often is 'failed'.")
     device: Literal["auto", "cpu", "cuda"] | None = Field(
         None, description="Overrides every profile's device when set."
+    )
+    runtime: RuntimeName | None = Field(
+        None,
+        description=(
+            "Overrides every profile's detection.runtime when set (torch, onnxruntime or "
+            "openvino); a graph runtime needs each profile exported for it (profile export "
+            "NAME --runtime RUNTIME)."
+        ),
     )
 
 

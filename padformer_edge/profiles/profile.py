@@ -114,13 +114,18 @@ class Profile:
         shas = [file_sha256(p) for p in self.reference_paths]
         return cache_key(self.model_sha256, shas, self.detection.precision)
 
-    def build_detector(self, device: str | None = None, *, calibrating: bool = False) -> Detector:
+    def build_detector(
+        self, device: str | None = None, runtime: str | None = None, *, calibrating: bool = False
+    ) -> Detector:
         """A detector with this profile's settings and cached references.
 
         ``device`` overrides the profile's own device setting (``auto``, ``cpu``,
-        ``cuda``). The checkpoint's sha256 is verified first, and unless ``calibrating``,
-        that the threshold was set on scores computed the way this detector computes them.
+        ``cuda``), ``runtime`` its runtime (the daemon's ``worker.runtime``). The
+        checkpoint's sha256 is verified first, and unless ``calibrating``, that the
+        threshold was set on scores computed the way this detector computes them.
         """
+        if runtime is not None and runtime != self.detection.runtime:
+            return self.on_runtime(runtime).build_detector(device, calibrating=calibrating)
         settings = self.detection if device is None else self.detection.replace(device=device)
         if settings.runtime in GRAPH_RUNTIMES:
             detector = self.build_line_detector(settings)
@@ -142,6 +147,12 @@ class Profile:
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector
+
+    def on_runtime(self, runtime: str) -> Profile:
+        """This profile (in memory, the file unchanged) set to run on ``runtime``: what a
+        daemon's ``worker.runtime`` asks for, checked and refused like the profile's own."""
+        detection = self.detection.replace(runtime=runtime)
+        return Profile(self.folder, self.config.model_copy(update={"detection": detection}))
 
     def build_line_detector(self, settings: DetectionSettings) -> LineDetector:
         """The torch-free detector on the profile's exported graphs, each verified against

@@ -168,3 +168,34 @@ def test_profile_export_runtime_openvino_from_the_command_line(sources):  # noqa
     assert [row["score"] for row in rows] == pytest.approx(by_torch, rel=SCORE_RTOL, abs=0)
     threshold = load_profile(root, "part").require_threshold()
     assert [row["anomalous"] for row in rows] == [s > threshold for s in by_torch]
+
+
+def test_the_daemons_runtime_overrides_every_profiles(sources):  # noqa: F811
+    """``worker.runtime`` in the daemon's config runs a torch profile on its exported
+    graphs (same scores), and names the fix when the profile holds none for it."""
+    from padformer_edge.daemon.inspectors import build_inspector
+    from padformer_edge.daemon.settings import WorkerConfig
+
+    root = sources / "profiles"
+    profile = create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=FAST
+    ).profile
+    first = profile.build_detector().detect(queries())
+    pin_threshold(profile, max(d.score for d in first) + 1.0)
+    profile = load_profile(root, "part")
+    with pytest.raises(UserError, match="profile export part"):
+        build_inspector(profile, profile.require_threshold(), None, "onnxruntime")
+    export_profile(root, "part", "openvino")
+    config = yaml.safe_load((profile.folder / PROFILE_FILE).read_text())
+    config["detection"]["runtime"] = "torch"  # exported, but the profile itself stays on torch
+    (profile.folder / PROFILE_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    profile = load_profile(root, "part")
+    assert profile.detection.runtime == "torch"
+    inspector = build_inspector(profile, profile.require_threshold(), None, "openvino")
+    assert isinstance(inspector.detector, LineDetector)
+    model, _ = load_checkpoint(sources / "edge.safetensors")
+    threshold = profile.require_threshold()
+    assert_same(inspector.detector.detect(queries()), first, float32_bound(model), threshold)
+    assert WorkerConfig(runtime="openvino").runtime == "openvino"
+    with pytest.raises(ValueError, match="runtime"):
+        WorkerConfig(runtime="tensorrt")
