@@ -285,8 +285,9 @@ def main() -> None:
                "p95", "p95 after the first load", "max", "errors"]  # fmt: skip
     table = markdown_table(headers, rows)
     summary = (
-        f"Server process: {server_cpu_s:.1f} s CPU over {wall_s:.1f} s of load "
-        f"({len(every) / wall_s:.0f} pages/s), RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB). "
+        f"Server process: {server_cpu_s:.2f} s CPU over {wall_s:.2f} s of load "
+        f"({server_cpu_s / len(every) * 1000:.2f} ms of CPU per page), "
+        f"{len(every) / wall_s:.0f} pages/s, RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB). "
         f"Clients in {min(args.processes, args.clients)} processes; machine load (1-minute "
         f"average, as `uptime` shows it) {load_before:.2f} when the load began."
     )
