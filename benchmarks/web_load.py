@@ -3,10 +3,10 @@
 Fills a SQLite file with ``--rows`` finished inspections (``web_pages.fill``: the rows of
 ``benchmarks/store.py`` ending now, upgraded to the head schema by the store's own
 migrations; one in a hundred rows gets a review), starts ``padformer-edge serve`` on
-127.0.0.1 as a separate process, then lets ``--clients`` clients (one thread and one
-keep-alive connection each, all released together) each load ``--requests`` pages in
-turn: the live view ``/``, history, history filtered by review, and a detail page. A
-client waits for each answer before asking again, as a browser tab does, then waits
+127.0.0.1 as a separate process, then lets ``--clients`` clients (one keep-alive
+connection each, all released together) each load ``--requests`` pages in turn: the
+live view ``/``, history, history filtered by review, and a detail page. A client
+waits for each answer before asking again, as a browser tab does, then waits
 ``--think-ms`` (drawn uniformly between half and one and a half times it, so clients
 drift apart). With no think time the clients are a closed loop: each answer is the
 next request at once, so latency is the number of clients over the pages per second
@@ -15,30 +15,36 @@ every few seconds at most, which ``--think-ms 1000`` stands for.
 
 Reports per page the p50, p95 (nearest rank) and maximum latency seen by the clients,
 the errors (any answer but 200, or a failed connection), and the server process's CPU
-time and resident memory over the run, read from ``/proc`` (Linux only).
+time and resident memory over the run, read from ``/proc`` (Linux only), and the
+machine's load average when the load began: the clients share the machine's cores with
+the server (and with whatever else runs), so compare figures measured at similar loads.
+The clients are coroutines dealt over ``--processes`` processes of their own, so that
+what one client waits for is the server, not the other clients' share of one GIL.
 
     python benchmarks/web_load.py [--clients 100] [--rows 200000] [--requests 10]
-                                  [--think-ms 0] [--threads N] [--write-docs]
+                                  [--think-ms 0] [--processes 2] [--write-docs]
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
+import asyncio
 import math
+import multiprocessing
 import os
 import random
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+from urllib.request import Request, urlopen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -47,6 +53,7 @@ from benchmarks.web_pages import fill
 
 REVIEW_EVERY = 100  # one row in this many is reviewed, alternately each verdict
 START_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 60.0
 
 
 def add_reviews(path: Path, rows: int) -> int:
@@ -103,71 +110,115 @@ def proc_memory_mib(pid: int) -> tuple[float, float]:
 
 
 class Client:
-    """One browser tab: a keep-alive connection, reopened after an error."""
+    """One browser tab: a keep-alive HTTP/1.1 connection, reopened after an error.
 
-    def __init__(self, base: str) -> None:
-        parts = urlsplit(base)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.conn: http.client.HTTPConnection | None = None
+    Requests are written and answers read on asyncio streams, so a process holds many
+    tabs on one event loop: a hundred ``http.client`` threads in one process spent their
+    time queueing for its GIL, and that wait was counted as the server's latency.
+    """
 
-    def get(self, path: str) -> tuple[float, bool]:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.request = (f"GET {{path}} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                        "Accept: text/html\r\n\r\n")  # fmt: skip
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def _exchange(self, path: str) -> int:
+        if self.streams is None:
+            self.streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.streams
+        writer.write(self.request.format(path=path).encode())
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split()[1])
+        fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
+        await reader.readexactly(int(fields["content-length"]))  # every page here has one
+        if fields.get("connection", "").lower() == "close":
+            self.close()
+        return status
+
+    async def get(self, path: str) -> tuple[float, bool]:
         """(milliseconds to the last byte, success) of one GET."""
         started = time.perf_counter()
         try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-            self.conn.request("GET", path, headers={"Accept": "text/html"})
-            reply = self.conn.getresponse()
-            reply.read()
-            ok = reply.status == 200
-        except (OSError, http.client.HTTPException):
-            if self.conn is not None:
-                self.conn.close()
-            self.conn, ok = None, False
+            ok = await asyncio.wait_for(self._exchange(path), REQUEST_TIMEOUT_S) == 200
+        except (OSError, TimeoutError, ValueError, KeyError, IndexError,
+                asyncio.IncompleteReadError, asyncio.LimitOverrunError):  # fmt: skip
+            self.close()
+            ok = False
         return (time.perf_counter() - started) * 1000, ok
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
 
 
-def run_load(base: str, pages: dict[str, str], clients: int, requests: int, threads: int,
-             think_ms: float = 0.0) -> tuple[dict[str, list[float]], dict[str, list[float]],
-                                             dict[str, int], float]:  # fmt: skip
-    """Every client loads ``requests`` pages, cycling through ``pages`` from its own
-    offset; returns per page the latencies of every load and of the loads after each
-    client's first (the opening burst left out), the errors, and the run's wall seconds."""
+Loads = list[tuple[str, int, float, bool]]  # (page, load number, milliseconds, success)
+_release: Any = None  # the cross-process barrier, set in each client process
+
+
+def _set_release(barrier: Any) -> None:
+    global _release
+    _release = barrier
+
+
+def _client_process(base: str, pages: dict[str, str], indexes: list[int], requests: int,
+                    think_ms: float) -> Loads:  # fmt: skip
+    """The clients ``indexes`` on one event loop, started when every process is ready."""
+    parts = urlsplit(base)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     names = list(pages)
-    latencies: dict[str, list[float]] = defaultdict(list)
-    later: dict[str, list[float]] = defaultdict(list)
-    errors: dict[str, int] = defaultdict(int)
-    lock = threading.Lock()
-    go = threading.Barrier(min(clients, threads))
+    loads: Loads = []
 
-    def one(index: int) -> None:
-        client = Client(base)
-        pause = random.Random(index)
+    async def one(index: int) -> None:
+        client, pause = Client(host, port), random.Random(index)
         try:
-            if index < threads:
-                go.wait()
             for n in range(requests):
                 name = names[(index + n) % len(names)]
-                ms, ok = client.get(pages[name])
-                with lock:
-                    latencies[name].append(ms)
-                    if n > 0:
-                        later[name].append(ms)
-                    errors[name] += not ok
+                ms, ok = await client.get(pages[name])
+                loads.append((name, n, ms, ok))
                 if think_ms > 0 and n + 1 < requests:
-                    time.sleep(think_ms * pause.uniform(0.5, 1.5) / 1000)
+                    await asyncio.sleep(think_ms * pause.uniform(0.5, 1.5) / 1000)
         finally:
             client.close()
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        for future in [pool.submit(one, i) for i in range(clients)]:
-            future.result()
-    return latencies, later, errors, time.perf_counter() - started
+    async def every() -> None:
+        await asyncio.gather(*(one(i) for i in indexes))
+
+    _release.wait(START_TIMEOUT_S)
+    asyncio.run(every())
+    return loads
+
+
+def run_load(base: str, pages: dict[str, str], clients: int, requests: int, processes: int,
+             think_ms: float = 0.0) -> tuple[dict[str, list[float]], dict[str, list[float]],
+                                             dict[str, int], float]:  # fmt: skip
+    """Every client loads ``requests`` pages, cycling through ``pages`` from its own
+    offset, the clients dealt over ``processes`` processes (each its own GIL and event
+    loop) and all released together; returns per page the latencies of every load and of
+    the loads after each client's first (the opening burst left out), the errors, and the
+    run's wall seconds."""
+    latencies: dict[str, list[float]] = defaultdict(list)
+    later: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    processes = min(processes, clients)
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(processes + 1)  # the client processes and this one
+    shares = [list(range(clients))[k::processes] for k in range(processes)]
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_set_release,
+                             initargs=(barrier,)) as pool:  # fmt: skip
+        futures = [pool.submit(_client_process, base, pages, share, requests, think_ms)
+                   for share in shares]  # fmt: skip
+        barrier.wait(START_TIMEOUT_S)
+        started = time.perf_counter()
+        for future in futures:
+            for name, n, ms, ok in future.result():
+                latencies[name].append(ms)
+                if n > 0:
+                    later[name].append(ms)
+                errors[name] += not ok
+        wall_s = time.perf_counter() - started
+    return latencies, later, errors, wall_s
 
 
 def nearest_rank(values: list[float], percent: int) -> float:
@@ -182,13 +233,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10, help="pages each client loads")
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="mean pause of a client between its page loads")  # fmt: skip
-    parser.add_argument("--threads", type=int, default=None,
-                        help="client threads (default: one per client)")  # fmt: skip
+    parser.add_argument("--processes", type=int, default=2,
+                        help="client processes the clients are dealt over")  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
-    if min(args.clients, args.rows, args.requests) < 1 or args.think_ms < 0:
-        parser.error("--clients, --rows and --requests must be at least 1, --think-ms >= 0")
-    threads = args.threads or args.clients
+    if min(args.clients, args.rows, args.requests, args.processes) < 1 or args.think_ms < 0:
+        parser.error("--clients, --rows, --requests and --processes must be at least 1, "
+                     "--think-ms >= 0")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.sqlite3"
         fill_s = fill(db, args.rows, datetime.now(UTC) - timedelta(days=30))
@@ -202,13 +253,13 @@ def main() -> None:
                 "history --review reviewed": "/history?review=reviewed",
                 "detail /inspections/ID": f"/inspections/{middle}",
             }
-            warm = Client(base)
             for path in pages.values():  # first loads open the engine and fill caches
-                warm.get(path)
-            warm.close()
+                warm = Request(base + path, headers={"Accept": "text/html"})
+                urlopen(warm, timeout=REQUEST_TIMEOUT_S).read()
+            load_before = os.getloadavg()[0]
             cpu_before = proc_cpu_s(process.pid)
             latencies, later, errors, wall_s = run_load(base, pages, args.clients, args.requests,
-                                                 threads, args.think_ms)  # fmt: skip
+                                                 args.processes, args.think_ms)  # fmt: skip
             server_cpu_s = proc_cpu_s(process.pid) - cpu_before
             rss_mib, peak_mib = proc_memory_mib(process.pid)
         finally:
@@ -234,8 +285,11 @@ def main() -> None:
                "p95", "p95 after the first load", "max", "errors"]  # fmt: skip
     table = markdown_table(headers, rows)
     summary = (
-        f"Server process: {server_cpu_s:.1f} s CPU over {wall_s:.1f} s of load "
-        f"({len(every) / wall_s:.0f} pages/s), RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB)."
+        f"Server process: {server_cpu_s:.2f} s CPU over {wall_s:.2f} s of load "
+        f"({server_cpu_s / len(every) * 1000:.2f} ms of CPU per page), "
+        f"{len(every) / wall_s:.0f} pages/s, RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB). "
+        f"Clients in {min(args.processes, args.clients)} processes; machine load (1-minute "
+        f"average, as `uptime` shows it) {load_before:.2f} when the load began."
     )
     print(table)
     print(summary)
@@ -247,7 +301,8 @@ def main() -> None:
             "rows": args.rows,
             "requests_per_client": args.requests,
             "think_ms": args.think_ms,
-            "threads": threads,
+            "processes": args.processes,
+            "load_before": round(load_before, 2),
             "p50_ms": {n: round(nearest_rank(v, 50), 2) for n, v in latencies.items()},
             "p95_ms": {n: round(nearest_rank(v, 95), 2) for n, v in latencies.items()},
             "max_ms": {n: round(max(v), 2) for n, v in latencies.items()},

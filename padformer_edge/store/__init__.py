@@ -1,8 +1,9 @@
 """The inspection history: one SQLite file by default, PostgreSQL by URL.
 
-``models`` holds the tables, ``engine`` the connection set-up, ``schema`` the Alembic
-migrations and backups, ``queue`` the daemon's write path, ``heartbeat`` the daemon's
-liveness row and ``history`` the reads the CLI offers.
+``tables`` holds the tables (SQLAlchemy Core), ``models`` the ORM classes mapped onto
+them, ``engine`` the connection set-up, ``schema`` the Alembic migrations and backups,
+``queue`` the daemon's write path, ``heartbeat`` the daemon's liveness row and
+``history`` the reads the CLI offers (Core only, so they never import the ORM).
 
 This file imports nothing: SQLAlchemy and Alembic take most of a command's start-up,
 and ``--help``, ``profile list`` or ``doctor``'s path checks must not pay for them;

@@ -4,6 +4,10 @@ Filters, grouping and percentiles are SQL (window functions exist on SQLite and
 PostgreSQL alike), so a million-row history costs the database an index scan rather than
 costing Python a million objects. Export streams rows through a server-side cursor and
 never holds more than one batch.
+
+Reads are SQLAlchemy Core on the tables of ``tables``, so ``results list`` and the
+other read commands never import the ORM; only ``get_inspection`` (an inspection with
+its alerts, for ``results show``) loads ORM objects, and imports the ORM when called.
 """
 
 from __future__ import annotations
@@ -15,17 +19,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Engine, Select, and_, case, delete, func, literal, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Row,
+    Select,
+    and_,
+    case,
+    delete,
+    func,
+    literal,
+    select,
+)
 
-from padformer_edge.store.models import Inspection, Review, ReviewVerdict, Status
+from padformer_edge.store.tables import inspections, reviews
 from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
 from padformer_edge.store.vocabulary import GroupBy as GroupBy
-from padformer_edge.store.vocabulary import ReviewFilter
+from padformer_edge.store.vocabulary import ReviewFilter, ReviewVerdict, Status
 
-COLUMNS = [c.name for c in Inspection.__table__.columns]
+if TYPE_CHECKING:
+    from padformer_edge.store.models import Inspection
+
+COLUMNS = [c.name for c in inspections.columns]
+# The columns of the two tables, as the queries below name them.
+IN, RV = inspections.c, reviews.c
 # An inspection's review, flattened beside its columns in lists and exports (all None
 # for a row nobody reviewed).
 REVIEW_COLUMNS = ["review", "review_note", "reviewed_by", "reviewed_at"]
@@ -46,16 +65,16 @@ class Filters:
 
     def clauses(self) -> list[ColumnElement[bool]]:
         wanted = [
-            (self.camera, lambda v: Inspection.camera == v),
-            (self.product, lambda v: Inspection.product == v),
-            (self.since, lambda v: Inspection.discovered_at >= v),
-            (self.until, lambda v: Inspection.discovered_at < v),
-            (self.status, lambda v: Inspection.status == v),
-            (self.min_score, lambda v: Inspection.score >= v),
+            (self.camera, lambda v: IN.camera == v),
+            (self.product, lambda v: IN.product == v),
+            (self.since, lambda v: IN.discovered_at >= v),
+            (self.until, lambda v: IN.discovered_at < v),
+            (self.status, lambda v: IN.status == v),
+            (self.min_score, lambda v: IN.score >= v),
         ]
         clauses = [make(value) for value, make in wanted if value is not None]
         if self.anomalies_only:
-            clauses.append(Inspection.is_anomaly.is_(True))
+            clauses.append(IN.is_anomaly.is_(True))
         if self.review is not None:
             clauses.append(review_clause(self.review))
         return clauses
@@ -68,27 +87,24 @@ def review_clause(wanted: ReviewFilter) -> ColumnElement[bool]:
     ``Filters`` keeps its shape; the (verdict, inspection_id) index answers it.
     """
     if wanted in ("reviewed", "unreviewed"):
-        reviewed = select(Review.inspection_id)
+        reviewed = select(RV.inspection_id)
         if wanted == "reviewed":
-            return Inspection.id.in_(reviewed)
-        return Inspection.id.not_in(reviewed)
-    return Inspection.id.in_(
-        select(Review.inspection_id).where(Review.verdict == ReviewVerdict(wanted))
-    )
+            return IN.id.in_(reviewed)
+        return IN.id.not_in(reviewed)
+    return IN.id.in_(select(RV.inspection_id).where(RV.verdict == ReviewVerdict(wanted)))
 
 
 def with_reviews(*where: ColumnElement[bool]) -> Select[Any]:
     """Every inspection column plus its review's (``REVIEW_COLUMNS``), unreviewed rows
     included: one primary-key look-up per row in the small reviews table."""
-    columns = Inspection.__table__.c
-    joined = Inspection.__table__.outerjoin(Review.__table__, Review.inspection_id == columns.id)
+    joined = inspections.outerjoin(reviews, RV.inspection_id == IN.id)
     return (
         select(
-            *columns,
-            Review.verdict.label("review"),
-            Review.note.label("review_note"),
-            Review.reviewer.label("reviewed_by"),
-            Review.reviewed_at.label("reviewed_at"),
+            *IN,
+            RV.verdict.label("review"),
+            RV.note.label("review_note"),
+            RV.reviewer.label("reviewed_by"),
+            RV.reviewed_at.label("reviewed_at"),
         )
         .select_from(joined)
         .where(*where)
@@ -108,7 +124,9 @@ def record(values: Any) -> dict[str, Any]:
     text), in ``RECORD_COLUMNS`` order."""
     if isinstance(values, dict):
         mapping = values
-    else:
+    elif isinstance(values, Row):  # a row of ``with_reviews``
+        mapping = dict(values._mapping)
+    else:  # an ORM ``Inspection``
         mapping = {c: getattr(values, c) for c in COLUMNS} | _review_fields(values)
     out = {}
     for name in RECORD_COLUMNS:
@@ -121,21 +139,25 @@ def record(values: Any) -> dict[str, Any]:
     return out
 
 
-def list_inspections(engine: Engine, filters: Filters, limit: int = 50) -> list[Inspection]:
-    """Newest first (by discovery time), at most ``limit`` rows."""
+def list_inspections(engine: Engine, filters: Filters, limit: int = 50) -> list[Row[Any]]:
+    """Newest first (by discovery time), at most ``limit`` rows, each with the inspection's
+    columns (as attributes: ``row.id``, ``row.status``) and its review's
+    (``REVIEW_COLUMNS``)."""
     query = (
-        select(Inspection)
-        .where(*filters.clauses())
-        .order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
+        with_reviews(*filters.clauses())
+        .order_by(IN.discovered_at.desc(), IN.id.desc())
         .limit(limit)
-        .options(selectinload(Inspection.review))
     )
-    with Session(engine) as session:
-        return list(session.scalars(query))
+    with engine.connect() as conn:
+        return list(conn.execute(query))
 
 
 def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
     """One row with its alerts loaded, usable after the session closes."""
+    from sqlalchemy.orm import Session, selectinload  # the ORM only for this one object
+
+    from padformer_edge.store.models import Inspection
+
     with Session(engine) as session:
         return session.scalars(
             select(Inspection)
@@ -166,11 +188,11 @@ class GroupStats:
 
 def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any] | None:
     """The SQL expression rows are grouped by; ``None`` for one overall group."""
-    at = Inspection.discovered_at
+    at = IN.discovered_at
     if by == "camera":
-        return Inspection.camera
+        return IN.camera
     if by == "product":
-        return Inspection.product
+        return IN.product
     if by in ("hour", "day"):
         if engine.dialect.name == "postgresql":
             pattern = 'YYYY-MM-DD"T"HH24":00Z"' if by == "hour" else "YYYY-MM-DD"
@@ -214,7 +236,7 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
     """Counts, anomaly rate, failures and score/detect-time percentiles per group."""
     key = _group_key(engine, by)
     where = Filters(since=since).clauses()
-    status = Inspection.status
+    status = IN.status
 
     def count_if(condition: ColumnElement[bool]) -> Any:
         return func.sum(case((condition, 1), else_=0))
@@ -223,7 +245,7 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
         (literal("all") if key is None else key).label("grp"),
         func.count(),
         count_if(status == Status.done),
-        count_if(and_(status == Status.done, Inspection.is_anomaly.is_(True))),
+        count_if(and_(status == Status.done, IN.is_anomaly.is_(True))),
         count_if(status == Status.failed),
         count_if(status == Status.skipped),
         count_if(status.in_([Status.pending, Status.processing])),
@@ -232,9 +254,9 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
         query = query.group_by(key).order_by(key)
     with engine.connect() as conn:
         counts = conn.execute(query).all()
-    done_only = [*where, Inspection.status == Status.done]
-    scores = _percentiles(engine, key, Inspection.score, done_only)
-    times = _percentiles(engine, key, Inspection.detect_ms, done_only)
+    done_only = [*where, IN.status == Status.done]
+    scores = _percentiles(engine, key, IN.score, done_only)
+    times = _percentiles(engine, key, IN.detect_ms, done_only)
     return [
         GroupStats(
             str(g),
@@ -255,7 +277,7 @@ def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) ->
 
 def iter_records(engine: Engine, filters: Filters, batch: int = 1000) -> Iterator[dict[str, Any]]:
     """Every matching row, oldest first, fetched ``batch`` rows at a time."""
-    query: Select[Any] = with_reviews(*filters.clauses()).order_by(Inspection.id)
+    query: Select[Any] = with_reviews(*filters.clauses()).order_by(IN.id)
     with engine.connect() as conn:
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(query)
         for row in result.mappings():
@@ -295,21 +317,18 @@ def prune(
     length of the whole prune. A batch's heatmaps are removed right after its commit, so
     a crash in between can leave orphan image files but never a row whose heatmap is gone.
     """
-    condition = [Inspection.discovered_at < older_than, Inspection.status.in_(FINISHED)]
+    condition = [IN.discovered_at < older_than, IN.status.in_(FINISHED)]
     if keep_anomalies:
-        condition.append(Inspection.is_anomaly.is_not(True))
+        condition.append(IN.is_anomaly.is_not(True))
     rows = deleted = missing = 0
     while True:
         with engine.begin() as conn:
             found = conn.execute(
-                select(Inspection.id, Inspection.heatmap_path)
-                .where(*condition)
-                .order_by(Inspection.id)
-                .limit(batch)
+                select(IN.id, IN.heatmap_path).where(*condition).order_by(IN.id).limit(batch)
             ).all()
             if not found:
                 break
-            conn.execute(delete(Inspection).where(Inspection.id.in_([i for i, _ in found])))
+            conn.execute(delete(inspections).where(IN.id.in_([i for i, _ in found])))
         rows += len(found)
         for _, heatmap in found:
             if not heatmap:

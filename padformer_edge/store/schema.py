@@ -4,22 +4,27 @@ The schema only ever changes through the Alembic revisions in ``migrations/``. R
 refuse a database that is not at head rather than guess at columns; the daemon upgrades
 on start, under a file lock (two daemons started together must not both migrate) and
 after an online backup (a migration that goes wrong must not cost the history).
+
+Checking a database is not running a migration: the head is read from the revision
+files' own ``revision`` and ``down_revision`` lines and the current revision from
+Alembic's version table, both without importing Alembic, whose import was a large part
+of ``results list``'s start-up. Alembic is imported only to upgrade or downgrade, and a
+test holds the chain and head read here equal to what Alembic computes from the same
+files.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib.util
 import logging
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from filelock import FileLock
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from padformer_edge.atomic import atomic_path
@@ -27,7 +32,11 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, sqlite_path, state_dir
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 log = get_logger(__name__)
+VERSION_TABLE = "alembic_version"  # Alembic's default name, which env.py keeps
 # Alembic narrates every step at INFO; the store logs the outcome as one structured event.
 logging.getLogger("alembic").setLevel(logging.WARNING)
 
@@ -52,15 +61,52 @@ def migrations_folder() -> Path:
 
 def alembic_config() -> Config:
     """Alembic configured in code, pointing at the installed migrations folder."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_folder()))
     return config
 
 
+def _revision_ids(path: Path) -> tuple[str, tuple[str, ...]] | None:
+    """(revision, its down revisions) as a revision file assigns them at module level,
+    read with ``ast`` (no import, no Alembic); None for a file that is not a revision."""
+    found: dict[str, object] = {}
+    for node in ast.parse(path.read_bytes(), str(path)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in ("revision", "down_revision"):
+            found[target.id] = ast.literal_eval(value)
+    revision, down = found.get("revision"), found.get("down_revision")
+    if not isinstance(revision, str):
+        return None
+    downs = (down,) if isinstance(down, str) else tuple(down or ())  # type: ignore[arg-type]
+    return revision, downs
+
+
+def revision_chain() -> dict[str, tuple[str, ...]]:
+    """Every revision in ``migrations/versions`` with the revisions it follows."""
+    chain = {}
+    for path in sorted((migrations_folder() / "versions").glob("*.py")):
+        ids = _revision_ids(path)
+        if ids is not None:
+            chain[ids[0]] = ids[1]
+    return chain
+
+
+@functools.cache
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None, "migrations/versions holds no revision"
-    return head
+    """The one revision no other follows: what a database must be stamped with."""
+    chain = revision_chain()
+    followed = {down for downs in chain.values() for down in downs}
+    heads = sorted(set(chain) - followed)
+    if len(heads) != 1:
+        raise RuntimeError(f"migrations/versions must have exactly one head, found {heads}")
+    return heads[0]
 
 
 def _first_line(error: BaseException | None) -> str:
@@ -71,15 +117,26 @@ def current_revision(engine: Engine) -> str | None:
     """The revision stamped in the database; ``None`` for an empty one."""
     try:
         with engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
+            if not inspect(conn).has_table(VERSION_TABLE):
+                return None
+            stamped = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
     except DBAPIError as err:
         raise UserError(
             f"cannot read the database {describe(engine.url)} ({_first_line(err.orig)}); "
             "check the --db URL and that it names a padformer-edge database."
         ) from err
+    if len(stamped) > 1:
+        raise UserError(
+            f"the database {describe(engine.url)} is stamped with several schema revisions "
+            f"({', '.join(sorted(r[0] for r in stamped))}); it was not migrated by "
+            "padformer-edge, so restore it from a backup."
+        )
+    return stamped[0][0] if stamped else None
 
 
 def _run(engine: Engine, action: str, revision: str) -> None:
+    from alembic import command  # only here: checking a database needs no Alembic
+
     config = alembic_config()
     with engine.connect() as conn:
         # The driver connection, because any statement through SQLAlchemy would first
@@ -118,6 +175,12 @@ def require_head(engine: Engine, db_hint: str = "") -> None:
         raise UserError(
             f"the database {describe(engine.url)} has no schema yet; run "
             f"'padformer-edge db upgrade{where}' first."
+        )
+    if current not in revision_chain():  # written by a newer padformer-edge
+        raise UserError(
+            f"the database {describe(engine.url)} is at schema {current}, which this version "
+            f"(schema {head}) does not know; a newer padformer-edge wrote it, so install that "
+            "version or newer to read it."
         )
     raise UserError(
         f"the database {describe(engine.url)} is at schema {current} but this version needs "
@@ -163,6 +226,8 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
     Returns the head revision. The backup is skipped for an empty database (nothing to
     lose) and for PostgreSQL (the server's backups own that).
     """
+    from filelock import FileLock  # only the daemon migrates; readers never lock
+
     path = sqlite_path(engine.url)
     lock_path = (
         path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"

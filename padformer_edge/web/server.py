@@ -25,7 +25,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.web.app import WebApp
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
-from padformer_edge.web.protocol import HeadDeadline
+from padformer_edge.web.protocol import head_deadline_protocol
 
 log = get_logger("web")
 BACKLOG = 1024
@@ -67,7 +67,8 @@ class WebServer:
             log_level=logging.WARNING,
             access_log=False,
             backlog=BACKLOG,
-            http=HeadDeadline,
+            http=head_deadline_protocol(),
+            loop="auto",  # uvloop when installed (it is with the base install), else asyncio
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
             server_header=False,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from filelock import FileLock, Timeout
 from sqlalchemy import inspect, text
 
@@ -79,6 +80,42 @@ def test_readers_refuse_a_database_without_schema(tmp_path: Path) -> None:
         open_checked(str(path))
     with pytest.raises(UserError, match="no database"):
         open_checked(str(tmp_path / "missing.sqlite3"))
+
+
+def test_the_head_read_from_the_revision_files_is_alembics(db_url: str) -> None:
+    """The check reads ``revision``/``down_revision`` itself, without Alembic; Alembic,
+    which runs the same files, must agree on the chain, the head and the stamp."""
+    script = ScriptDirectory.from_config(schema.alembic_config())
+    assert head_revision() == script.get_current_head()
+    assert schema.revision_chain() == {
+        r.revision: tuple(r._versioned_down_revisions) for r in script.walk_revisions()
+    }
+    engine = open_engine(db_url)
+    for revision in ["base", *sorted(schema.revision_chain())]:
+        if revision != "base":
+            upgrade(engine, revision)
+        with engine.connect() as conn:
+            stamped = MigrationContext.configure(conn).get_current_revision()
+        assert current_revision(engine) == stamped
+
+
+def test_readers_refuse_a_schema_behind_or_ahead_in_one_sentence(sqlite_file: Path) -> None:
+    engine = open_engine(str(sqlite_file))
+    previous = schema.revision_chain()[head_revision()][0]
+    schema.downgrade(engine, previous)
+    with pytest.raises(UserError) as behind:
+        open_checked(str(sqlite_file))
+    message = str(behind.value)
+    assert f"is at schema {previous} but this version needs {head_revision()}" in message
+    assert "run 'padformer-edge db upgrade" in message and "\n" not in message
+    upgrade(engine)
+    with engine.begin() as conn:  # as a newer release would leave it
+        conn.execute(text(f"UPDATE {schema.VERSION_TABLE} SET version_num = '9999'"))
+    with pytest.raises(UserError) as ahead:
+        open_checked(str(sqlite_file))
+    message = str(ahead.value)
+    assert "is at schema 9999, which this version" in message
+    assert "install that version or newer" in message and "\n" not in message
 
 
 def test_migrate_on_start_backs_up_then_upgrades_under_the_lock(

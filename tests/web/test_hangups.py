@@ -8,12 +8,34 @@ import logging
 import socket
 import struct
 import time
+from collections.abc import Callable
 
 import pytest
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from padformer_edge.web import protocol
+from padformer_edge.web import server as server_module
 from padformer_edge.web.server import WebServer
 from tests.web.client import request
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def parsed_by(
+    request: pytest.FixtureRequest,
+    serve: Callable[..., WebServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> WebServer:
+    """A server parsing HTTP with httptools (the base install's) or with h11 (the
+    fallback where httptools has no wheel): both must keep the deadline and stay quiet."""
+    if request.param == "h11":
+        monkeypatch.setattr(server_module, "head_deadline_protocol",
+                            lambda: protocol.H11HeadDeadline)  # fmt: skip
+    started = serve()
+    expected = H11Protocol if request.param == "h11" else HttpToolsProtocol
+    parser = started.server.config.http
+    assert isinstance(parser, type) and issubclass(parser, expected)
+    return started
 
 
 def _hang_up(server: WebServer, raw: bytes, after_s: float = 0.1) -> None:
@@ -26,8 +48,9 @@ def _hang_up(server: WebServer, raw: bytes, after_s: float = 0.1) -> None:
 
 
 def test_hang_ups_leave_no_traceback(
-    server: WebServer, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    parsed_by: WebServer, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    server = parsed_by
     caplog.set_level(logging.DEBUG)
     host = f"Host: 127.0.0.1:{server.port}\r\n"
     for path in ("/events", "/", "/history", "/history.csv", "/media/1/image"):
@@ -43,10 +66,11 @@ def test_hang_ups_leave_no_traceback(
 
 
 def test_a_connection_that_sends_no_request_is_closed(
-    server: WebServer, monkeypatch: pytest.MonkeyPatch
+    parsed_by: WebServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Half-open connections (nothing, or half a request head) are dropped after the
     deadline instead of being held for good; the page keeps answering meanwhile."""
+    server = parsed_by
     monkeypatch.setattr(protocol, "HEAD_TIMEOUT_S", 1.0)
     silent = [socket.create_connection((server.host, server.port), timeout=10) for _ in range(20)]
     partial = socket.create_connection((server.host, server.port), timeout=10)

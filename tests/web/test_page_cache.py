@@ -6,10 +6,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
+import pytest
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, Response
 
+from padformer_edge.web import page_cache
 from padformer_edge.web.page_cache import PageCache
 from padformer_edge.web.server import WebServer
 from tests.web.client import request
@@ -100,3 +104,40 @@ def test_a_render_overtaken_by_a_clear_is_not_kept() -> None:
     assert cache.get(("/",), build).body == b"<p>page 1</p>"
     assert cache.get(("/",), build).body == b"<p>page 2</p>"
     assert cache.get(("/",), build).body == b"<p>page 2</p>"
+
+
+def test_the_event_loop_gets_only_a_fresh_page_and_never_a_cleared_one() -> None:
+    """``fresh`` is what the event loop answers without the thread pool: a kept page
+    within its second, nothing once it expired (the pool renders it) or was cleared."""
+    cache = PageCache(ttl_s=0.1)
+    built, build = _counting()
+    assert cache.fresh(("/",)) is None
+    cache.get(("/",), build)
+    kept = cache.fresh(("/",))
+    assert kept is not None and kept.body == b"<p>page 1</p>" and kept.status_code == 200
+    assert kept.headers["content-type"].startswith("text/html")
+    time.sleep(0.15)
+    assert cache.fresh(("/",)) is None
+    cache.get(("/",), build)
+    cache.clear()
+    assert cache.fresh(("/",)) is None and len(built) == 2
+
+
+def test_a_fresh_page_is_served_without_a_worker_thread(
+    server: WebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While it is fresh the same page comes back byte for byte, and the server's thread
+    pool is not asked for it: only a render goes there."""
+    server.app.page_cache.ttl_s = 60  # fresh for the whole test, however slow the machine
+    pooled: list[object] = []
+
+    async def counting(func: Callable[..., Any], *args: Any) -> Any:
+        pooled.append(func)
+        return await run_in_threadpool(func, *args)
+
+    monkeypatch.setattr(page_cache, "run_in_threadpool", counting)
+    first = request(server.url, "/history", headers={"Accept": "text/html"})
+    assert len(pooled) == 1  # rendered in the pool
+    again = request(server.url, "/history", headers={"Accept": "text/html"})
+    assert first.status == again.status == 200 and again.text == first.text
+    assert len(pooled) == 1

@@ -1,0 +1,172 @@
+"""The tables of the inspection history, defined once, in SQLAlchemy Core.
+
+The schema is owned by Alembic (``migrations/``); these tables must agree with the head
+revision, and a test compares the two with autogenerate so that they cannot drift apart.
+Constraint names follow one convention so batch migrations on SQLite can find them.
+
+They are Core ``Table`` objects rather than ORM classes so that a reader such as
+``results list`` can query them without importing SQLAlchemy's ORM, a large part of that
+command's start-up. ``models`` maps its ORM classes (used by the daemon's write path, the
+reviews and ``results show``) onto these same tables: one definition of each column.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from padformer_edge.store.vocabulary import AlertState, ReviewVerdict, Status
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in, aware UTC datetimes out, on every backend.
+
+    SQLite has no time zones, so values are stored as naive UTC; PostgreSQL gets
+    ``timestamptz``. Naive input is refused: a local wall-clock time stored as if it were
+    UTC would silently shift every time filter by the plant's offset.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("timestamps must be timezone-aware (UTC)")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _enum(cls: type[enum.StrEnum], name: str) -> Enum:
+    # A CHECK constraint rather than a native PostgreSQL enum type: adding a state later is
+    # then an ordinary batch migration on both backends.
+    return Enum(
+        cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [m.value for m in members],
+    )
+
+
+def _cascade_to_inspection() -> ForeignKey:
+    return ForeignKey("inspections.id", ondelete="CASCADE")
+
+
+# One camera file and what the detector said about it; also the daemon's work queue.
+inspections = Table(
+    "inspections",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("camera", String(128), nullable=False),
+    Column("product", String(128), nullable=False),
+    Column("source_path", Text, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("status", _enum(Status, "status"), nullable=False, default=Status.pending),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("score", Float),
+    Column("threshold", Float),
+    Column("is_anomaly", Boolean()),
+    Column("heatmap_path", Text),
+    Column("model_sha256", String(64)),
+    Column("detect_ms", Float),
+    Column("queue_ms", Float),
+    Column("discovered_at", UTCDateTime, nullable=False, default=utc_now, index=True),
+    Column("started_at", UTCDateTime),
+    Column("finished_at", UTCDateTime),
+    UniqueConstraint("source_path", "sha256"),
+    Index("ix_inspections_status_id", "status", "id"),
+    Index("ix_inspections_camera_discovered_at", "camera", "discovered_at"),
+    Index("ix_inspections_product_discovered_at", "product", "discovered_at"),
+)
+
+# Outbox row: written with the result, delivered later by the alert dispatcher.
+alerts = Table(
+    "alerts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("inspection_id", Integer, _cascade_to_inspection(), nullable=False, index=True),
+    Column("sink", String(64), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("state", _enum(AlertState, "alert_state"), nullable=False, default=AlertState.pending),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", UTCDateTime, nullable=False, default=utc_now),
+    Column("last_error", Text),
+    Column("created_at", UTCDateTime, nullable=False, default=utc_now),
+    Column("sent_at", UTCDateTime),
+    Index("ix_alerts_state_next_attempt_at", "state", "next_attempt_at"),
+)
+
+# The daemon's last sign of life, one row per database (``id`` is always 1). It lives in
+# the database the daemon writes, not in a file on the machine, so a page reading this
+# database reports this database's daemon and no other. ``interval_s`` is how often the
+# daemon promises to beat, so a reader can judge staleness without its settings.
+daemon_heartbeat = Table(
+    "daemon_heartbeat",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("beat_at", UTCDateTime, nullable=False),
+    Column("interval_s", Float, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("status", Text, nullable=False),
+)
+
+# An operator's judgement of one inspection: a true defect or a false alarm. One row per
+# inspection (the inspection id is the key): a second review replaces the first, because
+# a calibration needs one label per part and the page shows the current one; the
+# replaced verdict is kept in the structured log (``review.saved``). The verdict is
+# indexed with the inspection id, so counting reviews by verdict and filtering history
+# by verdict read the index alone.
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("inspection_id", Integer, _cascade_to_inspection(), primary_key=True),
+    Column("verdict", _enum(ReviewVerdict, "review_verdict"), nullable=False),
+    Column("note", Text),
+    Column("reviewer", String(128), nullable=False),
+    Column("reviewed_at", UTCDateTime, nullable=False, default=utc_now),
+    Index("ix_reviews_verdict_inspection_id", "verdict", "inspection_id"),
+)
