@@ -65,6 +65,7 @@ from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.scoring import score_query
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.padformer import build_model
+from padformer_edge.runtimes import RUNTIMES
 
 
 @torch.inference_mode()
@@ -117,7 +118,6 @@ def counts(text: str) -> list[int]:
     return values
 
 
-RUNTIMES = ("torch", "onnxruntime", "openvino")
 TARGET_SPEEDUP = 1.5  # issue 33: the fastest runtime against torch, per image
 
 

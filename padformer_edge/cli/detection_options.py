@@ -20,10 +20,10 @@ from padformer_edge.detect.settings import (
     MASK_SCHEDULES,
     METRIC_CHOICES,
     PRECISIONS,
-    RUNTIMES,
     DetectionSettings,
 )
 from padformer_edge.errors import UserError
+from padformer_edge.runtimes import RUNTIMES
 
 _DEFAULT = DetectionSettings()
 OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ

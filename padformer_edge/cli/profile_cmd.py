@@ -17,7 +17,7 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.detect.settings import DEVICES, GRAPH_RUNTIMES
+from padformer_edge.detect.settings import DEVICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
@@ -27,6 +27,7 @@ from padformer_edge.profiles.profile import (
     list_profile_names,
     load_profile,
 )
+from padformer_edge.runtimes import GRAPH_RUNTIMES
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",

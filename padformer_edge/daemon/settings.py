@@ -20,8 +20,8 @@ from pydantic import Field, model_validator
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
-from padformer_edge.detect.settings import RuntimeName
 from padformer_edge.errors import UserError
+from padformer_edge.runtimes import RuntimeName
 from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig
 

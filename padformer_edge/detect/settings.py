@@ -16,21 +16,18 @@ from pydantic import ConfigDict, Field, field_serializer, model_validator
 
 from padformer_edge.config import StrictModel
 from padformer_edge.detect.scoring_config import ScoringConfig
+from padformer_edge.runtimes import RuntimeName
 
 MaskSchedule = Literal["random", "balanced"]
 ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
 MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  # auto: model's own
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
-RuntimeName = Literal["torch", "onnxruntime", "openvino"]
-GRAPH_RUNTIMES = ("onnxruntime", "openvino")
-"""The runtimes that run exported graphs rather than the torch model."""
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
 DEVICES: tuple[str, ...] = get_args(DeviceName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
-RUNTIMES: tuple[str, ...] = get_args(RuntimeName)
 
 MIN_PASSES = 2
 """The variance filter compares passes; with one there is no variance to filter by."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.service import load_references
-from padformer_edge.detect.settings import GRAPH_RUNTIMES, DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
@@ -33,6 +33,7 @@ from padformer_edge.profiles.schema import (
     ReferenceSelection,
 )
 from padformer_edge.profiles.selection import select_references
+from padformer_edge.runtimes import GRAPH_RUNTIMES
 
 
 @dataclass(frozen=True)

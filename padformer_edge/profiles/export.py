@@ -13,12 +13,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from padformer_edge.detect.settings import DetectionSettings, RuntimeName
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import EXPORTED_DIR, PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import ExportedFiles, ProfileConfig
+from padformer_edge.runtimes import RuntimeName
 
 
 def export_into(

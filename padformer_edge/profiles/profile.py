@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import load_config
-from padformer_edge.detect.settings import GRAPH_RUNTIMES, DetectionSettings
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import (
@@ -29,6 +29,7 @@ from padformer_edge.profiles.layout import (
     check_name,
 )
 from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, ProfileConfig
+from padformer_edge.runtimes import GRAPH_RUNTIMES
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.line_detector import LineDetector
