@@ -1,4 +1,4 @@
-"""How much disk PyTorch takes on a line PC, and what the torch-free line install takes.
+"""How much disk PyTorch takes on a line PC, and what the torch-free line installs take.
 
 Each ``--site LABEL=PATH`` is a site-packages folder (or a ``pip install --target``
 folder). For every installed distribution whose files make up PyTorch's runtime (torch
@@ -6,17 +6,20 @@ itself, triton and the ``nvidia-*`` / ``cuda-*`` libraries the CUDA wheel pulls 
 sizes of the files its RECORD lists are summed, so the table counts what pip installed and
 nothing else in the folder.
 
-    pip install --no-deps --target cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
-    pip install --target line-site '.[line]'
+    pip install --no-deps --target out/cpu-torch torch --index-url https://download.pytorch.org/whl/cpu
+    pip install --target out/line-site '.[line]'
+    pip install --target out/line-openvino-site '.[line-openvino]'
     python benchmarks/install_size.py --site "CUDA (default)=.venv/lib/python3.11/site-packages" \
-        --site "CPU-only=cpu-torch" --install "line install=line-site" --write-docs
+        --site "CPU-only=out/cpu-torch" --install "line install=out/line-site" \
+        --install "OpenVINO line install=out/line-openvino-site" --write-docs
 
 Each ``--install LABEL=PATH`` is a whole install (``pip install --target``): every
 distribution in it is summed (pip, setuptools and wheel left out: every venv has them),
 and its total is set against a CPU-only torch install of the same package: its base (this
-install without onnxruntime) plus the smallest ``--site`` torch stack. timm, kornia and
-torchvision also come with torch and are not counted, so the ratio printed is an upper
-bound of the line install's share.
+install without its line runtime, the ``--runtime`` distributions: onnxruntime or OpenVINO
+and OpenVINO's telemetry, which the torch install does not need) plus the smallest
+``--site`` torch stack. timm, kornia and torchvision also come with torch and are not
+counted, so the ratio printed is an upper bound of the line install's share.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ TORCH_STACK_NAMES = ("torch", "triton")
 INSTALLER_NAMES = ("pip", "setuptools", "wheel")
 LINE_TARGET = 0.1  # issue 33: the line install at most a tenth of the CPU-only torch install
 TORCH_STACK_PREFIXES = ("nvidia-", "nvidia_", "cuda-", "cuda_")
+# what the line extras put in torch's place: `line` onnxruntime, `line-openvino` OpenVINO
+LINE_RUNTIME_NAMES = ("onnxruntime", "openvino", "openvino-telemetry")
 
 
 def is_torch_stack(name: str) -> bool:
@@ -75,6 +80,13 @@ def main() -> None:
     parser.add_argument(
         "--install", action="append", default=[], help="LABEL=PATH of a whole install"
     )
+    parser.add_argument(
+        "--runtime",
+        action="append",
+        help="a distribution a line extra installs in torch's place (repeatable; default: "
+        + ", ".join(LINE_RUNTIME_NAMES)
+        + ")",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     rows, payload = [], {}
@@ -100,15 +112,19 @@ def main() -> None:
     text = f"{table}\n\n{summary}"
     if args.install:
         smallest = min(totals)
-        text += "\n\n" + whole_installs(args.install, smallest, payload)
+        runtimes = tuple(name.lower() for name in args.runtime or LINE_RUNTIME_NAMES)
+        text += "\n\n" + whole_installs(args.install, smallest, payload, runtimes)
     print(text)
     print_json_line("install_size", payload)
     if args.write_docs:
         update_docs_section("install-size", text)
 
 
-def whole_installs(specs: list[str], torch_stack: int, payload: dict) -> str:
-    """The table of whole installs, each against the smallest torch stack measured."""
+def whole_installs(
+    specs: list[str], torch_stack: int, payload: dict, runtimes: tuple[str, ...]
+) -> str:
+    """The table of whole installs, each against the smallest torch stack measured put in
+    the place of its own line runtime (the ``runtimes`` distributions it holds)."""
     rows = []
     for spec in specs:
         label, _, path = spec.partition("=")
@@ -120,16 +136,35 @@ def whole_installs(specs: list[str], torch_stack: int, payload: dict) -> str:
         total = sum(sizes.values())
         largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
         named = ", ".join(f"{name.split()[0]} {size / 2**20:.0f}" for name, size in largest)
-        runtime = sum(v for k, v in sizes.items() if k.split()[0].lower() == "onnxruntime")
-        torch_install = total - runtime + torch_stack  # the same base, torch for onnxruntime
+        runtime = {k: v for k, v in sizes.items() if k.split()[0].lower() in runtimes}
+        if not runtime:
+            raise SystemExit(
+                f"{path} holds none of the line runtimes ({', '.join(runtimes)}); install "
+                "it with a line extra or name its runtime with --runtime."
+            )
+        runtime_bytes = sum(runtime.values())
+        torch_install = total - runtime_bytes + torch_stack  # the same base, torch for it
         ratio = total / torch_install
         verdict = "met" if ratio <= LINE_TARGET else "not met"
+        runtime_named = ", ".join(
+            f"{name.split()[0]} {size / 2**20:.0f}" for name, size in runtime.items()
+        )
         rows.append(
-            [label, len(sizes), total / 2**20, named, torch_install / 2**20, ratio, verdict]
+            [
+                label,
+                len(sizes),
+                total / 2**20,
+                named,
+                runtime_named,
+                torch_install / 2**20,
+                ratio,
+                verdict,
+            ]
         )
         payload[label] = {
             "distributions": sizes,
             "total_bytes": total,
+            "runtime_bytes": runtime_bytes,
             "cpu_torch_install_lower_bound_bytes": torch_install,
             "ratio": ratio,
         }
@@ -139,6 +174,7 @@ def whole_installs(specs: list[str], torch_stack: int, payload: dict) -> str:
             "distributions",
             "MiB",
             "largest (MiB)",
+            "line runtime (MiB)",
             "CPU-only torch install MiB (at least)",
             "line / torch (at most)",
             f"target <= {LINE_TARGET:g}",

@@ -69,3 +69,65 @@ def test_a_whole_install_counts_every_distribution_but_the_installer(tmp_path: P
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(payload["line"]["distributions"]) == {"onnxruntime 1.0", "numpy 2.0"}
+
+
+def test_each_line_install_sets_torch_in_place_of_its_own_runtime(tmp_path: Path) -> None:
+    torch_site, onnx, openvino = tmp_path / "cpu", tmp_path / "onnx", tmp_path / "ov"
+    _install(torch_site, "torch", "2.0+cpu", {"torch/a.so": b"x" * 5000})
+    for site in (onnx, openvino):
+        _install(site, "numpy", "2.0", {"numpy/b.so": b"n" * 200})
+    _install(onnx, "onnxruntime", "1.0", {"onnxruntime/a.so": b"o" * 300})
+    _install(openvino, "openvino", "2026.0", {"openvino/a.so": b"v" * 700})
+    _install(openvino, "openvino-telemetry", "2025.0", {"openvino_telemetry/t.py": b"t" * 40})
+    done = run_benchmark(
+        "install_size.py",
+        "--site",
+        f"CPU={torch_site}",
+        "--install",
+        f"onnx line={onnx}",
+        "--install",
+        f"openvino line={openvino}",
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout.strip().splitlines()[-1])
+    torch_stack = payload["CPU"]["total_bytes"]
+    for label, runtimes in (
+        ("onnx line", ["onnxruntime"]),
+        ("openvino line", ["openvino", "openvino-telemetry"]),
+    ):
+        line = payload[label]
+        runtime = sum(
+            size for name, size in line["distributions"].items() if name.split()[0] in runtimes
+        )
+        assert line["runtime_bytes"] == runtime
+        base = line["total_bytes"] - runtime
+        assert base == sum(
+            size for name, size in line["distributions"].items() if name.startswith("numpy")
+        )
+        assert line["cpu_torch_install_lower_bound_bytes"] == base + torch_stack
+        assert line["ratio"] == line["total_bytes"] / (base + torch_stack)
+    rows = [row for row in done.stdout.splitlines() if row.startswith("| o")]
+    assert [row.split(" | ")[0] for row in rows] == ["| onnx line", "| openvino line"]
+
+
+def test_a_whole_install_without_a_line_runtime_is_named(tmp_path: Path) -> None:
+    torch_site, base = tmp_path / "cpu", tmp_path / "base"
+    _install(torch_site, "torch", "2.0+cpu", {"torch/a.so": b"x" * 100})
+    _install(base, "numpy", "2.0", {"numpy/b.so": b"n" * 200})
+    done = run_benchmark(
+        "install_size.py", "--site", f"CPU={torch_site}", "--install", f"base={base}"
+    )
+    assert done.returncode != 0
+    assert f"{base} holds none of the line runtimes" in done.stderr
+    done = run_benchmark(
+        "install_size.py",
+        "--site",
+        f"CPU={torch_site}",
+        "--install",
+        f"base={base}",
+        "--runtime",
+        "numpy",
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout.strip().splitlines()[-1])
+    assert payload["base"]["runtime_bytes"] == payload["base"]["total_bytes"]
