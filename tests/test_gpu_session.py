@@ -53,6 +53,7 @@ def test_a_candidate_names_its_recipe_and_what_it_changes() -> None:
         "no_aat", Path("config/train/edge-synth-gpu.yaml"), "s0", (3, 9), 3, ("use_aat",)
     )
     assert parse_candidate("a=r.yaml") == Candidate("a", Path("r.yaml"))
+    assert parse_candidate("p=r.yaml,init=generic,epochs=0/20").init == "generic"
     with pytest.raises(CandidateError, match="needs NAME=RECIPE first"):
         parse_candidate("config/train/edge-synth-gpu.yaml")
     with pytest.raises(CandidateError, match="cannot read 'epochs=30'; give data="):
@@ -152,9 +153,17 @@ def test_a_bare_checkout_trains_with_the_packages_linked_under_their_names(
     assert (links / "padformer_edge_training").resolve() == REPO / "training"
     assert (links / "padformer_edge_migrations").resolve() == REPO / "migrations"
     assert load_checkpoint(out / "a.safetensors")[1]["global_step"] == 2  # 4 views, 2 a batch
-    installed = _session(*common, "--candidate", f"b={recipe},epochs=1/0")
+    start = tmp_path / "start.safetensors"  # a config the recipe does not ask for
+    save_checkpoint(start, build_model("tiny", use_aat=False), {"global_step": 0})
+    installed = _session(*common, "--candidate", f"b={recipe},epochs=1/0,init={start}")
     assert installed.returncode == 0, installed.stderr[-2000:]
     assert "not installed" not in installed.stdout  # the install's names, no links
+    # init= reached the training: it fine-tuned that checkpoint, with its config, not the
+    # recipe's (the tiny preset keeps AAT)
+    model, metadata = load_checkpoint(out / "b.safetensors")
+    assert metadata["init"]["path"] == str(start) and metadata["global_step"] == 2
+    assert model.config.use_aat is False and build_model("tiny").config.use_aat is True
+    assert json.loads((out / "session.json").read_text())["candidates"][0]["init"] == str(start)
 
 
 def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path: Path) -> None:
@@ -175,6 +184,19 @@ def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path
     assert refused.returncode == 2
     assert refused.stderr.startswith("error: ") and "nope.yaml" in refused.stderr
     assert not (work / "runs" / "b").exists()  # nothing starts while a candidate is refused
+
+
+def test_an_init_is_checked_before_any_training_starts(tmp_path: Path) -> None:
+    from padformer_edge_training.gpu_session import Session
+
+    data = mvtec_like_tree(tmp_path / "data", {"a": 2}, padded=True, with_test=False)
+    args = type("Args", (), {"out": tmp_path, "work": tmp_path, "bundle": None, "data": None})()
+    session = Session(args)
+    pointer = REPO / "config" / "train" / "generic-pointer.yaml"
+    shipped = session.prepare(Candidate("p", pointer, data=str(data), init="generic"))
+    assert shipped.init == "generic"  # the name train --init resolves to the shipped model
+    with pytest.raises(UserError, match=r"--init missing\.safetensors: no such checkpoint"):
+        session.prepare(Candidate("q", pointer, data=str(data), init="missing.safetensors"))
 
 
 def test_a_stopped_runs_last_weights_come_back_scaled_and_the_resume_point_untouched(

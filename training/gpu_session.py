@@ -14,19 +14,22 @@ so a new session is a new command line, not a new script:
         --candidate "edge-gpu-3x=config/train/edge-synth-gpu.yaml,epochs=3/9,workers=3" \\
         --candidate "no_aat=config/train/edge-synth-gpu.yaml,off=use_aat" \\
         --candidate "generic-gpu=config/train/generic-gpu.yaml,data=generic" \\
+        --candidate "pointer-gpu=config/train/generic-pointer.yaml,data=generic,init=generic" \\
         --detect-speed
 
 A candidate is ``NAME=RECIPE`` with optional ``data=`` (a dataset name in the bundle, or a
 folder), ``epochs=WITHIN/CROSS`` (the stages' lengths; steps are epochs times the views
-over the batch size), ``workers=N`` (loader workers) and ``off=SWITCH`` (a ModelConfig
-switch set false, Table 3's ablation of that module; repeatable). Into ``--out`` go
-``NAME.yaml`` (the recipe as trained), ``NAME.log``, ``NAME.safetensors`` and
-``session.json`` (the card torch saw; each candidate's exit status, seconds and what
-became of its weights). A candidate stopped at the deadline sends its last weights,
-scaled here, marked as such: ``last.safetensors`` itself stays as its resume point
-recorded it, or ``train --resume`` refuses to continue the run. Only the standard
-library is imported before the bundle is unpacked, since the machine's Python lacks the
-project's other dependencies until then.
+over the batch size), ``workers=N`` (loader workers), ``off=SWITCH`` (a ModelConfig
+switch set false, Table 3's ablation of that module; repeatable) and ``init=MODEL`` (what
+``train --init`` takes: ``generic``, the shipped model, or a checkpoint path, checked
+before any training starts; a recipe with ``init_overrides`` fine-tunes, so it needs
+one). Into ``--out`` go ``NAME.yaml`` (the recipe as trained), ``NAME.log``,
+``NAME.safetensors`` and ``session.json`` (the card torch saw; each candidate's exit
+status, seconds, init and what became of its weights). A candidate stopped at the
+deadline sends its last weights, scaled here, marked as such: ``last.safetensors``
+itself stays as its resume point recorded it, or ``train --resume`` refuses to continue
+the run. Only the standard library is imported before the bundle is unpacked, since the
+machine's Python lacks the project's other dependencies until then.
 
 It runs by its path, as above, because a lent machine gets a bare copy of the repository
 with nothing installed, where ``python3 -m padformer_edge_training.gpu_session`` finds no
@@ -73,10 +76,12 @@ class Candidate:
     epochs: tuple[int, int] | None = None
     workers: int | None = None
     off: tuple[str, ...] = ()
+    init: str | None = None
 
 
 def parse_candidate(spec: str) -> Candidate:
-    """``NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH...]`` as a Candidate."""
+    """``NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH...][,init=MODEL]`` as a
+    Candidate."""
     head, *options = spec.split(",")
     name, _, recipe = head.partition("=")
     if not name or not recipe or "/" in name:
@@ -97,12 +102,14 @@ def parse_candidate(spec: str) -> Candidate:
                 fields["workers"] = int(value)
             elif key == "off" and value:
                 fields["off"] = (*fields["off"], value)
+            elif key == "init" and value:
+                fields["init"] = value
             else:
                 raise ValueError
         except ValueError:
             raise CandidateError(
                 f"--candidate {name}: cannot read {option!r}; give data=NAME_OR_FOLDER, "
-                "epochs=WITHIN/CROSS, workers=N or off=SWITCH."
+                "epochs=WITHIN/CROSS, workers=N, off=SWITCH or init=MODEL."
             ) from None
     return Candidate(name, Path(recipe), **fields)
 
@@ -141,6 +148,7 @@ class Outcome:
     seconds: float = 0.0
     stopped_at_deadline: bool = False
     weights: str = "none written"
+    init: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -207,13 +215,21 @@ class Session:
     def prepare(self, candidate: Candidate) -> Outcome:
         """Write and check the candidate's recipe and find its data, before any starts."""
         write_recipe(candidate, self.out / f"{candidate.name}.yaml")
-        return Outcome(candidate.name, str(candidate.recipe), str(self.data_folder(candidate)))
+        outcome = Outcome(candidate.name, str(candidate.recipe), str(self.data_folder(candidate)))
+        if candidate.init is not None:
+            from padformer_edge.models import GENERIC, resolve_init
+
+            start = resolve_init(candidate.init)  # a wrong name or path fails before any starts
+            outcome.init = GENERIC if candidate.init == GENERIC else str(start.resolve())
+        return outcome
 
     def start(self, outcome: Outcome) -> tuple[subprocess.Popen[bytes], Outcome, float]:
         command = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "train"]
         command += ["--config", str(self.out / f"{outcome.name}.yaml"), "--data", outcome.data]
         command += ["--out", str(self.work / "runs" / outcome.name)]
         command += ["--device", self.args.device]
+        if outcome.init is not None:
+            command += ["--init", outcome.init]
         with (self.out / f"{outcome.name}.log").open("wb") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=self.env()
@@ -313,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         "--candidate",
         action="append",
         required=True,
-        help="NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH]; repeat: all train "
-        "at once.",
+        help="NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH][,init=MODEL]; "
+        "repeat: all train at once.",
     )
     parser.add_argument("--data", help="Dataset of candidates without data= (name or folder).")
     parser.add_argument("--bundle", type=Path, help="A gpu_bundle pack folder to unpack first.")
