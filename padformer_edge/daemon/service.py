@@ -75,7 +75,9 @@ class Daemon:
             stale_temporaries=stale,
         )
         shared: dict[str, Inspector] = {
-            name: build_inspector(profile, threshold, self.config.worker.device)
+            name: build_inspector(
+                profile, threshold, self.config.worker.device, self.config.worker.max_batch
+            )
             for name, (profile, threshold) in profiles.items()
         }
         cameras = {c.name: c for c in self.layout.cameras}
