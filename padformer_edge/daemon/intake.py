@@ -72,9 +72,10 @@ def file_key(path: Path, info: os.stat_result) -> int:
     A line that never empties its camera folders keeps every file there, so the set
     holds one entry per image ever inspected; a (Path, size, mtime) tuple cost about
     600 bytes of Python objects, most of the 1 KiB per image the daemon may grow by
-    (``benchmarks/soak.py``), an integer and its set slot about a hundred. With 64 bits, the chance that any two of a million files
-    share a key is about 3 in 100 million, and a shared key would only make a scan skip a
-    file whose filesystem event was missed as well.
+    (``benchmarks/soak.py``), an integer and its set slot about a hundred. With 64
+    bits, the chance that any two of a million files share a key is about 3 in 100
+    million, and a shared key would only make a scan skip a file whose filesystem event
+    was missed as well.
     """
     digest = hashlib.blake2b(digest_size=8)
     digest.update(os.fsencode(path))
