@@ -193,9 +193,12 @@ def finished_rows(database: Path) -> int:
         conn.close()
 
 
-def feed(camera: Path, pool: list[tuple[str, bytes]], count: int, rate: float, written: list[str]):
-    """Write ``count`` images at ``rate`` per second on a fixed schedule (a late write is
-    not followed by a burst to catch up on a loaded machine: the next keeps its slot)."""
+def feed(
+    camera: Path, pool: list[tuple[str, bytes]], count: int, rate: float, written: list[str]
+) -> None:
+    """Write ``count`` images at ``rate`` per second on a fixed schedule: a write delayed
+    by a loaded machine is followed at once by those whose time has come, so the
+    average rate holds over the run."""
     start = time.monotonic()
     for index in range(count):
         time.sleep(max(0.0, start + index / rate - time.monotonic()))
@@ -205,7 +208,13 @@ def feed(camera: Path, pool: list[tuple[str, bytes]], count: int, rate: float, w
         written.append(str(path))
 
 
-def soak(runtime: str, args: argparse.Namespace, profile: Path, pool, work: Path) -> SoakRun:
+def soak(
+    runtime: str,
+    args: argparse.Namespace,
+    profile: Path,
+    pool: list[tuple[str, bytes]],
+    work: Path,
+) -> SoakRun:
     site = write_config(work, profile_for(runtime, profile, work / "state" / "profiles", 1))
     run = SoakRun(runtime, args.images)
     written: list[str] = []
@@ -296,11 +305,23 @@ def summarise(run: SoakRun, warmup: int) -> dict:
         "slope_kib_per_image": round(fitted, 3),
         "slope_ci95_kib_per_image": round(half, 3),
         "slope_below_target": bool(fitted < TARGET_KIB_PER_IMAGE),
+        "verdict": verdict(fitted, half),
         "lost": run.lost,
         "duplicated": run.duplicated,
         "not_done": run.not_done,
         **trim_summary(run.trims),
     }
+
+
+def verdict(fitted: float, half: float) -> str:
+    """Whether the whole 95% interval lies under the target, over it, or spans it: a
+    short run on a heavy profile swings by the detection's working set at every trim,
+    and its point estimate alone says little."""
+    if fitted + half < TARGET_KIB_PER_IMAGE:
+        return "yes"
+    if fitted - half >= TARGET_KIB_PER_IMAGE:
+        return "no"
+    return "not resolved (the interval spans 1)"
 
 
 def trim_summary(trims: list[dict]) -> dict:
@@ -380,7 +401,7 @@ def main() -> None:
         "RSS after warm-up MiB",
         "RSS at end MiB",
         "slope KiB/image (95% CI)",
-        "slope < 1 KiB/image",
+        "slope < 1 KiB/image (whole interval)",
         "lost / duplicated / not done",
     ]
     table = markdown_table(
@@ -395,7 +416,7 @@ def main() -> None:
                 r["rss_after_warmup_mib"],
                 r["rss_end_mib"],
                 f"{r['slope_kib_per_image']:+.2f} ± {r['slope_ci95_kib_per_image']:.2f}",
-                "yes" if r["slope_below_target"] else "no",
+                r["verdict"],
                 f"{r['lost']} / {r['duplicated']} / {r['not_done']}",
             ]
             for r in results
