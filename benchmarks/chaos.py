@@ -21,6 +21,7 @@ line; ``--write-docs`` puts the table into the docs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -36,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
+from benchmarks.process_stats import status_kib
 from tests.daemon.harness import DaemonProcess, encoded, make_site, rows
 from tests.detect_images import product_image
 from tests.hostile_files import plant
@@ -101,12 +103,8 @@ class PeakMemory:
     def sample(self) -> None:
         if self.pid is None:
             return
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    self.peak_kib = max(self.peak_kib, int(line.split()[1]))
-        except OSError:
-            pass  # the process just died
+        with contextlib.suppress(OSError):  # the process just died
+            self.peak_kib = max(self.peak_kib, status_kib(self.pid, "VmHWM")["VmHWM"])
 
 
 def alerts(database: Path) -> list[tuple[int, str]]:

@@ -43,6 +43,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
+from benchmarks.process_stats import cpu_seconds, rss_mib
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
@@ -74,20 +75,6 @@ def make_profile(root: Path, preset: str, passes: int, size: int) -> None:
         settings=settings,
     ).profile
     pin_threshold(profile, float("1e30"))
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid: int) -> float:
-    """Resident memory of a live process in MiB, from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise SystemExit(f"no VmRSS for process {pid}")
 
 
 def wait_log(log: Path, event: str, process: subprocess.Popen, timeout: float) -> None:

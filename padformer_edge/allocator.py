@@ -51,3 +51,63 @@ def retain_freed_memory() -> bool:
         (M_TRIM_THRESHOLD, TRIM_THRESHOLD),
     )
     return all(mallopt(option, value) == 1 for option, value in settings)
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 and later): every field a ``size_t``."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",  # bytes of heap obtained with sbrk (the main heap)
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",  # bytes in blocks mapped on their own
+            "usmblks",
+            "fsmblks",
+            "uordblks",  # bytes in use
+            "fordblks",  # bytes free inside the heap
+            "keepcost",
+        )
+    ]
+
+
+def heap_usage() -> dict[str, int] | None:
+    """Bytes of malloc's heap in use and free (``mallinfo2``), or None off glibc.
+
+    Free bytes inside the heap are memory the process holds without using: with the
+    trim threshold of ``retain_freed_memory`` they stay resident until
+    ``release_free_memory`` hands their pages back."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.argtypes, mallinfo2.restype = [], _MallInfo2
+    info = mallinfo2()
+    return {
+        "heap": info.arena + info.hblkhd,
+        "in_use": info.uordblks + info.hblkhd,
+        "free": info.fordblks,
+    }
+
+
+def release_free_memory() -> bool:
+    """Hand the pages of every free heap block back to the kernel (``malloc_trim(0)``);
+    True when some were.
+
+    ``retain_freed_memory`` keeps freed memory for reuse, which is right between two
+    detections but lets the heap's holes accumulate: blocks of varying size (batches of
+    1 to ``max_batch`` images) that no longer fit a hole take new pages at the heap's
+    top, and the holes stay resident for good. A long-running daemon calls this every
+    few minutes (``padformer_edge.daemon.memory``): the next detection faults its
+    working set in once again, a fraction of a second, and what stays resident is what
+    is in use."""
+    if os.environ.get(DISABLE_VARIABLE, "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes, malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return bool(malloc_trim(0))

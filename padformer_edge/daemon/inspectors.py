@@ -43,15 +43,26 @@ def open_profile(root: Path, name: str) -> tuple[Profile, float]:
 
 
 def build_inspector(
-    profile: Profile, threshold: float, device: str | None, runtime: str | None = None
+    profile: Profile,
+    threshold: float,
+    device: str | None,
+    runtime: str | None = None,
+    batch: int = 1,
 ) -> Inspector:
-    """A ready detector for an opened profile (checksum-verified), warmed up once.
+    """A ready detector for an opened profile (checksum-verified) on ``device`` and
+    ``runtime`` when given (the daemon's overrides), warmed up once on a full batch of
+    ``batch`` images (the worker's ``max_batch``).
 
     Warming up here moves one-off costs (allocator growth, kernel selection on a GPU)
     out of the first real image's latency and proves the profile works before READY.
+    The batch is the largest the worker sends because memory follows it: one image
+    warmed the heap (and onnxruntime's arena) for one, and the first backlog that
+    filled a batch grew the resident set by hundreds of MB on the demo profile, long
+    after start (``benchmarks/soak.py``). Warmed on the largest batch, every smaller one
+    fits in memory already held, and the daemon's peak is reached before READY.
     """
     detector = profile.build_detector(device, runtime)
-    detector.detect([read_image(profile.reference_paths[0])])
+    detector.detect([read_image(profile.reference_paths[0])] * batch)
     log.info(
         "daemon.profile_ready",
         profile=profile.name,
@@ -59,5 +70,6 @@ def build_inspector(
         device=str(detector.device),
         runtime=runtime or profile.detection.runtime,
         threshold=threshold,
+        warmup_batch=batch,
     )
     return Inspector(profile.name, detector, threshold, profile.model_sha256)

@@ -19,6 +19,7 @@ logged once for that entry while the scan goes on to the next.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
@@ -62,6 +63,25 @@ def stored_name(path: Path) -> tuple[str, bool]:
         return raw.decode("utf-8"), True
     except UnicodeDecodeError:
         return raw.decode("utf-8", "backslashreplace"), False
+
+
+def file_key(path: Path, info: os.stat_result) -> int:
+    """One small integer for (path, size, modification time): what ``Intake.known``
+    remembers of each recorded file that is still in a camera folder.
+
+    A line that never empties its camera folders keeps every file there, so the set
+    holds one entry per image ever inspected; a (Path, size, mtime) tuple cost about
+    600 bytes of Python objects, most of the 1 KiB per image the daemon may grow by
+    (``benchmarks/soak.py``), an integer and its set slot about a hundred. With 64
+    bits, the chance that any two of a million files share a key is about 3 in 100
+    million, and a shared key would only make a scan skip a file whose filesystem event
+    was missed as well.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(os.fsencode(path))
+    digest.update(info.st_size.to_bytes(8, "little", signed=True))
+    digest.update(info.st_mtime_ns.to_bytes(12, "little", signed=True))
+    return int.from_bytes(digest.digest(), "little")
 
 
 @dataclass(frozen=True)
@@ -113,7 +133,7 @@ class Intake:
         self.on_queued = on_queued  # wakes the worker instead of it polling for rows
         self.max_bytes = int(config.max_file_mb * 1024 * 1024)
         self.settling: dict[Path, Settling] = {}
-        self.known: set[tuple[Path, int, int]] = set()
+        self.known: set[int] = set()  # file_key of every file recorded, while present
         self.lock = threading.Lock()
         self.observer: BaseObserver | None = None
         self.observer_restarts = 0
@@ -241,7 +261,7 @@ class Intake:
         except Exception as err:  # a locked or unreachable database must not kill intake
             self.report_once("intake.enqueue_failed", path, error=f"{type(err).__name__}: {err}")
             return False
-        self.known.add((path, info.st_size, info.st_mtime_ns))
+        self.known.add(file_key(path, info))
         if not exact:
             self.report_once("intake.refused", path, id=row.id, reason=NOT_UTF8)
         self.on_queued()
@@ -290,13 +310,13 @@ class Intake:
                 reason="a folder named like an image file; only files are inspected",
             )
 
-    def _unknown(self, path: Path, present: set[tuple[Path, int, int]]) -> bool:
+    def _unknown(self, path: Path, present: set[int]) -> bool:
         """No row records this path with this size since it was last modified."""
         try:
             info = os.lstat(path)
         except OSError:
             return False
-        key = (path, info.st_size, info.st_mtime_ns)
+        key = file_key(path, info)
         present.add(key)
         if key in self.known:
             return False

@@ -76,7 +76,11 @@ class Daemon:
         )
         shared: dict[str, Inspector] = {
             name: build_inspector(
-                profile, threshold, self.config.worker.device, self.config.worker.runtime
+                profile,
+                threshold,
+                self.config.worker.device,
+                self.config.worker.runtime,
+                self.config.worker.max_batch,
             )
             for name, (profile, threshold) in profiles.items()
         }

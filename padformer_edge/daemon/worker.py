@@ -26,6 +26,7 @@ from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_aler
 from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
+from padformer_edge.daemon.memory import PeriodicTrim
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
@@ -111,6 +112,7 @@ class Worker:
         self.busy_since: float | None = None
         self.last_result = "none yet"
         self.processed = 0
+        self.trim = PeriodicTrim()
         self._arrived = threading.Event()
 
     def wake(self) -> None:
@@ -173,6 +175,7 @@ class Worker:
                 self.inspect(group)
         finally:
             self.busy_since = None
+            self.trim.after_batch()  # free heap pages back to the kernel, now and then
         return len(rows)
 
     def inspector_of(self, row: Inspection) -> Inspector:

@@ -76,6 +76,13 @@ class OnnxGraph:
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No onnxruntime arena: it never hands memory back and takes a new block for each
+        # input shape it meets, so on the demo profile the daemon grew by hundreds of MB
+        # at batches of a size not seen before (benchmarks/soak.py), even after warming
+        # up on a full batch; without it resident memory stays flat over batch sizes, at
+        # no CPU cost measured. Tensors then come from malloc, which keeps freed memory
+        # for the next call (padformer_edge.allocator) and returns it when the daemon trims.
+        options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def run(self, feeds: dict[str, Any]) -> list[np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import tracemalloc
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -164,3 +165,35 @@ def test_the_scan_records_every_entry_past_a_non_utf8_name(tmp_path: Path, engin
     assert found["04_fifo.png"].status == Status.pending  # the worker refuses it unopened
     intake.scan()  # a second scan finds nothing new and logs nothing twice
     assert len(intake.reported) == 2  # the name refusal and the folder, once each
+
+
+def test_files_left_in_the_camera_folder_cost_a_small_int_each(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """A line that never empties its camera folder keeps every inspected file there, so
+    ``known`` holds one entry per image: each must stay a small integer (a path tuple
+    cost ~600 bytes, most of the soak's 1 KiB-per-image budget), a rescan must still
+    recognise every one of them without offering it again, and a file rewritten in place
+    must be offered again."""
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    data = encoded(product_image(48, 64))
+    for index in range(150):
+        (camera.root / f"{index:06d}-part-with-a-long-camera-name.png").write_bytes(data)
+    intake = Intake(engine, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600))
+    _step_until(intake, engine, 150, seconds=60)
+    assert len(intake.known) == 150 and intake.scan() == 0
+    # What a restarted daemon's first scan keeps for the same 150 recorded files.
+    restarted = Intake(engine, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        assert restarted.scan() == 0
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(restarted.known) == 150
+    assert kept / 150 < 200
+    rewritten = camera.root / "000007-part-with-a-long-camera-name.png"
+    rewritten.write_bytes(data + b"\0")
+    assert restarted.scan() == 1
