@@ -71,20 +71,19 @@ def test_ctrl_c_leaves_a_resume_point_that_the_cli_continues(setup, tmp_path: Pa
         RECIPE.replace("epochs: 1}", "epochs: 10}").replace("every_steps: 100", "every_steps: 1")
     )
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "train"]
+    # A child inherits an ignored SIGINT (a background CI job ignores it) and Python then
+    # leaves it ignored: the child installs Python's own handler before the CLI runs. Not
+    # with preexec_fn, which forks this process with every thread pool the earlier tests
+    # started (OpenVINO's TBB pool crashed pytest itself in its fork handlers).
+    sigint = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('padformer_edge', run_name='__main__', alter_sys=True)"
+    )
+    cmd = [sys.executable, "-c", sigint, "--log-format", "json", "train"]
     cmd += ["--config", str(recipe), "--data", str(data), "--out", str(run)]
 
-    # Python ignores SIGINT in a child whose parent ignores it; give it the default back.
-    def default_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
     with subprocess.Popen(
-        cmd,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
+        cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
         deadline = time.monotonic() + 120
         while not (run / "last.resume.pt").exists() and time.monotonic() < deadline:

@@ -257,6 +257,11 @@ class _Run:
             num_workers=workers,
             worker_init_fn=_quiet_worker if workers else None,
             pin_memory=self.ctx.device.type == "cuda",
+            # workers start from a clean server process, not a fork of this one: a fork
+            # inherits the state of every thread pool already running here (OpenVINO's
+            # TBB pool after a profile was scored in the same process crashed the next
+            # training's worker shutdown), and Python deprecates forking with threads
+            multiprocessing_context="forkserver" if workers else None,
         )
 
     # --- optimisation -----------------------------------------------------------------------
