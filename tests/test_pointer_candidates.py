@@ -6,6 +6,7 @@ distance; with fewer candidates the error can only grow (the candidate sets are 
 and every predicted cell is a cell of a proposed reference patch.
 """
 
+# ruff: noqa: F811  (`model` is the pointer-model fixture of test_model_reference_pointer)
 from __future__ import annotations
 
 import pytest
@@ -17,21 +18,10 @@ from padformer_edge_training.evaluation.pointer_candidates import (
     CandidateReadout,
     nearest_of_candidates,
 )
+from tests.test_model_reference_pointer import _images, model  # noqa: F401  (a fixture)
 from tests.test_train_edge import TINY_EDGE
 
 EPS = torch.finfo(torch.float32).eps
-
-
-@pytest.fixture(scope="module")
-def model() -> PADFormer:
-    torch.manual_seed(0)
-    return build_model("edge", **TINY_EDGE, feature_readout="references").eval()
-
-
-def _images(model: PADFormer, *lead: int, seed: int) -> torch.Tensor:
-    size = model.config.img_size
-    generator = torch.Generator().manual_seed(seed)
-    return model.normalize(torch.rand(*lead, 3, size, size, generator=generator))
 
 
 def _cell_errors(model: PADFormer, predicted: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
