@@ -152,7 +152,7 @@ def test_export_carries_the_references_features_to_the_query_graph(
 ) -> None:
     """The reference graph yields the targets and the query graph reads them: predicted
     features from onnxruntime follow the references the runner was given (the float32
-    parity itself is tests/deploy/test_export_parity.py's)."""
+    parity itself is tests/deploy/export_parity_cases.py's)."""
     from padformer_edge.deploy.export import export_onnx
     from padformer_edge.deploy.graphs import mask_indices
     from padformer_edge.deploy.onnx_runner import OnnxRunner

@@ -1,4 +1,4 @@
-"""Cases that test_profile_runtimes.py runs in a pytest process of their own.
+"""Cases that test_openvino_cases.py runs in a pytest process of their own.
 
 A profile made with one runtime scores the same with every other: torch, onnxruntime
 and openvino (its IR stored and pinned in the profile like the ONNX graphs).
