@@ -68,7 +68,7 @@ class WebServer:
             access_log=False,
             backlog=BACKLOG,
             http=head_deadline_protocol(),
-            loop="auto",  # uvloop when installed (it is with the base install), else asyncio
+            loop="asyncio",  # not uvloop, even where installed: see pyproject's dependencies
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
             server_header=False,
