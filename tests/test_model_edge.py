@@ -397,6 +397,18 @@ def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
     assert scoring.best_cosines(cells, scoring.ReferenceBank(rows[:30], 30))[1] is None
 
 
+def test_the_best_cosine_search_stays_on_the_cells_device():
+    """On a GPU line PC the query cells and the bank are on CUDA; the running maxima must
+    be made there too. PyTorch's meta device stands in for CUDA: mixing it with a CPU
+    tensor fails the same way."""
+    from padformer_edge.detect import reference_distance as scoring
+
+    cells = torch.empty(9, 40, device="meta")
+    bank = scoring.ReferenceBank(torch.empty(20, 40, device="meta"), upright=10)
+    upright, every = scoring.best_cosines(cells, bank)
+    assert upright.device.type == "meta" and every is not None and every.device.type == "meta"
+
+
 def test_a_zoomed_reference_term_names_its_zoom_and_zoom_one_keeps_old_signatures(model):
     from padformer_edge.detect.signature import scoring_signature, signature_text
 

@@ -106,7 +106,7 @@ def best_cosines(
     query); a block is reduced while it is still in the cache. Each cosine is the same dot
     product either way, and a maximum does not depend on the order it is taken in.
     """
-    upright = torch.full((cells.shape[0],), -torch.inf, dtype=cells.dtype)
+    upright = torch.full((cells.shape[0],), -torch.inf, dtype=cells.dtype, device=cells.device)
     every = upright.clone() if bank.turned else None
     for start in range(0, cells.shape[0], SIMILARITY_QUERY_ROWS):
         rows = cells[start : start + SIMILARITY_QUERY_ROWS]
