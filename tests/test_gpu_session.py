@@ -185,6 +185,10 @@ def test_a_run_stopped_at_the_deadline_and_a_bad_candidate_are_reported(tmp_path
     assert refused.stderr.startswith("error: ") and "nope.yaml" in refused.stderr
     assert not (work / "runs" / "b").exists()  # nothing starts while a candidate is refused
 
+    nothing = _session(*common)
+    assert nothing.returncode == 2 and "--candidate" in nothing.stderr
+    assert "--detect-speed" in nothing.stderr
+
 
 def test_an_init_is_checked_before_any_training_starts(tmp_path: Path) -> None:
     from padformer_edge_training.gpu_session import Session

@@ -328,9 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--candidate",
         action="append",
-        required=True,
+        default=[],
         help="NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH][,init=MODEL]; "
-        "repeat: all train at once.",
+        "repeat: all train at once. None with --detect-speed: only the timing.",
     )
     parser.add_argument("--data", help="Dataset of candidates without data= (name or folder).")
     parser.add_argument("--bundle", type=Path, help="A gpu_bundle pack folder to unpack first.")
@@ -342,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detect-speed", action="store_true", help="Then time detection (CUDA).")
     parser.add_argument("--pack-logs", action="store_true", help="Logs as one logs.tar.gz.")
     args = parser.parse_args(argv)
+    if not args.candidate and not args.detect_speed:
+        parser.error("give at least one --candidate to train, or --detect-speed to time detection")
     try:
         candidates = [parse_candidate(spec) for spec in args.candidate]
     except CandidateError as err:
