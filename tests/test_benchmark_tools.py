@@ -34,7 +34,7 @@ from padformer_edge_training.evaluation.reference_variants import (
     turned,
 )
 from padformer_edge_training.evaluation.sweep import run_label
-from padformer_edge_training.release.gpu_bundle import stride8_only
+from padformer_edge_training.release.gpu_bundle import stride8_only, unpack
 from padformer_edge_training.synth import ViewCounts, render_dataset
 from tests.benchmark_process import REPO, run_benchmark
 from tests.test_train_edge import TINY_EDGE
@@ -71,6 +71,25 @@ def test_stride8_weights_compress_to_a_small_part_of_the_file():
     original = efficientnet_lite0_weights_path()
     buffer = io.BytesIO(stride8_only(original))
     assert len(buffer.getvalue()) < original.stat().st_size / 20
+
+
+def test_a_bundle_without_data_unpacks_for_timing_alone(tmp_path: Path, capsys):
+    """``gpu_session.py --detect-speed`` with no candidate needs only the site folder and
+    the weights; a bundle made without ``--data`` must unpack, not fail on a missing
+    ``data`` folder."""
+    import argparse
+    import tarfile
+
+    bundle, to = tmp_path / "bundle", tmp_path / "work"
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "marker.txt").write_text("site")
+    bundle.mkdir()
+    with tarfile.open(bundle / "site.tar.xz", "w:xz") as archive:
+        archive.add(tmp_path / "site", arcname="site")
+    (bundle / "efficientnet-lite0-test.pth").write_bytes(b"weights")
+    unpack(argparse.Namespace(bundle=bundle, to=to))
+    assert (to / "site" / "marker.txt").read_text() == "site"
+    assert "unpacked 0 views" in capsys.readouterr().out
 
 
 def test_run_labels_tell_continued_runs_from_fresh_ones():

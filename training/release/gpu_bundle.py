@@ -151,7 +151,8 @@ def unpack(args: argparse.Namespace) -> None:
         f"        return str(Path(__file__).parent / 'models' / {weights.name!r})\n"
     )
     jobs = []
-    for dataset in sorted((bundle / "data").iterdir()):
+    data = bundle / "data"  # a bundle for timing alone (--detect-speed) carries no data
+    for dataset in sorted(data.iterdir()) if data.is_dir() else []:
         for source in (p for p in dataset.rglob("*") if p.is_file()):
             target = to / "data" / dataset.name / source.relative_to(dataset)
             if source.suffix == ".webp":
