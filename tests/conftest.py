@@ -2,6 +2,7 @@
 the one fixture every package's tests use for a migrated SQLite file."""
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,28 @@ try:
     torch.set_num_threads(1)
 except ImportError:  # the foundation tests do not need torch
     pass
+
+
+SIGNALS_A_TEST_MAY_HANDLE = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT)
+
+
+@pytest.fixture(autouse=True)
+def restore_signal_handlers() -> Iterator[None]:
+    """Put back any signal handler a test installed in this process.
+
+    A training run in the test process leaves handlers behind: PyTorch's DataLoader sets
+    a SIGCHLD handler for its workers once and never removes it. With that handler still
+    set, every later child of the test process that exited (a daemon subprocess, the
+    browser's driver) interrupted this process with a handled signal, and on the CI
+    machine one such delivery killed the whole run with SIGSEGV (si_code SI_KERNEL, the
+    handler never entered: the kernel could not set up the signal frame). Without
+    leftover handlers SIGCHLD is not delivered at all.
+    """
+    before = {number: signal.getsignal(number) for number in SIGNALS_A_TEST_MAY_HANDLE}
+    yield
+    for number, handler in before.items():
+        if signal.getsignal(number) is not handler and handler is not None:
+            signal.signal(number, handler)
 
 
 @pytest.fixture

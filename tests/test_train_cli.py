@@ -127,6 +127,7 @@ def test_cli_user_errors_are_one_line_and_exit_2(
     (tmp_path / "empty").mkdir()
     argv = ["padformer-edge", "train", "--config", str(recipe), "--out", str(tmp_path / "run")]
     monkeypatch.setattr(sys, "argv", argv + [a.format(tmp=tmp_path) for a in args])
+    sigterm_before = signal.getsignal(signal.SIGTERM)
     try:
         with pytest.raises(SystemExit) as exit_info:
             main()
@@ -135,6 +136,7 @@ def test_cli_user_errors_are_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert signal.getsignal(signal.SIGTERM) is sigterm_before  # the command put it back
 
 
 def test_two_process_ddp_on_cpu_keeps_ranks_identical(setup, tmp_path: Path) -> None:

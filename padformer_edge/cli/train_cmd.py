@@ -66,7 +66,9 @@ def train(
     start = resolve_init(init)
 
     # A scheduler or `systemctl stop` sends SIGTERM: stop like Ctrl-C, leaving a resume point.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # The previous handler comes back afterwards: the command also runs inside other
+    # processes (tests, the GPU session's callers), which must not keep this one.
+    previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
     main_rank = os.environ.get("RANK", "0") == "0"
     reporter = (
         RichReporter(Console(stderr=True)) if main_rank and sys.stderr.isatty() else Reporter()
@@ -77,6 +79,8 @@ def train(
         if created is not None and main_rank:
             remove_if_nothing_written(created)  # a failed run leaves no empty run folder
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
     if not main_rank:
         return
     console = table_console()  # the summary is the command's result: stdout; progress is on stderr
