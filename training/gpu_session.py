@@ -52,6 +52,7 @@ import sys
 import tarfile
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,10 @@ def write_recipe(candidate: Candidate, target: Path) -> dict[str, Any]:
     return recipe
 
 
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
 @dataclass
 class Outcome:
     """What became of one candidate, as ``session.json`` records it."""
@@ -146,6 +151,8 @@ class Outcome:
     data: str
     exit: int | None = None
     seconds: float = 0.0
+    started: str | None = None  # UTC, ISO 8601: when its process was started and seen ended
+    ended: str | None = None
     stopped_at_deadline: bool = False
     weights: str = "none written"
     init: str | None = None
@@ -234,6 +241,7 @@ class Session:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=self.env()
             )
+        outcome.started = _utc_now()
         return process, outcome, time.monotonic()
 
     def train_all(self, prepared: list[Outcome]) -> list[Outcome]:
@@ -244,6 +252,7 @@ class Session:
         deadline = self.args.deadline
         stopped = killed = False
         while any(p.poll() is None for p, _, _ in running):
+            self.note_ended(running)
             elapsed = time.monotonic() - began
             if deadline is not None and not stopped and elapsed >= deadline:
                 stopped = True
@@ -258,11 +267,20 @@ class Session:
                         outcome.notes.append(f"killed {GRACE_S} s after the deadline's SIGTERM")
                         process.kill()
             time.sleep(0.2)
-        for process, outcome, started in running:
+        self.note_ended(running)
+        for process, outcome, _ in running:
             outcome.exit = process.returncode
-            outcome.seconds = round(time.monotonic() - started, 1)
             self.say(f"{outcome.name}: exit {outcome.exit} after {outcome.seconds:.0f} s")
         return [outcome for _, outcome, _ in running]
+
+    @staticmethod
+    def note_ended(running: list[tuple[subprocess.Popen[bytes], Outcome, float]]) -> None:
+        """Each candidate's own end and length, once its process is seen ended (not the
+        session's: a short candidate beside a long one must not report the long one's)."""
+        for process, outcome, started in running:
+            if outcome.ended is None and process.poll() is not None:
+                outcome.ended = _utc_now()
+                outcome.seconds = round(time.monotonic() - started, 1)
 
     def send_weights(self, outcome: Outcome) -> None:
         """The run's weights into ``--out``; a stopped run's last weights, scaled here."""
