@@ -55,7 +55,8 @@ class TrainDataSection(StrictModel):
 
 
 class TrainLossSection(StrictModel):
-    """MSE + perceptual_weight * perceptual distance (paper Eq. for L)."""
+    """MSE + perceptual_weight * perceptual distance (paper Eq. for L); CNN-token models
+    add the feature term and, for a reference pointer, the match term."""
 
     perceptual: Literal["efficientnet-lite0", "vgg16", "none"] = "efficientnet-lite0"
     perceptual_weight: float = Field(0.5, ge=0)
@@ -65,6 +66,17 @@ class TrainLossSection(StrictModel):
     """Share of each query's masked cells left out of the feature term: those whose
     frozen feature lies farthest from every reference cell, which no reference shows (the
     far side of the part), so the decoder is not taught to invent what it cannot read."""
+    match_weight: float = Field(0.0, ge=0)
+    """Weight of the match term (models whose ``feature_readout`` is ``references``; 0 =
+    off): cross-entropy of the pointer's scores against the reference patch whose frozen
+    feature is nearest (cosine) to each hidden patch's own, over the cells the feature term
+    scores, so the pointer learns which patch to read instead of a blend."""
+    match_temperature: float = Field(0.0, ge=0)
+    """0: the nearest reference patch is the one target; above 0 the target is the softmax
+    of the cosines divided by it, so near-equal matches share the credit."""
+    match_min_cosine: float = Field(0.0, ge=-1.0, le=1.0)
+    """Hidden patches whose best cosine to any reference patch is below this are left out
+    of the match term: no reference shows them, so no choice is right."""
     vgg16_weights: str | None = None
 
 

@@ -122,6 +122,42 @@ def masked_feature_loss(
     return (per_patch * weights).sum() / weights.sum().clamp_min(1.0)
 
 
+def reference_cosines(query: torch.Tensor, references: torch.Tensor) -> torch.Tensor:
+    """[B, M, N*M] cosine of each query patch's features [B, M, F] to each reference
+    patch's [B or 1, N, M, F], references in order and each's patches row-major: the
+    order of ``ReferencePointer.logits``."""
+    q = F.normalize(query.float(), dim=-1)
+    r = F.normalize(references.float().flatten(1, 2), dim=-1)
+    return q @ r.transpose(-1, -2)
+
+
+def pointer_match_loss(
+    logits: torch.Tensor,
+    cosines: torch.Tensor,
+    mask: torch.Tensor,
+    temperature: float = 0.0,
+    min_cosine: float = 0.0,
+) -> torch.Tensor:
+    """Cross-entropy of the pointer's ``logits`` [B, M, N*M] against the reference patch
+    each scored query patch really looks like (``cosines`` [B, M, N*M] of the frozen
+    targets, ``reference_cosines``), over the patches of ``mask`` [B, M].
+
+    The feature term alone rewards any blend whose mean lands near the target, so the
+    pointer learns to spread its weight; this term names the one patch to point at (with
+    ``temperature`` > 0, the softmax of cosines / temperature instead: near-ties share
+    the credit). A patch whose best cosine is under ``min_cosine`` is left out: no
+    reference shows it, so no choice is right."""
+    scored = mask & (cosines.amax(dim=-1) >= min_cosine)
+    log_p = logits.float().log_softmax(dim=-1)
+    if temperature > 0:
+        target = (cosines / temperature).softmax(dim=-1)
+        per_patch = -(target * log_p).sum(dim=-1)
+    else:
+        per_patch = -log_p.gather(-1, cosines.argmax(dim=-1, keepdim=True)).squeeze(-1)
+    weights = scored.to(per_patch.dtype)
+    return (per_patch * weights).sum() / weights.sum().clamp_min(1.0)
+
+
 def shown_by_references(
     query: torch.Tensor, references: torch.Tensor, mask: torch.Tensor, unseen_share: float
 ) -> torch.Tensor:
@@ -130,9 +166,7 @@ def shown_by_references(
     any reference patch: what no reference shows cannot be read from them."""
     if unseen_share <= 0:
         return mask
-    q = F.normalize(query.float(), dim=-1)
-    r = F.normalize(references.float().flatten(1, 2), dim=-1)
-    best = torch.einsum("bmf,btf->bmt", q, r).amax(dim=-1)  # [B, M]
+    best = reference_cosines(query, references).amax(dim=-1)  # [B, M]
     best = best.masked_fill(~mask, float("inf"))  # visible patches are never dropped
     dropped = int(int(mask[0].sum()) * unseen_share)
     if dropped == 0:

@@ -39,6 +39,8 @@ class StepInfo:
     perceptual: float | None
     lr: float
     samples_per_s: float
+    feature: float | None = None  # the masked-feature term (models with CNN tokens)
+    match: float | None = None  # the pointer's match term (loss.match_weight > 0)
 
 
 class Reporter:

@@ -53,6 +53,8 @@ from padformer_edge_training.losses import (
     ReconstructionLoss,
     build_perceptual,
     masked_feature_loss,
+    pointer_match_loss,
+    reference_cosines,
     shown_by_references,
 )
 from padformer_edge_training.progress import QuietReporter, Reporter, StepInfo
@@ -191,6 +193,12 @@ class _Run:
             self.model = build_model(config.model.preset, **config.model.overrides)
         if config.model.encoder_weights and init is None:
             load_encoder_weights(self.model, config.model.encoder_weights)
+        if config.loss.match_weight > 0 and not self.model.reads_reference_features:
+            raise UserError(
+                "loss.match_weight teaches the reference pointer, which this model lacks; "
+                "set model.init_overrides (or overrides) feature_readout: references, or "
+                "match_weight 0."
+            )
         self.model.to(ctx.device)
         mcfg = self.model.config
         vgg = Path(config.loss.vgg16_weights) if config.loss.vgg16_weights else None
@@ -297,26 +305,47 @@ class _Run:
             with autocast:
                 reconstruction, _ = self.ddp(query, refs, mask=mask)
             terms = self.loss_fn(query, reconstruction.pixels)
-            weight = self.config.loss.feature_weight
-            if reconstruction.features is not None and weight > 0:
+            loss = self.config.loss
+            weight, match = loss.feature_weight, loss.match_weight
+            if reconstruction.features is not None and (weight > 0 or match > 0):
                 with torch.no_grad():
                     target = self.model.target_features(query)
-                    scored = self._shown_cells(target, refs, mask)
-                feature = masked_feature_loss(reconstruction.features, target, scored)
-                terms["feature"] = feature
-                terms["loss"] = terms["loss"] + weight * feature
+                    ref_targets = self._reference_targets(refs)
+                    scored = self._shown_cells(target, ref_targets, mask)
+                if weight > 0:
+                    feature = masked_feature_loss(reconstruction.features, target, scored)
+                    terms["feature"] = feature
+                    terms["loss"] = terms["loss"] + weight * feature
+                if match > 0:
+                    cosines = reference_cosines(target, ref_targets)
+                    chosen = pointer_match_loss(
+                        reconstruction.pointer_logits,
+                        cosines,
+                        scored,
+                        loss.match_temperature,
+                        loss.match_min_cosine,
+                    )
+                    terms["match"] = chosen
+                    terms["loss"] = terms["loss"] + match * chosen
             self.scaler.scale(terms["loss"] / self.config.optim.accumulate).backward()
         return {k: float(v.detach()) for k, v in terms.items()}
 
+    def _reference_targets(self, refs: torch.Tensor) -> torch.Tensor | None:
+        """[B, N, M, F] the references' frozen CNN features where a term needs them
+        (``loss.unseen_share``, ``loss.match_weight``), else None (no CNN pass)."""
+        loss = self.config.loss
+        if loss.unseen_share <= 0 and loss.match_weight <= 0:
+            return None
+        return self.model.target_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
+
     def _shown_cells(
-        self, target: torch.Tensor, refs: torch.Tensor, mask: torch.Tensor
+        self, target: torch.Tensor, ref_targets: torch.Tensor | None, mask: torch.Tensor
     ) -> torch.Tensor:
-        """The masked patches the feature term scores (``loss.unseen_share``)."""
+        """The masked patches the feature and match terms score (``loss.unseen_share``)."""
         share = self.config.loss.unseen_share
-        if share <= 0:
+        if share <= 0 or ref_targets is None:
             return mask
-        ref_features = self.model.target_features(refs.flatten(0, 1)).unflatten(0, refs.shape[:2])
-        return shown_by_references(target, ref_features, mask, share)
+        return shown_by_references(target, ref_targets, mask, share)
 
     # --- files ------------------------------------------------------------------------------
 
@@ -474,6 +503,8 @@ class _Run:
                         perceptual=terms.get("perceptual"),
                         lr=lr,
                         samples_per_s=report.samples / max(report.seconds, 1e-9),
+                        feature=terms.get("feature"),
+                        match=terms.get("match"),
                     )
                 )
         self.reporter.stage_finished(stage, **report.as_dict())

@@ -80,7 +80,12 @@ class ReferencePointer(nn.Module):
     ) -> torch.Tensor:
         """tokens [B, M, D], ref_tokens [B or 1, N, M, D], ref_features [B or 1, N, M, F]
         -> [B, M, F]."""
-        logits = self.logits(tokens, ref_tokens)
+        return self.mix(self.logits(tokens, ref_tokens), ref_features)
+
+    @staticmethod
+    def mix(logits: torch.Tensor, ref_features: torch.Tensor) -> torch.Tensor:
+        """logits [B, M, N*M] (``logits``), ref_features [B or 1, N, M, F] -> [B, M, F]:
+        apart from ``logits`` so training can score the choice and the mix of one pass."""
         return logits.softmax(dim=-1) @ ref_features.flatten(1, 2).to(logits.dtype)
 
     def logits(self, tokens: torch.Tensor, ref_tokens: torch.Tensor) -> torch.Tensor:

@@ -39,6 +39,10 @@ class Reconstruction:
     """[B, 3, H, W] normalised pixels."""
     features: torch.Tensor | None
     """[B, M, feature_dim] cell-normalised CNN features (models with CNN tokens), else None."""
+    pointer_logits: torch.Tensor | None = None
+    """[B, M, N*M] how strongly each patch points at each reference patch
+    (``ReferencePointer.logits``; models whose ``feature_readout`` is ``references``),
+    which the training's match term scores; else None."""
 
 
 @dataclass
@@ -257,11 +261,13 @@ class PADFormer(nn.Module):
         tokens = self.decode(query, cache, mask, rows)
         head, pointer = self.decoder.feature_head, self.decoder.pointer
         features = None if head is None else head(tokens)
+        logits = None
         if pointer is not None:
             if cache.targets is None:
                 raise ValueError("the reference cache lacks the references' CNN features.")
-            features = pointer(tokens, cache.tokens, cache.targets)
-        return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features)
+            logits = pointer.logits(tokens, cache.tokens)
+            features = pointer.mix(logits, cache.targets)
+        return Reconstruction(self.unpatchify(self.decoder.head(tokens)), features, logits)
 
     def decode(
         self,
