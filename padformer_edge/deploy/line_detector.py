@@ -44,6 +44,7 @@ from padformer_edge.deploy.sessions import (
     import_openvino,
     ir_files,
     open_graphs,
+    refuse_cuda_for_openvino,
 )
 from padformer_edge.detect.detection import Detection, Item, detect_in_groups
 from padformer_edge.detect.settings import DetectionSettings
@@ -77,6 +78,8 @@ class LineDetector:
     """
 
     device = "cpu"
+    """Where the graphs run: ``cuda`` when onnxruntime runs them on a GPU; the scoring
+    after them is numpy on the CPU either way."""
 
     def __init__(
         self,
@@ -97,6 +100,7 @@ class LineDetector:
             if name in files
         ]
         if runtime == "openvino":
+            refuse_cuda_for_openvino(settings.device)
             import_openvino(hint)  # a missing package is named before the files are read
             missing = [name for name in ir_files(graphs) if name not in files]
             if missing:
@@ -123,7 +127,11 @@ class LineDetector:
         self.reference_outputs: list[str] = list(manifest.get("reference_outputs", ["features"]))
         self.passes, self.max_batch = settings.passes, settings.max_batch
         self.img_size = self.spec.img_size
-        self.sessions = open_graphs(runtime, self.folder, graphs, threads, hint)
+        self.sessions = open_graphs(
+            runtime, self.folder, graphs, threads, hint, device=settings.device
+        )
+        devices = {getattr(graph, "device", "cpu") for graph in self.sessions.values()}
+        self.device = "cuda" if devices == {"cuda"} else "cpu"
         from safetensors.numpy import load_file
 
         passes = load_file(str(self.folder / PASSES_FILE))

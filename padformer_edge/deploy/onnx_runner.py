@@ -130,7 +130,9 @@ class OnnxRunner:
     one setting, ``OMP_NUM_THREADS`` or ``torch.set_num_threads``, governs both runtimes).
     """
 
-    def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
+    def __init__(
+        self, folder: str | Path, model: PADFormer, threads: int = 1, device: str = "cpu"
+    ) -> None:
         import_onnxruntime()  # a missing package is named before the folder is read
         self.folder = Path(folder)
         manifest = check_export(self.folder, model)
@@ -143,6 +145,7 @@ class OnnxRunner:
             (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH),
             threads,
             INSTALL_HINT,
+            device,
         )
         self.references = graphs[REFERENCE_GRAPH]
         self.terms = graphs[TERMS_GRAPH]

@@ -21,7 +21,12 @@ from padformer_edge.deploy.onnx_runner import (
     target_feeds,
 )
 from padformer_edge.deploy.openvino_export import MANIFEST_KEY
-from padformer_edge.deploy.sessions import IrGraph, import_openvino, ir_name
+from padformer_edge.deploy.sessions import (
+    IrGraph,
+    import_openvino,
+    ir_name,
+    refuse_cuda_for_openvino,
+)
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
 
@@ -34,7 +39,10 @@ class OpenVinoRunner:
     a time and shares its cores with decoding and the page.
     """
 
-    def __init__(self, folder: str | Path, model: PADFormer, threads: int = 1) -> None:
+    def __init__(
+        self, folder: str | Path, model: PADFormer, threads: int = 1, device: str = "cpu"
+    ) -> None:
+        refuse_cuda_for_openvino(device)
         ov = import_openvino()
         self.folder = Path(folder)
         manifest = check_export(self.folder, model)

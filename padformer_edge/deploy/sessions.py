@@ -20,6 +20,11 @@ import numpy as np
 from padformer_edge.errors import UserError
 
 LINE_ONNXRUNTIME_HINT = "pip install 'padformer-edge[line]'"
+CUDA_PROVIDER = "CUDAExecutionProvider"
+CUDA_HINT = (
+    "install onnxruntime-gpu in place of onnxruntime (pip uninstall onnxruntime, then "
+    "pip install 'onnxruntime-gpu>=1.17,<2')"
+)
 LINE_OPENVINO_HINT = "pip install 'padformer-edge[line-openvino]'"
 OPENVINO_HINT = "pip install 'padformer-edge[openvino]'"
 
@@ -67,11 +72,28 @@ def ir_files(onnx_names: Iterable[str]) -> list[str]:
     return found
 
 
-class OnnxGraph:
-    """One ONNX graph in an onnxruntime session on the CPU with ``threads`` intra-op
-    threads (one inter-op thread: a line runs one detection at a time)."""
+def onnxruntime_providers(ort: Any, device: str) -> list[str]:
+    """The execution providers a session on ``device`` asks for: ``cpu`` the CPU;
+    ``cuda`` the CUDA provider first and the CPU for any operator it lacks, refused in
+    one sentence when this onnxruntime build has none; ``auto`` CUDA where the build has
+    it, else the CPU, so a plain line install keeps running on the CPU."""
+    has_cuda = CUDA_PROVIDER in ort.get_available_providers()
+    if device == "cuda" and not has_cuda:
+        raise UserError(
+            "device 'cuda' was asked of the onnxruntime runtime, but this onnxruntime has "
+            f"no CUDA provider; {CUDA_HINT}, or use device cpu."
+        )
+    if device in ("cuda", "auto") and has_cuda:
+        return [CUDA_PROVIDER, "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
 
-    def __init__(self, ort: Any, path: Path, threads: int) -> None:
+
+class OnnxGraph:
+    """One ONNX graph in an onnxruntime session with ``threads`` intra-op threads (one
+    inter-op thread: a line runs one detection at a time), on ``device`` (see
+    ``onnxruntime_providers``)."""
+
+    def __init__(self, ort: Any, path: Path, threads: int, device: str = "cpu") -> None:
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
@@ -83,7 +105,17 @@ class OnnxGraph:
         # no CPU cost measured. Tensors then come from malloc, which keeps freed memory
         # for the next call (padformer_edge.allocator) and returns it when the daemon trims.
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        providers = onnxruntime_providers(ort, device)
+        self.session = ort.InferenceSession(str(path), options, providers=providers)
+        # onnxruntime falls back to the CPU when the CUDA provider cannot start (no GPU, no
+        # driver, a CUDA library missing); a line that asked for the GPU must hear of it
+        if device == "cuda" and CUDA_PROVIDER not in self.session.get_providers():
+            raise UserError(
+                f"device 'cuda' was asked of the onnxruntime runtime, but its CUDA provider "
+                f"did not start for {path.name} (no visible GPU, or CUDA libraries missing); "
+                "check the GPU driver and CUDA install, or use device cpu."
+            )
+        self.device = "cuda" if CUDA_PROVIDER in self.session.get_providers() else "cpu"
 
     def run(self, feeds: dict[str, Any]) -> list[np.ndarray]:
         return self.session.run(None, feeds)
@@ -117,16 +149,33 @@ class IrGraph:
         return [np.array(tensor.data) for tensor in self.request.output_tensors]
 
 
+def refuse_cuda_for_openvino(device: str) -> None:
+    """OpenVINO runs the graphs on the CPU here (its GPU plugin is for Intel GPUs)."""
+    if device == "cuda":
+        raise UserError(
+            "device 'cuda' was asked of the openvino runtime, which runs on the CPU here; "
+            "use runtime onnxruntime with onnxruntime-gpu for a CUDA GPU, or device cpu."
+        )
+
+
 def open_graphs(
-    runtime: str, folder: Path, onnx_names: Iterable[str], threads: int, hint: str
+    runtime: str,
+    folder: Path,
+    onnx_names: Iterable[str],
+    threads: int,
+    hint: str,
+    device: str = "cpu",
 ) -> dict[str, Graph]:
     """The graphs ``onnx_names`` of ``folder`` opened with ``runtime``, by ONNX name (the
     OpenVINO runtime opens each one's IR beside it); ``hint`` is the install command a
-    missing runtime package names."""
+    missing runtime package names. ``device`` (``cpu``, ``cuda``, ``auto``): onnxruntime
+    can run on a CUDA GPU; OpenVINO runs on the CPU, and refuses ``cuda``."""
     if runtime == "openvino":
+        refuse_cuda_for_openvino(device)
         ov = import_openvino(hint)
         return {name: IrGraph(ov, folder / ir_name(name), threads) for name in onnx_names}
     if runtime != "onnxruntime":
         raise ValueError(f"runtime {runtime!r} runs no exported graphs")
     ort = import_onnxruntime(hint)
-    return {name: OnnxGraph(ort, folder / name, threads) for name in onnx_names}
+    onnxruntime_providers(ort, device)  # a build without CUDA is named before any file is read
+    return {name: OnnxGraph(ort, folder / name, threads, device) for name in onnx_names}

@@ -104,7 +104,9 @@ class Detector:
             settings.seed,
         ).to(self.device)
         self.pass_weights = hidden_weights(self.masks)  # for models scoring hidden patches
-        self.runner = open_runner(settings.runtime, exported, self.model) if onnx else None
+        self.runner = (
+            open_runner(settings.runtime, exported, self.model, settings.device) if onnx else None
+        )
         self.mask_ids = mask_indices(self.masks) if onnx else None
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
@@ -287,10 +289,12 @@ class Detector:
 
 
 def open_runner(
-    runtime: str, exported: str | Path | None, model: PADFormer
+    runtime: str, exported: str | Path | None, model: PADFormer, device: str = "cpu"
 ) -> OnnxRunner | OpenVinoRunner:
     """The ``runtime``'s runner for ``model``'s exported graphs, or the sentence saying
-    why there is none (no folder given, the runtime missing, graphs of other weights)."""
+    why there is none (no folder given, the runtime missing, graphs of other weights).
+    ``device`` is where the graphs run (onnxruntime may use a CUDA GPU); the torch steps
+    around them stay on the CPU."""
     fmt = "openvino" if runtime == "openvino" else "onnx"
     wanted = " --runtime openvino" if runtime == "openvino" else ""
     where = f", or store them in a profile with padformer-edge profile export NAME{wanted}"
@@ -303,10 +307,10 @@ def open_runner(
     if runtime == "openvino":
         from padformer_edge.deploy.openvino_runner import OpenVinoRunner  # load late
 
-        return OpenVinoRunner(exported, model, threads=threads)
+        return OpenVinoRunner(exported, model, threads=threads, device=device)
     from padformer_edge.deploy.onnx_runner import OnnxRunner  # onnxruntime: load late
 
-    return OnnxRunner(exported, model, threads=threads)
+    return OnnxRunner(exported, model, threads=threads, device=device)
 
 
 def mean_image(passes: torch.Tensor) -> np.ndarray:

@@ -60,8 +60,9 @@ class DetectionSettings(StrictModel):
         "torch",
         description=(
             "what runs the model: torch, or onnxruntime or openvino on graphs written by "
-            "padformer-edge export (CPU, fp32); both also run a profile's graphs from "
-            "profile export, scored in numpy with no torch needed"
+            "padformer-edge export (fp32; openvino on the CPU, onnxruntime also on a CUDA "
+            "GPU with onnxruntime-gpu); both also run a profile's graphs from profile "
+            "export, scored in numpy with no torch needed"
         ),
     )
     scoring: ScoringConfig = Field(
@@ -80,13 +81,15 @@ class DetectionSettings(StrictModel):
 
     @model_validator(mode="after")
     def _runtime_fits(self) -> DetectionSettings:
-        """onnxruntime and openvino run the exported float32 graphs on the CPU only (no
-        CUDA provider yet), so a setting that asks for more is refused rather than quietly
-        ignored."""
-        if self.runtime != "torch" and (self.device == "cuda" or self.precision != "fp32"):
+        """The exported graphs are float32, and OpenVINO runs them on the CPU only
+        (onnxruntime also on a CUDA GPU, through onnxruntime-gpu), so a setting that asks
+        for more is refused rather than quietly ignored."""
+        if self.runtime != "torch" and self.precision != "fp32":
+            raise ValueError(f"runtime {self.runtime} runs the fp32 graphs; use precision fp32")
+        if self.runtime == "openvino" and self.device == "cuda":
             raise ValueError(
-                f"runtime {self.runtime} runs on the CPU in fp32 only; use device auto or cpu "
-                "and precision fp32"
+                "runtime openvino runs on the CPU; use device auto or cpu, or runtime "
+                "onnxruntime (with onnxruntime-gpu) on a CUDA GPU"
             )
         return self
 

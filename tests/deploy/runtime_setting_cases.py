@@ -17,10 +17,13 @@ def test_torch_is_the_default_runtime():
 
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
-@pytest.mark.parametrize("changes", [{"device": "cuda"}, {"precision": "bf16"}])
-def test_exported_runtimes_refuse_what_they_cannot_run(changes, runtime):
-    with pytest.raises(ValidationError, match=f"runtime {runtime} runs on the CPU in fp32 only"):
-        DetectionSettings(runtime=runtime, **changes)
+def test_exported_runtimes_refuse_what_they_cannot_run(runtime):
+    with pytest.raises(ValidationError, match=f"runtime {runtime} runs the fp32 graphs"):
+        DetectionSettings(runtime=runtime, precision="bf16")
+    with pytest.raises(ValidationError, match="runtime openvino runs on the CPU; use device"):
+        DetectionSettings(runtime="openvino", device="cuda")
+    # onnxruntime may run on a CUDA GPU (onnxruntime-gpu; tests/deploy/test_onnxruntime_device.py)
+    assert DetectionSettings(runtime="onnxruntime", device="cuda").device == "cuda"
 
 
 def test_a_missing_onnxruntime_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
