@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -57,3 +59,24 @@ def relative_error(found: np.ndarray, expected: np.ndarray) -> float:
     """Largest absolute difference over the largest magnitude of ``expected``."""
     scale = float(np.abs(expected).max())
     return float(np.abs(found - expected).max()) / max(scale, 1e-12)
+
+
+def tiny_onnx_profile(folder: Path, max_batch: int) -> Path:
+    """A profile named ``part`` under ``folder / "profiles"`` on the onnxruntime runtime:
+    the tiny edge checkpoint, two generated references, 2 passes; returns the profiles
+    folder."""
+    from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.model.checkpoint import save_checkpoint
+    from padformer_edge.profiles.create import create_profile
+    from tests.detect_images import product_image
+    from tests.line.make_fixture import write_image
+
+    save_checkpoint(folder / "edge.safetensors", tiny_model("edge"))
+    for seed in range(2):
+        write_image(folder / f"references/{seed}.png", product_image(60, 80, seed))
+    settings = DetectionSettings(passes=2, max_batch=max_batch, device="cpu", runtime="onnxruntime")
+    profiles = folder / "profiles"
+    create_profile(
+        profiles, "part", folder / "edge.safetensors", folder / "references", settings=settings
+    )
+    return profiles

@@ -7,28 +7,13 @@ from __future__ import annotations
 import pytest
 
 from padformer_edge.deploy.line_detector import LineDetector
-from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model.checkpoint import save_checkpoint
-from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
-from tests.deploy.parity import tiny_model
+from tests.deploy.parity import tiny_onnx_profile
 from tests.detect_images import product_image
-from tests.line.make_fixture import write_image
 
 
 def test_every_session_runs_without_the_arena_and_scores_every_batch_size(tmp_path):
-    save_checkpoint(tmp_path / "edge.safetensors", tiny_model("edge"))
-    for seed in range(2):
-        write_image(tmp_path / f"references/{seed}.png", product_image(60, 80, seed))
-    settings = DetectionSettings(passes=2, max_batch=4, device="cpu", runtime="onnxruntime")
-    create_profile(
-        tmp_path / "profiles",
-        "part",
-        tmp_path / "edge.safetensors",
-        tmp_path / "references",
-        settings=settings,
-    )
-    detector = load_profile(tmp_path / "profiles", "part").build_detector()
+    detector = load_profile(tiny_onnx_profile(tmp_path, max_batch=4), "part").build_detector()
     assert isinstance(detector, LineDetector)
     assert detector.sessions
     for graph in detector.sessions.values():

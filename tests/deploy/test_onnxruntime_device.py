@@ -19,14 +19,9 @@ from padformer_edge.deploy.sessions import (
     onnxruntime_providers,
     open_graphs,
 )
-from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import save_checkpoint
-from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
-from tests.deploy.parity import tiny_model
-from tests.detect_images import product_image
-from tests.line.make_fixture import write_image
+from tests.deploy.parity import tiny_model, tiny_onnx_profile
 
 CPU = "CPUExecutionProvider"
 
@@ -86,18 +81,7 @@ def test_openvino_refuses_cuda_before_it_loads_anything(tmp_path: Path):
 
 
 def test_a_profile_on_onnxruntime_runs_where_it_is_asked(tmp_path: Path):
-    save_checkpoint(tmp_path / "edge.safetensors", tiny_model("edge"))
-    for seed in range(2):
-        write_image(tmp_path / f"references/{seed}.png", product_image(60, 80, seed))
-    settings = DetectionSettings(passes=2, max_batch=2, device="cpu", runtime="onnxruntime")
-    create_profile(
-        tmp_path / "profiles",
-        "part",
-        tmp_path / "edge.safetensors",
-        tmp_path / "references",
-        settings=settings,
-    )
-    profile = load_profile(tmp_path / "profiles", "part")
+    profile = load_profile(tiny_onnx_profile(tmp_path, max_batch=2), "part")
     detector = profile.build_detector(device="auto")
     assert isinstance(detector, LineDetector) and detector.device == "cpu"
     if CUDA_PROVIDER not in onnxruntime.get_available_providers():
