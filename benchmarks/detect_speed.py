@@ -20,7 +20,8 @@ move them little.
     python benchmarks/detect_speed.py --preset small --write-docs
 
 With ``--runtimes`` it instead times the ``Detector`` on each runtime (torch, and
-onnxruntime and OpenVINO on graphs exported for the run), for every thread count in
+onnxruntime and OpenVINO on graphs exported for the run) and the torch-free
+``LineDetector`` a line install runs (numpy scoring), for every thread count in
 ``--thread-counts`` and reference count in ``--reference-counts``, after checking that
 every runtime gives torch's score (1e-4 relative):
 
@@ -139,6 +140,52 @@ def interleaved(calls: dict, repeats: int) -> dict:
     return {key: (statistics.median(cpu[key]), min(wall[key])) for key in calls}
 
 
+def line_detectors(
+    model: torch.nn.Module,
+    references: list[np.ndarray],
+    settings: DetectionSettings,
+    threads: int,
+    folder: Path,
+) -> dict[str, object]:
+    """What a torch-free line PC runs, by row name: a ``LineDetector`` (the profile's
+    exported graphs, scoring in numpy) on each graph runtime, from a profile made of
+    ``model`` and ``references`` as ``profile create`` makes one. Its threads come from
+    ``OMP_NUM_THREADS``, as on a line (``profiles.profile.line_threads``)."""
+    import cv2
+
+    from padformer_edge.model.checkpoint import save_checkpoint
+    from padformer_edge.profiles.create import create_profile
+    from padformer_edge.profiles.profile import load_profile
+    from padformer_edge.runtimes import GRAPH_RUNTIMES
+
+    folder.mkdir(parents=True, exist_ok=True)
+    checkpoint = folder / "model.safetensors"
+    save_checkpoint(checkpoint, model)
+    pictures = folder / f"references-{len(references)}"
+    pictures.mkdir(exist_ok=True)
+    for index, image in enumerate(references):  # PNG: the same pixels come back
+        cv2.imwrite(str(pictures / f"{index}.png"), cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    found = {}
+    for runtime in GRAPH_RUNTIMES:
+        name = f"line-{runtime}-{len(references)}"
+        if not (folder / "profiles" / name).is_dir():
+            create_profile(
+                folder / "profiles",
+                name,
+                checkpoint,
+                pictures,
+                settings=settings.replace(runtime=runtime),
+            )
+        profile = load_profile(folder / "profiles", name)
+        found[f"{LINE_ROW}{runtime}"] = profile.build_detector(calibrating=True)
+    return found
+
+
+LINE_ROW = "line: "
+"""Row-name prefix of the torch-free ``LineDetector`` rows."""
+
+
 def runtime_rows(args: argparse.Namespace) -> None:
     """CPU s per detection on each runtime, thread count and reference count (``--runtimes``).
 
@@ -151,6 +198,7 @@ def runtime_rows(args: argparse.Namespace) -> None:
     the passes alone (``Detector.reconstruct``, the only step a runtime changes) are timed
     in CPU seconds, so the table shows how much of the time the runtime can move at all.
     """
+    from padformer_edge.deploy.arrays import unit_image
     from padformer_edge.deploy.openvino_export import export_openvino
     from padformer_edge.detect.images import to_unit_tensor
 
@@ -166,26 +214,32 @@ def runtime_rows(args: argparse.Namespace) -> None:
         references = [smooth_photo(size, seed) for seed in range(refs)]
         for threads in args.thread_counts:
             torch.set_num_threads(threads)
-            detectors = {
+            detectors: dict[str, object] = {
                 runtime: Detector(
                     model, references, settings.replace(runtime=runtime), exported=exported
                 )
                 for runtime in RUNTIMES
             }
+            line = line_detectors(model, references, settings, threads, exported / "line")
+            detectors.update(line)
+            names = list(detectors)
             scores = {r: d.detect([query])[0].score for r, d in detectors.items()}
             calls = {}
             for runtime, detector in detectors.items():
-                model_in = detector.fit(to_unit_tensor(query, detector.device).unsqueeze(0))
+                if runtime in line:
+                    model_in = detector.model_input(unit_image(query))
+                else:
+                    model_in = detector.fit(to_unit_tensor(query, detector.device).unsqueeze(0))
                 calls[runtime, "detect"] = lambda d=detector: d.detect([query])
                 calls[runtime, "passes"] = lambda d=detector, q=model_in: d.reconstruct(q)
             measured = interleaved(calls, args.repeats)
-            seconds = {r: measured[r, "detect"] for r in RUNTIMES}
-            passes_cpu = {r: measured[r, "passes"][0] for r in RUNTIMES}
-            gaps = {r: abs(scores[r] - scores["torch"]) / abs(scores["torch"]) for r in RUNTIMES}
+            seconds = {r: measured[r, "detect"] for r in names}
+            passes_cpu = {r: measured[r, "passes"][0] for r in names}
+            gaps = {r: abs(scores[r] - scores["torch"]) / abs(scores["torch"]) for r in names}
             for runtime, gap in gaps.items():
                 if gap > 1e-4:
                     raise SystemExit(f"{runtime}'s score differs from torch's by {gap:.2e}")
-            for runtime in RUNTIMES:
+            for runtime in names:
                 cpu_s, wall_s = seconds[runtime]
                 speedup = seconds["torch"][0] / cpu_s
                 passes_s = passes_cpu[runtime]
@@ -217,9 +271,12 @@ def runtime_rows(args: argparse.Namespace) -> None:
     summary = (
         f"{args.preset} preset ({size} px), {args.passes} passes, random weights, "
         f"{args.repeats} repeats; onnxruntime and OpenVINO run graphs exported at opset "
-        f"{json_opset(exported)} (OpenVINO from its float32 IR), scoring stays in torch on "
-        f"every row. Fastest exported runtime against torch, per detection (target "
-        f"{TARGET_SPEEDUP}x): {verdicts}."
+        f"{json_opset(exported)} (OpenVINO from its float32 IR). On the torch, onnxruntime "
+        f"and openvino rows the torch Detector prepares and scores; the '{LINE_ROW}' rows "
+        f"are what a torch-free line install runs: a profile's graphs (made by profile "
+        f"create from the same model and references) with the preparing and the scoring "
+        f"in numpy and OpenCV (LineDetector). Fastest exported runtime against torch, per "
+        f"detection (target {TARGET_SPEEDUP}x): {verdicts}."
     )
     print(table)
     print()

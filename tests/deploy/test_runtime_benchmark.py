@@ -2,6 +2,7 @@
 
 import json
 
+from padformer_edge.runtimes import RUNTIMES
 from tests.benchmark_process import run_benchmark
 
 
@@ -16,7 +17,7 @@ def test_runtime_rows_cover_each_runtime_thread_and_reference_count():
     seen = {(r["runtime"], r["threads"], r["references"]) for r in record["rows"]}
     assert seen == {
         (runtime, threads, refs)
-        for runtime in ("torch", "onnxruntime", "openvino")
+        for runtime in (*RUNTIMES, "line: onnxruntime", "line: openvino")
         for threads in (1, 2)
         for refs in (1, 3)
     }
@@ -24,6 +25,7 @@ def test_runtime_rows_cover_each_runtime_thread_and_reference_count():
     assert all(r["passes_cpu_s"] > 0 for r in record["rows"])
     assert "| onnxruntime | 2 | 3 |" in result.stdout
     assert "| openvino | 2 | 3 |" in result.stdout
+    assert "| line: openvino | 2 | 3 |" in result.stdout  # what a torch-free line runs
 
 
 def test_graph_profile_has_operator_totals_per_runtime_and_reference_count():
