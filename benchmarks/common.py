@@ -185,3 +185,21 @@ def smooth_photo(size: int, seed: int, cells: int = 4) -> np.ndarray:
     coarse = np.random.default_rng(seed).uniform(0, 255, size=(cells, cells, 3))
     photo = cv2.resize(coarse.astype(np.float32), (size, size), interpolation=cv2.INTER_CUBIC)
     return photo.clip(0, 255).astype(np.uint8)
+
+
+def interleaved(calls: dict, repeats: int) -> dict:
+    """``timed`` for several calls taken in turns: (median CPU s, fastest wall s) per key.
+
+    Each repeat runs every call once, so a change of load on a shared machine falls on all
+    runtimes alike instead of on whichever was being timed when it came."""
+    for call in calls.values():
+        call()  # warm-up
+    cpu: dict = {key: [] for key in calls}
+    wall: dict = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            start, cpu_start = time.perf_counter(), time.process_time()
+            call()
+            wall[key].append(time.perf_counter() - start)
+            cpu[key].append(time.process_time() - cpu_start)
+    return {key: (statistics.median(cpu[key]), min(wall[key])) for key in calls}

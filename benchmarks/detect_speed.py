@@ -38,11 +38,11 @@ type, in onnxruntime and OpenVINO (``graph_profile``), for each reference count:
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import statistics
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # Idle OpenMP threads must sleep rather than spin, or CPU time would count the spinning;
@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (
     count_flops,
+    interleaved,
     markdown_table,
     print_json_line,
     smooth_photo,
@@ -122,40 +123,19 @@ def counts(text: str) -> list[int]:
 TARGET_SPEEDUP = 1.5  # issue 33: the fastest runtime against torch, per image
 
 
-def interleaved(calls: dict, repeats: int) -> dict:
-    """``timed`` for several calls taken in turns: (median CPU s, fastest wall s) per key.
-
-    Each repeat runs every call once, so a change of load on a shared machine falls on all
-    runtimes alike instead of on whichever was being timed when it came."""
-    for call in calls.values():
-        call()  # warm-up
-    cpu: dict = {key: [] for key in calls}
-    wall: dict = {key: [] for key in calls}
-    for _ in range(repeats):
-        for key, call in calls.items():
-            start, cpu_start = time.perf_counter(), time.process_time()
-            call()
-            wall[key].append(time.perf_counter() - start)
-            cpu[key].append(time.process_time() - cpu_start)
-    return {key: (statistics.median(cpu[key]), min(wall[key])) for key in calls}
-
-
-def line_detectors(
+def line_profiles(
     model: torch.nn.Module,
     references: list[np.ndarray],
     settings: DetectionSettings,
-    threads: int,
     folder: Path,
-) -> dict[str, object]:
-    """What a torch-free line PC runs, by row name: a ``LineDetector`` (the profile's
-    exported graphs, scoring in numpy) on each graph runtime, from a profile made of
-    ``model`` and ``references`` as ``profile create`` makes one. Its threads come from
-    ``OMP_NUM_THREADS``, as on a line (``profiles.profile.line_threads``)."""
+) -> Path:
+    """Profiles of ``model`` and ``references`` on each graph runtime, as ``profile
+    create`` makes them (``line-RUNTIME-REFS`` under the returned folder), for the
+    ``LineDetector`` rows."""
     import cv2
 
     from padformer_edge.model.checkpoint import save_checkpoint
     from padformer_edge.profiles.create import create_profile
-    from padformer_edge.profiles.profile import load_profile
     from padformer_edge.runtimes import GRAPH_RUNTIMES
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,23 +145,46 @@ def line_detectors(
     pictures.mkdir(exist_ok=True)
     for index, image in enumerate(references):  # PNG: the same pixels come back
         cv2.imwrite(str(pictures / f"{index}.png"), cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    found = {}
+    profiles = folder / "profiles"
     for runtime in GRAPH_RUNTIMES:
-        name = f"line-{runtime}-{len(references)}"
-        if not (folder / "profiles" / name).is_dir():
+        name = line_profile_name(runtime, len(references))
+        if not (profiles / name).is_dir():
             create_profile(
-                folder / "profiles",
-                name,
-                checkpoint,
-                pictures,
-                settings=settings.replace(runtime=runtime),
+                profiles, name, checkpoint, pictures, settings=settings.replace(runtime=runtime)
             )
-        profile = load_profile(folder / "profiles", name)
-        found[f"{LINE_ROW}{runtime}"] = profile.build_detector(calibrating=True)
-    return found
+    return profiles
 
 
+def line_profile_name(runtime: str, references: int) -> str:
+    return f"line-{runtime}-{references}"
+
+
+def line_timings(
+    profiles: Path, references: int, threads: int, size: int, repeats: int
+) -> dict[str, dict]:
+    """``benchmarks/line_timing.py`` in a child process without torch, as on a line PC,
+    with ``threads`` as its ``OMP_NUM_THREADS``: by row name, the times and score of each
+    graph runtime's ``LineDetector``. (In this process, where torch is loaded, numpy's
+    BLAS threads and torch's competed and the numpy scoring ran several times slower than
+    it does where torch is absent.)"""
+    from padformer_edge.runtimes import GRAPH_RUNTIMES
+
+    names = {line_profile_name(r, references): f"{LINE_ROW}{r}" for r in GRAPH_RUNTIMES}
+    command = [sys.executable, str(Path(__file__).with_name("line_timing.py"))]
+    command += ["--profiles", str(profiles), "--size", str(size), "--repeats", str(repeats)]
+    command += ["--query-seed", str(QUERY_SEED)]
+    for name in names:
+        command += ["--profile", name]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(root)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"line_timing.py failed: {done.stderr.strip()[-2000:]}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
+    return {names[name]: row for name, row in found.items()}
+
+
+QUERY_SEED = 100
 LINE_ROW = "line: "
 """Row-name prefix of the torch-free ``LineDetector`` rows."""
 
@@ -198,14 +201,13 @@ def runtime_rows(args: argparse.Namespace) -> None:
     the passes alone (``Detector.reconstruct``, the only step a runtime changes) are timed
     in CPU seconds, so the table shows how much of the time the runtime can move at all.
     """
-    from padformer_edge.deploy.arrays import unit_image
     from padformer_edge.deploy.openvino_export import export_openvino
     from padformer_edge.detect.images import to_unit_tensor
 
     torch.manual_seed(0)
     model = build_model(args.preset).eval()
     size = model.config.img_size
-    query = smooth_photo(size, seed=100)
+    query = smooth_photo(size, seed=QUERY_SEED)
     settings = DetectionSettings(passes=args.passes, device="cpu", max_batch=args.passes)
     exported = Path(tempfile.mkdtemp(prefix="detect_speed_graphs_"))
     export_openvino(model, exported)
@@ -220,21 +222,22 @@ def runtime_rows(args: argparse.Namespace) -> None:
                 )
                 for runtime in RUNTIMES
             }
-            line = line_detectors(model, references, settings, threads, exported / "line")
-            detectors.update(line)
-            names = list(detectors)
             scores = {r: d.detect([query])[0].score for r, d in detectors.items()}
             calls = {}
             for runtime, detector in detectors.items():
-                if runtime in line:
-                    model_in = detector.model_input(unit_image(query))
-                else:
-                    model_in = detector.fit(to_unit_tensor(query, detector.device).unsqueeze(0))
+                model_in = detector.fit(to_unit_tensor(query, detector.device).unsqueeze(0))
                 calls[runtime, "detect"] = lambda d=detector: d.detect([query])
                 calls[runtime, "passes"] = lambda d=detector, q=model_in: d.reconstruct(q)
             measured = interleaved(calls, args.repeats)
-            seconds = {r: measured[r, "detect"] for r in names}
-            passes_cpu = {r: measured[r, "passes"][0] for r in names}
+            seconds = {r: measured[r, "detect"] for r in RUNTIMES}
+            passes_cpu = {r: measured[r, "passes"][0] for r in RUNTIMES}
+            profiles = line_profiles(model, references, settings, exported / "line")
+            line = line_timings(profiles, refs, threads, size, args.repeats)
+            for name, row in line.items():
+                scores[name] = row["score"]
+                seconds[name] = (row["cpu_s"], row["wall_s"])
+                passes_cpu[name] = row["passes_cpu_s"]
+            names = [*RUNTIMES, *line]
             gaps = {r: abs(scores[r] - scores["torch"]) / abs(scores["torch"]) for r in names}
             for runtime, gap in gaps.items():
                 if gap > 1e-4:
@@ -275,8 +278,9 @@ def runtime_rows(args: argparse.Namespace) -> None:
         f"and openvino rows the torch Detector prepares and scores; the '{LINE_ROW}' rows "
         f"are what a torch-free line install runs: a profile's graphs (made by profile "
         f"create from the same model and references) with the preparing and the scoring "
-        f"in numpy and OpenCV (LineDetector). Fastest exported runtime against torch, per "
-        f"detection (target {TARGET_SPEEDUP}x): {verdicts}."
+        f"in numpy and OpenCV (LineDetector), timed in a process of their own without "
+        f"torch, as on a line PC, after the other rows. Fastest exported runtime against "
+        f"torch, per detection (target {TARGET_SPEEDUP}x): {verdicts}."
     )
     print(table)
     print()
