@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from padformer_edge.deploy import arrays
 from padformer_edge.deploy.line_scoring import (
@@ -127,6 +128,12 @@ class LineDetector:
         self.reference_outputs: list[str] = list(manifest.get("reference_outputs", ["features"]))
         self.passes, self.max_batch = settings.passes, settings.max_batch
         self.img_size = self.spec.img_size
+        # numpy's BLAS on one thread while scoring: its products here are small blocks
+        # (a query's cells against a cache-sized slice of the banks), which more threads
+        # barely speed up, while BLAS threads that wait by spinning next to the runtime's
+        # own threads made the scoring several times slower on two cores
+        # (benchmarks/detect_speed.py --runtimes, line rows at 2 threads)
+        self.blas = ThreadpoolController()
         self.sessions = open_graphs(
             runtime, self.folder, graphs, threads, hint, device=settings.device
         )
@@ -281,7 +288,8 @@ class LineDetector:
         detections = []
         for index, query in enumerate(full):
             score_start = time.perf_counter()
-            scored = self.score_one(query, model_in[index : index + 1], recon, predicted, index)
+            with self.blas.limit(limits=1, user_api="blas"):
+                scored = self.score_one(query, model_in[index : index + 1], recon, predicted, index)
             score_time = time.perf_counter() - score_start
             timings = {
                 "prepare": prepare_share,

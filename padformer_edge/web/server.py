@@ -68,7 +68,7 @@ class WebServer:
             access_log=False,
             backlog=BACKLOG,
             http=head_deadline_protocol(),
-            loop="asyncio",  # not uvloop, even where installed: see pyproject's dependencies
+            loop="asyncio",  # Python's own loop, even where uvloop is installed
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
             server_header=False,
