@@ -113,14 +113,22 @@ def portable_command(command: str) -> str:
 
 
 def docs_block(
-    name: str, body: str, command: str, machine: str, date: datetime.date | None = None
+    name: str,
+    body: str,
+    command: str,
+    machine: str,
+    date: datetime.date | None = None,
+    record: str | None = None,
 ) -> str:
-    """The text of the docs block ``name``: markers, where and when it was measured, body."""
+    """The text of the docs block ``name``: markers, where and when it was measured, body.
+
+    The header names the command that made the table, so a reader can run it again; a
+    ``record`` (a table whose inputs left the tree) names instead, in words, where its
+    figures come from, since a command that reads files the tree no longer holds runs on
+    no checkout."""
     when = (date or datetime.datetime.now(datetime.UTC).date()).isoformat()
-    return (
-        f"<!-- BEGIN {name} -->\nMeasured with `{command}` on {machine}, {when}:\n\n"
-        f"{body}\n<!-- END {name} -->"
-    )
+    source = f"Recorded from {record}" if record else f"Measured with `{command}`"
+    return f"<!-- BEGIN {name} -->\n{source} on {machine}, {when}:\n\n{body}\n<!-- END {name} -->"
 
 
 def update_docs_section(
@@ -129,15 +137,19 @@ def update_docs_section(
     command: str | None = None,
     machine: str | None = None,
     pages: Sequence[Path] = DOC_PAGES,
+    date: datetime.date | None = None,
+    record: str | None = None,
 ) -> Path:
     """Replace the docs block named ``name`` with ``body`` (and the command that made it,
     the machine and today's date) in whichever of ``pages`` holds it, else add it at the
     end of the first page. Returns the page written.
 
     ``machine`` names where the figures were measured when that is not this machine (a
-    lent GPU whose results are rendered here from a saved file)."""
+    lent GPU whose results are rendered here from a saved file), ``date`` when that was
+    not today (the date its log records), and ``record`` replaces the command with where
+    the figures come from (``docs_block``)."""
     command = portable_command(command or "python " + shlex.join(sys.argv))
-    block = docs_block(name, body, command, machine or machine_summary())
+    block = docs_block(name, body, command, machine or machine_summary(), date, record)
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     for page in pages:

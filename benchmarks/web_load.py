@@ -49,6 +49,7 @@ from urllib.request import Request, urlopen
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import REPO, markdown_table, print_json_line, update_docs_section
+from benchmarks.process_stats import cpu_seconds, status_kib
 from benchmarks.web_pages import fill
 
 REVIEW_EVERY = 100  # one row in this many is reviewed, alternately each verdict
@@ -91,22 +92,6 @@ def start_server(db: Path, state: Path) -> tuple[subprocess.Popen[str], str]:
         process.kill()
         raise RuntimeError(f"the server did not start: {line!r}")
     return process, line.split()[1]
-
-
-def proc_cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_memory_mib(pid: int) -> tuple[float, float]:
-    """(current, peak) resident memory of ``pid`` in MiB."""
-    found = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            found[key] = int(value.split()[0]) / 1024
-    return found["VmRSS"], found["VmHWM"]
 
 
 class Client:
@@ -257,11 +242,12 @@ def main() -> None:
                 warm = Request(base + path, headers={"Accept": "text/html"})
                 urlopen(warm, timeout=REQUEST_TIMEOUT_S).read()
             load_before = os.getloadavg()[0]
-            cpu_before = proc_cpu_s(process.pid)
+            cpu_before = cpu_seconds(process.pid)
             latencies, later, errors, wall_s = run_load(base, pages, args.clients, args.requests,
                                                  args.processes, args.think_ms)  # fmt: skip
-            server_cpu_s = proc_cpu_s(process.pid) - cpu_before
-            rss_mib, peak_mib = proc_memory_mib(process.pid)
+            server_cpu_s = cpu_seconds(process.pid) - cpu_before
+            memory = status_kib(process.pid, "VmRSS", "VmHWM")
+            rss_mib, peak_mib = memory["VmRSS"] / 1024, memory["VmHWM"] / 1024
         finally:
             process.terminate()
             process.wait(30)

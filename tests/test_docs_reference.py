@@ -4,7 +4,10 @@
   the pydantic schemas and the Typer app today;
 - every measured table is one block, in ``docs/benchmarks.md`` or ``docs/research.md``,
   with the command, machine and date it was made with, and every block a benchmark script
-  writes by a fixed name is there to be rewritten.
+  writes by a fixed name is there to be rewritten;
+- a block's command names only files of ``benchmarks/`` that the tree holds; a table whose
+  inputs left the tree is a record, whose header names the commit that holds them instead
+  of a command that would fail on every checkout.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import importlib.util
 import re
 import shutil
 import subprocess
-from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 BLOCK_PAGES = (DOCS / "benchmarks.md", DOCS / "research.md")
 BEGIN = re.compile(r"^<!-- BEGIN (\S+) -->$", re.MULTILINE)
-HEADER = re.compile(r"^Measured with `[^`]+` on .+, \d{4}-\d{2}-\d{2}:$")
+HEADER = re.compile(r"^(?:Measured with `[^`]+`|Recorded from .+) on .+, \d{4}-\d{2}-\d{2}:$")
 
 
 def _generator():
@@ -105,38 +107,66 @@ def test_scripts_write_blocks_that_exist():
     assert missing == []
 
 
-RESTORE = re.compile(r"`git restore --source=(\S+) -- '([^']+)'`")
 COMMAND = re.compile(r"^Measured with `([^`]+)`", re.MULTILINE)
+RECORD = re.compile(r"^Recorded from .*? commit (\S+) holds them", re.MULTILINE)
 
 
-def _in_history(commit: str, path: str) -> bool | None:
-    """Whether ``commit`` holds ``path``; None where git or that commit is not here (a
-    shallow clone, a source archive)."""
-    if shutil.which("git") is None:
+def _is_commit(revision: str) -> bool | None:
+    """Whether ``revision`` names a commit of this repository; None where git or its
+    history is not here (a shallow clone, a source archive)."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
         return None
+    if (
+        subprocess.run(
+            ["git", "rev-parse", "--is-shallow-repository"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+        == "true"
+    ):
+        return None  # fmt: skip
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=30,
+    )
+    return found.returncode == 0
 
-    def git(*args: str) -> bool:
-        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, timeout=30)
-        return done.returncode == 0
 
-    if not git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"):
-        return None
-    return git("cat-file", "-e", f"{commit}:{path}")
+def missing_inputs(text: str) -> list[str]:
+    """The files of ``benchmarks/`` that a block's command names and the tree lacks."""
+    return [
+        word
+        for command in COMMAND.findall(text)
+        for word in re.split(r"[\s=,#']", command)
+        if word.startswith("benchmarks/") and not (REPO / word).exists()
+    ]
 
 
 @pytest.mark.parametrize("page", BLOCK_PAGES, ids=lambda p: p.name)
-def test_a_blocks_inputs_are_in_the_tree_or_the_page_says_how_to_restore_them(page):
-    """A table's command runs as written: a file of ``benchmarks/`` it reads is in the
-    tree, or the page gives the ``git restore`` that brings it back from the commit that
-    holds it (past runs' logs leave the tree; git history keeps them)."""
-    text = page.read_text(encoding="utf-8")
-    restorable = RESTORE.findall(text)
-    unaccounted = []
-    for command in COMMAND.findall(text):
-        for word in re.split(r"[\s=,#']", command):
-            if not word.startswith("benchmarks/") or (REPO / word).exists():
-                continue
-            commits = [commit for commit, pattern in restorable if fnmatch(word, pattern)]
-            if not commits or any(_in_history(c, word) is False for c in commits):
-                unaccounted.append(word)
-    assert unaccounted == [], "keep the file, or name the commit that holds it on the page"
+def test_a_blocks_command_names_only_files_the_tree_holds(page):
+    """A table's command runs as written on a checkout; a table whose logs left the tree
+    says so in a record header, naming no path that is gone."""
+    assert missing_inputs(page.read_text(encoding="utf-8")) == [], (
+        "keep the file, or make the table a record (--revision) that names its commit"
+    )
+
+
+def test_the_check_finds_a_gone_input_and_passes_a_record():
+    gone = "Measured with `python benchmarks/x.py --run a=benchmarks/gpu_runs/a.log` on m, d:"
+    kept = "Measured with `python benchmarks/model_card.py --write-docs` on m, d:"
+    record = "Recorded from the logs of a as commit abc1234 holds them (...) on m, 2026-11-26:"
+    assert missing_inputs(gone) == ["benchmarks/x.py", "benchmarks/gpu_runs/a.log"]
+    assert missing_inputs(f"{kept}\n{record}") == []
+    assert HEADER.match(record) and RECORD.findall(record) == ["abc1234"]
+
+
+@pytest.mark.parametrize("page", BLOCK_PAGES, ids=lambda p: p.name)
+def test_a_record_names_a_commit_of_this_repository(page):
+    for revision in RECORD.findall(page.read_text(encoding="utf-8")):
+        if _is_commit(revision) is None:
+            pytest.skip("this checkout has no git history to look the commit up in")
+        assert _is_commit(revision), f"{page.name} names {revision}, which is no commit here"

@@ -23,9 +23,10 @@ MACHINE_PATH = re.compile(
     "|".join(
         [
             r"(?<![\w.])/" + "home" + r"/[A-Za-z_][\w.-]*",
+            r"(?<![\w.])/" + "Users" + r"/[A-Za-z_][\w.-]*",  # a Mac's home folders
             r"(?<![\w.])/" + "root" + r"/",
             r"(?<![\w.])/" + "work" + r"/",
-            r"(?<![\w.])/" + "tmp" + r"/[\w.-]+",
+            r"(?<![\w.])/(?:var/)?" + "tmp" + r"/[\w.-]+",
         ]
     )
 )
@@ -65,6 +66,8 @@ def test_no_tracked_file_names_a_machine_path():
         ("WORK=${WORK:-/" + "tmp/gpu}", ["/" + "tmp/gpu"]),
         ('"path": "/' + 'home/alice/model.safetensors"', ["/" + "home/alice"]),
         ("cd /" + "root/project", ["/" + "root/"]),
+        ("open /" + "Users/bob/Desktop/run.log", ["/" + "Users/bob"]),
+        ("--out /var/" + "tmp/padformer-run", ["/var/" + "tmp/padformer-run"]),
         ("/etc/padformer-edge/daemon.yaml /var/lib/padformer-edge /srv/camera", []),
         ("docs/work/notes.md runs/tmp/x ~/.local/state/padformer-edge", []),
     ],

@@ -227,6 +227,54 @@ def test_readme_keeps_ci_install_and_test_commands():
     assert len(text.splitlines()) <= 300
 
 
+# The line engineer's path as the issue orders it: each step's heading, with a word its
+# text must hold and the first padformer-edge command of that step.
+PATH_STEPS = (
+    ("Photos of the part", "photos", "demo --out"),
+    ("The profile: create, calibrate, test", "calibrate", "profile create"),
+    ("The daemon", "systemd", "watch"),
+    ("The operator's page", "/metrics", "serve"),
+    ("History and alerts", "alert", "results list"),
+)
+
+
+def sections(markdown: str) -> list[tuple[str, str]]:
+    """(heading, text under it up to the next heading) for every ``##``/``###`` heading,
+    in order; headings inside code blocks do not count."""
+    prose = re.sub(r"^```.*?^```", "", markdown, flags=re.DOTALL | re.MULTILINE)
+    parts = re.split(r"^#{2,3} (.+)$", prose, flags=re.MULTILINE)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_readme_walks_the_line_engineers_path_in_order():
+    """Set-up, then photos, profile, daemon with systemd, the page, history and alerts,
+    then the links into the docs; each step's commands come in that order too."""
+    text = README.read_text(encoding="utf-8")
+    headings = [re.sub(r"^\d+\. ", "", heading) for heading, _ in sections(text)]
+    expected = ["Set-up", "The line engineer's path", *(s[0] for s in PATH_STEPS)]
+    assert headings == [*expected, "Documentation"]
+    under = {re.sub(r"^\d+\. ", "", h): body for h, body in sections(text)}
+    for heading, word, _ in PATH_STEPS:
+        assert word in under[heading], f"README's step {heading!r} never mentions {word}"
+    _, found = readme_check()
+    lines = [" ".join(command[1:]) for command in found]
+    first = [next(i for i, line in enumerate(lines) if line.startswith(c)) for *_, c in PATH_STEPS]
+    assert first == sorted(first), "README's commands leave the line engineer's order"
+    assert re.findall(r"\]\((docs/[\w.-]+\.md)", under["Documentation"]), "no link into docs"
+
+
+def test_the_order_check_fails_on_a_swapped_step(monkeypatch, tmp_path):
+    text = README.read_text(encoding="utf-8")
+    page, history = text.index("### 4. The operator's page"), text.index("### 5. History")
+    end = text.index("## Documentation")
+    swapped = text[:page] + text[history:end] + text[page:history] + text[end:]
+    readme = tmp_path / "README.md"
+    readme.write_text(swapped, encoding="utf-8")
+    monkeypatch.setitem(globals(), "README", readme)
+    with pytest.raises(AssertionError):
+        test_readme_walks_the_line_engineers_path_in_order()
+
+
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
