@@ -1,6 +1,7 @@
 """``profile`` commands as an operator runs them, each a real process: the exit status of
 ``test``, ``delete`` with and without ``--yes``, and ``calibrate --anomalous`` given the
-parent folder ``synth`` writes (one folder per defect kind beside ``good``)."""
+parent folder ``synth`` writes (one folder per defect kind beside ``good``). Off a
+terminal, ``calibrate`` and ``test`` report their progress as log lines."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def test_calibrate_takes_a_parent_of_defect_folders_and_test_sets_the_status(
     tested = run_cli(*base, "-o", str(tmp_path / "hm"))
     verdicts = json.loads(tested.stdout)
     assert len(verdicts) == 4
+    logged = [json.loads(line) for line in tested.stderr.splitlines()]
+    done = [e for e in logged if e["event"] == "progress.done"]  # off a terminal: log lines
+    assert [(e["job"], e["done"], e["total"]) for e in done] == [("testing", 4, 4)]
     assert tested.returncode == (1 if any(v["anomalous"] for v in verdicts) else 0)
     kept = run_cli(*base, "-o", str(tmp_path / "hm"), "--no-fail")
     assert kept.returncode == 0, kept.stderr
