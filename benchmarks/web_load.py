@@ -16,7 +16,11 @@ every few seconds at most, which ``--think-ms 1000`` stands for.
 Reports per page the p50, p95 (nearest rank) and maximum latency seen by the clients,
 the errors (any answer but 200, or a failed connection), and the server process's CPU
 time and resident memory over the run, read from ``/proc`` (Linux only), and the
-machine's load average when the load began: the clients share the machine's cores with
+machine's load average when the load began. After the load, clients hang up on the
+server as killed browsers do (a reset in the middle of a request head, right after a
+request, while a page or an export is sent, and on the live stream); the report counts
+the tracebacks and error lines the server printed over the whole run, which must be none,
+and checks the page still answers: the clients share the machine's cores with
 the server (and with whatever else runs), so compare figures measured at similar loads.
 The clients are coroutines dealt over ``--processes`` processes of their own, so that
 what one client waits for is the server, not the other clients' share of one GIL.
@@ -33,7 +37,9 @@ import math
 import multiprocessing
 import os
 import random
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -55,6 +61,7 @@ from benchmarks.web_pages import fill
 REVIEW_EVERY = 100  # one row in this many is reviewed, alternately each verdict
 START_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 60.0
+HANG_UP_AFTER_S = 0.2  # a reset this long after the request: mid-answer or on the stream
 
 
 def add_reviews(path: Path, rows: int) -> int:
@@ -76,15 +83,17 @@ def add_reviews(path: Path, rows: int) -> int:
     return len(values)
 
 
-def start_server(db: Path, state: Path) -> tuple[subprocess.Popen[str], str]:
-    """``padformer-edge serve`` on a free port; returns the process and its URL."""
+def start_server(db: Path, state: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
+    """``padformer-edge serve`` on a free port, its stderr (the structured log and
+    anything printed) into ``log``; returns the process and its URL."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PADFORMER_EDGE_STATE_DIR": str(state),
            "OMP_NUM_THREADS": "1"}  # fmt: skip
     env.pop("PADFORMER_EDGE_HTTP_TOKEN", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "padformer_edge", "serve", "--db", str(db), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO,
-    )  # fmt: skip
+    with open(log, "wb") as errors:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "padformer_edge", "serve", "--db", str(db), "--port", "0"],
+            stdout=subprocess.PIPE, stderr=errors, text=True, env=env, cwd=REPO,
+        )  # fmt: skip
     deadline = time.monotonic() + START_TIMEOUT_S
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -206,6 +215,35 @@ def run_load(base: str, pages: dict[str, str], clients: int, requests: int, proc
     return latencies, later, errors, wall_s
 
 
+def hang_ups(base: str, pages: dict[str, str]) -> int:
+    """Reset connections as a killed browser does (SO_LINGER 0: an RST, no goodbye):
+    half a request head, a request just sent, a page or export while it is written, the
+    live stream once open; returns how many."""
+    parts = urlsplit(base)
+    address = (parts.hostname or "127.0.0.1", parts.port or 80)
+    head = f"Host: {address[0]}:{address[1]}\r\n"
+    requests = [b"GET /history HTTP/1.1\r\nHo"]
+    for path in [*pages.values(), "/history.csv", "/events"]:
+        requests.append(f"GET {path} HTTP/1.1\r\n{head}\r\n".encode())
+    made = 0
+    for after_s in (0.0, HANG_UP_AFTER_S):
+        for raw in requests:
+            with socket.create_connection(address, timeout=REQUEST_TIMEOUT_S) as conn:
+                conn.sendall(raw)
+                time.sleep(after_s)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            made += 1
+    return made
+
+
+def printed_trouble(log: Path) -> tuple[int, int]:
+    """(tracebacks, lines at level error or above) in the server's stderr."""
+    text = log.read_text(errors="replace")
+    bad_levels = ('"level": "error"', '"level": "critical"', "[error", "[critical")
+    errors = sum(any(mark in line for mark in bad_levels) for line in text.splitlines())
+    return text.count("Traceback"), errors
+
+
 def nearest_rank(values: list[float], percent: int) -> float:
     ordered = sorted(values)
     return ordered[max(1, math.ceil(percent / 100 * len(ordered))) - 1]
@@ -229,7 +267,8 @@ def main() -> None:
         db = Path(tmp) / "load.sqlite3"
         fill_s = fill(db, args.rows, datetime.now(UTC) - timedelta(days=30))
         reviewed = add_reviews(db, args.rows)
-        process, base = start_server(db, Path(tmp) / "state")
+        server_log = Path(tmp) / "serve.log"
+        process, base = start_server(db, Path(tmp) / "state", server_log)
         try:
             middle = max(1, args.rows // 2)
             pages = {
@@ -248,9 +287,14 @@ def main() -> None:
             server_cpu_s = cpu_seconds(process.pid) - cpu_before
             memory = status_kib(process.pid, "VmRSS", "VmHWM")
             rss_mib, peak_mib = memory["VmRSS"] / 1024, memory["VmHWM"] / 1024
+            hangups = hang_ups(base, pages)
+            time.sleep(1.5)  # an open stream notices its client gone at its next poll
+            after = Request(base + "/history", headers={"Accept": "text/html"})
+            answers_after = urlopen(after, timeout=REQUEST_TIMEOUT_S).status == 200
         finally:
             process.terminate()
             process.wait(30)
+        tracebacks, error_lines = printed_trouble(server_log)
     every = [v for values in latencies.values() for v in values]
     total_errors = sum(errors.values())
     every_later = [v for values in later.values() for v in values]
@@ -275,7 +319,11 @@ def main() -> None:
         f"({server_cpu_s / len(every) * 1000:.2f} ms of CPU per page), "
         f"{len(every) / wall_s:.0f} pages/s, RSS {rss_mib:.0f} MiB (peak {peak_mib:.0f} MiB). "
         f"Clients in {min(args.processes, args.clients)} processes; machine load (1-minute "
-        f"average, as `uptime` shows it) {load_before:.2f} when the load began."
+        f"average, as `uptime` shows it) {load_before:.2f} when the load began. "
+        f"{hangups} client hang-ups after the load (resets mid-head, mid-request, "
+        f"mid-answer and on the live stream): the server printed {tracebacks} tracebacks "
+        f"and {error_lines} error lines over the whole run, and "
+        f"{'still answered' if answers_after else 'did NOT answer'} afterwards."
     )
     print(table)
     print(summary)
@@ -299,6 +347,10 @@ def main() -> None:
             "wall_s": round(wall_s, 2),
             "rss_mib": round(rss_mib, 1),
             "peak_rss_mib": round(peak_mib, 1),
+            "hangups": hangups,
+            "server_tracebacks": tracebacks,
+            "server_error_lines": error_lines,
+            "answers_after_hangups": answers_after,
         },
     )
     if args.write_docs:

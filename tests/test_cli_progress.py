@@ -1,4 +1,5 @@
-"""Progress off a terminal: log events while a job runs, none for a job refused early.
+"""Progress off a terminal: log events while a job runs, none for a job refused early;
+at a terminal: a bar instead.
 
 In-process with short intervals, so the timing rule (an event at least every interval,
 even while one item takes longer than that) is checked in a fraction of a second."""
@@ -43,4 +44,16 @@ def test_a_job_refused_before_its_first_item_logs_nothing(
     piped = Console(file=io.StringIO())
     with pytest.raises(ValueError), job_progress("scoring", console=piped, interval_s=10):
         raise ValueError("bad input")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_terminal_gets_a_bar_and_no_log_lines(capsys: pytest.CaptureFixture) -> None:
+    """At a terminal the same job draws a bar with items done of total, and logs nothing."""
+    configure_logging("json")
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with job_progress("scoring", console=terminal, interval_s=0.05) as progress:
+        progress.update(2, 3)
+        time.sleep(0.3)  # a few refreshes of the bar, and would-be ticks of a log line
+    drawn = terminal.file.getvalue()
+    assert "scoring" in drawn and "2/3" in drawn and "━" in drawn
     assert capsys.readouterr().err == ""

@@ -70,10 +70,14 @@ def create(
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views.
     With --runtime onnxruntime or openvino the profile also stores its exported graphs."""
+    settings = options.detection_settings(ctx.params)
+    # The folder and the checkpoint first: a mistyped path is one line at once, not after
+    # seconds of loading torch (or of hashing the shipped model).
+    require_folder(references, "reference folder", "pass a folder of good images of the product")
+    model = resolve_model(model)
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
-    settings = options.detection_settings(ctx.params)
-    model = resolve_model(model)
     result = create_profile(profiles_root(root), name, model, references, shots, settings)
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
@@ -147,11 +151,13 @@ def calibrate(
         raise UserError(
             "give --good DIR (held-out good images) or --from-reviews (the reviewed history)."
         )
-    from padformer_edge.profiles.calibrate import calibrate_profile  # torch: only when run
-
+    # The profile and the folders before torch loads: a typo costs one line, not seconds.
+    load_profile(profiles_root(root), name)
     require_folder(good, "good folder", "pass a folder of held-out good images")
     for folder in anomalous:
         require_folder(folder, "anomalous folder", "pass a folder of defective images")
+    from padformer_edge.profiles.calibrate import calibrate_profile  # torch: only when run
+
     with job_progress("calibrating", console=_err) as progress:
         report = calibrate_profile(
             profiles_root(root),
@@ -305,6 +311,8 @@ def set_model_cmd(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Adopt a new checkpoint for NAME; its threshold is cleared until recalibrated."""
+    load_profile(profiles_root(root), name)  # the name and the file before torch loads
+    require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import set_model  # torch: only when run
 
     profile = set_model(profiles_root(root), name, model)

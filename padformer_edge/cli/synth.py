@@ -10,6 +10,7 @@ import typer
 
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.errors import UserError
+from padformer_edge.native_output import import_native
 
 
 def _parse_colour(text: str) -> tuple[int, int, int]:
@@ -60,6 +61,7 @@ def synth(
         for name, builtin in BUILTINS.items():
             typer.echo(f"builtin:{name}\t{builtin.description}")
         return
+    import_native("pybullet")  # first, so its build banner (printed from C) is logged
     from padformer_edge_training.synth import ViewCounts, procedural_specs, render_dataset
 
     if (not mesh and procedural == 0) or out is None:

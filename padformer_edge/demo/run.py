@@ -35,6 +35,7 @@ from padformer_edge.demo.plan import DemoPlan
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.native_output import import_native
 from padformer_edge.profiles.calibrate import calibrate_profile
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
@@ -164,6 +165,7 @@ def run_demo(
     ``model_note`` tells the reader which model inspects the part (e.g. that the shipped
     one never saw it); it is printed with the rendering step.
     """
+    import_native("pybullet")  # first, so its build banner (printed from C) is logged
     from padformer_edge_training.synth import ViewCounts, render_dataset
 
     work = _workdir(out)

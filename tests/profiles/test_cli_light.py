@@ -81,3 +81,37 @@ def test_commands_without_a_model_never_import_torch(
         assert "line-cam" in result.stdout  # it really read the database
         return  # reading the history is what SQLAlchemy is for
     assert not modules & DATABASE, sorted(modules & DATABASE)  # nor opens a database
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["profile", "create", "new", "-r", "{tmp}/no-refs"],
+         "reference folder {tmp}/no-refs does not exist"),
+        (["profile", "create", "new", "-r", "{tmp}", "-m", "{tmp}/no.safetensors"],
+         "checkpoint {tmp}/no.safetensors does not exist"),
+        (["profile", "calibrate", "duck", "--good", "{tmp}/no-good"],
+         "good folder {tmp}/no-good does not exist"),
+        (["profile", "calibrate", "duck", "--good", "{tmp}", "-a", "{tmp}/no-bad"],
+         "anomalous folder {tmp}/no-bad does not exist"),
+        (["profile", "calibrate", "dukc", "--good", "{tmp}"], "profile 'dukc' does not exist"),
+        (["profile", "set-model", "duck", "-m", "{tmp}/no.safetensors"],
+         "checkpoint {tmp}/no.safetensors does not exist"),
+        (["profile", "test", "duck", "{tmp}/no.png"], "image {tmp}/no.png does not exist"),
+    ],
+    ids=["create-references", "create-model", "calibrate-good", "calibrate-anomalous",
+         "calibrate-profile", "set-model", "test-image"],
+)  # fmt: skip
+def test_a_wrong_path_or_name_is_one_line_before_torch_loads(
+    args: list[str], says: str, profiles: Path, tmp_path: Path
+) -> None:
+    """Issue 32 measured seconds of torch loading before a mistyped folder was named;
+    the profile commands that run the model check their paths and the profile's name
+    first (``profile test`` loads OpenCV to read images, never torch)."""
+    filled = [arg.format(tmp=tmp_path) for arg in args]
+    result, modules = run_cli_modules(*filled, "--root", str(profiles), record=tmp_path / "modules")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert says.format(tmp=tmp_path) in lines[0]
+    assert not modules & {"torch", "timm", "kornia"}, sorted(modules & HEAVY)

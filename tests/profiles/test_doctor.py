@@ -18,10 +18,11 @@ import yaml
 
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli, run_cli_modules
-from tests.profiles.conftest import FAST
+from tests.profiles.conftest import FAST, write_checkpoint
 
 HEAVY = {"torch", "timm", "kornia", "cv2"}
 
@@ -86,7 +87,22 @@ def test_a_sound_setup_is_all_ok(tmp_path: Path, setup: dict[str, Path], listeni
     assert not modules & HEAVY, sorted(modules & HEAVY)
 
 
-def test_a_broken_setup_lists_every_problem(tmp_path: Path, setup: dict[str, Path]) -> None:
+def broken_profiles(profiles: Path, product: Path, tmp_path: Path) -> None:
+    """Calibrated profiles whose files went wrong after they were made: ``moved`` lost its
+    checkpoint, ``swapped`` had its checkpoint replaced, ``bare`` lost a reference."""
+    for name, seed in (("moved", 1), ("swapped", 2), ("bare", 3)):
+        model = write_checkpoint(tmp_path / f"{name}.safetensors", seed)
+        made = create_profile(profiles, name, model, product / "train" / "good", 2, FAST)
+        pin_threshold(made.profile, 0.5)
+    (tmp_path / "moved.safetensors").unlink()
+    write_checkpoint(tmp_path / "swapped.safetensors", seed=9)
+    load_profile(profiles, "bare").reference_paths[0].unlink()
+
+
+def test_a_broken_setup_lists_every_problem(
+    tmp_path: Path, setup: dict[str, Path], product: Path
+) -> None:
+    broken_profiles(setup["profiles"], product, tmp_path)
     empty = tmp_path / "empty.sqlite3"
     empty.write_bytes(b"")  # a file, but no schema: never migrated
     port = closed_port()
@@ -97,6 +113,10 @@ def test_a_broken_setup_lists_every_problem(tmp_path: Path, setup: dict[str, Pat
             {"name": "gone", "path": str(tmp_path / "no-such-folder"), "profile": "duck"},
             {"name": "new", "path": str(setup["cam"]), "profile": "raw"},
             {"name": "typo", "path": str(setup["cam"]), "profile": "dukc"},
+            *(
+                {"name": name, "path": str(setup["cam"]), "profile": name}
+                for name in ("moved", "swapped", "bare")
+            ),
         ],
         alerts={
             "sinks": {
@@ -109,12 +129,15 @@ def test_a_broken_setup_lists_every_problem(tmp_path: Path, setup: dict[str, Pat
     assert result.returncode == 1, result.stderr
     problems = {f["subject"]: f["detail"] for f in json.loads(result.stdout) if not f["ok"]}
     assert set(problems) == {
-        "camera 'gone'", "profile 'raw'", "profile 'dukc'", "database", "sink 'hook'",
-        "sink 'pager'",
+        "camera 'gone'", "profile 'raw'", "profile 'dukc'", "profile 'moved'",
+        "profile 'swapped'", "profile 'bare'", "database", "sink 'hook'", "sink 'pager'",
     }  # fmt: skip
     assert "no-such-folder does not exist; create it or fix its path" in problems["camera 'gone'"]
     assert "profile calibrate raw --good DIR" in problems["profile 'raw'"]
-    assert "(known: duck, raw)" in problems["profile 'dukc'"]
+    assert "(known: bare, duck, moved, raw, swapped)" in problems["profile 'dukc'"]
+    assert "moved.safetensors does not exist" in problems["profile 'moved'"]
+    assert "changed since the profile was made" in problems["profile 'swapped'"]
+    assert "is missing; re-create the profile" in problems["profile 'bare'"]
     assert "has no schema yet; run `padformer-edge db upgrade --db" in problems["database"]
     assert f"127.0.0.1:{port} cannot be reached" in problems["sink 'hook'"]
     assert "no-such-program is not found" in problems["sink 'pager'"]

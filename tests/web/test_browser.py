@@ -1,7 +1,10 @@
 """The page in a real browser: Debian's chromium driven by Playwright (no browser is
 downloaded). A card for an image dropped into the folder of a running daemon appears
 without a reload and its heatmap really loads; filters change the rows; the detail
-page's slider changes the overlay.
+page's slider changes the overlay. The attacks and guards of issue 32 are tried as a
+browser meets them: a cross-site form's header injection and off-site ``next``, a
+guessing login throttled, the banner of a page left open turning red after its daemon
+is killed, and a good part's heatmap staying below its profile's threshold colour.
 
 Without chromium these tests skip, except under CI (``CI=true``), where they fail:
 ``.ci/run`` installs chromium, and a CI run that silently skipped them would prove
@@ -11,20 +14,28 @@ nothing about the page.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
+from sqlalchemy import select
 
+from padformer_edge.detect.heatmap import OUTLINE_BGR, write_heatmap
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
+from padformer_edge.store.tables import inspections
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.server import make_server
 from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
 from tests.detect_images import product_image
 from tests.web.conftest import TOKEN
-from tests.web.site import Site
+from tests.web.site import THRESHOLD, Site
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -235,3 +246,168 @@ def test_review_round_trip_in_a_browser(server: Any, site: Site, page: Any) -> N
     ids = page.locator("#rows tbody tr td:first-child").all_inner_texts()
     assert ids == [str(row)]
     assert page.inner_text("#rows tbody tr .review") == "false alarm"
+
+
+def _submit_from_another_site(page: Any, action: str, target: str) -> Any:
+    """Post a form from a page of no origin of this server's (``about:blank`` with content
+    set by the attacker) to ``action``, with ``target`` as ``next``; the response."""
+    page.goto("about:blank")
+    # A textarea keeps a line break, which the browser sends as CR LF (%0D%0A).
+    page.set_content(
+        f'<form method="post" action="{action}"><textarea name="next"></textarea>'
+        '<button type="submit">go</button></form>'
+    )
+    page.fill("textarea[name=next]", target)
+    with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        page.click("button")
+    page.wait_for_load_state("load")
+    return posted.value
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/\nSet-Cookie: injected=1", "//evil.example/", "/\t/evil.example", "https://evil.example/"],
+    ids=["crlf-header", "scheme-relative", "tab", "absolute"],
+)
+def test_a_cross_site_form_plants_no_cookie_and_never_leaves_the_site(
+    server: Any, page: Any, target: str
+) -> None:
+    """The issue's reproduction on the default tokenless server: a page elsewhere posts
+    to ``/login`` with a header in ``next`` or an off-site ``next``; chromium ends on this
+    site's ``/`` and holds no cookie."""
+    posted = _submit_from_another_site(page, server.url + "/login", target)
+    assert posted.status == 303 and posted.headers["location"] == "/"
+    assert "injected" not in repr(posted.headers)
+    assert page.url == server.url + "/"
+    assert page.context.cookies() == []
+
+
+def _post_login(page: Any, token: str) -> Any:
+    page.fill("input[name=token]", token)
+    with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        page.click("form[action='/login'] button")
+    page.wait_for_load_state("load")
+    return posted.value
+
+
+def test_a_guessing_browser_is_throttled_and_told_how_long(token_server: Any, page: Any) -> None:
+    """Wrong tokens typed into the form: each is refused, then the client waits, even
+    with the right token, and the form says for how many seconds; no cookie is given."""
+    throttle = token_server.app.throttle
+    page.goto(token_server.url + "/login")
+    for attempt in range(throttle.max_failures):
+        assert _post_login(page, f"wrong-guess-{attempt:02d}-0123456789").status == 401
+        assert page.inner_text("#login-error") == "That token is not right."
+    refused = _post_login(page, TOKEN)
+    assert refused.status == 429
+    wait = re.fullmatch(
+        r"Too many failed logins from this address; try again in (\d+) s\.",
+        page.inner_text("#login-wait"),
+    )
+    assert wait and 0 < int(wait.group(1)) <= throttle.window_s
+    assert int(refused.headers["retry-after"]) == int(wait.group(1))
+    assert page.context.cookies() == []
+    assert page.locator("#rows").count() == 0
+
+
+DAEMON_POLL_S = 5.0  # app.js's DAEMON_POLL_MS: how often an open page asks again
+BANNER_RED = "() => document.getElementById('daemon-state').classList.contains('red')"
+
+
+def test_the_banner_of_an_open_page_turns_red_after_the_daemon_is_killed(
+    tmp_path: Path, page: Any
+) -> None:
+    """A real daemon, a page beside it over its database (as ``serve --config`` runs)
+    open in chromium; the daemon is killed (SIGKILL: nothing written on the way out). The
+    banner turns red without a reload within the stated time: the configured multiple of
+    the daemon's interval, plus one refresh of the page script."""
+    site = make_site(tmp_path)
+    with DaemonProcess(site) as daemon:
+        daemon.wait_ready(300)  # torch imports on a busy machine
+        roots = [*site.cameras.values(), site.heatmaps]
+        server = make_server(HttpConfig(port=0), str(site.database), roots).start()
+        try:
+            page.goto(server.url + "/history")
+            assert page.inner_text("#daemon-state").startswith("Daemon alive")
+            assert not page.evaluate(BANNER_RED)
+            limit_s = page.request.get(server.url + "/api/heartbeat").json()["limit_s"]
+            assert limit_s == HttpConfig().stale_after_beats * 5.0  # the documented 15 s
+            page.evaluate("() => { window.notReloaded = true; }")
+            daemon.kill()
+            killed = time.monotonic()
+            stated_s = limit_s + DAEMON_POLL_S
+            page.wait_for_function(BANNER_RED, timeout=(stated_s + 15) * 1000)
+            took_s = time.monotonic() - killed
+            assert took_s <= stated_s + 2, (took_s, stated_s)  # 2 s for a loaded CPU
+            assert page.inner_text("#daemon-state").startswith("Daemon silent")
+            assert page.evaluate("() => window.notReloaded === true")
+        finally:
+            server.stop()
+            server.app.close()
+
+
+JET = cv2.applyColorMap(np.arange(256, dtype=np.uint8)[None, :], cv2.COLORMAP_JET)[0]
+THRESHOLD_INDEX = 127  # colour_indices puts the threshold at the calm half's last index
+LABEL_ROWS = 24  # the score label's black box at the top of a 120 x 160 overlay
+
+
+def _shown_overlay(page: Any) -> np.ndarray:
+    """The heatmap as chromium decoded it on the detail page: BGR, drawn onto a canvas."""
+    page.wait_for_function(HEATMAP_LOADED, arg="#overlay")
+    rgba = page.evaluate(
+        """() => {
+            const img = document.getElementById("overlay");
+            const canvas = document.createElement("canvas");
+            canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+            const context = canvas.getContext("2d");
+            context.drawImage(img, 0, 0);
+            const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+            return [canvas.height, canvas.width, Array.from(data)];
+        }"""
+    )
+    height, width, values = rgba
+    pixels = np.array(values, np.int32).reshape(height, width, 4)
+    return pixels[..., 2::-1]  # RGBA to BGR
+
+
+def _colour_indices_seen(overlay: np.ndarray, base_bgr: np.ndarray) -> np.ndarray:
+    """Per pixel, the index of the nearest JET colour once the half-and-half blend with
+    the camera image is undone (outline and label pixels excluded by the caller)."""
+    colour = 2 * overlay - base_bgr.astype(np.int32)
+    distance = ((colour[..., None, :] - JET.astype(np.int32)) ** 2).sum(axis=-1)
+    return distance.argmin(axis=-1)
+
+
+def test_a_good_parts_heatmap_stays_below_the_threshold_colour_in_the_browser(
+    server: Any, site: Site, page: Any
+) -> None:
+    """Heatmaps drawn as the daemon draws them (``write_heatmap`` at the row's threshold)
+    for a good part and a defect, looked at in chromium on their detail pages: every
+    pixel of the good part's is calmer than the threshold's colour and has no outline;
+    the defect's is hot and outlined, so the check can tell them apart."""
+    image = product_image(120, 160, 5)
+    base_bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    good_map = np.random.default_rng(3).uniform(0.0, 0.9 * THRESHOLD, (120, 160))
+    defect_map = good_map.copy()
+    defect_map[60:100, 40:120] = 1.8 * THRESHOLD
+    seen = {}
+    for row, anomaly_map in ((site.good[0], good_map), (site.anomalies[0], defect_map)):
+        engine = open_engine(site.db)
+        with engine.connect() as conn:  # the row's own files, replaced in place
+            query = select(inspections.c.source_path, inspections.c.heatmap_path)
+            source, heatmap = conn.execute(query.where(inspections.c.id == row)).one()
+        engine.dispose()
+        assert cv2.imwrite(source, base_bgr)
+        score = float(anomaly_map.max())
+        write_heatmap(heatmap, image, anomaly_map.astype(np.float32), score, threshold=THRESHOLD)
+        page.goto(f"{server.url}/inspections/{row}")
+        seen[row] = _shown_overlay(page)
+    good, defect = seen[site.good[0]], seen[site.anomalies[0]]
+    outline = np.array(OUTLINE_BGR)
+    assert not np.all(good == outline, axis=-1).any()
+    good_indices = _colour_indices_seen(good, base_bgr)[LABEL_ROWS:]
+    assert good_indices.max() < THRESHOLD_INDEX, good_indices.max()
+    defect_outline = np.all(defect == outline, axis=-1)
+    assert defect_outline[60:100, 40:120].any()
+    inside = _colour_indices_seen(defect, base_bgr)[64:96, 44:116]
+    assert np.median(inside) > THRESHOLD_INDEX

@@ -1,6 +1,8 @@
 """``benchmarks/web_load.py`` runs end to end with tiny options: it fills a store, starts
 ``padformer-edge serve`` as a process, loads pages from several clients at once and
-reports every load. A smoke test of the tool, not a timing: no figure is checked."""
+reports every load, then hangs up on it the ways a killed browser does and reports that
+the server printed no traceback and still answers. A smoke test of the tool, not a
+timing: no latency figure is checked."""
 
 from __future__ import annotations
 
@@ -28,3 +30,6 @@ def test_the_load_benchmark_runs_and_reports_every_load() -> None:
     }  # fmt: skip
     assert "| all pages | 12 |" in result.stdout  # 4 clients x 3 loads, all counted
     assert report["rss_mib"] > 0 and report["server_cpu_s"] >= 0
+    assert report["hangups"] >= 12 and report["answers_after_hangups"] is True
+    assert report["server_tracebacks"] == 0 and report["server_error_lines"] == 0
+    assert "hang-ups after the load" in result.stdout and "0 tracebacks" in result.stdout
