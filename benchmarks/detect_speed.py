@@ -216,7 +216,7 @@ def runtime_rows(args: argparse.Namespace) -> None:
         references = [smooth_photo(size, seed) for seed in range(refs)]
         for threads in args.thread_counts:
             torch.set_num_threads(threads)
-            detectors: dict[str, object] = {
+            detectors = {
                 runtime: Detector(
                     model, references, settings.replace(runtime=runtime), exported=exported
                 )

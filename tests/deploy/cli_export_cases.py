@@ -90,25 +90,20 @@ def test_export_openvino_without_openvino_is_one_sentence(workspace, tmp_path, m
     assert not (tmp_path / "graphs").exists()  # refused before anything was written
 
 
-def test_detect_with_openvino_and_no_export_names_the_openvino_format(workspace, tmp_path):
+@pytest.mark.parametrize(
+    ("runtime", "export_format"), [("openvino", "openvino"), ("onnxruntime", "onnx")]
+)
+def test_detect_with_an_exported_runtime_and_no_export_says_how_to_make_one(
+    runtime, export_format, workspace, tmp_path
+):
     result = invoke(
         "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
-        "--runtime", "openvino", "--exported", str(tmp_path / "none"),
-        str(workspace / "q" / "good.png"),
-    )  # fmt: skip
-    assert isinstance(result.exception, UserError)
-    assert "--format openvino" in str(result.exception)
-
-
-def test_detect_with_onnxruntime_and_no_export_says_how_to_make_one(workspace, tmp_path):
-    result = invoke(
-        "detect", "-m", str(workspace / "tiny.safetensors"), "-r", str(workspace / "refs"),
-        "--runtime", "onnxruntime", "--exported", str(tmp_path / "none"),
+        "--runtime", runtime, "--exported", str(tmp_path / "none"),
         str(workspace / "q" / "good.png"),
     )  # fmt: skip
     assert isinstance(result.exception, UserError)
     assert "padformer-edge export" in str(result.exception)
-    assert "--format onnx" in str(result.exception)
+    assert f"--format {export_format}" in str(result.exception)
 
 
 def test_exported_without_onnxruntime_is_refused(workspace, tmp_path):

@@ -26,36 +26,33 @@ def test_exported_runtimes_refuse_what_they_cannot_run(runtime):
     assert DetectionSettings(runtime="onnxruntime", device="cuda").device == "cuda"
 
 
-def test_a_missing_onnxruntime_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
-    settings = DetectionSettings(passes=2, runtime="onnxruntime")
+@pytest.mark.parametrize(
+    ("runtime", "module", "extra"),
+    [("onnxruntime", "onnxruntime", "onnx"), ("openvino", "openvino", "openvino")],
+)
+def test_a_missing_runtime_is_one_sentence_with_the_install_command(
+    runtime, module, extra, monkeypatch, tmp_path
+):
+    monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError
+    settings = DetectionSettings(passes=2, runtime=runtime)
     with pytest.raises(UserError) as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings, exported=tmp_path)
     message = str(err.value)
-    assert "pip install 'padformer-edge[onnx]'" in message
+    assert f"pip install 'padformer-edge[{extra}]'" in message
     assert "\n" not in message
 
 
-def test_a_missing_openvino_is_one_sentence_with_the_install_command(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "openvino", None)  # import now raises ImportError
-    settings = DetectionSettings(passes=2, runtime="openvino")
+@pytest.mark.parametrize(
+    ("runtime", "export", "profile_export"),
+    [
+        ("onnxruntime", "export MODEL --format onnx", "profile export NAME."),
+        ("openvino", "export MODEL --format openvino", "profile export NAME --runtime openvino"),
+    ],
+)
+def test_a_runtime_without_exported_graphs_says_how_to_make_them(runtime, export, profile_export):
+    """Also what a profile set to an exported runtime hears at start-up without graphs."""
+    settings = DetectionSettings(passes=2, runtime=runtime)
     with pytest.raises(UserError) as err:
-        Detector(tiny_model("tiny"), [product_image(64, 64)], settings, exported=tmp_path)
-    message = str(err.value)
-    assert "the openvino runtime needs the openvino package" in message
-    assert "pip install 'padformer-edge[openvino]'" in message
-    assert "\n" not in message
-
-
-def test_openvino_without_exported_graphs_says_how_to_make_them():
-    """Also what a profile set to openvino hears at start-up: it stores no IR yet."""
-    settings = DetectionSettings(passes=2, runtime="openvino")
-    with pytest.raises(UserError, match="padformer-edge export MODEL --format openvino") as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
-    assert "profile export NAME --runtime openvino" in str(err.value)
-
-
-def test_onnxruntime_without_exported_graphs_says_how_to_make_them():
-    settings = DetectionSettings(passes=2, runtime="onnxruntime")
-    with pytest.raises(UserError, match="padformer-edge export MODEL --format onnx"):
-        Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
+    assert f"padformer-edge {export}" in str(err.value)
+    assert f"padformer-edge {profile_export}" in str(err.value)
