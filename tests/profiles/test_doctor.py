@@ -9,6 +9,7 @@ for the unreachable one.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from padformer_edge import doctor as doctor_module
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
@@ -155,3 +157,18 @@ def test_the_table_marks_each_line_and_an_invalid_config_is_a_problem(
     assert len(config_lines) == 3  # path and profile missing, pth unknown: each its line
     assert any("key 'cameras.0.pth': unknown key" in line for line in config_lines)
     assert any(line.startswith("OK      disk ") for line in lines)
+
+
+def test_a_nearly_full_disk_is_a_problem_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real file system under ``tmp_path``, judged against a floor above its free
+    space (filling a disk in a test is not an option): one problem naming the prune."""
+    free = shutil.disk_usage(tmp_path).free
+    monkeypatch.setattr(doctor_module, "MIN_FREE_BYTES", free + (1 << 40))
+    findings = list(doctor_module.check_disk([tmp_path / "state", tmp_path / "db.sqlite3"]))
+    assert len(findings) == 1  # one file system, judged once
+    assert not findings[0].ok
+    assert "results prune --older-than" in findings[0].detail
+    monkeypatch.setattr(doctor_module, "MIN_FREE_BYTES", 0)
+    assert all(f.ok for f in doctor_module.check_disk([tmp_path]))
