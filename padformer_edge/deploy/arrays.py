@@ -9,10 +9,21 @@ two matrix products per channel rather than a gather per pixel.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import cv2
 import numpy as np
 
 F32 = np.float32
+WEIGHT_SIZES = 16
+"""Resize weight matrices kept per (source, target) pair: a line meets a handful of sizes
+(the camera's frame, the model's side and its magnifications, the map's), and building a
+matrix row by row in Python cost more than the resize itself."""
+
+
+def _read_only(weights: np.ndarray) -> np.ndarray:
+    weights.flags.writeable = False  # shared by every later call through the cache
+    return weights
 
 
 def unit_image(image: np.ndarray) -> np.ndarray:
@@ -21,6 +32,7 @@ def unit_image(image: np.ndarray) -> np.ndarray:
     return (chw / F32(255.0))[None]
 
 
+@lru_cache(maxsize=WEIGHT_SIZES)
 def antialias_weights(source: int, target: int) -> np.ndarray:
     """``[target, source]`` weights of torch's anti-aliased bilinear resize along one axis
     (``F.interpolate(..., antialias=True)``): a triangle filter widened by the shrink
@@ -37,9 +49,10 @@ def antialias_weights(source: int, target: int) -> np.ndarray:
         row = np.clip(1.0 - np.abs((taps - center + 0.5) * inverse), 0.0, None)
         total = row.sum()
         weights[index, low:high] = row / total if total > 0 else row
-    return weights.astype(F32)
+    return _read_only(weights.astype(F32))
 
 
+@lru_cache(maxsize=WEIGHT_SIZES)
 def bilinear_weights(source: int, target: int) -> np.ndarray:
     """``[target, source]`` weights of a plain bilinear resize along one axis
     (``F.interpolate(..., mode="bilinear", align_corners=False)``)."""
@@ -52,7 +65,7 @@ def bilinear_weights(source: int, target: int) -> np.ndarray:
     rows = np.arange(target)
     weights[rows, low] += F32(1.0) - upper
     weights[rows, high] += upper
-    return weights
+    return _read_only(weights)
 
 
 def _resize(images: np.ndarray, size: tuple[int, int], kind) -> np.ndarray:

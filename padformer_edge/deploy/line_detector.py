@@ -151,6 +151,32 @@ class LineDetector:
         if "ref_targets" in encoded:  # read by the query graph as the references gave them
             self.reference_feeds["ref_targets"] = encoded["ref_targets"]
         self.banks = self.reference_banks(references) if self.spec.zoom else []
+        self.fix_graph_shapes()
+
+    def fix_graph_shapes(self) -> None:
+        """OpenVINO's graphs compiled again for the shapes of a one-image call, which a
+        line brings at almost every call (``IrGraph.fix_shapes``): the query graph for
+        one image's passes and these references, the feature graphs for one query. Other
+        shapes (a batch of several images, a third magnification) still run, on the
+        dynamic compile. onnxruntime's sessions keep their dynamic shapes."""
+        if self.settings.runtime != "openvino":
+            return
+        side = self.img_size
+        if self.reads_passes and QUERY_GRAPH in self.sessions:
+            rows = min(self.passes, self.max_batch)
+            shapes = {
+                "query": (rows, 3, side, side),
+                "ids_keep": (rows, self.ids_keep.shape[1]),
+                "ids_restore": (rows, self.ids_restore.shape[1]),
+                **{name: feed.shape for name, feed in self.reference_feeds.items()},
+            }
+            self.sessions[QUERY_GRAPH].fix_shapes(shapes)  # type: ignore[attr-defined]
+        if self.spec.reads_features and FEATURES_GRAPH in self.sessions:
+            features = self.sessions[FEATURES_GRAPH]
+            features.fix_shapes({"images": (1, 3, side, side)})  # type: ignore[attr-defined]
+        if self.spec.zoom >= 2 and CELLS_GRAPH in self.sessions:
+            cells = self.sessions[CELLS_GRAPH]
+            cells.fix_shapes({"squares": (1, 3, 2 * side, 2 * side)})  # type: ignore[attr-defined]
 
     @property
     def reads_passes(self) -> bool:

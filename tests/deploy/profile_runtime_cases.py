@@ -201,3 +201,27 @@ def test_the_daemons_runtime_overrides_every_profiles(sources):  # noqa: F811
     assert WorkerConfig(runtime="openvino").runtime == "openvino"
     with pytest.raises(ValueError, match="runtime"):
         WorkerConfig(runtime="tensorrt")
+
+
+def test_openvino_runs_a_one_image_call_on_fixed_shapes_and_other_batches_as_well(sources):  # noqa: F811
+    """The query and feature graphs are compiled again for one image's shapes; a call of
+    two images (6 pass rows, not 3) compiles the dynamic graph again and scores the same."""
+    root = sources / "profiles"
+    settings = FAST.replace(runtime="openvino")
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=settings
+    )
+    detector = load_profile(root, "part").build_detector()
+    assert isinstance(detector, LineDetector)
+    query = detector.sessions["query.onnx"]
+    assert isinstance(query, IrGraph) and query.fixed is not None
+    assert query.fixed[0]["query"] == (settings.passes, 3, detector.img_size, detector.img_size)
+    assert query.request is None  # the dynamic compile was dropped
+    images = queries()[:2]
+    alone = [detector.detect([image])[0] for image in images]
+    assert query.request is None  # one image at a time ran on the fixed shapes only
+    together = detector.detect(images)
+    assert query.request is not None  # two images' passes needed the dynamic graph
+    for ours, theirs in zip(together, alone, strict=True):
+        assert ours.score == pytest.approx(theirs.score, rel=SCORE_RTOL, abs=0)
+        assert relative_error(ours.anomaly_map, theirs.anomaly_map) < 1e-5
