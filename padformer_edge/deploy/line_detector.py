@@ -137,7 +137,7 @@ class LineDetector:
         self.sessions = open_graphs(
             runtime, self.folder, graphs, threads, hint, device=settings.device
         )
-        devices = {getattr(graph, "device", "cpu") for graph in self.sessions.values()}
+        devices = {graph.device for graph in self.sessions.values()}
         self.device = "cuda" if devices == {"cuda"} else "cpu"
         from safetensors.numpy import load_file
 

@@ -30,7 +30,10 @@ OPENVINO_HINT = "pip install 'padformer-edge[openvino]'"
 
 
 class Graph(Protocol):
-    """An opened graph: named input arrays in, every output in order out."""
+    """An opened graph: named input arrays in, every output in order out; ``device`` is
+    where it runs (``cpu`` or ``cuda``), which decides where the line's inputs are made."""
+
+    device: str
 
     def run(self, feeds: dict[str, Any]) -> list[np.ndarray]: ...
 
@@ -144,6 +147,7 @@ class IrGraph:
 
     def __init__(self, ov: Any, path: Path, threads: int) -> None:
         self.ov, self.path, self.core = ov, path, ov.Core()
+        self.device = "cpu"  # open_graphs refuses cuda for OpenVINO
         self.config = openvino_config(threads)
         self.request: Any | None = self.compile(None)
         self.fixed: tuple[dict[str, tuple[int, ...]], Any] | None = None
