@@ -248,11 +248,12 @@ def sections(markdown: str) -> list[tuple[str, str]]:
 
 def test_readme_walks_the_line_engineers_path_in_order():
     """Set-up, then photos, profile, daemon with systemd, the page, history and alerts,
-    then the links into the docs; each step's commands come in that order too."""
+    then the links into the docs and the targets the product misses (a user reads what
+    it does before what it does not); each step's commands come in that order too."""
     text = README.read_text(encoding="utf-8")
     headings = [re.sub(r"^\d+\. ", "", heading) for heading, _ in sections(text)]
     expected = ["Set-up", "The line engineer's path", *(s[0] for s in PATH_STEPS)]
-    assert headings == [*expected, "Documentation"]
+    assert headings == [*expected, "Documentation", "Known limits"]
     under = {re.sub(r"^\d+\. ", "", h): body for h, body in sections(text)}
     for heading, word, _ in PATH_STEPS:
         assert word in under[heading], f"README's step {heading!r} never mentions {word}"
