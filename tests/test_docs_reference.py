@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.git_history import is_commit
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -111,31 +111,6 @@ COMMAND = re.compile(r"^Measured with `([^`]+)`", re.MULTILINE)
 RECORD = re.compile(r"^Recorded from .*? commit (\S+) holds them", re.MULTILINE)
 
 
-def _is_commit(revision: str) -> bool | None:
-    """Whether ``revision`` names a commit of this repository; None where git or its
-    history is not here (a shallow clone, a source archive)."""
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        return None
-    if (
-        subprocess.run(
-            ["git", "rev-parse", "--is-shallow-repository"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.strip()
-        == "true"
-    ):
-        return None  # fmt: skip
-    found = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
-        cwd=REPO,
-        capture_output=True,
-        timeout=30,
-    )
-    return found.returncode == 0
-
-
 def missing_inputs(text: str) -> list[str]:
     """The files of ``benchmarks/`` that a block's command names and the tree lacks."""
     return [
@@ -167,6 +142,6 @@ def test_the_check_finds_a_gone_input_and_passes_a_record():
 @pytest.mark.parametrize("page", BLOCK_PAGES, ids=lambda p: p.name)
 def test_a_record_names_a_commit_of_this_repository(page):
     for revision in RECORD.findall(page.read_text(encoding="utf-8")):
-        if _is_commit(revision) is None:
+        if is_commit(revision) is None:
             pytest.skip("this checkout has no git history to look the commit up in")
-        assert _is_commit(revision), f"{page.name} names {revision}, which is no commit here"
+        assert is_commit(revision), f"{page.name} names {revision}, which is no commit here"

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.benchmark_process import REPO, run_benchmark
+from tests.git_history import is_commit
 
 RESEARCH = REPO / "docs" / "research.md"
 SECTION = "gpu-training-3"
@@ -33,21 +32,9 @@ def record(section: str) -> tuple[str, str]:
     return found.group(1), table.strip()
 
 
-def history_has(revision: str) -> bool:
-    if shutil.which("git") is None:
-        return False
-    done = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
-        cwd=REPO,
-        capture_output=True,
-        timeout=30,
-    )
-    return done.returncode == 0
-
-
 def test_a_record_is_reprinted_from_the_commit_it_names() -> None:
     revision, table = record(SECTION)
-    if not history_has(revision):
+    if not is_commit(revision):
         pytest.skip(f"this checkout has no git history holding {revision}")
     runs = [f"{name}=benchmarks/gpu_runs/{name}.log" for name in RUNS]
     done = run_benchmark(
