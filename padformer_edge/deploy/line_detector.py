@@ -45,7 +45,6 @@ from padformer_edge.deploy.sessions import (
     import_openvino,
     ir_files,
     open_graphs,
-    refuse_cuda_for_openvino,
 )
 from padformer_edge.detect.detection import Detection, Item, detect_in_groups
 from padformer_edge.detect.settings import DetectionSettings
@@ -101,7 +100,6 @@ class LineDetector:
             if name in files
         ]
         if runtime == "openvino":
-            refuse_cuda_for_openvino(settings.device)
             import_openvino(hint)  # a missing package is named before the files are read
             missing = [name for name in ir_files(graphs) if name not in files]
             if missing:
