@@ -141,15 +141,18 @@ class IrGraph:
     """One OpenVINO IR graph (``.xml`` + ``.bin``) compiled for the CPU in float32.
 
     Compiled for the dynamic shapes it was exported with, so any batch and any number of
-    references run; ``fix_shapes`` compiles it again for the one set of input shapes a
-    caller will mostly bring (see there).
+    references run, at its first call: a caller that calls ``fix_shapes`` first (the line
+    does for its query graph) would otherwise compile it once for nothing, about half a
+    CPU second for the edge preset's query graph. The file is read at opening, so a
+    missing or broken graph is still named when the profile loads.
     """
 
     def __init__(self, ov: Any, path: Path, threads: int) -> None:
         self.ov, self.path, self.core = ov, path, ov.Core()
         self.device = "cpu"  # open_graphs refuses cuda for OpenVINO
         self.config = openvino_config(threads)
-        self.request: Any | None = self.compile(None)
+        self.core.read_model(str(path))  # parsed, then dropped: see ``compile``
+        self.request: Any | None = None  # the dynamic compile, made by ``request_for``
         self.fixed: tuple[dict[str, tuple[int, ...]], Any] | None = None
 
     def compile(self, shapes: dict[str, tuple[int, ...]] | None) -> Any:
@@ -166,9 +169,9 @@ class IrGraph:
         copy compiled for them alone. OpenVINO picks its kernels and plans its buffers
         once for static shapes instead of at every call: on the edge preset's query graph
         with 12 references this took about an eighth off a call, with outputs equal to
-        float32 rounding (``benchmarks/detect_speed.py --runtimes``, line rows). The
-        dynamic compile is dropped here and compiled again only when a call brings other
-        shapes, so at most two compiled copies are ever held."""
+        float32 rounding (``benchmarks/detect_speed.py --runtimes``, line rows). A
+        dynamic compile already made is dropped here and made again only when a call
+        brings other shapes, so at most two compiled copies are ever held."""
         fixed = {name: tuple(shape) for name, shape in shapes.items()}
         self.fixed = (fixed, self.compile(fixed))
         self.request = None
