@@ -20,18 +20,11 @@ import torch.nn.functional as F
 
 from padformer_edge.detect.images import resize_square
 from padformer_edge.detect.paper_metrics import upsample
-from padformer_edge.model.backbone import unfold_from_patches
+from padformer_edge.model.backbone import unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 
 SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
 SIMILARITY_BANK_ROWS = 2048  # 1M cosines, 4 MiB, small enough to stay in a core's cache
-
-
-def unit_cells(maps: torch.Tensor) -> torch.Tensor:
-    """``[B, C, h, w]`` CNN maps with each cell's channel vector standardised (as the
-    feature target is) and then scaled to unit length, so a dot product is a cosine."""
-    standard = F.layer_norm(maps.float().permute(0, 2, 3, 1), (maps.shape[1],))
-    return F.normalize(standard, dim=-1).permute(0, 3, 1, 2)
 
 
 def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tensor:

@@ -174,3 +174,10 @@ def normalise_cells(tokens: torch.Tensor, cells: int) -> torch.Tensor:
     # pixel_unshuffle orders a token's values channel-major: [C, cells*cells]
     normed = F.layer_norm(per_cell.transpose(-1, -2), (per_cell.shape[-2],))
     return normed.transpose(-1, -2).flatten(-2)
+
+
+def unit_cells(maps: torch.Tensor) -> torch.Tensor:
+    """``[B, C, h, w]`` CNN maps with each cell's channel vector standardised (as the
+    feature target is) and then scaled to unit length, so a dot product is a cosine."""
+    standard = F.layer_norm(maps.float().permute(0, 2, 3, 1), (maps.shape[1],))
+    return F.normalize(standard, dim=-1).permute(0, 3, 1, 2)

@@ -17,13 +17,12 @@ import torch.nn.functional as F
 
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.paper_metrics import smooth, upsample
-from padformer_edge.detect.reference_distance import (
-    ReferenceBank,
-    best_cosines,
-    flat_cells,
+from padformer_edge.detect.reference_distance import ReferenceBank, best_cosines, flat_cells
+from padformer_edge.model.backbone import (
+    build_efficientnet_lite0,
+    require_lite0_weights,
     unit_cells,
 )
-from padformer_edge.model.backbone import build_efficientnet_lite0, require_lite0_weights
 from padformer_edge.model.padformer import PADFormer
 from padformer_edge_training.evaluation.scorers import Scored
 

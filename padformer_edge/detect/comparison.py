@@ -1,0 +1,65 @@
+"""Images to the comparator's maps: reference cells once per reference set, queries in
+batches, and the readout every score of this project uses (upsample, smooth, maximum).
+
+The references are squeezed square like every input and matched upright and turned by
+quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
+bank (``reference_distance.reference_banks``) is built, so with the correction at zero
+the comparator's score is the distance alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from padformer_edge.detect.images import resize_square
+from padformer_edge.detect.paper_metrics import smooth, upsample
+from padformer_edge.model.comparator import Comparison, ComparisonModel
+
+SCORE_SIGMA = 2.0  # model pixels: the shipped generic model's image-score smoothing
+TURNS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class ReferenceCells:
+    """The references' unit cells: upright ``[1, N, C, h, w]`` (what the STN aligns) and
+    every cell to match against, upright then turned, ``[1, R, C]``."""
+
+    upright: torch.Tensor
+    bank: torch.Tensor
+
+    @property
+    def count(self) -> int:
+        return self.upright.shape[1]
+
+
+def squares(model: ComparisonModel, images01: list[torch.Tensor]) -> torch.Tensor:
+    """``[B, 3, S, S]``: each ``[3, H, W]`` image in [0, 1] squeezed to the input size."""
+    size = model.config.input_size
+    return torch.cat([resize_square(image.unsqueeze(0), size) for image in images01])
+
+
+def reference_cells(model: ComparisonModel, references01: list[torch.Tensor]) -> ReferenceCells:
+    """Cells of the references, upright and turned, computed once per reference set."""
+    upright_squares = squares(model, references01)
+    upright = model.cells(upright_squares)
+    turned = [model.cells(torch.rot90(upright_squares, k, (-2, -1))) for k in TURNS]
+    rows = [cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1]) for cells in (upright, *turned)]
+    return ReferenceCells(upright.unsqueeze(0), torch.cat(rows).unsqueeze(0))
+
+
+def compare(
+    model: ComparisonModel, queries01: list[torch.Tensor], references: ReferenceCells
+) -> Comparison:
+    """The comparator's per-cell outputs for a batch of queries against one reference set."""
+    with torch.no_grad():
+        cells = model.cells(squares(model, queries01))
+        return model(cells, references.upright, references.bank)
+
+
+def read_score(cell_scores: torch.Tensor, size: tuple[int, int], input_size: int) -> torch.Tensor:
+    """``[h, w]`` per-cell scores -> the ``[H, W]`` map at the query's size, smoothed by
+    ``SCORE_SIGMA`` model pixels; its maximum is the image score."""
+    scale = max(size) / input_size  # query pixels per model pixel
+    return smooth(upsample(cell_scores[None, None], size)[0, 0], SCORE_SIGMA * scale)

@@ -1,0 +1,72 @@
+"""Comparator checkpoints: one safetensors file with the frozen CNN, the comparator and a
+header (format tag, backbone, ``ComparatorConfig`` as JSON, weights sha256, metadata).
+
+The CNN's weights travel in the file so that a line PC scores with exactly the cells the
+comparator was trained on, without the package that ships ImageNet weights. Loading never
+unpickles anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+
+from padformer_edge.atomic import atomic_path
+from padformer_edge.errors import UserError
+from padformer_edge.model.checkpoint import tensors_sha256
+from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+
+COMPARATOR_FORMAT = "padformer-edge-comparator/1"
+
+
+def save_comparator(path: str | Path, model: ComparisonModel, metadata: dict | None = None) -> None:
+    """Write ``model`` atomically; a stopped run leaves the previous file whole."""
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    header = {
+        "format": COMPARATOR_FORMAT,
+        "backbone": model.backbone,
+        "config": json.dumps(model.config.to_json(), sort_keys=True),
+        "weights_sha256": tensors_sha256(tensors),
+        "metadata": json.dumps(metadata or {}, sort_keys=True),
+    }
+    with atomic_path(path, fix="choose a writable output folder") as tmp:
+        save_file(tensors, str(tmp), metadata=header)
+
+
+def is_comparator_file(path: str | Path) -> bool:
+    """Whether ``path`` is a readable comparator checkpoint (by its format tag)."""
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            return (fh.metadata() or {}).get("format") == COMPARATOR_FORMAT
+    except (SafetensorError, OSError, ValueError):
+        return False
+
+
+def load_comparator(path: str | Path, device: str = "cpu") -> tuple[ComparisonModel, dict]:
+    """(model in eval mode, the caller's metadata), or one sentence saying what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"comparator {path} does not exist; give a file written by training.")
+    if not is_comparator_file(path):
+        raise UserError(
+            f"{path} is not a comparator checkpoint (no '{COMPARATOR_FORMAT}' tag); "
+            "give a file written by the comparator's training."
+        )
+    with safe_open(str(path), framework="pt") as fh:
+        header = fh.metadata() or {}
+    try:
+        config = ComparatorConfig(**json.loads(header["config"]))
+        metadata = json.loads(header.get("metadata", "{}"))
+        backbone = header["backbone"]
+    except (KeyError, ValueError, TypeError) as err:
+        raise UserError(f"comparator {path} has a broken header ({err}); write it again.") from None
+    tensors = load_file(str(path))
+    if tensors_sha256(tensors) != header.get("weights_sha256"):
+        raise UserError(f"comparator {path} is corrupt (weights checksum differs); copy it again.")
+    model = ComparisonModel(config, backbone)
+    model.load_state_dict(tensors, strict=True)
+    return model.to(torch.device(device)).eval(), metadata

@@ -1,0 +1,128 @@
+"""The comparator: a zero correction is the distance, the references matter, checkpoints
+round-trip, and a window reads the same cells as the whole grid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.detect.comparison import compare, read_score, reference_cells
+from padformer_edge.detect.reference_distance import ReferenceBank, best_cosines
+from padformer_edge.errors import UserError
+from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+from padformer_edge.model.comparator_checkpoint import load_comparator, save_comparator
+from tests.train_helpers import object_image
+
+CONFIG = ComparatorConfig(input_size=64, dim=32, depth=1, heads=2, top_k=4, aligned_k=2)
+
+
+def images(seeds: list[int]) -> list[torch.Tensor]:
+    return [torch.from_numpy(object_image(s, 80)).permute(2, 0, 1).float() / 255 for s in seeds]
+
+
+@pytest.fixture(scope="module")
+def model() -> ComparisonModel:
+    torch.manual_seed(0)
+    net = ComparisonModel(CONFIG)
+    net.features.load_imagenet()
+    return net.eval()
+
+
+def with_random_head(model: ComparisonModel, seed: int = 1) -> ComparisonModel:
+    twin = ComparisonModel(CONFIG)
+    twin.load_state_dict(model.state_dict())
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        twin.comparator.head.weight.copy_(
+            torch.randn(twin.comparator.head.weight.shape, generator=generator)
+        )
+    return twin.eval()
+
+
+def test_an_untrained_comparator_scores_exactly_the_distance(model):
+    refs = reference_cells(model, images([1, 2, 3]))
+    result = compare(model, images([10, 11]), refs)
+    assert torch.equal(result.correction, torch.zeros_like(result.correction))
+    assert torch.equal(result.score, result.distance)
+
+
+def test_the_distance_is_one_minus_the_best_cosine_over_turned_references(model):
+    refs = reference_cells(model, images([1, 2]))
+    query = images([7])
+    result = compare(model, query, refs)
+    cells = model.cells(F.interpolate(query[0][None], size=64, mode="bilinear", antialias=True))
+    rows = cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
+    upright = refs.upright.shape[1] * refs.upright.shape[-1] * refs.upright.shape[-2]
+    _, every = best_cosines(rows, ReferenceBank(refs.bank[0], upright))
+    # the same products, summed in another order by another kernel: float32 rounding
+    bound = 8 * torch.finfo(torch.float32).eps * cells.shape[1]
+    assert (result.distance.flatten() - (1 - every)).abs().max() <= bound
+
+
+def test_changing_the_references_changes_the_comparators_output(model):
+    trained = with_random_head(model)
+    query = images([20])
+    first = compare(trained, query, reference_cells(trained, images([1, 2, 3])))
+    other = compare(trained, query, reference_cells(trained, images([4, 5, 6])))
+    assert not torch.allclose(first.correction, other.correction)
+    assert not torch.allclose(first.score, other.score)
+
+
+def test_a_checkpoint_round_trip_scores_the_same(model, tmp_path):
+    trained = with_random_head(model)
+    path = tmp_path / "comparator.safetensors"
+    save_comparator(path, trained, {"step": 3})
+    loaded, metadata = load_comparator(path)
+    refs = images([1, 2])
+    query = images([9])
+    before = compare(trained, query, reference_cells(trained, refs))
+    after = compare(loaded, query, reference_cells(loaded, refs))
+    assert metadata == {"step": 3}
+    assert loaded.config == trained.config
+    assert torch.equal(before.score, after.score)
+
+
+def test_a_damaged_or_foreign_file_is_refused_in_one_sentence(model, tmp_path):
+    path = tmp_path / "comparator.safetensors"
+    save_comparator(path, model)
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(UserError, match="corrupt"):
+        load_comparator(path)
+    foreign = tmp_path / "notes.safetensors"
+    foreign.write_text("not a checkpoint")
+    with pytest.raises(UserError, match="not a comparator checkpoint"):
+        load_comparator(foreign)
+    with pytest.raises(UserError, match="does not exist"):
+        load_comparator(tmp_path / "missing.safetensors")
+
+
+def test_the_score_map_is_read_at_the_querys_size_and_smoothed():
+    cells = torch.zeros(8, 8)
+    cells[3, 4] = 1.0
+    amap = read_score(cells, (120, 90), input_size=64)
+    assert amap.shape == (120, 90)
+    assert 0 < float(amap.max()) < 1.0  # smoothed: the single cell's peak spreads
+    row, col = np.unravel_index(int(amap.argmax()), amap.shape)
+    assert abs(row - 3.5 * 120 / 8) <= 120 / 8 and abs(col - 4.5 * 90 / 8) <= 90 / 8
+
+
+def test_a_window_sees_the_position_embedding_of_its_place(model):
+    trained = with_random_head(model)
+    twin = ComparisonModel(ComparatorConfig(**{**CONFIG.to_json(), "aligned_k": 0}))
+    twin.load_state_dict(trained.state_dict())
+    twin.eval()
+    refs = reference_cells(twin, images([1, 2]))
+    cells = twin.cells(F.interpolate(images([5])[0][None], size=64, mode="bilinear"))
+    whole = twin(cells, refs.upright, refs.bank)
+    corner = twin(cells[..., 2:6, 3:7], refs.upright, refs.bank, [(2, 3)])
+    shifted = twin(cells[..., 2:6, 3:7], refs.upright, refs.bank, [(0, 0)])
+    # the nearest-reference evidence is per cell: the same in a window as in the grid
+    assert torch.equal(corner.distance[0], whole.distance[0, 2:6, 3:7])
+    # the embedding follows the origin: another origin, another correction
+    assert not torch.allclose(corner.correction, shifted.correction)
+    with pytest.raises(ValueError, match="whole query grid"):
+        trained(cells[..., 2:6, 3:7], refs.upright, refs.bank, [(2, 3)])

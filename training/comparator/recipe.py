@@ -1,0 +1,86 @@
+"""The comparator's training recipe: a strict YAML schema, every key with its default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import Field, ValidationError
+
+from padformer_edge.config import StrictModel
+from padformer_edge.errors import UserError
+from padformer_edge.model.comparator import ComparatorConfig
+
+
+class ComparatorDataSection(StrictModel):
+    root: Path = Path("data/comparator-train")
+    min_good: int = Field(13, ge=2, description="objects with fewer good views are skipped")
+    max_good: int | None = Field(
+        16, ge=2, description="good views per object kept as references and queries"
+    )
+
+
+class ComparatorModelSection(StrictModel):
+    input_size: int = Field(192, ge=64, multiple_of=8)
+    dim: int = Field(96, ge=16, multiple_of=4)
+    depth: int = Field(2, ge=0)
+    heads: int = Field(4, ge=1)
+    top_k: int = Field(8, ge=1)
+    aligned_k: int = Field(0, ge=0, description="STN-aligned keys; they need optim.window null")
+    use_stn: bool = False
+
+    def config(self) -> ComparatorConfig:
+        return ComparatorConfig(**self.model_dump())
+
+
+class ComparatorEpisodeSection(StrictModel):
+    good: float = Field(0.3, ge=0)
+    rendered: float = Field(0.3, ge=0)
+    synthetic: float = Field(0.4, ge=0)
+    reference_counts: list[int] = Field(default_factory=lambda: [4, 4, 8, 12], min_length=1)
+
+
+class ComparatorOptimSection(StrictModel):
+    steps: int = Field(3000, ge=1)
+    batch_size: int = Field(8, ge=1)
+    lr: float = Field(3e-4, gt=0)
+    min_lr: float = Field(1e-6, ge=0)
+    warmup_steps: int = Field(100, ge=0)
+    weight_decay: float = Field(0.05, ge=0)
+    grad_clip: float = Field(1.0, gt=0)
+    image_weight: float = Field(0.5, ge=0)
+    window: int | None = Field(
+        12, ge=4, description="query cells per side read per episode; null: the whole grid"
+    )
+
+
+class ComparatorCheckpointSection(StrictModel):
+    out: Path = Path("runs/comparator")
+    every_steps: int = Field(50, ge=1, description="resume point every N steps")
+    keep_every: int = Field(500, ge=1, description="a kept snapshot every N steps")
+
+
+class ComparatorRecipe(StrictModel):
+    data: ComparatorDataSection = Field(default_factory=ComparatorDataSection)
+    model: ComparatorModelSection = Field(default_factory=ComparatorModelSection)
+    episodes: ComparatorEpisodeSection = Field(default_factory=ComparatorEpisodeSection)
+    optim: ComparatorOptimSection = Field(default_factory=ComparatorOptimSection)
+    checkpoint: ComparatorCheckpointSection = Field(default_factory=ComparatorCheckpointSection)
+    seed: int = 0
+    cpu_threads: int = Field(2, ge=1)
+
+
+def load_recipe(path: Path) -> ComparatorRecipe:
+    """The recipe in ``path``, or one sentence naming the file and the bad key."""
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except OSError as err:
+        raise UserError(f"cannot read recipe {path} ({err}); check the path.") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"recipe {path} is not valid YAML ({err}); fix the file.") from None
+    try:
+        return ComparatorRecipe.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"recipe {path}: {where}: {first['msg']}; fix that key.") from None
