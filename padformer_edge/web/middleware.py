@@ -23,7 +23,7 @@ from padformer_edge.web.responses import page, text
 from padformer_edge.web.sessions import COOKIE
 
 if TYPE_CHECKING:
-    from padformer_edge.web.app import WebApp
+    from padformer_edge.web.webapp import WebApp
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

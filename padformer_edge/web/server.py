@@ -23,9 +23,10 @@ import uvicorn
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.web.app import WebApp
+from padformer_edge.web.app import asgi_app
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
 from padformer_edge.web.protocol import head_deadline_protocol
+from padformer_edge.web.webapp import WebApp
 
 log = get_logger("web")
 BACKLOG = 1024
@@ -61,7 +62,7 @@ class WebServer:
         self.socket = bind(host, port)
         self.host, self.port = host, self.socket.getsockname()[1]
         config = uvicorn.Config(
-            app.asgi,
+            asgi_app(app),
             lifespan="off",
             log_config=None,
             log_level=logging.WARNING,
