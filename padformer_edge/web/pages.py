@@ -10,7 +10,6 @@ logout in ``login``.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
 from padformer_edge.store.reviews import save_review
@@ -168,7 +168,7 @@ def export(request: Request) -> Response:
 
     def as_csv() -> Iterator[bytes]:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=RECORD_COLUMNS, lineterminator="\n")
+        writer = SafeDictWriter(buffer, fieldnames=RECORD_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for n, row in enumerate(rows, 1):
             writer.writerow(row)
