@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,6 +49,40 @@ HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("camera", "camera")
 REFUSED_ICON = "/static/refused.svg"
 WINDOWS = {"15m": 15, "1h": 60, "6h": 360, "24h": 1440}
 MAX_LIMIT = 500
+MAX_ROW_ID = 2**63 - 1  # the largest id a 64-bit database column holds
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+MAX_TEXT_CHARS = 200  # a camera or product name; longer is no name the daemon wrote
+
+
+def whole_number(
+    params: dict[str, str], name: str, default: int | None, low: int, high: int
+) -> int | None:
+    """Query parameter ``name`` as an int in ``low..high``; ``default`` when absent.
+
+    Checked here, not left to the database: a number past 64 bits used to reach the
+    driver and come back as a 500 (``OverflowError``)."""
+    raw = params.get(name)
+    if not raw:
+        return default
+    shown = raw if len(raw) <= 40 else raw[:40] + "..."
+    if WHOLE_NUMBER.fullmatch(raw) is None:
+        raise UserError(f"{name} '{shown}' is not a whole number; fix the link.")
+    # Past 30 digits it is out of range whatever it is; int() is spared a huge string.
+    if len(raw.lstrip("-")) > 30 or not low <= int(raw) <= high:
+        raise UserError(f"{name} {shown} is out of range; use {low} to {high}.")
+    return int(raw)
+
+
+def plain_text(params: dict[str, str], name: str) -> None:
+    """Refuse a text filter no row can match: too long, or with a control character
+    (PostgreSQL refuses a NUL in a string outright)."""
+    raw = params.get(name)
+    if raw is None:
+        return
+    if len(raw) > MAX_TEXT_CHARS:
+        raise UserError(f"{name} is longer than {MAX_TEXT_CHARS} characters; fix the link.")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        raise UserError(f"{name} contains a control character; fix the link.")
 
 
 def card(row: dict[str, Any]) -> dict[str, Any]:
@@ -103,16 +138,10 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
     review = params.get("review") or None
     if review is not None and review not in REVIEW_FILTERS:
         raise UserError(f"review '{review}' is not one of {', '.join(REVIEW_FILTERS)}; pick one.")
-    numbers = {}
-    for name, default in (("before", None), ("limit", 50)):
-        raw = params.get(name)
-        try:
-            numbers[name] = int(raw) if raw else default
-        except ValueError as err:
-            raise UserError(f"{name} '{raw}' is not a whole number; fix the link.") from err
-    limit = numbers["limit"]
-    if not 1 <= limit <= MAX_LIMIT:
-        raise UserError(f"limit {limit} is out of range; use 1 to {MAX_LIMIT}.")
+    before = whole_number(params, "before", None, 1, MAX_ROW_ID)
+    limit = whole_number(params, "limit", 50, 1, MAX_LIMIT)
+    for name in ("camera", "product"):
+        plain_text(params, name)
     since = parse_time(params["since"], "since") if params.get("since") else None
     until = parse_time(params["until"], "until") if params.get("until") else None
     if since and until and since >= until:
@@ -124,7 +153,7 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         review=review,  # type: ignore[arg-type]
         since=since,
         until=until,
-        before=numbers["before"],
+        before=before,
         limit=limit,
     )
 
