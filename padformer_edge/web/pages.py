@@ -34,7 +34,6 @@ from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
-from padformer_edge.web.login import client_of
 from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, read_form, text, web_app
 
@@ -316,7 +315,7 @@ async def review(request: Request) -> Response:
     verdict = form.get("verdict", "")
     if verdict not in {v.value for v in ReviewVerdict}:
         raise UserError(f"review verdict '{verdict}' is not true_defect or false_alarm; pick one.")
-    reviewer = form.get("reviewer", "").strip() or f"page user at {client_of(request)}"
+    reviewer = form.get("reviewer", "").strip() or f"page user at {auth.client_of(request)}"
     saved = await run_in_threadpool(
         save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
         reviewer=reviewer, note=form.get("note"),

@@ -3,9 +3,9 @@
 The route handlers, the middleware and the response helpers all need this type, and the
 Starlette app (``app``) needs them; with the type in ``app`` they imported it back (under
 ``TYPE_CHECKING``) and the package formed one import circle of eight files. Here it
-imports only the leaf modules it holds (media roots, metrics, the page cache, sessions,
-the throttle), so every other module can name it and the graph goes one way
-(``tests/test_imports.py`` keeps it so, type-only imports included).
+imports only the leaf modules it holds (media roots, metrics, the page cache, the proxy
+list, sessions, the throttle), so every other module can name it and the graph goes
+one way (``tests/test_imports.py`` keeps it so, type-only imports included).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.page_cache import TTL_S, PageCache
+from padformer_edge.web.proxies import TrustedProxies
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
 
@@ -47,6 +48,7 @@ class WebApp:
         throttle: LoginThrottle | None = None,
         sessions: Sessions | None = None,
         page_cache_s: float = TTL_S,
+        trusted_proxies: list[str] | None = None,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
@@ -58,6 +60,7 @@ class WebApp:
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
+        self.proxies = TrustedProxies(trusted_proxies or [])
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None
