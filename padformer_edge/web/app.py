@@ -134,6 +134,7 @@ def _routes() -> list[BaseRoute]:
         ("/history.{fmt}", pages.export),
         ("/inspections/{inspection_id:row_id}", cached(pages.detail)),
         ("/media/{inspection_id:row_id}/{kind}", pages.media),
+        ("/thumbs/{inspection_id:row_id}/{kind}", pages.thumbnail),
         ("/health", pages.health),
         ("/metrics", pages.metrics),
         ("/login", login.login_form),

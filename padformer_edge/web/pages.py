@@ -100,6 +100,9 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
         # A refused file is often not a picture at all: an icon rather than a broken image.
         "image": REFUSED_ICON if verdict == "failed" else f"/media/{row_id}/image",
         "heatmap": f"/media/{row_id}/heatmap" if row["heatmap_path"] else None,
+        # What the live cards and history rows show: small cached copies (``thumbnails``).
+        "thumb": REFUSED_ICON if verdict == "failed" else f"/thumbs/{row_id}/image",
+        "heatmap_thumb": f"/thumbs/{row_id}/heatmap" if row["heatmap_path"] else None,
         "detail": f"/inspections/{row_id}",
         "review": row.get("review"),
     }
@@ -242,20 +245,47 @@ def detail(request: Request) -> Response:
     )
 
 
-def media(request: Request) -> Response:
-    app = web_app(request)
+def _recorded(request: Request) -> tuple[str, str | None] | None:
+    """(kind, the path the store recorded) for a picture route; ``None`` for an unknown kind."""
     inspection_id, kind = request.path_params["inspection_id"], request.path_params["kind"]
     if kind not in ("image", "heatmap"):
-        return error(request, 404, "there is no such page.")
+        return None
     column = Inspection.source_path if kind == "image" else Inspection.heatmap_path
-    with app.reader().connect() as conn:
+    with web_app(request).reader().connect() as conn:
         recorded = conn.execute(
             select(column).where(Inspection.id == inspection_id)
         ).scalar_one_or_none()
-    picture = app.media.read(recorded)
+    return kind, recorded
+
+
+def media(request: Request) -> Response:
+    """The full picture, for the detail page."""
+    found = _recorded(request)
+    if found is None:
+        return error(request, 404, "there is no such page.")
+    kind, recorded = found
+    picture = web_app(request).media.read(recorded)
     if picture is None:
+        inspection_id = request.path_params["inspection_id"]
         return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
     return Response(picture.data, media_type=picture.content_type,
+                    headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
+
+
+def thumbnail(request: Request) -> Response:
+    """A small JPEG of the picture, for the live cards and history rows; the same file
+    rules as ``media`` (the path from the row, under a root, an image suffix)."""
+    found = _recorded(request)
+    if found is None:
+        return error(request, 404, "there is no such page.")
+    kind, recorded = found
+    app = web_app(request)
+    real = app.media.allowed(recorded)
+    thumb = app.thumbnails.get(real, app.media.read_file) if real is not None else None
+    if thumb is None:
+        inspection_id = request.path_params["inspection_id"]
+        return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
+    return Response(thumb, media_type="image/jpeg",
                     headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
 
 

@@ -4,8 +4,8 @@ The route handlers, the middleware and the response helpers all need this type, 
 Starlette app (``app``) needs them; with the type in ``app`` they imported it back (under
 ``TYPE_CHECKING``) and the package formed one import circle of eight files. Here it
 imports only the leaf modules it holds (media roots, metrics, the page cache, the proxy
-list, sessions, the throttle), so every other module can name it and the graph goes
-one way (``tests/test_imports.py`` keeps it so, type-only imports included).
+list, sessions, the throttle, thumbnails), so every other module can name it and the
+graph goes one way (``tests/test_imports.py`` keeps it so, type-only imports included).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from padformer_edge.web.page_cache import TTL_S, PageCache
 from padformer_edge.web.proxies import TrustedProxies
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
+from padformer_edge.web.thumbnails import Thumbnails
 
 
 class Unavailable(UserError):
@@ -61,6 +62,7 @@ class WebApp:
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
         self.proxies = TrustedProxies(trusted_proxies or [])
+        self.thumbnails = Thumbnails()
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None
