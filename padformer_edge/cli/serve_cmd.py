@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from padformer_edge.daemon.settings import file_roots, load_daemon_config
+from padformer_edge.errors import UserError
 
 DB_HELP = "Database path or URL; else the config's, else $PADFORMER_EDGE_DB or the default file."
 
@@ -50,6 +51,11 @@ def serve(
     given = (("host", host), ("port", port), ("tls_cert", tls_cert), ("tls_key", tls_key))
     changes = {k: v for k, v in given if v is not None}
     http = http.model_copy(update=changes)
+    if (http.tls_cert is None) != (http.tls_key is None):
+        raise UserError(
+            "a certificate and its key go together; give both --tls-cert and --tls-key "
+            "(or http.tls_cert and http.tls_key), or neither."
+        )
     database = db or daemon.database
     open_checked(database)  # a missing or old database is one sentence now, not a 503 later
     server = make_server(HttpConfig.model_validate(http.model_dump()), database,

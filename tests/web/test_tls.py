@@ -25,6 +25,7 @@ from padformer_edge.web.certificate import RENEW_WITHIN_DAYS, expiry
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import WebServer, make_server
 from padformer_edge.web.webapp import WebApp
+from tests.cli_process import run_cli
 from tests.web.certs import end_date, self_signed
 from tests.web.conftest import TOKEN
 from tests.web.site import Site
@@ -124,6 +125,14 @@ def test_a_certificate_and_a_foreign_key_are_one_sentence(
     assert "\n" not in str(err.value) and "matching private key" in str(err.value)
     with pytest.raises(ValidationError, match="tls_cert and tls_key go together"):
         HttpConfig(tls_cert=cert)
+
+
+def test_serve_with_a_certificate_but_no_key_is_one_sentence(site: Site, tmp_path: Path) -> None:
+    cert, _ = self_signed(tmp_path / "tls")
+    result = run_cli("serve", "--db", site.db, "--port", "0", "--tls-cert", str(cert))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "give both --tls-cert and --tls-key" in lines[0], lines
 
 
 def test_the_expiry_is_read_as_openssl_reads_it(tmp_path: Path) -> None:
