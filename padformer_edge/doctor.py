@@ -14,6 +14,7 @@ import shutil
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -55,6 +56,7 @@ def examine(config_path: Path | None) -> list[Finding]:
     findings += check_profiles(config)
     findings += check_database(config.database)
     findings += check_sinks(config)
+    findings += check_certificate(config)
     heatmaps = state_dir() / (config.heatmaps or "heatmaps")
     database_file = sqlite_path(resolve_url(config.database))
     findings += check_disk([state_dir(), heatmaps, *([database_file] if database_file else [])])
@@ -196,6 +198,34 @@ def sink_finding(subject: str, sink: SinkConfig) -> Finding:
             "and that the service runs.",
         )
     return Finding(subject, True, f"{host}:{port} accepts connections")
+
+
+def check_certificate(config: DaemonConfig, now: datetime | None = None) -> Iterator[Finding]:
+    """The page's TLS certificate, when there is one, is readable and not about to expire
+    (``RENEW_WITHIN_DAYS``): an expired one turns every operator's browser away."""
+    if config.http is None or config.http.tls_cert is None:
+        return
+    from padformer_edge.web.certificate import RENEW_WITHIN_DAYS, expiry
+
+    path = config.http.tls_cert
+    try:
+        ends = expiry(path)
+    except UserError as err:
+        yield Finding("certificate", False, str(err))
+        return
+    left = ends - (now or datetime.now(UTC))
+    day = ends.strftime("%Y-%m-%d %H:%M UTC")
+    if left.total_seconds() <= 0:
+        yield Finding("certificate", False, f"{path} expired on {day}; renew it.")
+    elif left < timedelta(days=RENEW_WITHIN_DAYS):
+        yield Finding(
+            "certificate",
+            False,
+            f"{path} expires in {left.days} day(s), on {day}; renew it now (the page "
+            "takes a renewed certificate up without a restart).",
+        )
+    else:
+        yield Finding("certificate", True, f"{path} is valid until {day}")
 
 
 def check_disk(paths: list[Path]) -> Iterator[Finding]:

@@ -7,7 +7,6 @@ refuses one whose schema is not at head. Tables are for terminals; ``--json`` an
 
 from __future__ import annotations
 
-import csv
 import getpass
 import json
 import sys
@@ -109,6 +108,7 @@ def list_(
 ) -> None:
     """Inspections, newest first."""
     from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store.csv_cells import SafeDictWriter
 
     if as_json and as_csv:
         raise UserError("--json and --csv exclude each other; pick one.")
@@ -129,7 +129,7 @@ def list_(
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
     elif as_csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=history.RECORD_COLUMNS, lineterminator="\n")
+        writer = SafeDictWriter(sys.stdout, fieldnames=history.RECORD_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
     else:

@@ -2,7 +2,8 @@
 
 It reads the same daemon config as ``watch`` (for the database, the folders whose
 pictures may be shown and the ``http:`` section), so one file describes a line PC;
-options override single values. It runs until SIGTERM or Ctrl-C.
+options override single values. It runs until SIGTERM or Ctrl-C. With a certificate and
+key it serves HTTPS, and takes up a renewed pair by itself (``web.server``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import typer
 
 from padformer_edge.daemon.settings import file_roots, load_daemon_config
+from padformer_edge.errors import UserError
 
 DB_HELP = "Database path or URL; else the config's, else $PADFORMER_EDGE_DB or the default file."
 
@@ -32,6 +34,12 @@ def serve(
     roots: list[Path] = typer.Option(
         None, "--root", help="Another folder whose images may be shown (repeatable)."
     ),
+    tls_cert: Path | None = typer.Option(
+        None, "--tls-cert", help="PEM certificate to serve HTTPS with; default http.tls_cert."
+    ),
+    tls_key: Path | None = typer.Option(
+        None, "--tls-key", help="Its PEM private key; default http.tls_key."
+    ),
 ) -> None:
     """Serve the live view, history, health page and /metrics until stopped."""
     from padformer_edge.store.schema import open_checked  # SQLAlchemy: only when run
@@ -40,8 +48,14 @@ def serve(
 
     daemon = load_daemon_config(config, [])
     http = daemon.http or HttpConfig()
-    changes = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    given = (("host", host), ("port", port), ("tls_cert", tls_cert), ("tls_key", tls_key))
+    changes = {k: v for k, v in given if v is not None}
     http = http.model_copy(update=changes)
+    if (http.tls_cert is None) != (http.tls_key is None):
+        raise UserError(
+            "a certificate and its key go together; give both --tls-cert and --tls-key "
+            "(or http.tls_cert and http.tls_key), or neither."
+        )
     database = db or daemon.database
     open_checked(database)  # a missing or old database is one sentence now, not a 503 later
     server = make_server(HttpConfig.model_validate(http.model_dump()), database,

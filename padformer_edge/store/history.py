@@ -12,7 +12,6 @@ its alerts, for ``results show``) loads ORM objects, and imports the ORM when ca
 
 from __future__ import annotations
 
-import csv
 import enum
 import json
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from sqlalchemy import (
     select,
 )
 
+from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.tables import inspections, reviews
 from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
 from padformer_edge.store.vocabulary import GroupBy as GroupBy
@@ -287,7 +287,7 @@ def iter_records(engine: Engine, filters: Filters, batch: int = 1000) -> Iterato
 def export(engine: Engine, out: IO[str], fmt: ExportFormat, filters: Filters) -> int:
     """Write matching rows, with their reviews, to ``out`` as CSV (with header) or JSON
     lines; return the count."""
-    writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS) if fmt == "csv" else None
+    writer = SafeDictWriter(out, fieldnames=RECORD_COLUMNS) if fmt == "csv" else None
     if writer is not None:
         writer.writeheader()
     count = 0

@@ -23,13 +23,23 @@ def parse_age(text: str, option: str = "--older-than") -> timedelta:
             f"{option} '{text}' is not an age; write a number and a unit "
             "(s, m, h, d or w), e.g. 30d or 12h."
         )
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError as err:
+        raise UserError(
+            f"{option} '{text}' is too long an age; use a shorter one, e.g. 30d."
+        ) from err
 
 
 def parse_time(text: str, option: str = "--since", now: datetime | None = None) -> datetime:
     """An aware UTC datetime from ISO 8601 or from an age before ``now``."""
     if _AGE.match(text):
-        return (now or datetime.now(UTC)) - parse_age(text, option)
+        try:
+            return (now or datetime.now(UTC)) - parse_age(text, option)
+        except OverflowError as err:
+            raise UserError(
+                f"{option} '{text}' reaches back before the year 1; use a shorter age."
+            ) from err
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError as err:
@@ -37,4 +47,7 @@ def parse_time(text: str, option: str = "--since", now: datetime | None = None) 
             f"{option} '{text}' is neither an ISO 8601 time "
             "(2026-05-01T08:00, UTC unless it has an offset) nor an age like 2h or 7d."
         ) from err
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError as err:  # 0001-01-01T00:00+01:00 is before the year 1 in UTC
+        raise UserError(f"{option} '{text}' is outside the years 1 to 9999 in UTC.") from err

@@ -1,4 +1,4 @@
-"""``WebApp``: the engines, settings and helpers one server shares, and its Starlette app.
+"""The Starlette app over a ``WebApp`` (``webapp``): its routes, error pages and wrappers.
 
 Requests pass, in order: the security headers (``middleware.Headers``, on every reply),
 the Host and token checks (``middleware.Gate``), then Starlette's router: an unknown
@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
-from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
@@ -31,25 +28,13 @@ from starlette.types import Scope
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store.engine import open_engine
-from padformer_edge.store.heartbeat import read_heartbeat
-from padformer_edge.store.schema import open_checked
 from padformer_edge.web import events, login, pages
-from padformer_edge.web.config import is_loopback
-from padformer_edge.web.media import MediaRoots
-from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.middleware import Gate, Headers
-from padformer_edge.web.page_cache import TTL_S, PageCache, cached
-from padformer_edge.web.responses import TooLarge, error
-from padformer_edge.web.sessions import Sessions
-from padformer_edge.web.throttle import LoginThrottle
+from padformer_edge.web.responses import TooLarge, authorised, error, web_app
+from padformer_edge.web.webapp import Unavailable, WebApp
 
 log = get_logger("web")
 Handler = Callable[[Request], Response | Awaitable[Response]]
-
-
-class Unavailable(UserError):
-    """The database cannot be read yet (not created, not migrated): 503, try again."""
 
 
 class RowId(Convertor[int]):
@@ -76,6 +61,29 @@ class CachedStatic(StaticFiles):
         if response.status_code == 200:
             response.headers["Cache-Control"] = "public, max-age=300"
         return response
+
+
+def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` (a plain page function) answered from the app's ``PageCache``: a
+    fresh page at once, else rendered (or waited for) in the thread pool."""
+
+    @functools.wraps(handler)
+    async def run(request: Request) -> Response:
+        state = request.scope.get("state", {})
+        key = (
+            request.url.path,
+            request.url.query,
+            "text/html" in request.headers.get("accept", ""),
+            authorised(request),
+            bool(state.get("session", False)),
+        )
+        pages = web_app(request).page_cache
+        kept = pages.fresh(key)
+        if kept is not None:
+            return kept
+        return await run_in_threadpool(pages.get, key, lambda: handler(request))
+
+    return run
 
 
 def _failure(request: Request, err: Exception) -> Response:
@@ -126,6 +134,7 @@ def _routes() -> list[BaseRoute]:
         ("/history.{fmt}", pages.export),
         ("/inspections/{inspection_id:row_id}", cached(pages.detail)),
         ("/media/{inspection_id:row_id}/{kind}", pages.media),
+        ("/thumbs/{inspection_id:row_id}/{kind}", pages.thumbnail),
         ("/health", pages.health),
         ("/metrics", pages.metrics),
         ("/login", login.login_form),
@@ -155,70 +164,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return await run_in_threadpool(error, request, status, message)
 
 
-class WebApp:
-    """Everything one server needs; thread-safe, one instance per listening socket."""
-
-    def __init__(
-        self,
-        db: str | None,
-        roots: list[Path],
-        *,
-        token: str | None = None,
-        host: str = "127.0.0.1",
-        live_cards: int = 24,
-        stale_after_beats: float = 3.0,
-        event_interval_s: float = 1.0,
-        throttle: LoginThrottle | None = None,
-        sessions: Sessions | None = None,
-        page_cache_s: float = TTL_S,
-    ) -> None:
-        self.db = db
-        self.media = MediaRoots(roots)
-        self.token = token
-        self.loopback = is_loopback(host)
-        self.live_cards = live_cards
-        self.stale_after_beats = stale_after_beats
-        self.event_interval_s = event_interval_s
-        self.throttle = throttle or LoginThrottle()
-        self.sessions = sessions or Sessions()
-        self.page_cache = PageCache(page_cache_s)
-        self.stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._reader: Engine | None = None
-        self._writer: Engine | None = None
-        self.metrics = Metrics(self.reader, self.heartbeat_age)
-        self.asgi = Starlette(
-            routes=_routes(),
-            middleware=[Middleware(Headers), Middleware(Gate, web=self)],
-            exception_handlers={HTTPException: _http_error},
-        )
-        self.asgi.state.web = self
-
-    # -- the database --------------------------------------------------------------------
-    def reader(self) -> Engine:
-        """The read-only engine, opened on first use: under ``watch`` the daemon may still
-        be creating or migrating the database when the first page is asked for."""
-        with self._lock:
-            if self._reader is None:
-                try:
-                    self._reader = open_checked(self.db)
-                except UserError as err:
-                    raise Unavailable(str(err)) from err
-            return self._reader
-
-    def writer(self) -> Engine:
-        """A writing engine, used only by the alert retry and the review forms."""
-        with self._lock:
-            if self._writer is None:
-                self._writer = open_engine(self.db)
-            return self._writer
-
-    def heartbeat_age(self) -> float | None:
-        """Seconds since this database's daemon last beat (``None``: never), for /metrics."""
-        beat = read_heartbeat(self.reader())
-        return None if beat is None else beat.age_s
-
-    def close(self) -> None:
-        for engine in (self._reader, self._writer):
-            if engine is not None:
-                engine.dispose()
+def asgi_app(web: WebApp) -> Starlette:
+    """The Starlette app over ``web``: the security headers outermost, then the gate, then
+    the routes; handlers find ``web`` on the app's state (``responses.web_app``)."""
+    asgi = Starlette(
+        routes=_routes(),
+        middleware=[Middleware(Headers), Middleware(Gate, web=web)],
+        exception_handlers={HTTPException: _http_error},
+    )
+    asgi.state.web = web
+    return asgi

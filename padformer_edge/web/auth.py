@@ -38,13 +38,37 @@ def host_is_local(request: HTTPConnection) -> bool:
     return host is not None and is_loopback(host)
 
 
+def client_of(conn: HTTPConnection) -> str:
+    """The client's address: the peer, or what a trusted proxy says it saw (``proxies``
+    has already rewritten the scope)."""
+    return conn.client.host if conn.client is not None else "unknown"
+
+
+def public_host(conn: HTTPConnection) -> str | None:
+    """The host the browser asked for: a trusted proxy's ``X-Forwarded-Host``, else ``Host``."""
+    forwarded = conn.scope.get("state", {}).get("forwarded_host")
+    return forwarded or conn.headers.get("host")
+
+
+def is_https(conn: HTTPConnection) -> bool:
+    """True under TLS here, or behind a trusted proxy whose ``X-Forwarded-Proto`` says https."""
+    return conn.scope.get("scheme") == "https"
+
+
+def cross_site(request: HTTPConnection) -> bool:
+    """True when the request carries an ``Origin`` that is not this site's: another site's
+    form. A request without one (a script, or a browser that sends none) is not."""
+    return "origin" in request.headers and not same_origin(request)
+
+
 def same_origin(request: HTTPConnection) -> bool:
-    """A browser POST must come from this site's own page (``Origin`` equal to ``Host``)."""
+    """A browser POST must come from this site's own page (``Origin`` naming the host the
+    browser asked for)."""
     origin = request.headers.get("origin")
     if origin is None:
         return "authorization" in request.headers  # a script with a bearer token
     parts = urlsplit(origin)
-    return parts.netloc == request.headers.get("host") and parts.scheme in ("http", "https")
+    return parts.netloc == public_host(request) and parts.scheme in ("http", "https")
 
 
 def safe_next(target: str | None) -> str:

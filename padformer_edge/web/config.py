@@ -12,7 +12,7 @@ import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel
 from padformer_edge.errors import UserError
@@ -37,6 +37,34 @@ class HttpConfig(StrictModel):
     roots: list[Path] = Field(default_factory=list)
     live_cards: int = Field(24, ge=1, le=200)
     stale_after_beats: float = Field(3.0, ge=1.5, le=100.0)
+    tls_cert: Path | None = Field(
+        None, description="PEM certificate (chain) to serve HTTPS with; needs tls_key."
+    )
+    tls_key: Path | None = Field(
+        None, description="PEM private key of tls_cert; a renewed pair is taken up live."
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Reverse proxies (addresses or networks) whose X-Forwarded-* is believed.",
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as err:
+                raise ValueError(
+                    f"'{entry}' is not an IP address or network; write e.g. 127.0.0.1 or 10.0.0.0/8"
+                ) from err
+        return value
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> HttpConfig:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together; set both or neither")
+        return self
 
 
 def is_loopback(host: str) -> bool:

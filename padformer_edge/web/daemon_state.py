@@ -17,7 +17,7 @@ from padformer_edge.log import get_logger
 from padformer_edge.store.heartbeat import Heartbeat, read_heartbeat
 
 if TYPE_CHECKING:
-    from padformer_edge.web.app import WebApp
+    from padformer_edge.web.webapp import WebApp
 
 log = get_logger("web")
 State = Literal["alive", "stale", "never", "unreadable"]

@@ -58,16 +58,23 @@ class MediaRoots:
             return None
         return real
 
+    @staticmethod
+    def read_file(real: Path) -> bytes | None:
+        """The bytes of an allowed file, or ``None`` when it is gone or over ``MAX_BYTES``."""
+        try:
+            if real.stat().st_size > MAX_BYTES:
+                return None
+            return real.read_bytes()
+        except OSError:
+            return None
+
     def read(self, recorded: str | None) -> Picture | None:
         """The bytes to send and their type, or ``None`` if the file may not be served."""
         real = self.allowed(recorded)
         if real is None:
             return None
-        try:
-            if real.stat().st_size > MAX_BYTES:
-                return None
-            data = real.read_bytes()
-        except OSError:
+        data = self.read_file(real)
+        if data is None:
             return None
         suffix = real.suffix.lower()
         if suffix in CONTENT_TYPES:

@@ -4,13 +4,19 @@ Two plain ASGI middlewares (not ``BaseHTTPMiddleware``, which would buffer the e
 stream): ``Headers`` outermost, so even a refusal carries the strict
 Content-Security-Policy (scripts and styles from this server only, no inline code),
 ``nosniff``, no framing and ``Cache-Control: no-store`` unless a route chose otherwise;
-then ``Gate``: on a loopback bind the ``Host`` must name this machine (421), and with a
+then ``Gate``: it first believes the ``X-Forwarded-*`` headers of a trusted proxy
+(``proxies``); on a loopback bind the ``Host`` must name this machine (421), and with a
 token every path but the login form and the static files needs a bearer token or a
-logged-in session (401: the login form for a browser, one sentence for a script).
+logged-in session (401: the login form for a browser, one sentence for a script). A
+wrong bearer token counts against the client's address in the same throttle as the
+login form, so a script cannot guess past the form's limit on the other path: past the
+limit every bearer request from that address waits (429), right token or not, and each
+failure and refusal is logged with the client's address.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import MutableHeaders
@@ -18,13 +24,15 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from padformer_edge.log import get_logger
 from padformer_edge.web import auth
 from padformer_edge.web.responses import page, text
 from padformer_edge.web.sessions import COOKIE
 
 if TYPE_CHECKING:
-    from padformer_edge.web.app import WebApp
+    from padformer_edge.web.webapp import WebApp
 
+log = get_logger("web")
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -69,7 +77,8 @@ class Gate:
         self.web = web
 
     def _authorised(self, conn: HTTPConnection) -> tuple[bool, bool]:
-        """(may see the page, is a logged-in browser session)."""
+        """(may see the page, is a logged-in browser session); a bearer token offered
+        is judged by ``_bearer`` first."""
         token = self.web.token
         if token is None:
             return True, False
@@ -78,14 +87,51 @@ class Gate:
         session = self.web.sessions.valid(conn.cookies.get(COOKIE))
         return session, session
 
+    def _bearer(self, conn: HTTPConnection) -> Response | None:
+        """A 429 while this client is throttled, or a 401 for a wrong bearer token (counted
+        and logged); ``None`` when no token is offered or it is the right one."""
+        token, given = self.web.token, auth.bearer_token(conn)
+        if token is None or given is None:
+            return None
+        client = auth.client_of(conn)
+        throttle = self.web.throttle
+        wait = throttle.retry_after(client)
+        if wait > 0:
+            seconds = math.ceil(wait)
+            log.warning("web.login_throttled", client=client, retry_after_s=seconds, via="bearer")
+            return text(
+                429,
+                f"too many failed tokens from {client}; try again in {seconds} s.",
+                {"Retry-After": str(seconds)},
+            )
+        if auth.token_matches(given, token):
+            return None
+        failures = throttle.failed(client)
+        log.warning("web.login_failed", client=client, failures=failures,
+                    limit=throttle.max_failures, via="bearer")  # fmt: skip
+        return text(
+            401,
+            "the bearer token is wrong; send the configured token or log in at /login.",
+            {"WWW-Authenticate": 'Bearer realm="padformer-edge", error="invalid_token"'},
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        self.web.proxies.apply(scope)
         conn = HTTPConnection(scope)
         if self.web.loopback and not auth.host_is_local(conn):
-            refused = text(421, "this server answers only to 127.0.0.1 or localhost.")
+            refused = text(
+                421,
+                "this server answers only to 127.0.0.1 or localhost; a reverse proxy must "
+                "pass its upstream Host and send the public one as X-Forwarded-Host.",
+            )
             await refused(scope, receive, send)
+            return
+        bearer = self._bearer(conn)
+        if bearer is not None:
+            await bearer(scope, receive, send)
             return
         allowed, session = self._authorised(conn)
         state = scope.setdefault("state", {})

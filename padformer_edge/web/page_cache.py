@@ -16,25 +16,21 @@ HTML depends on besides the store: the path and query, and whether the viewer is
 authorised and has a session (the banner and the log-out button). Only 200 answers are
 kept, at most ``max_pages`` of them.
 
-A fresh page is answered on the event loop itself; only a page to render (or to wait
+The route wrapper that keys and asks this cache is ``app.cached``. A fresh page is
+answered on the event loop itself; only a page to render (or to wait
 for) goes to Starlette's thread pool. Under a hundred viewers nearly every answer is a
 fresh page, and the hop to a worker thread and back was most of what one cost.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import Response
-
-from padformer_edge.web.responses import authorised, web_app
 
 TTL_S = 1.0
 MAX_PAGES = 256
@@ -126,26 +122,3 @@ class PageCache:
         with self._lock:
             self._pages.clear()
             self._generation += 1
-
-
-def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` (a plain page function) answered from the app's ``PageCache``: a
-    fresh page at once, else rendered (or waited for) in the thread pool."""
-
-    @functools.wraps(handler)
-    async def run(request: Request) -> Response:
-        state = request.scope.get("state", {})
-        key = (
-            request.url.path,
-            request.url.query,
-            "text/html" in request.headers.get("accept", ""),
-            authorised(request),
-            bool(state.get("session", False)),
-        )
-        pages = web_app(request).page_cache
-        kept = pages.fresh(key)
-        if kept is not None:
-            return kept
-        return await run_in_threadpool(pages.get, key, lambda: handler(request))
-
-    return run

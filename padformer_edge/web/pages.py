@@ -10,9 +10,9 @@ logout in ``login``.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
 from padformer_edge.store.reviews import save_review
@@ -33,7 +34,6 @@ from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
-from padformer_edge.web.login import client_of
 from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, read_form, text, web_app
 
@@ -48,6 +48,40 @@ HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("camera", "camera")
 REFUSED_ICON = "/static/refused.svg"
 WINDOWS = {"15m": 15, "1h": 60, "6h": 360, "24h": 1440}
 MAX_LIMIT = 500
+MAX_ROW_ID = 2**63 - 1  # the largest id a 64-bit database column holds
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+MAX_TEXT_CHARS = 200  # a camera or product name; longer is no name the daemon wrote
+
+
+def whole_number(
+    params: dict[str, str], name: str, default: int | None, low: int, high: int
+) -> int | None:
+    """Query parameter ``name`` as an int in ``low..high``; ``default`` when absent.
+
+    Checked here, not left to the database: a number past 64 bits used to reach the
+    driver and come back as a 500 (``OverflowError``)."""
+    raw = params.get(name)
+    if not raw:
+        return default
+    shown = raw if len(raw) <= 40 else raw[:40] + "..."
+    if WHOLE_NUMBER.fullmatch(raw) is None:
+        raise UserError(f"{name} '{shown}' is not a whole number; fix the link.")
+    # Past 30 digits it is out of range whatever it is; int() is spared a huge string.
+    if len(raw.lstrip("-")) > 30 or not low <= int(raw) <= high:
+        raise UserError(f"{name} {shown} is out of range; use {low} to {high}.")
+    return int(raw)
+
+
+def plain_text(params: dict[str, str], name: str) -> None:
+    """Refuse a text filter no row can match: too long, or with a control character
+    (PostgreSQL refuses a NUL in a string outright)."""
+    raw = params.get(name)
+    if raw is None:
+        return
+    if len(raw) > MAX_TEXT_CHARS:
+        raise UserError(f"{name} is longer than {MAX_TEXT_CHARS} characters; fix the link.")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        raise UserError(f"{name} contains a control character; fix the link.")
 
 
 def card(row: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +100,9 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
         # A refused file is often not a picture at all: an icon rather than a broken image.
         "image": REFUSED_ICON if verdict == "failed" else f"/media/{row_id}/image",
         "heatmap": f"/media/{row_id}/heatmap" if row["heatmap_path"] else None,
+        # What the live cards and history rows show: small cached copies (``thumbnails``).
+        "thumb": REFUSED_ICON if verdict == "failed" else f"/thumbs/{row_id}/image",
+        "heatmap_thumb": f"/thumbs/{row_id}/heatmap" if row["heatmap_path"] else None,
         "detail": f"/inspections/{row_id}",
         "review": row.get("review"),
     }
@@ -103,16 +140,10 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
     review = params.get("review") or None
     if review is not None and review not in REVIEW_FILTERS:
         raise UserError(f"review '{review}' is not one of {', '.join(REVIEW_FILTERS)}; pick one.")
-    numbers = {}
-    for name, default in (("before", None), ("limit", 50)):
-        raw = params.get(name)
-        try:
-            numbers[name] = int(raw) if raw else default
-        except ValueError as err:
-            raise UserError(f"{name} '{raw}' is not a whole number; fix the link.") from err
-    limit = numbers["limit"]
-    if not 1 <= limit <= MAX_LIMIT:
-        raise UserError(f"limit {limit} is out of range; use 1 to {MAX_LIMIT}.")
+    before = whole_number(params, "before", None, 1, MAX_ROW_ID)
+    limit = whole_number(params, "limit", 50, 1, MAX_LIMIT)
+    for name in ("camera", "product"):
+        plain_text(params, name)
     since = parse_time(params["since"], "since") if params.get("since") else None
     until = parse_time(params["until"], "until") if params.get("until") else None
     if since and until and since >= until:
@@ -124,7 +155,7 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         review=review,  # type: ignore[arg-type]
         since=since,
         until=until,
-        before=numbers["before"],
+        before=before,
         limit=limit,
     )
 
@@ -168,7 +199,7 @@ def export(request: Request) -> Response:
 
     def as_csv() -> Iterator[bytes]:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=RECORD_COLUMNS, lineterminator="\n")
+        writer = SafeDictWriter(buffer, fieldnames=RECORD_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for n, row in enumerate(rows, 1):
             writer.writerow(row)
@@ -214,20 +245,47 @@ def detail(request: Request) -> Response:
     )
 
 
-def media(request: Request) -> Response:
-    app = web_app(request)
+def _recorded(request: Request) -> tuple[str, str | None] | None:
+    """(kind, the path the store recorded) for a picture route; ``None`` for an unknown kind."""
     inspection_id, kind = request.path_params["inspection_id"], request.path_params["kind"]
     if kind not in ("image", "heatmap"):
-        return error(request, 404, "there is no such page.")
+        return None
     column = Inspection.source_path if kind == "image" else Inspection.heatmap_path
-    with app.reader().connect() as conn:
+    with web_app(request).reader().connect() as conn:
         recorded = conn.execute(
             select(column).where(Inspection.id == inspection_id)
         ).scalar_one_or_none()
-    picture = app.media.read(recorded)
+    return kind, recorded
+
+
+def media(request: Request) -> Response:
+    """The full picture, for the detail page."""
+    found = _recorded(request)
+    if found is None:
+        return error(request, 404, "there is no such page.")
+    kind, recorded = found
+    picture = web_app(request).media.read(recorded)
     if picture is None:
+        inspection_id = request.path_params["inspection_id"]
         return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
     return Response(picture.data, media_type=picture.content_type,
+                    headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
+
+
+def thumbnail(request: Request) -> Response:
+    """A small JPEG of the picture, for the live cards and history rows; the same file
+    rules as ``media`` (the path from the row, under a root, an image suffix)."""
+    found = _recorded(request)
+    if found is None:
+        return error(request, 404, "there is no such page.")
+    kind, recorded = found
+    app = web_app(request)
+    real = app.media.allowed(recorded)
+    thumb = app.thumbnails.get(real, app.media.read_file) if real is not None else None
+    if thumb is None:
+        inspection_id = request.path_params["inspection_id"]
+        return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
+    return Response(thumb, media_type="image/jpeg",
                     headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
 
 
@@ -287,7 +345,7 @@ async def review(request: Request) -> Response:
     verdict = form.get("verdict", "")
     if verdict not in {v.value for v in ReviewVerdict}:
         raise UserError(f"review verdict '{verdict}' is not true_defect or false_alarm; pick one.")
-    reviewer = form.get("reviewer", "").strip() or f"page user at {client_of(request)}"
+    reviewer = form.get("reviewer", "").strip() or f"page user at {auth.client_of(request)}"
     saved = await run_in_threadpool(
         save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
         reviewer=reviewer, note=form.get("note"),

@@ -18,7 +18,7 @@ from padformer_edge.web.daemon_state import daemon_state
 from padformer_edge.web.render import render
 
 if TYPE_CHECKING:
-    from padformer_edge.web.app import WebApp
+    from padformer_edge.web.webapp import WebApp
 
 MAX_FORM_BYTES = 64 * 1024
 

@@ -9,12 +9,24 @@ request quietly, and a connection that sends no complete request within
 (uvicorn's ``limit_concurrency``): a few hundred idle sockets would then turn every
 operator away with a 503. uvicorn's own log lines are kept to warnings; the page logs its
 events through structlog.
+
+With ``http.tls_cert`` and ``http.tls_key`` uvicorn serves HTTPS (its ``ssl_certfile`` and
+``ssl_keyfile``). A renewed certificate is taken up without a restart: a thread looks at
+the two files every ``CERT_POLL_S`` and, when either changed, loads the new pair into a
+fresh ``SSLContext``; the listening context's SNI callback, which OpenSSL calls at every
+handshake, hands each new connection the newest context that loaded. Open connections
+keep theirs, and nothing of the daemon (its queue, history, alerts) is touched. A pair
+that does not load (a key written before its certificate, say) is logged and tried again
+at the next look, the last good pair serving meanwhile; it is never half-loaded into
+the context that serves. uvicorn's own proxy-header handling is off: the
+``X-Forwarded-*`` headers are believed only from ``http.trusted_proxies`` (``proxies``).
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -23,15 +35,26 @@ import uvicorn
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.web.app import WebApp
+from padformer_edge.web.app import asgi_app
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
 from padformer_edge.web.protocol import head_deadline_protocol
+from padformer_edge.web.webapp import WebApp
 
 log = get_logger("web")
 BACKLOG = 1024
 KEEP_ALIVE_S = 5
 GRACEFUL_STOP_S = 3
 START_TIMEOUT_S = 30.0
+CERT_POLL_S = 60.0
+
+
+def _stamp(paths: tuple[Path, Path]) -> tuple[int, ...]:
+    """The files' modification times and sizes: what changes when a certificate is renewed."""
+    stamp: list[int] = []
+    for path in paths:
+        info = path.stat()
+        stamp += [info.st_mtime_ns, info.st_size]
+    return tuple(stamp)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -56,12 +79,20 @@ def bind(host: str, port: int) -> socket.socket:
 class WebServer:
     """The app on ``host:port`` in a background thread; ``port`` 0 picks a free one."""
 
-    def __init__(self, app: WebApp, host: str, port: int) -> None:
+    def __init__(
+        self,
+        app: WebApp,
+        host: str,
+        port: int,
+        *,
+        tls: tuple[Path, Path] | None = None,
+        cert_poll_s: float = CERT_POLL_S,
+    ) -> None:
         self.app = app
-        self.socket = bind(host, port)
-        self.host, self.port = host, self.socket.getsockname()[1]
+        self.tls = tls
+        self.cert_poll_s = cert_poll_s
         config = uvicorn.Config(
-            app.asgi,
+            asgi_app(app),
             lifespan="off",
             log_config=None,
             log_level=logging.WARNING,
@@ -72,14 +103,57 @@ class WebServer:
             timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
             server_header=False,
+            proxy_headers=False,  # the trusted proxies are ``proxies``' business
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
         )
+        self._serving: ssl.SSLContext | None = None
+        if tls is not None:
+            config.load()  # builds the SSLContext now: a bad pair is one sentence at start
+            assert config.ssl is not None
+            self._serving = config.ssl
+            self._cert_stamp = _stamp(tls)
+            config.ssl.sni_callback = self._hand_newest
+        self.socket = bind(host, port)
+        self.host, self.port = host, self.socket.getsockname()[1]
         self.server = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+
+    def _hand_newest(self, conn: ssl.SSLObject, _name: str | None, _ctx: ssl.SSLContext) -> None:
+        """At each handshake: serve the newest certificate that loaded."""
+        serving = self._serving
+        if serving is not None and conn.context is not serving:
+            conn.context = serving
+
+    def reload_certificate(self) -> bool:
+        """Load the certificate and key again if either file changed; True if a new pair
+        now serves new connections. A pair that does not load is logged, the old one kept."""
+        if self.tls is None:
+            return False
+        cert, key = self.tls
+        try:
+            stamp = _stamp(self.tls)
+            if stamp == self._cert_stamp:
+                return False
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(cert), str(key))
+        except (OSError, ssl.SSLError) as err:
+            log.error("web.certificate_not_loaded", cert=str(cert),
+                      error=f"{type(err).__name__}: {err}")  # fmt: skip
+            return False
+        self._serving, self._cert_stamp = context, stamp
+        log.info("web.certificate_reloaded", cert=str(cert))
+        return True
+
+    def _watch_certificate(self) -> None:
+        while not self.app.stopping.wait(self.cert_poll_s):
+            self.reload_certificate()
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     def start(self) -> WebServer:
         """Serve in a thread; returns once uvicorn accepts connections."""
@@ -92,6 +166,11 @@ class WebServer:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the web server did not start; see the log above")
             time.sleep(0.01)
+        if self.tls is not None:
+            self._watcher = threading.Thread(
+                target=self._watch_certificate, name="web-certificate", daemon=True
+            )
+            self._watcher.start()
         log.info("web.listening", url=self.url)
         return self
 
@@ -116,6 +195,7 @@ def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebSer
     """
     token = effective_token(config)
     require_token_off_loopback(config, token)
+    tls = (config.tls_cert, config.tls_key) if config.tls_cert and config.tls_key else None
     app = WebApp(
         db,
         [*roots, *config.roots],
@@ -123,9 +203,16 @@ def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebSer
         host=config.host,
         live_cards=config.live_cards,
         stale_after_beats=config.stale_after_beats,
+        trusted_proxies=config.trusted_proxies,
     )
     try:
-        return WebServer(app, config.host, config.port)
+        return WebServer(app, config.host, config.port, tls=tls)
+    except (ssl.SSLError, FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        raise UserError(
+            f"cannot serve HTTPS with http.tls_cert {config.tls_cert} and http.tls_key "
+            f"{config.tls_key} ({type(err).__name__}: {err}); give a PEM certificate and "
+            "its matching private key."
+        ) from err
     except OSError as err:
         raise UserError(
             f"cannot listen on {config.host}:{config.port} ({err.strerror}); "

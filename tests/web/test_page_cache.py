@@ -13,7 +13,7 @@ import pytest
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, Response
 
-from padformer_edge.web import page_cache
+from padformer_edge.web import app as web_app_module
 from padformer_edge.web.page_cache import PageCache
 from padformer_edge.web.server import WebServer
 from tests.web.client import request
@@ -135,7 +135,7 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
         pooled.append(func)
         return await run_in_threadpool(func, *args)
 
-    monkeypatch.setattr(page_cache, "run_in_threadpool", counting)
+    monkeypatch.setattr(web_app_module, "run_in_threadpool", counting)  # ``app.cached``
     first = request(server.url, "/history", headers={"Accept": "text/html"})
     assert len(pooled) == 1  # rendered in the pool
     again = request(server.url, "/history", headers={"Accept": "text/html"})

@@ -19,13 +19,13 @@ function buildCard(c) {
   const pictures = el("a", "pictures");
   pictures.href = c.detail;
   const image = el("img", "image");
-  image.src = c.image;
-  // A refused file gets the server's icon (c.image), named as such for screen readers.
+  image.src = c.thumb;
+  // A refused file gets the server's icon (c.thumb), named as such for screen readers.
   image.alt = (c.verdict === "failed" ? "refused file " : "camera image ") + c.id;
   pictures.appendChild(image);
   if (c.heatmap) {
     const heat = el("img", "heatmap");
-    heat.src = c.heatmap;
+    heat.src = c.heatmap_thumb;
     heat.alt = "heatmap " + c.id;
     pictures.appendChild(heat);
   }

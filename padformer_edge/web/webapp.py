@@ -1,0 +1,99 @@
+"""``WebApp``: the engines, settings and helpers one server shares, in a module of its own.
+
+The route handlers, the middleware and the response helpers all need this type, and the
+Starlette app (``app``) needs them; with the type in ``app`` they imported it back (under
+``TYPE_CHECKING``) and the package formed one import circle of eight files. Here it
+imports only the leaf modules it holds (media roots, metrics, the page cache, the proxy
+list, sessions, the throttle, thumbnails), so every other module can name it and the
+graph goes one way (``tests/test_imports.py`` keeps it so, type-only imports included).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from padformer_edge.errors import UserError
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.heartbeat import read_heartbeat
+from padformer_edge.store.schema import open_checked
+from padformer_edge.web.config import is_loopback
+from padformer_edge.web.media import MediaRoots
+from padformer_edge.web.metrics import Metrics
+from padformer_edge.web.page_cache import TTL_S, PageCache
+from padformer_edge.web.proxies import TrustedProxies
+from padformer_edge.web.sessions import Sessions
+from padformer_edge.web.throttle import LoginThrottle
+from padformer_edge.web.thumbnails import Thumbnails
+
+
+class Unavailable(UserError):
+    """The database cannot be read yet (not created, not migrated): 503, try again."""
+
+
+class WebApp:
+    """Everything one server needs; thread-safe, one instance per listening socket."""
+
+    def __init__(
+        self,
+        db: str | None,
+        roots: list[Path],
+        *,
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        live_cards: int = 24,
+        stale_after_beats: float = 3.0,
+        event_interval_s: float = 1.0,
+        throttle: LoginThrottle | None = None,
+        sessions: Sessions | None = None,
+        page_cache_s: float = TTL_S,
+        trusted_proxies: list[str] | None = None,
+    ) -> None:
+        self.db = db
+        self.media = MediaRoots(roots)
+        self.token = token
+        self.loopback = is_loopback(host)
+        self.live_cards = live_cards
+        self.stale_after_beats = stale_after_beats
+        self.event_interval_s = event_interval_s
+        self.throttle = throttle or LoginThrottle()
+        self.sessions = sessions or Sessions()
+        self.page_cache = PageCache(page_cache_s)
+        self.proxies = TrustedProxies(trusted_proxies or [])
+        self.thumbnails = Thumbnails()
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._reader: Engine | None = None
+        self._writer: Engine | None = None
+        self.metrics = Metrics(self.reader, self.heartbeat_age)
+
+    # -- the database --------------------------------------------------------------------
+    def reader(self) -> Engine:
+        """The read-only engine, opened on first use: under ``watch`` the daemon may still
+        be creating or migrating the database when the first page is asked for."""
+        with self._lock:
+            if self._reader is None:
+                try:
+                    self._reader = open_checked(self.db)
+                except UserError as err:
+                    raise Unavailable(str(err)) from err
+            return self._reader
+
+    def writer(self) -> Engine:
+        """A writing engine, used only by the alert retry and the review forms."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = open_engine(self.db)
+            return self._writer
+
+    def heartbeat_age(self) -> float | None:
+        """Seconds since this database's daemon last beat (``None``: never), for /metrics."""
+        beat = read_heartbeat(self.reader())
+        return None if beat is None else beat.age_s
+
+    def close(self) -> None:
+        for engine in (self._reader, self._writer):
+            if engine is not None:
+                engine.dispose()
