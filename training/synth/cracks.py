@@ -24,9 +24,11 @@ from padformer_edge_training.synth.surface import (
     unit,
 )
 
-LENGTH = (0.12, 0.7)  # of the unit sphere: a hairline to a crack across the part
-WIDTH = (0.008, 0.035)  # a hairline is about one pixel wide at 256 px
+LENGTH = (0.15, 0.9)  # of the unit sphere: a short hairline to a crack across the part
+WIDTH = (0.008, 0.06)  # a hairline is about one pixel wide at 256 px, the widest six
 DEPTH = (0.5, 1.5)  # groove depth as a share of the width: shallow
+THINNEST_PIXELS = 1.2  # the width is at least this many pixels of the render
+SHORTEST_PIXELS = 15  # and the length at least this many
 STEP = 0.03  # path step along the surface
 JAGGEDNESS = 0.45  # how far each step's direction wanders
 DARKNESS = (0.12, 0.35)  # the inside's colour as a share of the surface's
@@ -74,11 +76,15 @@ def _walk(
     return points, normals
 
 
-def make_crack(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
-    """Walk a path both ways from a surface point, then groove and darken along it."""
+def make_crack(
+    model: Model3D, pose: CameraPose, rng: np.random.Generator, pixel: float = 0.0
+) -> DefectScene:
+    """Walk a path both ways from a surface point, then groove and darken along it.
+    ``pixel`` is the render's pixel size (``camera.pixel_size``), 0 for no floor."""
     anchor = sample_anchor(model, pose, rng)
     host = model.parts[anchor.part]
-    length, width = rng.uniform(*LENGTH), rng.uniform(*WIDTH)
+    length = max(rng.uniform(*LENGTH), SHORTEST_PIXELS * pixel)
+    width = max(rng.uniform(*WIDTH), THINNEST_PIXELS * pixel)
     depth = width * rng.uniform(*DEPTH)
     darkness = rng.uniform(*DARKNESS)
     heading = unit(np.cross(anchor.normal, rng.normal(size=3)))

@@ -17,6 +17,7 @@ from padformer_edge_training.synth.surface import displaced, touches
 
 RADIUS = (0.05, 0.28)  # of the unit sphere: a pea-sized ding to a dent across a panel
 DEPTH = (0.15, 0.4)  # depth as a share of the radius: shallow dings to deep dents
+SMALLEST_PIXELS = 4  # the radius is at least this many pixels of the render
 SMOOTHNESS = 6  # edges near the dent are split to radius / SMOOTHNESS
 
 
@@ -26,12 +27,15 @@ def dent_profile(distance: np.ndarray, radius: float) -> np.ndarray:
     return (1.0 - r**2) ** 2
 
 
-def make_dent(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
+def make_dent(
+    model: Model3D, pose: CameraPose, rng: np.random.Generator, pixel: float = 0.0
+) -> DefectScene:
     """Push every vertex within a ball around a surface point inward along that point's
     normal, by a smooth bump profile. Co-located vertices (a box's creased edges) move
-    alike, so the surface never tears; a thin wall bends through, as sheet metal does."""
+    alike, so the surface never tears; a thin wall bends through, as sheet metal does.
+    ``pixel`` is the render's pixel size (``camera.pixel_size``), 0 for no floor."""
     anchor = sample_anchor(model, pose, rng)
-    radius = rng.uniform(*RADIUS)
+    radius = max(rng.uniform(*RADIUS), SMALLEST_PIXELS * pixel)
     depth = radius * rng.uniform(*DEPTH)
     clean, dented = [], []
     for part in model.parts:

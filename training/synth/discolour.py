@@ -19,6 +19,7 @@ from padformer_edge_training.synth.model3d import Model3D, Part
 from padformer_edge_training.synth.surface import faces_subset, recoloured, touches, unit
 
 RADIUS = (0.06, 0.3)  # of the unit sphere
+SMALLEST_PIXELS = 4  # the radius is at least this many pixels of the render
 BANDS = 3  # strength steps from the rim (1/3) to the middle (full)
 FACING = 0.2  # faces turned further from the patch's normal stay untouched
 
@@ -44,10 +45,13 @@ def _changed_colour(
     return base * (1.0 - strength * (1.0 - tint))
 
 
-def make_discoloured(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
-    """Recolour the faces around a surface point within an irregular outline, in bands."""
+def make_discoloured(
+    model: Model3D, pose: CameraPose, rng: np.random.Generator, pixel: float = 0.0
+) -> DefectScene:
+    """Recolour the faces around a surface point within an irregular outline, in bands.
+    ``pixel`` is the render's pixel size (``camera.pixel_size``), 0 for no floor."""
     anchor = sample_anchor(model, pose, rng)
-    radius = rng.uniform(*RADIUS)
+    radius = max(rng.uniform(*RADIUS), SMALLEST_PIXELS * pixel)
     harmonics = [(k, rng.uniform(0.05, 0.2), rng.uniform(0, 2 * math.pi)) for k in (2, 3, 4)]
     tangent = unit(np.cross(anchor.normal, rng.normal(size=3)))
     bitangent = np.cross(anchor.normal, tangent)

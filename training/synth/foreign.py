@@ -18,6 +18,7 @@ from padformer_edge_training.synth.defects import DefectScene, sample_anchor
 from padformer_edge_training.synth.model3d import MATTE, Model3D, Part
 
 SIZE = (0.05, 0.3)  # longest extent, of the unit sphere: a crumb to a dropped washer
+SMALLEST_PIXELS = 5  # the longest extent is at least this many pixels of the render
 SHAPES = ("pebble", "pin", "flake", "washer")
 GLOSSY = 1.0  # the light's specular coefficient for metal
 
@@ -59,11 +60,14 @@ def _material(rng: np.random.Generator) -> tuple[tuple[float, float, float, floa
     return (*rgb, 1.0), MATTE
 
 
-def make_foreign(model: Model3D, pose: CameraPose, rng: np.random.Generator) -> DefectScene:
-    """One small object of its own shape and material, resting on a surface point."""
+def make_foreign(
+    model: Model3D, pose: CameraPose, rng: np.random.Generator, pixel: float = 0.0
+) -> DefectScene:
+    """One small object of its own shape and material, resting on a surface point.
+    ``pixel`` is the render's pixel size (``camera.pixel_size``), 0 for no floor."""
     anchor = sample_anchor(model, pose, rng)
     kind = SHAPES[int(rng.integers(len(SHAPES)))]
-    mesh = _shape(kind, rng.uniform(*SIZE), rng)
+    mesh = _shape(kind, max(rng.uniform(*SIZE), SMALLEST_PIXELS * pixel), rng)
     thickness = float(np.ptp(mesh.vertices[:, 2]))
     spin = trimesh.transformations.rotation_matrix(rng.uniform(0, 2 * np.pi), [0, 0, 1])
     tilt = trimesh.geometry.align_vectors([0.0, 0.0, 1.0], anchor.normal)

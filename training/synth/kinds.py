@@ -14,7 +14,7 @@ import numpy as np
 
 from padformer_edge.errors import UserError
 from padformer_edge_training.families import FAMILIES
-from padformer_edge_training.synth.camera import CameraPose
+from padformer_edge_training.synth.camera import CameraPose, pixel_size
 from padformer_edge_training.synth.cracks import make_crack
 from padformer_edge_training.synth.defects import DEFECT_KINDS, GENERATORS, DefectScene
 from padformer_edge_training.synth.dents import make_dent
@@ -23,16 +23,29 @@ from padformer_edge_training.synth.foreign import make_foreign
 from padformer_edge_training.synth.model3d import Model3D
 
 Generator = Callable[[Model3D, CameraPose, np.random.Generator], DefectScene]
+SizedGenerator = Callable[[Model3D, CameraPose, np.random.Generator, float], DefectScene]
 
-NEWER_GENERATORS: dict[str, Generator] = {
+NEWER_GENERATORS: dict[str, SizedGenerator] = {
     "Dents": make_dent,
     "Discoloured": make_discoloured,
     "Foreign": make_foreign,
     "Cracks": make_crack,
 }
-ALL_GENERATORS: dict[str, Generator] = {**GENERATORS, **NEWER_GENERATORS}
-ALL_KINDS = tuple(ALL_GENERATORS)
+ALL_KINDS = (*GENERATORS, *NEWER_GENERATORS)
 KIND_WORDS = {"default": DEFECT_KINDS, **FAMILIES, "all": ALL_KINDS}
+
+
+def make_scene(
+    kind: str, model: Model3D, pose: CameraPose, rng: np.random.Generator, size: int
+) -> DefectScene:
+    """One draw of ``kind`` for a ``size`` px view of ``pose``.
+
+    The newer kinds are told the pixel size so their smallest draws stay visible; the
+    default three are called exactly as before, so their random draws are unchanged.
+    """
+    if kind in NEWER_GENERATORS:
+        return NEWER_GENERATORS[kind](model, pose, rng, pixel_size(pose, size))
+    return GENERATORS[kind](model, pose, rng)
 
 
 def resolve_kinds(names: Iterable[str]) -> tuple[str, ...]:

@@ -92,10 +92,17 @@ def refine_along(part: Part, path: np.ndarray, reach: float, max_edge: float) ->
     """
     size, margin = max(COARSEST_EDGE, max_edge), np.inf
     while True:
-        nearest, _ = nearest_on_path(part.vertices, path)
+        # faces whose box misses the path's box (grown by the reach) are never split, so
+        # only the vertices of the others need their distance to the path
+        lo, hi = path.min(axis=0) - reach, path.max(axis=0) + reach
+        corners = part.vertices[part.faces]
+        boxed = ((corners.min(axis=1) <= hi) & (corners.max(axis=1) >= lo)).all(axis=1)
+        used = np.unique(part.faces[boxed])
+        nearest = part.vertices.copy()
+        nearest[used] = nearest_on_path(part.vertices[used], path)[0]
         offset = part.vertices - nearest
         distance = np.linalg.norm(offset, axis=1)
-        local = distance[part.faces].min(axis=1) < reach + margin
+        local = boxed & (distance[part.faces].min(axis=1) < reach + margin)
         clamped = nearest + offset * np.minimum(1.0, reach / distance.clip(1e-12))[:, None]
         columns = [clamped, part.vertices, part.normals]
         columns += [part.uv] if part.uv is not None else []

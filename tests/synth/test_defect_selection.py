@@ -1,0 +1,115 @@
+"""``--defects``: the newer kinds are opt-in and never change what a render already was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import pytest
+
+from padformer_edge.errors import UserError
+from padformer_edge_training.families import HELD_OUT_FAMILY, TRAINING_FAMILY
+from padformer_edge_training.synth import DEFECT_KINDS, ViewCounts, render_dataset
+from padformer_edge_training.synth.dataset import min_mask_pixels
+from padformer_edge_training.synth.kinds import ALL_KINDS, NEWER_GENERATORS, resolve_kinds
+from tests.cli_process import run_cli
+
+SMALL = ViewCounts(train=2, test_per_defect=2, test_good=1)
+MESHES = ["builtin:duck", "procedural:2:0"]
+SIZE = 64
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kinds") / "all"
+    return render_dataset(MESHES, out, SMALL, size=SIZE, seed=3, defects=["all"])
+
+
+def test_the_families_name_every_kind_once() -> None:
+    assert set(TRAINING_FAMILY).isdisjoint(HELD_OUT_FAMILY)
+    assert sorted(TRAINING_FAMILY + HELD_OUT_FAMILY) == sorted(ALL_KINDS)
+    assert set(DEFECT_KINDS) <= set(TRAINING_FAMILY)
+    assert ALL_KINDS[: len(DEFECT_KINDS)] == DEFECT_KINDS
+
+
+def test_kinds_resolve_from_names_and_family_words() -> None:
+    assert resolve_kinds([]) == DEFECT_KINDS
+    assert resolve_kinds(["cracks,dents", "Burrs"]) == ("Burrs", "Dents", "Cracks")
+    assert resolve_kinds(["training"]) == tuple(k for k in ALL_KINDS if k in TRAINING_FAMILY)
+    assert resolve_kinds(["held-out"]) == tuple(k for k in ALL_KINDS if k in HELD_OUT_FAMILY)
+    assert resolve_kinds(["all", "Stains"]) == ALL_KINDS
+    with pytest.raises(UserError, match="unknown defect kind 'Dentss' in --defects") as caught:
+        resolve_kinds(["Dentss"])
+    assert "\n" not in str(caught.value)
+
+
+def test_default_kinds_keep_their_bytes_when_newer_kinds_are_added(
+    every_kind: Path, tmp_path: Path
+) -> None:
+    """Every file of a default render is in a render with all kinds, byte for byte.
+
+    The newer kinds come after the default three and draw from streams of their own;
+    were they to share the class's stream or be rendered first, this would fail."""
+    default = _files(render_dataset(MESHES, tmp_path / "default", SMALL, SIZE, seed=3))
+    everything = _files(every_kind)
+    for name, data in default.items():
+        if name.endswith(("dataset.json", "transforms.json")):
+            continue
+        assert everything[name] == data, name
+    for name in (n for n in default if n.endswith("transforms.json")):
+        frames, more = (json.loads(d[name])["frames"] for d in (default, everything))
+        assert more[: len(frames)] == frames
+    manifests = [json.loads(d["dataset.json"]) for d in (default, everything)]
+    assert manifests[0]["defect_kinds"] == list(DEFECT_KINDS)
+    assert manifests[1]["defect_kinds"] == list(ALL_KINDS)
+    assert {**manifests[1], "defect_kinds": list(DEFECT_KINDS)} == manifests[0]
+
+
+def test_a_newer_kind_does_not_depend_on_its_companions(every_kind: Path, tmp_path: Path) -> None:
+    alone = _files(
+        render_dataset(MESHES, tmp_path / "one", SMALL, SIZE, seed=3, defects=["Cracks"])
+    )
+    everything = _files(every_kind)
+    cracks = [n for n in alone if "/Cracks/" in n]
+    assert len(cracks) == 2 * len(MESHES) * SMALL.test_per_defect
+    assert all(alone[n] == everything[n] for n in cracks)
+
+
+def test_same_seed_gives_identical_files_with_every_kind(every_kind: Path, tmp_path: Path) -> None:
+    again = render_dataset(MESHES, tmp_path / "again", SMALL, SIZE, seed=3, defects=["all"])
+    assert _files(again) == _files(every_kind)
+
+
+def test_every_kind_has_its_folders_and_visible_masks(every_kind: Path) -> None:
+    for name in ("duck", "procedural-2-000"):
+        for kind in ALL_KINDS:
+            for n in range(SMALL.test_per_defect):
+                image = cv2.imread(str(every_kind / name / "test" / kind / f"{n}.png"))
+                mask = cv2.imread(str(every_kind / name / "ground_truth" / kind / f"{n}_mask.png"))
+                assert image.shape == (SIZE, SIZE, 3) and mask is not None
+                assert (mask[..., 0] == 255).sum() >= min_mask_pixels(SIZE), (name, kind, n)
+
+
+def test_cli_renders_the_chosen_kinds_and_refuses_unknown_ones(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    result = run_cli(
+        "--log-format", "json", "synth", "--mesh", "builtin:lego", "--out", str(out),
+        "--defects", "held-out", "--defects", "dents", "--train-views", "1",
+        "--test-views-per-defect", "1", "--good-test-views", "1", "--size", "48",
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 class(es) x 5 images" in result.stdout
+    chosen = [k for k in ALL_KINDS if k in ("Dents", *HELD_OUT_FAMILY)]
+    assert sorted(p.name for p in (out / "lego" / "test").iterdir()) == sorted(["good", *chosen])
+    bad = run_cli("synth", "--mesh", "builtin:lego", "--out", str(tmp_path / "x"),
+                  "--defects", "scratches", timeout=600)  # fmt: skip
+    assert bad.returncode == 2
+    [error] = bad.stderr.splitlines()
+    assert "unknown defect kind 'scratches'" in error and not (tmp_path / "x").exists()
+    assert set(NEWER_GENERATORS) <= set(error.replace(",", " ").replace(".", " ").split())
