@@ -47,8 +47,8 @@ def refuse_held_out(kinds: Iterable[str], source: str) -> None:
     if found:
         raise UserError(
             f"{source} contains the held-out defect kind {found[0]!r}, which training must "
-            f"never see; use only the training family ({', '.join(TRAINING_FAMILY)}), e.g. "
-            "render the training data with --defects training."
+            f"never see; use only the training family ({', '.join(TRAINING_FAMILY)}), for a "
+            "render with --defects training."
         )
 
 
