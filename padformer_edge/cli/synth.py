@@ -54,8 +54,8 @@ def synth(
         [],
         "--defects",
         help="Defect kinds to render, comma-separated or repeated: Burrs, Missing, Stains, "
-        "Dents, Discoloured, Foreign, Cracks, or a family word: default (the first three), "
-        "training, held-out, all. Without it: Burrs, Missing, Stains.",
+        "Dents, Discoloured, Foreign, Cracks, or a family word: default, training, "
+        "held-out, all. Without it: the default Burrs, Missing, Stains.",
     ),
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -12,7 +13,12 @@ from padformer_edge.errors import UserError
 from padformer_edge_training.families import HELD_OUT_FAMILY, TRAINING_FAMILY
 from padformer_edge_training.synth import DEFECT_KINDS, ViewCounts, render_dataset
 from padformer_edge_training.synth.dataset import min_mask_pixels
-from padformer_edge_training.synth.kinds import ALL_KINDS, NEWER_GENERATORS, resolve_kinds
+from padformer_edge_training.synth.kinds import (
+    ALL_KINDS,
+    KIND_WORDS,
+    NEWER_GENERATORS,
+    resolve_kinds,
+)
 from tests.cli_process import run_cli
 
 SMALL = ViewCounts(train=2, test_per_defect=2, test_good=1)
@@ -93,6 +99,14 @@ def test_every_kind_has_its_folders_and_visible_masks(every_kind: Path) -> None:
                 mask = cv2.imread(str(every_kind / name / "ground_truth" / kind / f"{n}_mask.png"))
                 assert image.shape == (SIZE, SIZE, 3) and mask is not None
                 assert (mask[..., 0] == 255).sum() >= min_mask_pixels(SIZE), (name, kind, n)
+
+
+def test_the_option_help_names_every_kind_and_word() -> None:
+    from padformer_edge.cli.synth import synth
+
+    help_text = inspect.signature(synth).parameters["defects"].default.help
+    words = set(help_text.replace(",", " ").replace(".", " ").replace(":", " ").split())
+    assert set(ALL_KINDS) | set(KIND_WORDS) <= words
 
 
 def test_cli_renders_the_chosen_kinds_and_refuses_unknown_ones(tmp_path: Path) -> None:
