@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import inspect
+import io
 import json
+import os
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import cv2
@@ -20,10 +25,21 @@ from padformer_edge_training.synth.kinds import (
     resolve_kinds,
 )
 from tests.cli_process import run_cli
+from tests.git_history import is_commit
 
 SMALL = ViewCounts(train=2, test_per_defect=2, test_good=1)
 MESHES = ["builtin:duck", "procedural:2:0"]
 SIZE = 64
+REPO = Path(__file__).resolve().parents[2]
+BEFORE_NEWER_KINDS = "9fe70e40e96d93584d37e2cb635007ed403b1ef9"  # the last commit without them
+OLD_RENDER = """
+import sys
+import padformer_edge_training
+from padformer_edge_training.synth import ViewCounts, render_dataset
+
+assert padformer_edge_training.__file__.startswith(sys.argv[2]), padformer_edge_training.__file__
+render_dataset(sys.argv[3].split(","), sys.argv[1], ViewCounts(2, 2, 1), size=64, seed=5)
+"""
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -74,6 +90,35 @@ def test_default_kinds_keep_their_bytes_when_newer_kinds_are_added(
     assert manifests[0]["defect_kinds"] == list(DEFECT_KINDS)
     assert manifests[1]["defect_kinds"] == list(ALL_KINDS)
     assert {**manifests[1], "defect_kinds": list(DEFECT_KINDS)} == manifests[0]
+
+
+def test_a_default_render_is_byte_identical_to_the_code_before_the_newer_kinds(
+    tmp_path: Path,
+) -> None:
+    """The code of the last commit without the newer kinds, taken from git history, and
+    today's code render the same default dataset to the same bytes."""
+    if is_commit(BEFORE_NEWER_KINDS) is None:
+        pytest.skip("this checkout has no git history to take the earlier code from")
+    assert is_commit(BEFORE_NEWER_KINDS)
+    archive = subprocess.run(
+        ["git", "archive", BEFORE_NEWER_KINDS, "training", "padformer_edge"],
+        cwd=REPO, capture_output=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    old = tmp_path / "old"
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(old, filter="data")
+    (old / "packages").mkdir()
+    (old / "packages" / "padformer_edge_training").symlink_to(old / "training")
+    (old / "packages" / "padformer_edge").symlink_to(old / "padformer_edge")
+    meshes = ",".join(MESHES)
+    subprocess.run(
+        [sys.executable, "-c", OLD_RENDER, str(tmp_path / "before"), str(old), meshes],
+        env={**os.environ, "PYTHONPATH": str(old / "packages")}, check=True, timeout=600,
+        capture_output=True,
+    )  # fmt: skip
+    now = render_dataset(MESHES, tmp_path / "now", ViewCounts(2, 2, 1), size=64, seed=5)
+    before = _files(tmp_path / "before")
+    assert len(before) > 20 and _files(now) == before
 
 
 def test_a_newer_kind_does_not_depend_on_its_companions(every_kind: Path, tmp_path: Path) -> None:
