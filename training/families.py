@@ -3,9 +3,10 @@
 A defect kind the model was trained on says little about how it finds defects it has
 never seen, so the kinds are split into two families, declared here and nowhere else:
 the **training** family may appear in anything training reads, the **held-out** family
-only in validation and test renders, where its rows are computed once. Every loader
-that feeds training calls ``refuse_held_out`` (or ``refuse_held_out_dataset``) so that a
-mistyped recipe or a render made with ``--defects all`` cannot leak a held-out kind.
+only in validation and test renders, where its rows are computed once. The trainer calls
+``refuse_held_out_dataset`` where it opens its data, so a render made with ``--defects
+all`` cannot leak a held-out kind; anything else that feeds training (a recipe's list of
+kinds, a synthetic-anomaly generator) calls ``refuse_held_out`` on the kinds it names.
 
 This module is deliberately free of imports from ``synth`` (which loads pybullet), so
 the trainer can check its data without pulling in the renderer.
