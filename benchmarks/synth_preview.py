@@ -1,5 +1,6 @@
 """Render the docs picture of `padformer-edge synth`: per class, three training views,
-then each defect type next to its ground-truth mask. The images come from a real
+then each defect kind (all of them, the newer opt-in ones too) next to its ground-truth
+mask. The images come from a real
 ``render_dataset`` run, so the picture shows exactly what the command writes.
 
     python benchmarks/synth_preview.py [--out docs/synth_preview.png] [--size 128]
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from padformer_edge.log import configure_logging  # noqa: E402
-from padformer_edge_training.synth import DEFECT_KINDS, ViewCounts, render_dataset  # noqa: E402
+from padformer_edge_training.synth import ViewCounts, render_dataset  # noqa: E402
+from padformer_edge_training.synth.kinds import ALL_KINDS  # noqa: E402
 
 CLASSES = ("duck", "soccerball", "mug", "lego", "r2d2")
 TRAIN_SHOWN = 3
@@ -43,18 +45,19 @@ def main() -> None:
     gap = np.full((args.size, 4, 3), 255, np.uint8)
     with tempfile.TemporaryDirectory() as scratch:
         root = render_dataset([f"builtin:{c}" for c in CLASSES], Path(scratch) / "preview",
-                              counts, size=args.size, seed=args.seed)  # fmt: skip
+                              counts, size=args.size, seed=args.seed,
+                              defects=ALL_KINDS)  # fmt: skip
         rows = []
         for name in CLASSES:
             tiles = [cv2.imread(str(root / name / "train" / "good" / f"{n}.png"))
                      for n in range(TRAIN_SHOWN)]  # fmt: skip
-            for kind in DEFECT_KINDS:
+            for kind in ALL_KINDS:
                 mask = cv2.imread(str(root / name / "ground_truth" / kind / "0_mask.png"))
                 tiles += [gap, cv2.imread(str(root / name / "test" / kind / "0.png")), mask]
             rows.append(np.hstack(tiles))
     width = args.size
     header = [_label("train (good)", width * TRAIN_SHOWN)]
-    for kind in DEFECT_KINDS:
+    for kind in ALL_KINDS:
         header += [_label("", 4)[:, :4], _label(kind, width), _label(f"{kind} mask", width)]
     grid = np.vstack([np.hstack(header), *rows])
     args.out.parent.mkdir(parents=True, exist_ok=True)

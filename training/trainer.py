@@ -49,6 +49,7 @@ from padformer_edge_training.distributed import (
     init_distributed,
     shutdown_distributed,
 )
+from padformer_edge_training.families import refuse_held_out_dataset
 from padformer_edge_training.losses import (
     ReconstructionLoss,
     build_perceptual,
@@ -180,6 +181,7 @@ class _Run:
         self.index: DatasetIndex = index_dataset(
             data_root, data.layout, data.categories, data.split_csv
         )
+        refuse_held_out_dataset(self.index.root, (r.label for r in self.index.records))
         self.good = self.index.good_train()
         self.num_refs = resolve_num_refs(self.good, data.num_refs)
         torch.manual_seed(config.seed)

@@ -50,9 +50,17 @@ def synth(
     size: int = typer.Option(256, "--size", help="Image width and height in pixels."),
     seed: int = typer.Option(0, "--seed", help="Same seed, same bytes."),
     background: str = typer.Option("white", "--background", help="white, #rrggbb or r,g,b."),
+    defects: list[str] = typer.Option(
+        [],
+        "--defects",
+        help="Defect kinds to render, comma-separated or repeated: Burrs, Missing, Stains, "
+        "Dents, Discoloured, Foreign, Cracks, or a family word: default, training, "
+        "held-out, all. Without it: the default Burrs, Missing, Stains.",
+    ),
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:
-    """Render good and defective (Burrs, Missing, Stains) views with pixel-exact masks."""
+    """Render good and defective views (Burrs, Missing, Stains; more with --defects) with
+    pixel-exact masks."""
     if list_builtins:
         from padformer_edge_training.synth.builtins import (
             BUILTINS,  # the catalogue only: no renderer needed
@@ -63,6 +71,7 @@ def synth(
         return
     import_native("pybullet")  # first, so its build banner (printed from C) is logged
     from padformer_edge_training.synth import ViewCounts, procedural_specs, render_dataset
+    from padformer_edge_training.synth.kinds import resolve_kinds
 
     if (not mesh and procedural == 0) or out is None:
         raise UserError(
@@ -71,6 +80,7 @@ def synth(
     if procedural:
         mesh = [*mesh, *procedural_specs(procedural, seed)]
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
+    kinds = resolve_kinds(defects)
     started = time.perf_counter()
     with job_progress("rendering") as progress:
         result = render_dataset(
@@ -81,6 +91,8 @@ def synth(
             seed=seed,
             background=_parse_colour(background),
             progress=progress.update,
+            defects=kinds,
         )
     elapsed = time.perf_counter() - started
-    typer.echo(f"{result}: {len(mesh)} class(es) x {counts.per_class} images in {elapsed:.1f} s.")
+    images = counts.per_class_with(kinds)
+    typer.echo(f"{result}: {len(mesh)} class(es) x {images} images in {elapsed:.1f} s.")

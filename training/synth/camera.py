@@ -48,6 +48,16 @@ def look_at(direction: np.ndarray, distance: float, roll: float) -> np.ndarray:
     return matrix
 
 
+def pixel_size(pose: CameraPose, size: int) -> float:
+    """Width of one pixel at the object's centre, in unit-sphere units, for a ``size`` px view.
+
+    The newer defect kinds floor their smallest draws at a few pixels with it, so that a
+    small render still shows its thin cracks and crumbs instead of re-drawing forever.
+    """
+    half_width = float(np.linalg.norm(pose.position)) * math.tan(math.radians(FOV_DEGREES) / 2)
+    return 2.0 * half_width / size
+
+
 def sample_pose(rng: np.random.Generator) -> CameraPose:
     """A uniformly random direction on the sphere, random roll, jittered distance and light.
 

@@ -27,7 +27,8 @@ import numpy as np
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
-from padformer_edge_training.synth.defects import DEFECT_KINDS, GENERATORS
+from padformer_edge_training.synth.defects import DEFECT_KINDS
+from padformer_edge_training.synth.kinds import NEWER_GENERATORS, make_scene, resolve_kinds
 from padformer_edge_training.synth.loaders import load_model, spec_identity
 from padformer_edge_training.synth.model3d import Model3D
 from padformer_edge_training.synth.renderer import Frame, Renderer
@@ -48,7 +49,12 @@ class ViewCounts:
 
     @property
     def per_class(self) -> int:
-        return self.train + self.test_good + self.test_per_defect * len(DEFECT_KINDS)
+        """Images per class with the default defect kinds."""
+        return self.per_class_with(DEFECT_KINDS)
+
+    def per_class_with(self, kinds: Sequence[str]) -> int:
+        """Images per class when rendering ``kinds``."""
+        return self.train + self.test_good + self.test_per_defect * len(kinds)
 
 
 def defect_mask(clean: Frame, defective: Frame) -> np.ndarray:
@@ -73,7 +79,7 @@ def render_defect_view(
     what a good view of that pose looks like (a refined mesh may rasterise a few
     interior pixels differently; those must not become unlabelled anomalies).
     """
-    scene = GENERATORS[kind](model, pose, rng)
+    scene = make_scene(kind, model, pose, rng, renderer.size)
     clean = renderer.render(scene.clean, pose)
     defective = renderer.render(scene.defective, pose)
     for temporary in {id(m): m for m in scene.clean + scene.defective if m is not model}.values():
@@ -101,6 +107,27 @@ def _frame_entry(file_path: str, pose: CameraPose) -> dict[str, Any]:
     return {"file_path": file_path, "transform_matrix": matrix}
 
 
+def _kind_stream(
+    rng: np.random.Generator, seed: int, model: Model3D, kind: str
+) -> np.random.Generator:
+    """The class's own stream for the default kinds (so their bytes never change); a
+    stream of its own for each newer kind (so adding one never moves another)."""
+    if kind not in NEWER_GENERATORS:
+        return rng
+    return np.random.default_rng([seed, zlib.crc32(model.name.encode()), zlib.crc32(kind.encode())])
+
+
+def _visible(kind: str, clean: Frame, defective: Frame, mask: np.ndarray, needed: int) -> bool:
+    """Large enough to count. A newer kind must also change the colour of that many pixels:
+    a shallow dent seen head-on may move only depth, which no photo shows."""
+    if mask.sum() < needed:
+        return False
+    if kind not in NEWER_GENERATORS:
+        return True
+    colour = np.abs(clean.rgb.astype(np.int16) - defective.rgb).max(axis=2) > COLOUR_TOLERANCE
+    return int(colour.sum()) >= needed
+
+
 def _render_class(
     renderer: Renderer,
     model: Model3D,
@@ -108,6 +135,7 @@ def _render_class(
     counts: ViewCounts,
     seed: int,
     advance: Callable[[], None],
+    kinds: Sequence[str] = DEFECT_KINDS,
 ) -> None:
     rng = np.random.default_rng([seed, zlib.crc32(model.name.encode())])
     frames = []
@@ -118,12 +146,13 @@ def _render_class(
             frames.append(_frame_entry(f"{split}/good/{n}", pose))
             advance()
     needed = min_mask_pixels(renderer.size)
-    for kind in DEFECT_KINDS:
+    for kind in kinds:
+        stream = _kind_stream(rng, seed, model, kind)
         for n in range(counts.test_per_defect):
             for _ in range(MAX_DRAWS):
-                pose = sample_pose(rng)
-                _, defective, mask = render_defect_view(renderer, model, kind, pose, rng)
-                if mask.sum() >= needed:
+                pose = sample_pose(stream)
+                plain, defective, mask = render_defect_view(renderer, model, kind, pose, stream)
+                if _visible(kind, plain, defective, mask, needed):
                     break
             else:
                 raise UserError(
@@ -146,6 +175,7 @@ def manifest(
     size: int,
     seed: int,
     background: tuple[int, int, int],
+    kinds: Sequence[str] = DEFECT_KINDS,
 ) -> dict[str, Any]:
     """What ``dataset.json`` records: enough to tell whether a folder holds this dataset."""
     classes = []
@@ -172,7 +202,7 @@ def manifest(
             "test_good": counts.test_good,
             "test_per_defect": counts.test_per_defect,
         },
-        "defect_kinds": list(DEFECT_KINDS),
+        "defect_kinds": list(kinds),
         "classes": classes,
     }
 
@@ -205,13 +235,15 @@ def render_dataset(
     seed: int = 0,
     background: tuple[int, int, int] = (255, 255, 255),
     progress: Callable[[int, int], None] | None = None,
+    defects: Sequence[str] = DEFECT_KINDS,
 ) -> Path:
     """Render one class per mesh spec (a path, ``builtin:NAME`` or ``procedural:SEED:INDEX``)
     into ``out``; return it.
 
     ``progress(done, total)`` is called after every image. When ``out`` already holds the
     same dataset (same meshes, counts, size, seed, background and renderer) nothing is
-    rendered again.
+    rendered again. ``defects`` lists kind names or family words (``resolve_kinds``);
+    the default is MAD-Sim's three, rendered exactly as before the newer kinds existed.
     """
     if not meshes:
         raise UserError("no mesh given; pass --mesh PATH or --mesh builtin:NAME.")
@@ -223,14 +255,15 @@ def render_dataset(
         "padformer_edge_training.synth"
     )  # at call time, so the CLI's logging set-up applies
     out = Path(out)
-    wanted = manifest(meshes, counts, size, seed, background)
+    kinds = resolve_kinds(defects)
+    wanted = manifest(meshes, counts, size, seed, background, kinds)
     if _check_output(out, wanted):
         log.info("synth.already_rendered", out=str(out))
         return out
     models = [load_model(spec) for spec in meshes]
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.rendering-", dir=out.parent))
-    total, done = counts.per_class * len(models), 0
+    total, done = counts.per_class_with(kinds) * len(models), 0
 
     def advance() -> None:
         nonlocal done
@@ -242,7 +275,7 @@ def render_dataset(
         with Renderer(size, background) as renderer:
             for model in models:
                 log.info("synth.class", name=model.name, faces=model.face_count)
-                _render_class(renderer, model, staging / model.name, counts, seed, advance)
+                _render_class(renderer, model, staging / model.name, counts, seed, advance, kinds)
                 renderer.clear()
         (staging / "dataset.json").write_text(json.dumps(wanted, indent=1) + "\n")
         if out.exists():
