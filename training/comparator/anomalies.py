@@ -7,7 +7,7 @@ Perlin-noise field inside the part's silhouette, opened with a disc so that no s
 thinner than the disc survives. Inside the blob the pixels change in one of four ways:
 another surface's texture blended in, a colour shift, a blur, or a contrast change.
 
-Nothing here is shaped like a held-out defect family (``synth.families``): no separate
+Nothing here is shaped like a held-out defect family (``families``): no separate
 object is pasted (the pasted texture is cut from inside another part's silhouette and
 fills a blob), and no thin line is drawn (the opening removes anything thinner than
 ``MIN_WIDTH`` pixels). The mask is the blob's pixels that actually changed by more than

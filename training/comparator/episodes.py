@@ -27,7 +27,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.model.comparator import ComparisonModel
 from padformer_edge_training.comparator.anomalies import make_anomaly
 from padformer_edge_training.data.layouts import DatasetIndex
-from padformer_edge_training.synth.families import check_training_labels
+from padformer_edge_training.families import refuse_held_out_dataset
 
 QUERY_KINDS = ("good", "rendered", "synthetic")
 
@@ -110,10 +110,8 @@ def load_objects(
     ``max_good`` of them), its images squeezed to the input size and its cells computed
     once, or read from ``cache`` (a safetensors file this function wrote for the same
     dataset, input size and CNN). A dataset holding a held-out defect family is refused
-    (``synth.families``)."""
-    check_training_labels(
-        {r.label for r in index.records if not r.is_good}, f"the dataset {index.root}"
-    )
+    (``families``)."""
+    refuse_held_out_dataset(index.root, {r.label for r in index.records if not r.is_good})
     size = model.config.input_size
     cached = load_file(str(cache)) if cache is not None and cache.is_file() else {}
     computed: dict[str, torch.Tensor] = {}

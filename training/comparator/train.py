@@ -42,6 +42,9 @@ def learning_rate(recipe: ComparatorRecipe, step: int) -> float:
 
 
 def fresh_model(recipe: ComparatorRecipe) -> ComparisonModel:
+    """A new comparator, its weights drawn from ``recipe.seed`` (two runs of one recipe
+    start alike), on the packaged ImageNet CNN."""
+    torch.manual_seed(recipe.seed)
     model = ComparisonModel(recipe.model.config())
     require_weights(model.backbone, "training a comparator")
     model.features.load_imagenet()

@@ -1,0 +1,122 @@
+"""The comparator's training: the loss, episodes from a render's tree, a held-out family
+refused, and a resumed run that ends with the weights of an uninterrupted one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from padformer_edge.errors import UserError
+from padformer_edge_training.comparator.loss import cell_targets, comparator_loss
+from padformer_edge_training.comparator.recipe import ComparatorRecipe, load_recipe
+from padformer_edge_training.comparator.train import train
+from tests.train_helpers import mvtec_like_tree
+
+
+def recipe(root: Path, out: Path, steps: int = 4) -> ComparatorRecipe:
+    return ComparatorRecipe.model_validate(
+        {
+            "data": {"root": str(root), "min_good": 4, "max_good": 6},
+            "model": {"input_size": 64, "dim": 32, "depth": 1, "heads": 2, "top_k": 4},
+            "episodes": {"reference_counts": [2, 3]},
+            "optim": {"steps": steps, "batch_size": 3, "warmup_steps": 1, "window": 4},
+            "checkpoint": {"out": str(out), "every_steps": 2, "keep_every": 2},
+            "cpu_threads": 1,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    return mvtec_like_tree(
+        tmp_path_factory.mktemp("render"), {"alpha": 6, "beta": 6}, padded=False, size=72
+    )
+
+
+def test_the_loss_prefers_the_right_cells():
+    masks = torch.zeros(2, 32, 32, dtype=torch.bool)
+    masks[0, 8:16, 8:16] = True
+    targets = cell_targets(masks, 4)
+    assert targets[0, 1, 1] == 1.0 and targets[1].sum() == 0
+    right = torch.where(targets > 0.5, 6.0, -6.0)
+    wrong = -right
+    assert comparator_loss(right, targets)["loss"] < comparator_loss(wrong, targets)["loss"]
+
+
+def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tree, tmp_path):
+    straight = train(recipe(tree, tmp_path / "straight"))
+    train(recipe(tree, tmp_path / "halves"), stop_at=2)
+    resumed = train(recipe(tree, tmp_path / "halves"), resume=True)
+    first, second = load_file(str(straight)), load_file(str(resumed))
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert (tmp_path / "halves" / "step-000004.safetensors").is_file()
+    initial = torch.zeros_like(first["comparator.head.weight"])
+    assert not torch.equal(first["comparator.head.weight"], initial), "nothing was learned"
+
+
+def test_a_run_folder_in_use_and_a_changed_recipe_are_refused(tree, tmp_path):
+    train(recipe(tree, tmp_path / "run", steps=2))
+    with pytest.raises(UserError, match="already holds a run"):
+        train(recipe(tree, tmp_path / "run", steps=2))
+    with pytest.raises(UserError, match="recipe differs"):
+        train(recipe(tree, tmp_path / "run", steps=3), resume=True)
+
+
+def test_a_recipe_with_an_unknown_key_names_the_key(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text("optim:\n  stepz: 3\n")
+    with pytest.raises(UserError, match="optim.stepz"):
+        load_recipe(path)
+
+
+def test_the_episodes_draw_every_kind_of_query(tree, tmp_path):
+    from padformer_edge_training.comparator.episodes import (
+        EpisodeMix,
+        EpisodeSampler,
+        load_objects,
+    )
+    from padformer_edge_training.comparator.train import fresh_model
+    from padformer_edge_training.data.layouts import index_dataset
+
+    model = fresh_model(recipe(tree, tmp_path))
+    objects = load_objects(index_dataset(tree), model, 4, 6, tmp_path / "cells.safetensors")
+    again = load_objects(index_dataset(tree), model, 4, 6, tmp_path / "cells.safetensors")
+    assert torch.equal(objects[0].good_cells, again[0].good_cells)
+    sampler = EpisodeSampler(objects, model, EpisodeMix(reference_counts=(2,)), seed=0)
+    kinds = set()
+    for step in range(6):
+        batch = sampler.batch(step, 4, window=4)
+        kinds.update(batch.kinds)
+        assert batch.query_cells.shape[-2:] == (4, 4)
+        assert batch.masks.shape[-2:] == (32, 32)
+        assert batch.references.shape[1] == 2
+        for kind, mask in zip(batch.kinds, batch.masks, strict=True):
+            if kind == "good":
+                assert not mask.any()
+    assert kinds == {"good", "rendered", "synthetic"}
+    repeat = sampler.batch(3, 4, window=4)
+    assert torch.equal(repeat.query_cells, sampler.batch(3, 4, window=4).query_cells)
+    assert np.array_equal(repeat.masks.numpy(), sampler.batch(3, 4, window=4).masks.numpy())
+
+
+def test_a_render_holding_a_held_out_family_is_refused(tmp_path):
+    import shutil
+
+    root = mvtec_like_tree(tmp_path / "render", {"alpha": 5, "beta": 5}, padded=False, size=72)
+    for folder in ("test", "ground_truth"):
+        shutil.copytree(root / "alpha" / folder / "Stains", root / "alpha" / folder / "Cracks")
+    with pytest.raises(UserError, match="held-out defect kind 'Cracks'"):
+        train(recipe(root, tmp_path / "out"))
+
+
+def test_no_image_space_anomaly_is_named_after_a_held_out_family():
+    from padformer_edge_training.comparator.anomalies import KINDS
+    from padformer_edge_training.families import HELD_OUT_FAMILY, held_out_in
+
+    assert not held_out_in([*KINDS, *(k.capitalize() for k in KINDS)])
+    assert {k.lower() for k in HELD_OUT_FAMILY}.isdisjoint(KINDS)
