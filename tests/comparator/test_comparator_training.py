@@ -70,7 +70,7 @@ def test_a_run_folder_in_use_and_a_changed_recipe_are_refused(tree, tmp_path):
 def test_a_recipe_with_an_unknown_key_names_the_key(tmp_path):
     path = tmp_path / "recipe.yaml"
     path.write_text("optim:\n  stepz: 3\n")
-    with pytest.raises(UserError, match="optim.stepz"):
+    with pytest.raises(UserError, match=r"optim\.stepz"):
         load_recipe(path)
 
 
