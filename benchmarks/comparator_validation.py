@@ -2,8 +2,10 @@
 
 Scores each ``--model`` comparator checkpoint (repeat: the kept snapshots of one run, to
 choose the step on validation) with the evaluation protocol, beside the distance alone
-read from the same cells (the correction left out) and, with ``--generic``, the shipped
-generic model's distance alone and fused score, at ``--shots`` references. ``--label`` keeps
+read from the same cells (the correction left out), the distance alone at each
+``--distance-size`` (the input size is chosen on validation, not inherited) and, with
+``--generic``, the shipped generic model's distance alone and fused score, at ``--shots``
+references. ``--label`` keeps
 only the test images of those defect kinds (and the good ones): the training families
 on a validation render, the held-out families once, on the test renders.
 
@@ -32,6 +34,7 @@ from benchmarks.common import (
     update_docs_section,
 )
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
 from padformer_edge.model.comparator_checkpoint import load_comparator
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
@@ -61,6 +64,11 @@ def scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
             ComparatorScorer(model, "distance", correction=False),
         )
     )
+    for size in args.distance_size:
+        fresh = ComparisonModel(ComparatorConfig(input_size=size, aligned_k=0, use_stn=False))
+        fresh.features.load_imagenet()
+        label = f"distance alone, {size} px"
+        rows.append((label, ComparatorScorer(fresh, label, correction=False)))
     if args.generic:
         from padformer_edge.model.checkpoint import load_checkpoint
         from padformer_edge.models import generic_checkpoint_path
@@ -117,6 +125,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--label", action="append", default=[], help="defect kinds kept")
     parser.add_argument("--generic", action="store_true", help="add the shipped model's rows")
+    parser.add_argument(
+        "--distance-size",
+        type=int,
+        action="append",
+        default=[],
+        help="add the distance alone read at this input size (repeat): the size is a choice",
+    )
     add_episode_arguments(parser, "comparator-validation", max_per_label=15)
     parse_and_run(parser, run)
 
