@@ -163,6 +163,7 @@ def calibrate_profile(
         model_sha256=profile.model_sha256,
         calibrated_at=now_iso(),
         warnings=warnings,
+        good_scores=np.sort(good_scores).tolist(),
         scoring=detector.scoring,
     )
     if load_profile(root, name).config.model != profile.config.model:

@@ -174,6 +174,7 @@ def plan_from_reviews(root: str | Path, name: str, engine: Engine, source: str) 
         model_sha256=profile.model_sha256,
         calibrated_at=now_iso(),
         warnings=warnings,
+        good_scores=previous.good_scores,  # the drift reference: same model, same scoring
         # The daemon scored these rows under the scoring the profile was calibrated with
         # (it refuses any other), so that scoring still holds.
         scoring=previous.scoring,

@@ -79,6 +79,10 @@ class CalibrationResult(StrictModel):
     model_sha256: str = Field(pattern=SHA256_PATTERN)
     calibrated_at: str
     warnings: list[str] = Field(default_factory=list)
+    good_scores: list[float] | None = None
+    """The held-out good scores themselves, sorted: the daemon's drift test compares each
+    camera's recent scores with them. None in files calibrated before they were kept (or
+    with a pinned threshold); a recalibration from reviews keeps the earlier ones."""
     scoring: dict[str, Any] | str | None = None
     """How the scores were computed (``detect.signature.scoring_signature``: the metric,
     each job's mix and readout); a line of text in files calibrated by earlier versions,
