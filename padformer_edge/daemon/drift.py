@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from padformer_edge.daemon.drift_tests import binomial_upper_tail, ks_p_values, ks_statistics
+from padformer_edge.anomaly import is_anomalous
+from padformer_edge.daemon.drift_tests import (
+    beta_binomial_upper_tail,
+    binomial_upper_tail,
+    ks_p_values,
+    ks_statistics,
+)
 from padformer_edge.daemon.settings import DriftConfig
 
 
@@ -36,11 +42,23 @@ class WindowTests:
     binomial tail table is computed once, not per window."""
 
     def __init__(
-        self, good_scores: list[float] | None, target_fpr: float, window: int, level: float
+        self,
+        good_scores: list[float] | None,
+        target_fpr: float,
+        window: int,
+        level: float,
+        threshold: float | None = None,
     ) -> None:
         self.reference = None if not good_scores else np.sort(np.asarray(good_scores))
         self.target_fpr, self.window, self.level = target_fpr, window, level
-        self.tail = binomial_upper_tail(window, target_fpr)
+        if self.reference is not None and threshold is not None:
+            # the rate the threshold gives, as far as the calibration set shows it
+            above = int(is_anomalous(self.reference, threshold).sum())
+            self.tail = beta_binomial_upper_tail(window, above, self.reference.size)
+            self.expected = f"{above} of {self.reference.size} calibration scores above it"
+        else:
+            self.tail = binomial_upper_tail(window, target_fpr)
+            self.expected = f"a calibrated false-alarm rate of {target_fpr:g}"
 
     def judge(self, scores: np.ndarray, flagged: int) -> list[DriftFinding]:
         """The findings of one full window, strongest (smallest p-value) first."""
@@ -60,8 +78,8 @@ class WindowTests:
         if p < self.level:
             found.append(DriftFinding(
                 "binomial", flagged / scores.size, p, self.level, scores.size,
-                f"{flagged} of the last {scores.size} parts were flagged, against a "
-                f"calibrated false-alarm rate of {self.target_fpr:g} (binomial p {p:.2g} < "
+                f"{flagged} of the last {scores.size} parts were flagged, against "
+                f"{self.expected} (binomial p {p:.2g} < "
                 f"{self.level:.2g}): good parts may have drifted, or defects are coming in",
             ))  # fmt: skip
         return sorted(found, key=lambda f: f.p_value)
@@ -91,6 +109,7 @@ class DriftMonitor:
         anomalous: bool,
         good_scores: list[float] | None,
         target_fpr: float,
+        threshold: float | None = None,
     ) -> list[DriftFinding]:
         """Add one result; the findings of the window it completes (often none)."""
         if not self.config.enabled:
@@ -98,7 +117,9 @@ class DriftMonitor:
         key = (camera, product)
         window = self._windows.get(key)
         if window is None:
-            tests = WindowTests(good_scores, target_fpr, self.config.window, self.config.level)
+            tests = WindowTests(
+                good_scores, target_fpr, self.config.window, self.config.level, threshold
+            )
             window = self._windows[key] = CameraWindow(tests)
         window.scores.append(score)
         window.flagged += int(anomalous)

@@ -331,7 +331,7 @@ class Worker:
             self.on_alert()
         findings = self.drift.observe(
             row.camera, row.product, detection.score, outcome.is_anomaly,
-            inspector.good_scores, inspector.target_fpr,
+            inspector.good_scores, inspector.target_fpr, inspector.threshold,
         )  # fmt: skip
         if findings:
             self.raise_drift(row, inspector, findings)

@@ -8,8 +8,14 @@ import pytest
 from pydantic import ValidationError
 
 from padformer_edge.daemon.drift import DriftMonitor
-from padformer_edge.daemon.drift_tests import binomial_upper_tail, ks_p_values, ks_statistics
+from padformer_edge.daemon.drift_tests import (
+    beta_binomial_upper_tail,
+    binomial_upper_tail,
+    ks_p_values,
+    ks_statistics,
+)
 from padformer_edge.daemon.settings import DriftConfig
+from padformer_edge.profiles.thresholds import false_alarm_threshold
 
 stats = pytest.importorskip("scipy.stats")  # in .[dev] (the eval extra); CI installs it
 
@@ -40,30 +46,47 @@ def test_binomial_tail_matches_scipy() -> None:
                                    atol=1e-300)  # fmt: skip
 
 
-def _feed(monitor: DriftMonitor, scores: np.ndarray, flagged: np.ndarray, good, fpr=0.01):
+def test_beta_binomial_tail_matches_scipy() -> None:
+    for trials, above, calibration in [(100, 3, 300), (50, 0, 60), (200, 10, 1000)]:
+        tail = beta_binomial_upper_tail(trials, above, calibration)
+        k = np.arange(trials + 1)
+        exact = stats.betabinom.sf(k - 1, trials, above + 1, calibration - above)
+        np.testing.assert_allclose(tail, exact, rtol=1e-8, atol=1e-12)  # SciPy: 1 - cdf
+        # heavier than the binomial at the same mean rate where tests decide (p < 5 %):
+        # the spread of the rate the calibration set leaves is counted
+        plain = binomial_upper_tail(trials, (above + 1) / (calibration + 1))
+        assert (tail[plain < 0.05] > plain[plain < 0.05]).all()
+
+
+def _feed(monitor: DriftMonitor, scores: np.ndarray, flagged: np.ndarray, good, fpr=0.01,
+          threshold=None):  # fmt: skip
     """Every window's findings, by the index of the image that completed it."""
     out = {}
     for i, (score, anomalous) in enumerate(zip(scores, flagged, strict=True)):
-        if found := monitor.observe("cam", "bolt", float(score), bool(anomalous), good, fpr):
+        found = monitor.observe("cam", "bolt", float(score), bool(anomalous), good, fpr,
+                                threshold)  # fmt: skip
+        if found:
             out[i] = found
     return out
 
 
 def test_a_steady_line_fires_at_about_the_level_and_a_shift_fires_at_once() -> None:
-    """Unshifted windows fire at about the stated level, averaged over calibration sets
-    (one set alone can sit above or below it: see benchmarks/drift.py); a one-standard-
-    deviation shift fires on the first window it fills."""
+    """Unshifted windows fire at most at the stated level (both tests together), averaged
+    over calibration sets (one set alone can sit above or below it: see
+    benchmarks/drift.py); a one-standard-deviation shift fires on the first window."""
     rng = np.random.default_rng(5)
     config = DriftConfig(window=100)
     false = windows = 0
     for _ in range(200):  # 200 calibration sets, 5 unshifted windows each
-        good = rng.normal(10.0, 1.0, 300).tolist()
-        found = _feed(DriftMonitor(config), rng.normal(10.0, 1.0, 500), np.zeros(500, bool),
-                      good)  # fmt: skip
+        good = rng.normal(10.0, 1.0, 300)
+        threshold = false_alarm_threshold(good, 0.01).value
+        scores = rng.normal(10.0, 1.0, 500)
+        found = _feed(DriftMonitor(config), scores, scores > threshold, good.tolist(), 0.01,
+                      threshold)  # fmt: skip
         false += len(found)
         windows += 5
-    expected = config.level * windows  # 5 windows in 1000
-    assert false <= 3 * expected, (false, windows)
+    stated = 2 * config.level * windows  # two tests per window, 1000 windows
+    assert false <= 2 * stated, (false, windows)
     good = rng.normal(10.0, 1.0, 300).tolist()
     shifted = rng.normal(11.0, 1.0, 100)
     found = _feed(DriftMonitor(config), shifted, np.zeros(100, bool), good)
