@@ -23,6 +23,7 @@ rendered views scored by the shipped model, so the shift is given in score units
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -99,6 +100,43 @@ def monitor_alerts(config: DriftConfig, good: np.ndarray, target: float, thresho
     ]  # fmt: skip
 
 
+def delay_rows(delays: dict[str, list[float]], args: argparse.Namespace) -> tuple[list, dict]:
+    """Table rows and JSON of images-to-alert per labelled stream kind."""
+
+    def shown(value: float) -> float | str:
+        return value if math.isfinite(value) else f"> {args.max_images}"
+
+    shift_rows, shift_json = [], {}
+    for label, found in delays.items():
+        d = np.asarray(found)
+        within = float((d <= args.within).mean())
+        finite = d[np.isfinite(d)]
+        median, p95 = order_quantile(d, 0.5), order_quantile(d, 0.95)
+        shift_rows.append([label, d.size, f"{within:.1%}", shown(median),
+                           shown(p95), int(d.size - finite.size)])  # fmt: skip
+        shift_json[label] = {  # null: no alert within --max-images
+            "streams": int(d.size), "within": within,
+            "median": median if math.isfinite(median) else None,
+            "p95": p95 if math.isfinite(p95) else None,
+            "undetected": int(d.size - finite.size),
+        }  # fmt: skip
+    return shift_rows, shift_json
+
+
+def images_to_alert(
+    tests: WindowTests, threshold: float, before: np.ndarray, after: np.ndarray
+) -> float:
+    """Images from the first of ``after`` to the alert on ``before`` then ``after`` (an
+    incomplete last window is never tested, as in the daemon); inf when none comes."""
+    w = tests.window
+    scores = np.concatenate([before, after])
+    scores = scores[: scores.size - scores.size % w]
+    ks, binomial = window_alerts(tests, threshold, scores.reshape(-1, w))
+    ends = np.flatnonzero(ks | binomial) * w + w - 1
+    later = ends[ends >= before.size]
+    return float(later[0] - before.size + 1) if later.size else math.inf
+
+
 def run(args: argparse.Namespace) -> dict:
     config = DriftConfig(window=args.window, false_alert_rate=args.rate)
     rng = np.random.default_rng(args.seed)
@@ -126,35 +164,16 @@ def run(args: argparse.Namespace) -> dict:
         for shift in args.shift:
             for _ in range(args.shifted_streams // args.profiles or 1):
                 lead = int(rng.integers(w, 2 * w))  # the shift starts anywhere in a window
-                length = lead + args.max_images
-                length += (-length) % w
-                scores = draw(rng, args.distribution, length)
-                scores[lead:] += shift
-                ks, binomial = window_alerts(tests, threshold, scores.reshape(-1, w))
-                ends = np.flatnonzero(ks | binomial) * w + w - 1
-                after = ends[ends >= lead]
-                delays[shift].append(float(after[0] - lead + 1) if after.size else math.inf)
+                before = draw(rng, args.distribution, lead)
+                after = draw(rng, args.distribution, args.max_images) + shift
+                delays[shift].append(images_to_alert(tests, threshold, before, after))
     images = args.profiles * per_profile_windows * w
     rate = false_any / images
     upper = poisson_upper(false_any, images)
     rates = np.asarray(per_profile_rates)
-    shift_rows, shift_json = [], {}
-    for shift, found in delays.items():
-        d = np.asarray(found)
-        within = float((d <= args.within).mean())
-        finite = d[np.isfinite(d)]
-        median, p95 = order_quantile(d, 0.5), order_quantile(d, 0.95)
-        def shown(value: float) -> float | str:
-            return value if math.isfinite(value) else f"> {args.max_images}"
-
-        shift_rows.append([f"+{shift:g} sd", d.size, f"{within:.1%}", shown(median),
-                           shown(p95), int(d.size - finite.size)])  # fmt: skip
-        shift_json[f"{shift:g}"] = {  # null: no alert within --max-images
-            "streams": int(d.size), "within": within,
-            "median": median if math.isfinite(median) else None,
-            "p95": p95 if math.isfinite(p95) else None,
-            "undetected": int(d.size - finite.size),
-        }  # fmt: skip
+    shift_rows, shift_json = delay_rows(
+        {f"+{shift:g} sd": found for shift, found in delays.items()}, args
+    )
     false_table = markdown_table(
         ["unshifted images", "windows", "false drift alerts (KS / binomial)",
          "per 10,000 images", "95% upper bound", "stated level",
@@ -196,7 +215,64 @@ def run(args: argparse.Namespace) -> dict:
     }  # fmt: skip
     print_json_line("drift", payload)
     if args.write_docs:
-        update_docs_section(args.section, body)
+        update_docs_section(args.section or "drift", body)
+    return payload
+
+
+def run_rendered(args: argparse.Namespace) -> dict:
+    """Streams resampled from rendered views' real scores (``benchmarks/drift_scores.py``):
+    calibration on a random half of the views, the stream from the other half, as
+    rendered and then with the brightness change, against a control that stays as
+    rendered."""
+    config = DriftConfig(window=args.window, false_alert_rate=args.rate)
+    data = json.loads(args.scores.read_text())
+    good, shifted = np.asarray(data["good"]), np.asarray(data["shifted"])
+    rng = np.random.default_rng(args.seed)
+    n = good.size
+    size = min(args.calibration, n // 2)
+    change = f"{data['brightness']:+.0%} brightness"
+    kinds = {f"as rendered, then {change}": shifted, "as rendered throughout (control)": good}
+    delays: dict[str, list[float]] = {label: [] for label in kinds}
+    for _ in range(args.shifted_streams):
+        order = rng.permutation(n)
+        calibration, rest = good[order[:size]], order[size:]
+        threshold = false_alarm_threshold(calibration, args.target_fpr).value
+        tests = WindowTests(calibration.tolist(), args.target_fpr, config.window,
+                            config.level, threshold)  # fmt: skip
+        lead = int(rng.integers(config.window, 2 * config.window))
+        before = good[rng.choice(rest, lead)]
+        for label, pool in kinds.items():
+            after = pool[rng.choice(rest, args.max_images)]
+            delays[label].append(images_to_alert(tests, threshold, before, after))
+    rows, found = delay_rows(delays, args)
+    sd = float(good.std(ddof=1))
+    moved = float((shifted - good).mean()) / sd
+    distance = float(ks_statistics(good, shifted[None, :])[0])
+    table = markdown_table(
+        ["stream (resampled views)", "streams", f"alert within {args.within} images",
+         "median images to alert", "95th percentile", f"no alert in {args.max_images}"],
+        rows,
+    )  # fmt: skip
+    text = (
+        f"{n} distinct good views of {data['class']} (render {Path(data['render']).name}, "
+        f"{data['references']} other views as references, model sha256 "
+        f"{data['model_sha256'][:12]}...), each scored as rendered and with {change} "
+        f"({data['cpu_s']:.0f} CPU s for both). The change moved the scores by "
+        f"{moved:+.3g} standard deviations of the good scores on average (paired), and the "
+        f"two score sets are {distance:.3f} apart in Kolmogorov-Smirnov distance. Each "
+        f"stream calibrates on {size} views drawn at random and resamples the other "
+        f"{n - size} with replacement, so even the control repeats a few views against a "
+        "calibration set of others: read the brightness row against the control row. "
+        f"Windows of {config.window}, each test at {config.level:g}."
+    )
+    body = f"{table}\n\n{text}"
+    print(body)
+    payload = {"scores": str(args.scores), "views": n, "calibration": size,
+               "moved_sd": moved, "ks_distance": distance, "window": config.window,
+               "streams": found}  # fmt: skip
+    print_json_line("drift-rendered", payload)
+    if args.write_docs:
+        update_docs_section(args.section or "drift-rendered", body)
     return payload
 
 
@@ -219,11 +295,17 @@ def main() -> None:
     parser.add_argument("--within", type=int, default=200)
     parser.add_argument("--max-images", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--section", default="drift")
+    parser.add_argument("--scores", type=Path, default=None,
+                        help="Real scores from benchmarks/drift_scores.py instead of a "
+                        "distribution.")  # fmt: skip
+    parser.add_argument("--section", default=None, help="Default: drift (drift-rendered).")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     args.shift = args.shift or [0.25, 0.5, 0.75, 1.0]
-    run(args)
+    if args.scores is not None:
+        run_rendered(args)
+    else:
+        run(args)
 
 
 if __name__ == "__main__":
