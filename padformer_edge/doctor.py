@@ -25,6 +25,7 @@ from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
 from padformer_edge.store.schema import current_revision, head_revision
+from padformer_edge.web.config import HttpConfig
 
 MIN_FREE_BYTES = 1 << 30  # below 1 GiB a day of heatmaps and database growth may not fit
 CONNECT_TIMEOUT_S = 3.0
@@ -39,8 +40,9 @@ class Finding:
     detail: str
 
 
-def examine(config_path: Path | None) -> list[Finding]:
-    """Every finding for the daemon config at ``config_path`` (the bundled one if None)."""
+def examine(config_path: Path | None, expect_running: bool = False) -> list[Finding]:
+    """Every finding for the daemon config at ``config_path`` (the bundled one if None);
+    with ``expect_running``, also whether its daemon's heartbeat is fresh."""
     source = config_path or BUNDLED_CONFIG
     try:  # a schema error is one finding per problem, then what needs no config
         config = load_daemon_config(config_path, [])
@@ -60,6 +62,9 @@ def examine(config_path: Path | None) -> list[Finding]:
     heatmaps = state_dir() / (config.heatmaps or "heatmaps")
     database_file = sqlite_path(resolve_url(config.database))
     findings += check_disk([state_dir(), heatmaps, *([database_file] if database_file else [])])
+    if expect_running:
+        multiple = config.http.stale_after_beats if config.http else HttpConfig().stale_after_beats
+        findings += check_heartbeat(config.database, multiple)
     return findings
 
 
@@ -157,6 +162,42 @@ def check_database(database: str | None) -> Iterator[Finding]:
             f"{where} is at schema {current}, this version needs {head}; {upgrade} "
             "(stop the daemon first).",
         )
+
+
+def check_heartbeat(database: str | None, multiple: float) -> Iterator[Finding]:
+    """The daemon writing ``database`` beat within ``multiple`` of its promised interval
+    (the page's rule): asked for only when the daemon should be running, because before
+    the first ``watch`` there is no heartbeat and nothing is wrong."""
+    from padformer_edge.store.heartbeat import read_heartbeat
+    from padformer_edge.web.daemon_state import seconds
+
+    url = resolve_url(database)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        yield Finding("daemon", False, f"{describe(url)} does not exist: no daemon has run; "
+                      "start it with `padformer-edge watch`.")  # fmt: skip
+        return
+    engine = open_engine(url, read_only=True)
+    try:
+        beat = read_heartbeat(engine)
+    except Exception as err:  # the database finding already says why it cannot be read
+        yield Finding("daemon", False, f"the heartbeat cannot be read: {type(err).__name__}")
+        return
+    finally:
+        engine.dispose()
+    if beat is None:
+        yield Finding("daemon", False, f"no daemon has written a heartbeat to {describe(url)}; "
+                      "start it with `padformer-edge watch`.")  # fmt: skip
+    elif beat.stale(multiple):
+        yield Finding(
+            "daemon", False,
+            f"silent: last heartbeat {seconds(beat.age_s)} ago (pid {beat.pid} on "
+            f"{beat.host}), more than {multiple:g} x its {seconds(beat.interval_s)} "
+            "interval; it is stopped or stuck: check `systemctl status` or its log.",
+        )  # fmt: skip
+    else:
+        yield Finding("daemon", True, f"heartbeat {seconds(beat.age_s)} ago (pid {beat.pid} on "
+                      f"{beat.host}): {beat.status}")  # fmt: skip
 
 
 def check_sinks(config: DaemonConfig) -> Iterator[Finding]:

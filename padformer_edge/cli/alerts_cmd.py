@@ -13,7 +13,12 @@ from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.store.vocabulary import AlertState
 
-app = typer.Typer(help="List queued, sent and dead alerts; retry dead ones.", no_args_is_help=True)
+app = typer.Typer(
+    help="List queued, sent and dead alerts; retry dead ones; list and acknowledge drifts.",
+    no_args_is_help=True,
+)
+DRIFT_COLUMNS = ["id", "raised_at", "camera", "product", "kind", "p_value", "acknowledged",
+                 "reason"]  # fmt: skip
 COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
            "last_error"]  # fmt: skip
 _out = table_console()
@@ -71,3 +76,66 @@ def retry(
 
     retried = retry_alerts(open_engine(database), alert_ids)
     typer.echo(f"queued {len(retried)} alert(s) again: {', '.join(map(str, retried))}")
+
+
+@app.command("drift")
+def drift(
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
+    every: bool = typer.Option(False, "--all", help="Acknowledged ones too (the newest 50)."),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
+) -> None:
+    """Drift events the daemon raised, newest first: the open ones (shown on the page
+    until acknowledged), or with --all the acknowledged ones too."""
+    from dataclasses import asdict
+
+    from padformer_edge.store.drift import list_drift_events, open_drift_events
+    from padformer_edge.store.schema import open_checked
+
+    engine = open_checked(database_of(db, config))
+    events = list_drift_events(engine) if every else open_drift_events(engine)
+    if as_json:
+        typer.echo(json.dumps([asdict(e) for e in events], indent=1, default=str))
+        return
+    if not events:
+        _out.print("no drift events." if every else "no open drift events.")
+        return
+    table = Table()
+    for column in DRIFT_COLUMNS:
+        table.add_column(column, overflow="fold")
+    for e in events:
+        acknowledged = (
+            "-" if e.acknowledged_at is None
+            else f"{e.acknowledged_by} {e.acknowledged_at.isoformat(sep=' ')[:19]}"
+        )  # fmt: skip
+        table.add_row(
+            str(e.id), e.raised_at.isoformat(sep=" ")[:19], e.camera, e.product, e.kind,
+            f"{e.p_value:.2g}", acknowledged, e.reason,
+        )  # fmt: skip
+    _out.print(table)
+
+
+@app.command("ack")
+def ack(
+    drift_id: int = typer.Argument(..., metavar="ID", help="Drift event id (alerts drift)."),
+    by: str | None = typer.Option(
+        None, "--by", help="Who acknowledges it (default: this user's login name)."
+    ),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
+) -> None:
+    """Acknowledge drift event ID: the page stops showing it, and the daemon may raise
+    that camera's drift again if the next window still shows one."""
+    import getpass
+
+    from padformer_edge.store.drift import acknowledge_drift
+    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.schema import open_checked
+
+    database = database_of(db, config)
+    open_checked(database)  # exists and is at head, checked without taking the write lock
+    event = acknowledge_drift(open_engine(database), drift_id, by or getpass.getuser())
+    typer.echo(
+        f"acknowledged drift {event.id} on camera '{event.camera}' (profile "
+        f"'{event.product}') as {event.acknowledged_by}."
+    )

@@ -16,12 +16,18 @@ def doctor(
         None, "--config", "-c", help="Daemon config (as given to watch); default: the bundled one."
     ),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per check."),
+    expect_running: bool = typer.Option(
+        False,
+        "--expect-running",
+        help="The daemon should be running: a missing or stale heartbeat is a problem.",
+    ),
 ) -> None:
     """Check the config, its profiles and models, camera folders, the database's schema,
-    the alert sinks and free disk; exit 1 if anything needs fixing."""
+    the alert sinks and free disk (with --expect-running, the daemon's heartbeat); exit 1
+    if anything needs fixing."""
     from padformer_edge.doctor import examine  # the daemon's modules: only when asked for
 
-    findings = examine(config)
+    findings = examine(config, expect_running)
     if as_json:
         echo_json([asdict(f) for f in findings])
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 import yaml
@@ -28,6 +29,9 @@ from padformer_edge.profiles.profile import (
     load_profile,
 )
 from padformer_edge.runtimes import GRAPH_RUNTIMES
+
+if TYPE_CHECKING:
+    from padformer_edge.profiles.review_calibration import ReviewPlan
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -132,7 +136,15 @@ def calibrate(
         False,
         "--from-reviews",
         help="Instead of --good: the threshold that keeps every reviewed true defect of "
-        "NAME flagged with the fewest reviewed false alarms, from the history database.",
+        "NAME flagged with the fewest reviewed false alarms, from the history database. "
+        "Shows the change and writes nothing unless --yes names who applies it.",
+    ),
+    yes: str | None = typer.Option(
+        None,
+        "--yes",
+        metavar="ENGINEER",
+        help="With --from-reviews: apply the change shown, recorded in the profile's "
+        "history under this name.",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
@@ -145,8 +157,13 @@ def calibrate(
                 "--from-reviews reads the reviewed history, not image folders; "
                 "drop --good and --anomalous, or drop --from-reviews."
             )
-        _calibrate_from_reviews(name, root, db, config)
+        _calibrate_from_reviews(name, root, db, config, yes)
         return
+    if yes is not None:
+        raise UserError(
+            "--yes ENGINEER confirms a recalibration from reviews; add --from-reviews, or "
+            "drop --yes (calibrating from --good images asks for no confirmation)."
+        )
     if good is None:
         raise UserError(
             "give --good DIR (held-out good images) or --from-reviews (the reviewed history)."
@@ -187,35 +204,89 @@ def calibrate(
 
 
 def _calibrate_from_reviews(
-    name: str, root: Path | None, db: str | None, config: Path | None
+    name: str, root: Path | None, db: str | None, config: Path | None, engineer: str | None
 ) -> None:
-    """``calibrate --from-reviews``: the database and, unless --root, the profiles folder
-    come from the daemon config when one is given, as the daemon would read them."""
-    from padformer_edge.profiles.calibrate import calibrate_from_reviews  # only when run
+    """``calibrate --from-reviews``: the preview, then the change only under ``--yes``.
+    The database and, unless --root, the profiles folder come from the daemon config when
+    one is given, as the daemon would read them."""
+    from padformer_edge.profiles.review_calibration import (  # only when run; no torch
+        apply_plan,
+        engineer_name,
+        plan_from_reviews,
+    )
     from padformer_edge.store.engine import describe, resolve_url
     from padformer_edge.store.schema import open_checked
 
+    if engineer is not None:
+        engineer_name(engineer)  # an empty name is refused before the database is read
     if config is not None and root is None:
         from padformer_edge.daemon.settings import load_daemon_config
 
         root = load_daemon_config(config, []).profiles_dir
     database = database_of(db, config)
     engine = open_checked(database)
-    report = calibrate_from_reviews(
-        profiles_root(root), name, engine, describe(resolve_url(database))
+    try:
+        plan = plan_from_reviews(profiles_root(root), name, engine, describe(resolve_url(database)))
+    finally:
+        engine.dispose()
+    _show_plan(plan)
+    if engineer is None:
+        _say(
+            f"nothing changed. To apply this threshold, run `padformer-edge profile calibrate "
+            f"{name} --from-reviews --yes ENGINEER` (ENGINEER: your name, recorded in the "
+            "profile's history)."
+        )
+        return
+    profile = apply_plan(profiles_root(root), plan, engineer)
+    change = profile.config.history[-1]
+    _say(
+        f"applied: profile '{name}' threshold {change.new_threshold:.6g}, recorded in "
+        f"{profile.folder / 'profile.yaml'} (history: by {change.by} at {change.at})."
     )
-    engine.dispose()
-    result = report.result
+
+
+def _show_plan(plan: ReviewPlan) -> None:
+    """The preview: thresholds, the reviews used, every verdict that would change."""
+    from padformer_edge.store.models import ReviewVerdict
+
+    result = plan.result
     check = result.anomalous
     assert check is not None
+    old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
     _say(
-        f"threshold {result.threshold:.6g} from {check.count} reviewed true defects "
-        f"(lowest {check.scores.min:.6g}) and {result.good.count} reviewed false alarms"
+        f"profile '{plan.profile.name}': threshold {old} -> {result.threshold:.6g}, from "
+        f"{check.count} reviewed true defects (lowest {check.scores.min:.6g}) and "
+        f"{result.good.count} reviewed false alarms in {plan.source}"
     )
     _say(
         f"reviewed true defects flagged: {check.recall_at_threshold:.0%}; reviewed false "
         f"alarms still flagged: {result.observed_fpr:.0%}"
     )
+    used = Table("inspection", "verdict", "score", "reviewer", "reviewed at", title="reviews used")
+    for r in plan.used:
+        used.add_row(
+            str(r.inspection_id), r.verdict.value, f"{r.score:.6g}", r.reviewer,
+            r.reviewed_at.isoformat(timespec="seconds"),
+        )  # fmt: skip
+    _out.print(used)
+    if not plan.changes:
+        _say("no stored inspection would change its verdict.")
+    else:
+        passing = sum(c.newly_passing for c in plan.changes)
+        _say(
+            f"stored verdicts that would change: {passing} would pass, "
+            f"{len(plan.changes) - passing} would be flagged (reviewed true defects that "
+            "would pass first, then reviewed false alarms, highest score first: a real "
+            "defect reviewed as a false alarm by mistake sits at the top)"
+        )
+        table = Table("inspection", "camera", "score", "stored", "new", "review")
+        for c in plan.changes:
+            review = c.review.value if c.review is not None else "-"
+            if c.newly_passing and c.review is ReviewVerdict.true_defect:
+                review = f"[bold red]{review}[/]"
+            stored, new = ("anomaly", "good") if c.newly_passing else ("good", "anomaly")
+            table.add_row(str(c.inspection_id), c.camera, f"{c.score:.6g}", stored, new, review)
+        _out.print(table)
     for warning in result.warnings:
         _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 

@@ -30,6 +30,10 @@ class Inspector:
     detector: Detector
     threshold: float
     model_sha256: str
+    good_scores: list[float] | None = None
+    """The calibration's good scores, the drift test's reference (None: not kept)."""
+    target_fpr: float = 0.01
+    """The calibrated false-alarm rate, the drift test's expected flagged rate."""
 
 
 def open_profile(root: Path, name: str) -> tuple[Profile, float]:
@@ -72,4 +76,9 @@ def build_inspector(
         threshold=threshold,
         warmup_batch=batch,
     )
-    return Inspector(profile.name, detector, threshold, profile.model_sha256)
+    calibration = profile.calibration
+    assert calibration is not None  # open_profile refused a profile without a threshold
+    return Inspector(
+        profile.name, detector, threshold, profile.model_sha256,
+        good_scores=calibration.good_scores, target_fpr=calibration.target_fpr,
+    )  # fmt: skip

@@ -103,6 +103,7 @@ class Daemon:
             self.config.alerts,
             on_alert=self.dispatcher.wake,
             max_pixels=int(self.config.intake.max_megapixels * 1e6),
+            drift=self.config.drift,
         )
         self.dispatcher.start()
         self.intake.start_observer()

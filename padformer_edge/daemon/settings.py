@@ -111,6 +111,42 @@ class WorkerConfig(StrictModel):
     )
 
 
+class DriftConfig(StrictModel):
+    """Drift watch: per camera, each window of recent scores against the profile's
+    calibration (``daemon.drift``).
+
+    Windows do not overlap; each is tested twice (Kolmogorov-Smirnov on the scores,
+    binomial on the flagged count), each test at ``false_alert_rate * window / 2``, so
+    on an unchanged line false drift alerts stay at or below ``false_alert_rate`` per
+    image whatever the score distribution.
+    """
+
+    enabled: bool = Field(True, description="Watch every camera's scores for drift.")
+    window: int = Field(
+        100, ge=10, le=100_000, description="Images per test; a drift is seen within two."
+    )
+    false_alert_rate: float = Field(
+        1e-4,
+        gt=0.0,
+        le=0.01,
+        description="Highest rate of false drift alerts per image on an unchanged line.",
+    )
+
+    @model_validator(mode="after")
+    def _level_below_one(self) -> DriftConfig:
+        if self.false_alert_rate * self.window > 0.5:
+            raise ValueError(
+                "false_alert_rate x window must be at most 0.5 (each window's tests share "
+                "that chance of a false alert); lower one of them"
+            )
+        return self
+
+    @property
+    def level(self) -> float:
+        """The significance level of each of the two tests in one window."""
+        return self.false_alert_rate * self.window / 2
+
+
 @register_config_kind("daemon")
 class DaemonConfig(StrictModel):
     """``padformer-edge watch --config FILE``: cameras, their profiles and the policies.
@@ -137,6 +173,9 @@ class DaemonConfig(StrictModel):
     worker: WorkerConfig = Field(WorkerConfig(), description="How files are inspected.")
     alerts: AlertsConfig = Field(
         default_factory=AlertsConfig, description="Where alerts go; see Alerts."
+    )
+    drift: DriftConfig = Field(
+        default_factory=DriftConfig, description="Drift watch on each camera's scores."
     )
     watchdog_stall_s: float = Field(
         120.0, gt=0, description="A batch running longer than this counts as a hang."

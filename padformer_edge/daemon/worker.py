@@ -22,16 +22,23 @@ import numpy as np
 from sqlalchemy import Engine, func, select
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
-from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_alerts
+from padformer_edge.daemon.alerts.planning import (
+    AlertKind,
+    Cooldown,
+    drift_requests,
+    plan_alerts,
+)
+from padformer_edge.daemon.drift import DriftFinding, DriftMonitor
 from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.memory import PeriodicTrim
-from padformer_edge.daemon.settings import WorkerConfig
+from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.log import get_logger
+from padformer_edge.store.drift import has_open_drift, record_drift
 from padformer_edge.store.engine import reading
 from padformer_edge.store.models import Inspection, Status, utc_now
 from padformer_edge.store.queue import (
@@ -101,12 +108,14 @@ class Worker:
         alerts: AlertsConfig,
         on_alert: Callable[[], None] = lambda: None,
         max_pixels: int = DEFAULT_MAX_PIXELS,
+        drift: DriftConfig | None = None,
     ) -> None:
         self.engine, self.cameras, self.inspectors = engine, cameras, inspectors
         self.config, self.heatmaps, self.max_bytes = config, heatmaps, max_bytes
         self.max_pixels = max_pixels
         self.alerts, self.on_alert = alerts, on_alert
         self.cooldown = Cooldown(alerts.cooldown_s)  # per camera/product/kind, for its lifetime
+        self.drift = DriftMonitor(drift or DriftConfig())
         self.batch_size = config.max_batch  # halved on CUDA out-of-memory
         self.beat = time.monotonic()
         self.busy_since: float | None = None
@@ -320,6 +329,12 @@ class Worker:
         complete(self.engine, row.id, outcome)
         if alerts:
             self.on_alert()
+        findings = self.drift.observe(
+            row.camera, row.product, detection.score, outcome.is_anomaly,
+            inspector.good_scores, inspector.target_fpr, inspector.threshold,
+        )  # fmt: skip
+        if findings:
+            self.raise_drift(row, inspector, findings)
         self.processed += 1
         self.last_result = f"#{row.id} {row.camera} score {detection.score:.4g}" + (
             " ANOMALY" if outcome.is_anomaly else ""
@@ -334,3 +349,37 @@ class Worker:
             anomaly=outcome.is_anomaly,
             ms=round(outcome.detect_ms, 1),
         )
+
+    def raise_drift(
+        self, row: Inspection, inspector: Inspector, findings: list[DriftFinding]
+    ) -> None:
+        """Store a drift event with its alerts (tied to the window's last inspection),
+        unless this camera's previous drift is still open. A failure here is logged and
+        never fails the result, which is already committed."""
+        strongest = findings[0]
+        reason = "; ".join(f.reason for f in findings)
+        try:
+            if has_open_drift(self.engine, row.camera, row.product):
+                log.warning("drift.still_open", camera=row.camera, product=row.product,
+                            reason=reason)  # fmt: skip
+                return
+            requests = drift_requests(
+                self.alerts, camera=row.camera, product=row.product,
+                threshold=inspector.threshold, reason=reason,
+                extra={"inspection_id": row.id, "test": strongest.kind,
+                       "p_value": strongest.p_value, "window": strongest.window_size},
+            )  # fmt: skip
+            drift_id = record_drift(
+                self.engine, camera=row.camera, product=row.product, kind=strongest.kind,
+                statistic=strongest.statistic, p_value=strongest.p_value,
+                level=strongest.level, window_size=strongest.window_size, reason=reason,
+                inspection_id=row.id, requests=requests,
+            )  # fmt: skip
+        except Exception as err:
+            log.error("drift.record_failed", camera=row.camera,
+                      error=f"{type(err).__name__}: {err}")  # fmt: skip
+            return
+        if requests:
+            self.on_alert()
+        log.warning("drift", id=drift_id, camera=row.camera, product=row.product,
+                    test=strongest.kind, p_value=strongest.p_value, reason=reason)  # fmt: skip

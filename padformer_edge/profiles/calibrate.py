@@ -1,6 +1,7 @@
 """``profile calibrate``: score held-out good (and optionally anomalous) images and store
-the threshold, with the score distribution it came from, in ``profile.yaml``; or, with
-``--from-reviews``, set it from the scores operators reviewed in the history.
+the threshold, with the score distribution it came from, in ``profile.yaml``. (With
+``--from-reviews`` the threshold comes from reviewed scores instead: ``review_calibration``,
+which runs without torch.)
 
 Images identical to a reference (same sha256) are left out: a reference is copied into
 the query's own reference set, so it reconstructs almost perfectly and would pull the
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,9 +35,6 @@ from padformer_edge.profiles.thresholds import (
     good_images_needed,
     summarise,
 )
-
-if TYPE_CHECKING:
-    from sqlalchemy import Engine
 
 Progress = Callable[[int, int], None]
 
@@ -166,6 +163,7 @@ def calibrate_profile(
         model_sha256=profile.model_sha256,
         calibrated_at=now_iso(),
         warnings=warnings,
+        good_scores=np.sort(good_scores).tolist(),
         scoring=detector.scoring,
     )
     if load_profile(root, name).config.model != profile.config.model:
@@ -215,110 +213,3 @@ def pin_threshold(profile: Profile, threshold: float) -> Profile:
     config = profile.config.model_copy(update={"calibration": calibration})
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
     return load_profile(profile.folder.parent, profile.name)
-
-
-MIN_REVIEWS_EACH = 5
-"""Reviews of each verdict below which ``--from-reviews`` refuses: with fewer, one odd
-part decides where the threshold goes."""
-
-
-@dataclass(frozen=True)
-class ReviewThreshold:
-    """The threshold chosen from reviewed scores and the false-alarm score it sits above
-    (``None`` when no false alarm scored below the lowest true defect)."""
-
-    value: float
-    highest_alarm_below: float | None
-    lowest_defect: float
-
-
-def review_threshold(defects: np.ndarray, alarms: np.ndarray) -> ReviewThreshold:
-    """The threshold that keeps every reviewed true defect flagged and, among those,
-    flags the fewest reviewed false alarms, with the widest margin on both sides.
-
-    Every defect stays flagged (``score > threshold``) only below the lowest defect
-    score; every false alarm at or above that score stays flagged whatever is chosen, and
-    every one below it is cleared by any threshold above the highest of them. Midway
-    between the two keeps as far from both as the reviews allow. When no false alarm
-    scored below the lowest defect, the threshold sits just below that defect (the rule
-    ``f1_optimal_threshold`` uses below its lowest score).
-    """
-    lowest = float(defects.min())
-    below = alarms[alarms < lowest]
-    if below.size:
-        highest = float(below.max())
-        return ReviewThreshold((highest + lowest) / 2, highest, lowest)
-    return ReviewThreshold(lowest - max(1e-12, 1e-6 * abs(lowest)), None, lowest)
-
-
-def calibrate_from_reviews(
-    root: str | Path, name: str, engine: Engine, source: str
-) -> CalibrationReport:
-    """Set ``name``'s threshold from the reviewed inspections of that profile in the
-    history behind ``engine`` (``source`` names it in the warnings), by
-    ``review_threshold``. Only reviews of scores the profile's current model computed
-    count; fewer than ``MIN_REVIEWS_EACH`` of either verdict is refused."""
-    from padformer_edge.store.reviews import reviewed_scores
-
-    profile = load_profile(root, name)
-    found = reviewed_scores(engine, name, profile.model_sha256)
-    counts = {"true defects": len(found.true_defects), "false alarms": len(found.false_alarms)}
-    short = [f"{n} {kind}" for kind, n in counts.items() if n < MIN_REVIEWS_EACH]
-    if short:
-        other = (
-            f" ({found.other_model} more were scored by another model and do not count)"
-            if found.other_model
-            else ""
-        )
-        raise UserError(
-            f"profile '{name}' has only {' and '.join(short)} reviewed in {source}{other}; "
-            f"review at least {MIN_REVIEWS_EACH} of each (results review ID --true-defect "
-            "or --false-alarm) before calibrating from reviews."
-        )
-    defects = np.asarray(found.true_defects, dtype=np.float64)
-    alarms = np.asarray(found.false_alarms, dtype=np.float64)
-    chosen = review_threshold(defects, alarms)
-    flagged = int(is_anomalous(alarms, chosen.value).sum())
-    previous = profile.config.calibration
-    warnings = [
-        f"set from {defects.size} reviewed true defects and {alarms.size} reviewed false "
-        f"alarms in {source}, not from held-out good images: the reviewed parts are mostly "
-        "the ones the old threshold flagged, so the false-alarm rate on all good parts is "
-        "not measured."
-    ]
-    if flagged:
-        warnings.append(
-            f"{flagged} of {alarms.size} reviewed false alarms score at or above the lowest "
-            f"reviewed true defect ({chosen.lowest_defect:.6g}) and stay flagged."
-        )
-    if found.other_model:
-        warnings.append(f"{found.other_model} reviews were left out: another model scored them.")
-    everything = np.concatenate([defects, alarms])
-    low, high = float(everything.min()), float(everything.max())
-    if previous is not None:  # keep the good-image range the normalised score was set on
-        low, high = min(low, previous.normalise_min), max(high, previous.normalise_max)
-    anchor = chosen.highest_alarm_below
-    result = CalibrationResult(
-        threshold=chosen.value,
-        target_fpr=previous.target_fpr if previous is not None else 0.01,
-        good_quantile=anchor if anchor is not None else chosen.value,
-        margin=chosen.value - anchor if anchor is not None else 0.0,
-        observed_fpr=flagged / alarms.size,
-        good=summarise(alarms),
-        anomalous=anomaly_check(alarms, defects, chosen.value),
-        normalise_min=low,
-        normalise_max=high,
-        model_sha256=profile.model_sha256,
-        calibrated_at=now_iso(),
-        warnings=warnings,
-        # The daemon scored these rows under the scoring the profile was calibrated with
-        # (it refuses any other); without an earlier calibration, this version's.
-        scoring=previous.scoring if previous is not None else scoring_of(profile),
-    )
-    config = profile.config.model_copy(update={"calibration": result})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
-    get_logger("profiles").info(
-        "profile.calibrated_from_reviews", name=name, threshold=result.threshold,
-        true_defects=int(defects.size), false_alarms=int(alarms.size),
-    )  # fmt: skip
-    return CalibrationReport(load_profile(root, name), result, [])

@@ -79,6 +79,10 @@ class CalibrationResult(StrictModel):
     model_sha256: str = Field(pattern=SHA256_PATTERN)
     calibrated_at: str
     warnings: list[str] = Field(default_factory=list)
+    good_scores: list[float] | None = None
+    """The held-out good scores themselves, sorted: the daemon's drift test compares each
+    camera's recent scores with them. None in files calibrated before they were kept (or
+    with a pinned threshold); a recalibration from reviews keeps the earlier ones."""
     scoring: dict[str, Any] | str | None = None
     """How the scores were computed (``detect.signature.scoring_signature``: the metric,
     each job's mix and readout); a line of text in files calibrated by earlier versions,
@@ -96,6 +100,34 @@ class ExportedFiles(StrictModel):
     files: dict[str, Annotated[str, Field(pattern=SHA256_PATTERN)]] = Field(min_length=1)
 
 
+class ReviewsUsed(StrictModel):
+    """The inspections whose reviews a recalibration read, by verdict (their ids in the
+    history database it names)."""
+
+    database: str
+    true_defects: list[int]
+    false_alarms: list[int]
+
+
+class ProfileChange(StrictModel):
+    """One change to the profile made by a person, kept in the profile itself.
+
+    The file is what changed, and it travels with the profile (copied to another line
+    PC, backed up, exported) where a database row would stay behind; ``by`` is the name
+    given on the command line (free text until the page has named users)."""
+
+    action: Literal["calibrate-from-reviews"]
+    by: str = Field(min_length=1, max_length=128)
+    at: str
+    old_threshold: float | None
+    new_threshold: float
+    reviews: ReviewsUsed
+    newly_passing: list[int] = Field(default_factory=list)
+    """Stored inspections (ids) flagged when stored that pass under the new threshold."""
+    newly_flagged: list[int] = Field(default_factory=list)
+    """Stored inspections (ids) that passed when stored and are flagged under it."""
+
+
 @register_config_kind("profile")
 class ProfileConfig(StrictModel):
     """``profile.yaml``: everything the daemon needs to inspect one product."""
@@ -110,3 +142,5 @@ class ProfileConfig(StrictModel):
     exported: ExportedFiles | None = None
     """Graphs for ``detection.runtime: onnxruntime`` or ``openvino`` (the latter adds their
     IR); None for a profile run with torch."""
+    history: list[ProfileChange] = Field(default_factory=list)
+    """Changes people made to the profile, oldest first: who, when, what and from what."""

@@ -96,32 +96,33 @@ def review_counts(conn: Connection) -> dict[tuple[str, str], int]:
 
 
 @dataclass(frozen=True)
-class ReviewedScores:
-    """Scores of a profile's reviewed inspections, by verdict, and how many reviews were
-    left out because another model scored them."""
+class ReviewedInspection:
+    """One reviewed, scored inspection of a profile: what a recalibration reads and
+    lists, so an engineer can see which reviews moved the threshold."""
 
-    true_defects: list[float]
-    false_alarms: list[float]
-    other_model: int
+    inspection_id: int
+    verdict: ReviewVerdict
+    score: float
+    model_sha256: str | None
+    reviewer: str
+    reviewed_at: datetime
 
 
-def reviewed_scores(engine: Engine, product: str, model_sha256: str) -> ReviewedScores:
-    """The scores operators judged for ``product``, only those the model ``model_sha256``
-    computed: a score from another checkpoint is on another scale."""
+def reviewed_inspections(engine: Engine, product: str) -> list[ReviewedInspection]:
+    """Every reviewed inspection of ``product`` that has a score, oldest first; the
+    caller decides which model's scores count (another checkpoint's are on another
+    scale)."""
     statement = (
-        select(Review.verdict, Inspection.score, Inspection.model_sha256)
+        select(
+            Review.inspection_id, Review.verdict, Inspection.score, Inspection.model_sha256,
+            Review.reviewer, Review.reviewed_at,
+        )
         .join(Inspection, Inspection.id == Review.inspection_id)
         .where(Inspection.product == product, Inspection.score.is_not(None))
         .order_by(Inspection.id)
-    )
-    defects: list[float] = []
-    alarms: list[float] = []
-    other = 0
+    )  # fmt: skip
     with reading(engine) as conn:
-        for verdict, score, sha in conn.execute(statement):
-            if sha != model_sha256:
-                other += 1
-                continue
-            target = defects if ReviewVerdict(verdict) is ReviewVerdict.true_defect else alarms
-            target.append(float(score))
-    return ReviewedScores(defects, alarms, other)
+        return [
+            ReviewedInspection(int(i), ReviewVerdict(v), float(score), sha, who, at)
+            for i, v, score, sha, who, at in conn.execute(statement)
+        ]

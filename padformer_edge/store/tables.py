@@ -170,3 +170,27 @@ reviews = Table(
     Column("reviewed_at", UTCDateTime, nullable=False, default=utc_now),
     Index("ix_reviews_verdict_inspection_id", "verdict", "inspection_id"),
 )
+
+# A drift a camera's recent scores showed against its profile's calibration (the daemon's
+# ``drift`` monitor): which test, how sure, and until when operators had not yet seen it.
+# Its alerts go through the outbox like any other, tied to the last inspection of the
+# window; the event itself has no foreign key, so pruning old inspections keeps it. An
+# open event (not acknowledged) also stops the same camera raising another one.
+drift_events = Table(
+    "drift_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("camera", String(128), nullable=False),
+    Column("product", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("statistic", Float, nullable=False),
+    Column("p_value", Float, nullable=False),
+    Column("level", Float, nullable=False),
+    Column("window_size", Integer, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("inspection_id", Integer),
+    Column("raised_at", UTCDateTime, nullable=False, default=utc_now),
+    Column("acknowledged_at", UTCDateTime),
+    Column("acknowledged_by", String(128)),
+    Index("ix_drift_events_camera_acknowledged_at", "camera", "acknowledged_at"),
+)

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.store.csv_cells import SafeDictWriter
+from padformer_edge.store.drift import open_drift_events
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
 from padformer_edge.store.reviews import save_review
@@ -115,9 +116,10 @@ def query_of(request: Request) -> dict[str, str]:
 
 
 def live(request: Request) -> Response:
+    """The newest cards, under every open drift event (shown until acknowledged)."""
     app = web_app(request)
     cards = [card(r) for r in queries.newest(app.reader(), app.live_cards)]
-    return page(request, "live.html", cards=cards)
+    return page(request, "live.html", cards=cards, drifts=open_drift_events(app.reader()))
 
 
 def live_json(request: Request) -> Response:

@@ -42,6 +42,8 @@ def test_create_calibrate_test(made, product, tmp_path):
     # the stored quantile is the one of the scores the profile's own detector gives
     scores = score_files(profile.build_detector(), good)
     assert result.good_quantile == pytest.approx(np.quantile(scores, 1 - TARGET))
+    # the scores themselves are kept, sorted: the daemon's drift reference
+    np.testing.assert_allclose(result.good_scores, np.sort(scores), rtol=1e-9)
     assert result.good_quantile < profile.threshold <= result.good_quantile + result.margin + 1e-9
     assert result.observed_fpr == pytest.approx(float((scores > profile.threshold).mean()))
     sampling_error = math.sqrt(TARGET * (1 - TARGET) / scores.size)

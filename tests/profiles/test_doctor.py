@@ -172,3 +172,45 @@ def test_a_nearly_full_disk_is_a_problem_with_the_fix(
     assert "results prune --older-than" in findings[0].detail
     monkeypatch.setattr(doctor_module, "MIN_FREE_BYTES", 0)
     assert all(f.ok for f in doctor_module.check_disk([tmp_path]))
+
+
+def test_expect_running_reports_a_missing_or_silent_daemon_and_plain_doctor_does_not(
+    tmp_path: Path, setup: dict[str, Path]
+) -> None:
+    """Before the first ``watch`` plain doctor stays all OK; ``--expect-running`` says no
+    daemon ever beat, then that one beat 22 minutes ago (the silence doctor missed), then
+    OK for a fresh beat: each through a heartbeat written into the real database."""
+    from datetime import timedelta
+
+    from padformer_edge.store.heartbeat import record_heartbeat
+    from padformer_edge.store.models import utc_now
+
+    config = write_config(
+        tmp_path / "good.yaml",
+        database=str(setup["database"]),
+        cameras=[{"name": "line1", "path": str(setup["cam"]), "profile": "duck"}],
+    )
+    env = {"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state"),
+           "PADFORMER_EDGE_PROFILES": str(setup["profiles"])}  # fmt: skip
+
+    def daemon_findings(*flags: str) -> tuple[int, list[dict]]:
+        done = run_cli("doctor", "--config", str(config), "--json", *flags, env=env)
+        return done.returncode, [f for f in json.loads(done.stdout) if f["subject"] == "daemon"]
+
+    assert daemon_findings() == (0, [])
+    status, (never,) = daemon_findings("--expect-running")
+    assert status == 1 and not never["ok"]
+    assert "no daemon has written a heartbeat" in never["detail"]
+    engine = open_engine(str(setup["database"]))
+    started = utc_now() - timedelta(hours=1)
+    beat = {"interval_s": 5.0, "started_at": started, "pid": 4242, "host": "line-pc",
+            "status": "backlog 0"}  # fmt: skip
+    record_heartbeat(engine, **beat, now=utc_now() - timedelta(minutes=22))
+    status, (silent,) = daemon_findings("--expect-running")
+    assert status == 1 and not silent["ok"]
+    assert silent["detail"].startswith("silent: last heartbeat 22 min ago (pid 4242 on line-pc)")
+    assert daemon_findings() == (0, [])  # plain doctor is unchanged by a stale beat
+    record_heartbeat(engine, **beat)
+    engine.dispose()
+    status, (alive,) = daemon_findings("--expect-running")
+    assert status == 0 and alive["ok"] and "backlog 0" in alive["detail"]

@@ -1,5 +1,7 @@
 """``profile calibrate --from-reviews`` on reviewed rows stored in a real database, run as
-the real CLI; and the rule that picks the threshold, on plain arrays."""
+the real CLI: a preview that writes nothing, the change applied under ``--yes ENGINEER``
+with a history entry, the demo's wrong review; and the rule that picks the threshold, on
+plain arrays."""
 
 from __future__ import annotations
 
@@ -11,8 +13,13 @@ import yaml
 from sqlalchemy import Engine
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.profiles.calibrate import review_threshold
+from padformer_edge.errors import UserError
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.profiles.review_calibration import (
+    apply_plan,
+    plan_from_reviews,
+    review_threshold,
+)
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.reviews import save_review
@@ -37,19 +44,22 @@ def test_the_rule_keeps_every_defect_and_clears_the_alarms_below_them() -> None:
 
 
 def _store(engine: Engine, model_sha: str, scored: list[tuple[float, ReviewVerdict | None]],
-           product: str = "bolt") -> None:  # fmt: skip
-    """Finished inspections of ``product`` with these scores, reviewed as given."""
+           product: str = "bolt", threshold: float = OLD_THRESHOLD) -> list[int]:  # fmt: skip
+    """Finished inspections of ``product`` with these scores, reviewed as given; their ids."""
+    ids = []
     for score, verdict in scored:
         name = f"/cams/{product}-{score}-{verdict}.png"
         row = enqueue(engine, camera="cam", product=product, source_path=name,
                       sha256=digest(name), size_bytes=1)  # fmt: skip
         (claimed,) = claim_batch(engine, 1)
         assert claimed.id == row.id
-        complete(engine, row.id, DetectionOutcome(score=score, threshold=OLD_THRESHOLD,
+        ids.append(row.id)
+        complete(engine, row.id, DetectionOutcome(score=score, threshold=threshold,
                                                   heatmap_path=None, model_sha256=model_sha,
                                                   detect_ms=1.0))  # fmt: skip
         if verdict is not None:
             save_review(engine, row.id, verdict, reviewer="ann")
+    return ids
 
 
 @pytest.fixture
@@ -70,17 +80,32 @@ def test_calibrate_from_reviews_sets_the_threshold_from_stored_reviews(
     # Reviews of another model's scores and of another profile do not count.
     _store(engine, digest("old model"), [(5.0, fa), (5.5, fa)])
     _store(engine, sha, [(6.0, fa)], product="nut")
-    result = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
-                     "--root", str(profiles))  # fmt: skip
+    before = (profiles / "bolt" / "profile.yaml").read_text()
+    args = ("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
+            "--root", str(profiles))  # fmt: skip
+    preview = run_cli(*args)
+    assert preview.returncode == 0, preview.stderr
+    assert "threshold 2 -> 5.5, from 5 reviewed true defects" in preview.stdout
+    assert "nothing changed" in preview.stdout and "--yes ENGINEER" in preview.stdout
+    assert "1 of 5 reviewed false alarms" in preview.stderr  # the one at 10.0
+    assert "2 reviews were left out" in preview.stderr
+    assert (profiles / "bolt" / "profile.yaml").read_text() == before
+    result = run_cli(*args, "--yes", "Eve Engineer")
     assert result.returncode == 0, result.stderr
-    assert "threshold 5.5 from 5 reviewed true defects" in result.stdout
-    assert "1 of 5 reviewed false alarms" in result.stderr  # the one at 10.0
-    assert "2 reviews were left out" in result.stderr
+    assert "applied: profile 'bolt' threshold 5.5" in result.stdout
     stored = yaml.safe_load((profiles / "bolt" / "profile.yaml").read_text())["calibration"]
     assert stored["threshold"] == 5.5 and stored["observed_fpr"] == 0.2
     assert stored["anomalous"]["recall_at_threshold"] == 1.0
     profile = load_profile(profiles, "bolt")
     assert profile.threshold == 5.5 and profile.is_anomaly(6.5) and not profile.is_anomaly(4.5)
+    (change,) = profile.config.history
+    assert change.by == "Eve Engineer" and change.action == "calibrate-from-reviews"
+    assert (change.old_threshold, change.new_threshold) == (OLD_THRESHOLD, 5.5)
+    assert len(change.reviews.true_defects) == 5 and len(change.reviews.false_alarms) == 5
+    assert "results.sqlite3" in change.reviews.database or "postgresql" in change.reviews.database
+    # Stored as anomalies under 2.0: the five defects and the alarm at 10.0 stay flagged,
+    # the alarms at 2.2 to 4.5 now pass; the unreviewed 1.0 was and stays good.
+    assert len(change.newly_passing) == 4 and change.newly_flagged == []
 
 
 def test_too_few_reviews_are_refused_in_one_sentence(
@@ -103,3 +128,73 @@ def test_too_few_reviews_are_refused_in_one_sentence(
     both = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--good", str(tmp_path),
                    "--config", str(config))  # fmt: skip
     assert both.returncode == 2 and "drop --good" in both.stderr
+
+
+# The demo case of issue 41: the old threshold, the true defects and the false alarms just
+# above it are the demo's scores; one real defect (62.6) was reviewed as a false alarm.
+DEMO_OLD = 62.29
+DEMO_ALARMS = [62.31, 62.38, 62.44, 62.5, 62.57]
+DEMO_DEFECTS = [66.98, 68.4, 70.1, 73.3, 79.5]
+WRONGLY_REVIEWED = 62.6
+
+
+def test_a_defect_reviewed_as_a_false_alarm_is_named_first_and_nothing_is_written(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    root = tmp_path / "profiles"
+    make_profile(root, "bolt", DEMO_OLD)
+    sha = load_profile(root, "bolt").model_sha256
+    td, fa = ReviewVerdict.true_defect, ReviewVerdict.false_alarm
+    good = [(50.0 + i, None) for i in range(8)]
+    unreviewed_flagged = [(63.4, None), (62.9, None)]
+    ids = _store(engine, sha, [*good, *[(s, fa) for s in DEMO_ALARMS], (WRONGLY_REVIEWED, fa),
+                               *[(s, td) for s in DEMO_DEFECTS], *unreviewed_flagged],
+                 threshold=DEMO_OLD)  # fmt: skip
+    defect_id = ids[len(good) + len(DEMO_ALARMS)]
+    before = (root / "bolt" / "profile.yaml").read_text()
+    plan = plan_from_reviews(root, "bolt", engine, "the test database")
+    assert plan.result.threshold == (WRONGLY_REVIEWED + min(DEMO_DEFECTS)) / 2
+    assert plan.old_threshold == DEMO_OLD and plan.defects_passing == []
+    assert plan.changes[0].inspection_id == defect_id  # the real defect, first
+    assert plan.changes[0].review is fa and plan.changes[0].newly_passing
+    # then the other reviewed false alarms (highest first), then the unreviewed ones
+    assert [c.score for c in plan.changes] == [WRONGLY_REVIEWED, *sorted(DEMO_ALARMS)[::-1],
+                                               63.4, 62.9]  # fmt: skip
+    assert (root / "bolt" / "profile.yaml").read_text() == before
+
+    preview = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
+                      "--root", str(root))  # fmt: skip
+    assert preview.returncode == 0, preview.stderr
+    assert f"threshold {DEMO_OLD:g} -> {plan.result.threshold:.6g}" in preview.stdout
+    assert "8 would pass, 0 would be flagged" in preview.stdout
+    table = preview.stdout[preview.stdout.index("stored verdicts that would change") :]
+    first_row = next(line for line in table.splitlines() if line.strip(" │|").startswith(
+        tuple("0123456789")))  # fmt: skip
+    assert first_row.strip(" │|").split()[0] == str(defect_id) and "62.6" in first_row
+    assert (root / "bolt" / "profile.yaml").read_text() == before
+
+
+def test_apply_refuses_an_empty_name_and_a_profile_changed_since_the_preview(
+    engine: Engine, profiles: Path, db_url: str
+) -> None:
+    sha = load_profile(profiles, "bolt").model_sha256
+    td, fa = ReviewVerdict.true_defect, ReviewVerdict.false_alarm
+    _store(engine, sha, [(9.0 + i, td) for i in range(5)] + [(3.0 + i, fa) for i in range(5)])
+    plan = plan_from_reviews(profiles, "bolt", engine, "the test database")
+    before = (profiles / "bolt" / "profile.yaml").read_text()
+    with pytest.raises(UserError, match="--yes needs the name"):
+        apply_plan(profiles, plan, "   ")
+    changed = before.replace(f"threshold: {OLD_THRESHOLD}", "threshold: 2.5")
+    assert changed != before
+    (profiles / "bolt" / "profile.yaml").write_text(changed)
+    with pytest.raises(UserError, match="changed while the recalibration was being worked out"):
+        apply_plan(profiles, plan, "Eve")
+    assert (profiles / "bolt" / "profile.yaml").read_text() == changed
+    empty = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
+                    "--root", str(profiles), "--yes", "")  # fmt: skip
+    assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
+    assert "--yes needs the name" in empty.stderr
+    stray = run_cli("profile", "calibrate", "bolt", "--good", str(profiles), "--yes", "Eve",
+                    "--root", str(profiles))  # fmt: skip
+    assert stray.returncode == 2 and "add --from-reviews" in stray.stderr
+    assert (profiles / "bolt" / "profile.yaml").read_text() == changed

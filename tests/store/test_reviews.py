@@ -23,7 +23,7 @@ from padformer_edge.store.history import (
     record,
 )
 from padformer_edge.store.models import Review, ReviewVerdict
-from padformer_edge.store.reviews import review_counts, reviewed_scores, save_review
+from padformer_edge.store.reviews import review_counts, reviewed_inspections, save_review
 
 from .seed import T0, digest, seed_history
 
@@ -116,12 +116,12 @@ def test_counts_per_profile_and_scores_of_one_model(engine: Engine, seeded) -> N
         ("bolt", "true_defect"): 1,
         ("nut", "true_defect"): 1,
     }
-    found = reviewed_scores(engine, "bolt", digest("model"))
-    assert found.true_defects == [12.0] and found.false_alarms == [1.0, 2.0]
-    assert found.other_model == 0
-    elsewhere = reviewed_scores(engine, "bolt", digest("another model"))
-    assert elsewhere.true_defects == elsewhere.false_alarms == []
-    assert elsewhere.other_model == 3
+    found = reviewed_inspections(engine, "bolt")
+    assert [(r.inspection_id, r.verdict, r.score) for r in found] == [
+        (bolt[0], FA, 1.0), (bolt[1], FA, 2.0), (bolt[11], TD, 12.0)
+    ]  # fmt: skip
+    assert {r.model_sha256 for r in found} == {digest("model")}
+    assert {r.reviewer for r in found} == {"a"}
 
 
 def test_pruning_an_inspection_drops_its_review(engine: Engine, seeded) -> None:

@@ -21,10 +21,12 @@ from padformer_edge.store.queue import AlertRequest
 
 
 class AlertKind(enum.StrEnum):
-    """Why an operator is told: a part looks defective, or images were skipped unseen."""
+    """Why an operator is told: a part looks defective, images were skipped unseen, or a
+    camera's scores drifted from its profile's calibration."""
 
     anomaly = "anomaly"
     skipped = "skipped"
+    drift = "drift"
 
 
 CooldownKey = tuple[str, str, str]
@@ -97,5 +99,26 @@ def plan_alerts(
         "heatmap_path": heatmap_path,
         "suppressed_before": suppressed,
         **(extra or {}),
+    }
+    return [AlertRequest(sink=name, payload=payload) for name in config.sink_names]
+
+
+def drift_requests(
+    config: AlertsConfig, *, camera: str, product: str, threshold: float, reason: str,
+    extra: dict[str, Any],
+) -> list[AlertRequest]:  # fmt: skip
+    """One request per sink for a drift, with no cooldown: an open drift event already
+    keeps its camera from raising another until someone acknowledges it."""
+    payload = {
+        "kind": AlertKind.drift.value,
+        "camera": camera,
+        "product": product,
+        "score": None,
+        "threshold": threshold,
+        "reason": reason,
+        "source_path": None,
+        "heatmap_path": None,
+        "suppressed_before": 0,
+        **extra,
     }
     return [AlertRequest(sink=name, payload=payload) for name in config.sink_names]
