@@ -16,6 +16,8 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from padformer_edge.store.locations import resolve_stored
+
 Kind = Literal["image", "heatmap"]
 # What a browser shows as it is; TIFF is converted to PNG, anything else is refused.
 CONTENT_TYPES = {
@@ -45,9 +47,7 @@ class MediaRoots:
         """The resolved file if ``recorded`` is an image under a root, else ``None``."""
         if not recorded:
             return None
-        path = Path(recorded)
-        if not path.is_absolute():
-            return None
+        path = resolve_stored(recorded)  # a relative path lies under the state folder
         try:
             real = path.resolve(strict=True)
         except (OSError, RuntimeError):
