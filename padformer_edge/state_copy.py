@@ -152,14 +152,14 @@ def back_up_state(destination: Path, db: str | None = None) -> CopyReport:
             f"the history is in PostgreSQL ({describe(url)}) and is not in this backup; "
             "back it up with pg_dump"
         )
-    elif stored_path(database_file, state).startswith("/"):
+    elif Path(stored_path(database_file, state)).is_absolute():
         raise UserError(
             f"the database {database_file} lies outside the state folder {state}; move it "
             "into the state folder (the default place) or copy it with `padformer-edge db "
             "backup`, then back up the state."
         )
     root = profiles_root()
-    if stored_path(root, state).startswith("/") and root.is_dir():
+    if Path(stored_path(root, state)).is_absolute() and root.is_dir():
         report.notes.append(
             f"the profiles in {root} lie outside the state folder and are not in this backup"
         )

@@ -176,6 +176,11 @@ def test_restore_refuses_a_damaged_backup_or_a_full_folder_and_changes_nothing(
     assert again.stderr.strip().splitlines() == [
         f"error: the backup folder {backup} is not an empty folder; give a new or empty folder."
     ]
+    elsewhere = tmp_path / "elsewhere.sqlite3"
+    outside = run_cli("state", "backup", str(tmp_path / "b2"), "--db", str(elsewhere), env=env)
+    assert outside.returncode == 2
+    assert f"the database {elsewhere} lies outside the state folder {state}" in outside.stderr
+    assert not (tmp_path / "b2").exists()
     full = run_cli("state", "restore", str(backup), env=env)  # the source state is not empty
     assert full.returncode == 2 and "is not an empty folder" in full.stderr
     assert "nothing was changed" in full.stderr
