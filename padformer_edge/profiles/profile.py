@@ -119,8 +119,8 @@ class Profile:
         for entry, path in zip(self.config.references, self.reference_paths, strict=True):
             if not path.is_file():
                 raise UserError(
-                    f"profile '{self.name}': reference {path} is missing; re-create the "
-                    f"profile with `padformer-edge profile create` ({remake})."
+                    f"profile '{self.name}': reference {path} is missing; put it back, or "
+                    f"re-create the profile with {remake}."
                 )
             actual = file_sha256(path)
             if actual != entry.sha256:

@@ -142,7 +142,7 @@ def test_a_broken_setup_lists_every_problem(
     assert "(known: bare, duck, moved, raw, swapped)" in problems["profile 'dukc'"]
     assert "moved.safetensors does not exist" in problems["profile 'moved'"]
     assert "changed since the profile was made" in problems["profile 'swapped'"]
-    assert "is missing; re-create the profile" in problems["profile 'bare'"]
+    assert "is missing; put it back, or re-create the profile with" in problems["profile 'bare'"]
     assert "has no schema yet; run `padformer-edge db upgrade --db" in problems["database"]
     assert f"127.0.0.1:{port} cannot be reached" in problems["sink 'hook'"]
     assert "no-such-program is not found" in problems["sink 'pager'"]
