@@ -32,12 +32,15 @@ def stored_path(path: str | Path, base: Path | None = None) -> str:
     so the folder can be moved or restored elsewhere with every picture intact; absolute
     otherwise (a camera folder on another disk stays where the line writes it).
 
-    The test is made on the path as given and again with symbolic links resolved, so a
-    camera root that was resolved and a state folder named through a link still match.
+    The test is made on the path as given and again with the links of its folders
+    resolved, so a camera root that was resolved and a state folder named through a link
+    still match. The file's own name is never followed: a link a camera wrote is recorded
+    as the link (and refused by the worker), not as whatever it points at.
     """
     base = (base or state_dir()).expanduser()
     absolute = Path(path).expanduser().absolute()
-    for root, candidate in ((base.absolute(), absolute), (base.resolve(), absolute.resolve())):
+    resolved = absolute.parent.resolve() / absolute.name
+    for root, candidate in ((base.absolute(), absolute), (base.resolve(), resolved)):
         if candidate.is_relative_to(root) and candidate != root:
             return candidate.relative_to(root).as_posix()
     return str(absolute)

@@ -22,6 +22,7 @@ from padformer_edge.daemon.settings import DaemonConfig, file_roots
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.locations import resolve_stored, stored_path
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.schema import head_revision, upgrade
 from padformer_edge.web.media import MediaRoots
@@ -199,3 +200,27 @@ def test_restore_refuses_a_damaged_backup_or_a_full_folder_and_changes_nothing(
     )
     assert not_a_backup.returncode == 2
     assert "is not a state backup (it has no padformer-edge-state.json)" in not_a_backup.stderr
+
+
+def test_a_path_is_recorded_relative_inside_the_state_folder_and_a_link_as_itself(
+    tmp_path: Path,
+) -> None:
+    """Inside the state folder (named directly or through a link to it) a path is
+    recorded relative; outside, absolute; a camera file that is a link into the state
+    folder stays the link's own path (the worker refuses links), never its target's."""
+    state = tmp_path / "state"
+    heatmap = write_png(state / "heatmaps" / "00000" / "1.png", 1)
+    (tmp_path / "via").symlink_to(state)
+    camera = tmp_path / "camera"
+    camera.mkdir()
+    (camera / "link.png").symlink_to(heatmap)
+    assert stored_path(heatmap, state) == "heatmaps/00000/1.png"
+    assert stored_path(heatmap, tmp_path / "via") == "heatmaps/00000/1.png"
+    assert stored_path(tmp_path / "via" / "heatmaps" / "00000" / "1.png", state) == (
+        "heatmaps/00000/1.png"
+    )
+    assert stored_path(camera / "link.png", state) == str(camera / "link.png")
+    assert resolve_stored("heatmaps/00000/1.png", tmp_path / "via") == (
+        tmp_path / "via" / "heatmaps" / "00000" / "1.png"
+    )
+    assert resolve_stored(str(camera / "link.png"), state) == camera / "link.png"
