@@ -416,6 +416,7 @@ def check(run: Run, progress: dict, warmup: int, views: int) -> dict:
     return {
         "metric": run.metric,
         "images": images,
+        "warmup_images": warmup,
         "distinct_views": views,
         "daemon_starts": len(progress["segments"]),
         "minutes": round(sum(s.get("seconds", 0) for s in progress["segments"]) / 60, 1),
@@ -458,12 +459,15 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
         f"{r['lost']} / {r['duplicated']}", r["anomalies"],
         f"{r['alerts_missing']} / {r['alerts_duplicated']}", r["latency_p95_ms"],
         r["detect_p95_ms"]] for r in results])  # fmt: skip
+    # each run's own warm-up (a record from before it was kept: this command's)
+    warmups = sorted({r.get("warmup_images", args.warmup_images) for r in results})
+    warmup = " or ".join(map(str, warmups))
     note = (
         f"The demo part's profile exported to ONNX, one copy per metric, in a `.[line]` "
         f"venv (torch not importable); {views} distinct rendered views copied into one "
         f"camera folder under unique names, at most {args.backlog} ahead of the finished "
         f"rows; {args.threads} daemon thread(s); RSS sampled every {args.sample_s:g} s and "
-        f"fitted after the first {args.warmup_images} images of each daemon start; latency "
+        f"fitted after the first {warmup} images of each daemon start; latency "
         "is discovered to finished (a row queued when a run was stopped waits for the "
         "restart), detection the time the row records for its detector call."
     )
