@@ -23,6 +23,7 @@ from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_da
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.runtimes import INSTALL_COMMANDS, missing_modules
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
 from padformer_edge.store.schema import current_revision, head_revision
 from padformer_edge.web.config import HttpConfig
@@ -94,27 +95,23 @@ def check_cameras(config: DaemonConfig) -> Iterator[Finding]:
 
 
 def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
-    """Each profile the cameras name exists, is valid, has its model and references
-    unchanged and has been calibrated."""
+    """Each profile the cameras name exists, is valid, runs on a runtime this install
+    can import, has its model or graphs and its references unchanged, and has been
+    calibrated."""
     root = state_dir() / config.profiles_dir if config.profiles_dir else profiles_root()
     for name in sorted({cam.profile for cam in config.cameras}):
         subject = f"profile '{name}'"
         try:
             profile = load_profile(root, name)
-            # the checkpoint (torch) or the exported graphs (onnxruntime) are the files pinned
+            if config.worker.runtime is not None:  # what watch will run it on
+                profile = profile.on_runtime(config.worker.runtime)
+            require_runtime(profile.detection.runtime, name)
+            # the checkpoint (torch) or the exported graphs (onnxruntime), and the references
             checked = profile.verify_runnable()
         except UserError as err:
             yield Finding(subject, False, str(err))
             continue
-        missing = [p for p in profile.reference_paths if not p.is_file()]
-        if missing:
-            yield Finding(
-                subject,
-                False,
-                f"reference {missing[0]} is missing; re-create the profile with "
-                "`padformer-edge profile create`.",
-            )
-        elif profile.threshold is None:
+        if profile.threshold is None:
             yield Finding(
                 subject,
                 False,
@@ -126,6 +123,24 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
                 True,
                 f"{checked}, threshold {profile.threshold:.6g}",
             )
+
+
+def require_runtime(runtime: str, profile: str) -> None:
+    """Refuse a runtime whose modules this install lacks, naming the extra to install:
+    ``watch`` would otherwise start and exit 2 at its first profile load."""
+    missing = missing_modules(runtime)
+    if not missing:
+        return
+    other = (
+        f", or run `padformer-edge profile export {profile}` where torch is installed and "
+        "run it on onnxruntime"
+        if runtime == "torch"
+        else ""
+    )
+    raise UserError(
+        f"runs on {runtime}, but this install cannot import {', '.join(missing)}; "
+        f"{INSTALL_COMMANDS[runtime]}{other}."
+    )
 
 
 def check_database(database: str | None) -> Iterator[Finding]:

@@ -30,6 +30,7 @@ from padformer_edge.cli import (
     profile_cmd,
     results_cmd,
     serve_cmd,
+    state_cmd,
     train_cmd,
     watch_cmd,
 )
@@ -49,6 +50,7 @@ app = typer.Typer(
 app.add_typer(config_cmd.app, name="config")
 app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
+app.add_typer(state_cmd.app, name="state")
 app.add_typer(results_cmd.app, name="results")
 app.command("detect")(detect_cmd.detect)
 app.command("export")(export_cmd.export)

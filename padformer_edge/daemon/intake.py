@@ -40,6 +40,7 @@ from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import reading
+from padformer_edge.store.locations import stored_path
 from padformer_edge.store.models import Inspection
 from padformer_edge.store.queue import enqueue
 
@@ -55,10 +56,12 @@ NOT_UTF8 = (
 def stored_name(path: Path) -> tuple[str, bool]:
     """The text a row stores for ``path`` and whether it is the exact name.
 
-    Python keeps undecodable name bytes as lone surrogates, which no database accepts;
-    such a name is stored with ``\\xNN`` escapes instead (and cannot be opened from it).
+    A file under the state folder is recorded relative to it (``stored_path``), so a
+    moved state folder keeps its camera folders inside it. Python keeps undecodable name
+    bytes as lone surrogates, which no database accepts; such a name is stored with
+    ``\\xNN`` escapes instead (and cannot be opened from it).
     """
-    raw = os.fsencode(path)
+    raw = os.fsencode(stored_path(path))
     try:
         return raw.decode("utf-8"), True
     except UnicodeDecodeError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
@@ -183,6 +183,16 @@ class DaemonConfig(StrictModel):
     http: HttpConfig | None = Field(
         None, description="The operator's page, served by watch when set."
     )
+
+    @field_validator("database")
+    @classmethod
+    def _relative_database_in_state(cls, value: str | None) -> str | None:
+        """A relative database file lies in the state folder, like every relative path of
+        this config: taken from the working directory instead, a moved state folder (or
+        a daemon started from another folder) would open another, empty history."""
+        if value is None or "://" in value or Path(value).expanduser().is_absolute():
+            return value
+        return str(state_dir() / value)
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:

@@ -40,6 +40,7 @@ from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.log import get_logger
 from padformer_edge.store.drift import has_open_drift, record_drift
 from padformer_edge.store.engine import reading
+from padformer_edge.store.locations import resolve_stored, stored_path
 from padformer_edge.store.models import Inspection, Status, utc_now
 from padformer_edge.store.queue import (
     DetectionOutcome,
@@ -212,7 +213,7 @@ class Worker:
                 threshold=None,
                 reason=reason,
                 kind=AlertKind.skipped,
-                source_path=row.source_path,
+                source_path=str(resolve_stored(row.source_path)),
                 extra={"inspection_id": row.id},
             )
             skip(self.engine, row.id, reason, alerts)
@@ -230,7 +231,7 @@ class Worker:
         reason and never reaches the batch, so a bad file cannot fail its neighbours.
         """
         camera = self.cameras.get(row.camera)
-        path = Path(row.source_path)
+        path = resolve_stored(row.source_path)
         try:
             if camera is None:
                 raise Refused(f"camera '{row.camera}' is no longer configured")
@@ -314,14 +315,14 @@ class Worker:
             score=detection.score,
             threshold=inspector.threshold,
             reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
-            source_path=row.source_path,
+            source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
             heatmap_path=str(heatmap),
             extra={"inspection_id": row.id},
         )
         outcome = DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,
-            heatmap_path=str(heatmap),
+            heatmap_path=stored_path(heatmap),  # relative under the state folder
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
             alerts=alerts,

@@ -18,14 +18,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from padformer_edge.errors import UserError
+from padformer_edge.runtimes import INSTALL_COMMANDS
 
-LINE_ONNXRUNTIME_HINT = "pip install 'padformer-edge[line]'"
+LINE_ONNXRUNTIME_HINT = INSTALL_COMMANDS["onnxruntime"]
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CUDA_HINT = (
     "install onnxruntime-gpu in place of onnxruntime (pip uninstall onnxruntime, then "
     "pip install 'onnxruntime-gpu>=1.17,<2')"
 )
-LINE_OPENVINO_HINT = "pip install 'padformer-edge[line-openvino]'"
+LINE_OPENVINO_HINT = INSTALL_COMMANDS["openvino"]
 OPENVINO_HINT = "pip install 'padformer-edge[openvino]'"
 
 

@@ -34,6 +34,7 @@ from padformer_edge.profiles.schema import (
 )
 from padformer_edge.profiles.selection import select_references
 from padformer_edge.runtimes import GRAPH_RUNTIMES
+from padformer_edge.store.locations import stored_path
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def create_profile(
         config = ProfileConfig(
             name=name,
             created_at=now_iso(),
-            model=ProfileModelRef(path=str(checkpoint), sha256=model_sha),
+            model=ProfileModelRef(path=stored_path(checkpoint), sha256=model_sha),
             detection=settings,
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
@@ -125,7 +126,7 @@ def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
     load_checkpoint(checkpoint)  # a file that does not load must not be adopted
     config = profile.config.model_copy(
         update={
-            "model": ProfileModelRef(path=str(checkpoint), sha256=file_sha256(checkpoint)),
+            "model": ProfileModelRef(path=stored_path(checkpoint), sha256=file_sha256(checkpoint)),
             "calibration": None,
             "exported": None,
         }

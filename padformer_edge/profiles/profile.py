@@ -30,6 +30,7 @@ from padformer_edge.profiles.layout import (
 )
 from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, ProfileConfig
 from padformer_edge.runtimes import GRAPH_RUNTIMES
+from padformer_edge.store.locations import resolve_stored
 
 if TYPE_CHECKING:
     from padformer_edge.deploy.line_detector import LineDetector
@@ -59,7 +60,8 @@ class Profile:
 
     @property
     def model_path(self) -> Path:
-        return Path(self.config.model.path)
+        """The checkpoint; recorded relative to the state folder when it lies inside it."""
+        return resolve_stored(self.config.model.path)
 
     @property
     def model_sha256(self) -> str:
@@ -102,18 +104,40 @@ class Profile:
                 f"(sha256 {actual[:12]}..., profile expects {self.model_sha256[:12]}...); {fix}."
             )
 
+    def verify_references(self) -> list[str]:
+        """The sha256 of every reference file, each checked against the one profile.yaml
+        recorded when the file was copied in; a missing or changed file is refused.
+
+        A reference overwritten with another picture would otherwise be scored against
+        by every runtime without a word, and the threshold was calibrated on the old one.
+        """
+        remake = (
+            f"`padformer-edge profile delete {self.name} --yes` then `padformer-edge "
+            f"profile create {self.name} --references DIR`"
+        )
+        shas = []
+        for entry, path in zip(self.config.references, self.reference_paths, strict=True):
+            if not path.is_file():
+                raise UserError(
+                    f"profile '{self.name}': reference {path} is missing; put it back, or "
+                    f"re-create the profile with {remake}."
+                )
+            actual = file_sha256(path)
+            if actual != entry.sha256:
+                raise UserError(
+                    f"profile '{self.name}': reference {path} differs from the sha256 "
+                    f"profile.yaml records ({entry.sha256[:12]}..., the file has "
+                    f"{actual[:12]}...); put the original file back, or make the profile "
+                    f"again from the new pictures with {remake}."
+                )
+            shas.append(actual)
+        return shas
+
     def reference_key(self) -> str:
-        """The cache key for the model and the reference files as they are on disk now."""
-        missing = [p for p in self.reference_paths if not p.is_file()]
-        if missing:
-            raise UserError(
-                f"profile '{self.name}': reference {missing[0]} is missing; re-create the "
-                "profile with `padformer-edge profile create`."
-            )
+        """The cache key for the model and the reference files, checked unchanged."""
         from padformer_edge.profiles.cache_files import cache_key
 
-        shas = [file_sha256(p) for p in self.reference_paths]
-        return cache_key(self.model_sha256, shas, self.detection.precision)
+        return cache_key(self.model_sha256, self.verify_references(), self.detection.precision)
 
     def build_detector(
         self, device: str | None = None, runtime: str | None = None, *, calibrating: bool = False
@@ -198,16 +222,20 @@ class Profile:
 
     def verify_runnable(self) -> str:
         """Check the files this profile's runtime reads (the checkpoint on torch, the
-        exported graphs on onnxruntime or openvino) and say what was checked, for
-        ``doctor``."""
+        exported graphs on onnxruntime or openvino, the references on every runtime)
+        and say what was checked, for ``doctor``."""
         if self.detection.runtime not in GRAPH_RUNTIMES:
             self.verify_model()
-            return f"model {self.model_path} matches"
-        from padformer_edge.deploy.line_detector import verify_files
+            checked = f"model {self.model_path} matches"
+        else:
+            from padformer_edge.deploy.line_detector import verify_files
 
-        exported = self.exported_files()
-        verify_files(self.folder / exported.folder, exported.files, self.export_fix)
-        return f"{len(exported.files)} exported files in {self.folder / exported.folder} match"
+            exported = self.exported_files()
+            verify_files(self.folder / exported.folder, exported.files, self.export_fix)
+            folder = self.folder / exported.folder
+            checked = f"{len(exported.files)} exported files in {folder} match"
+        count = len(self.verify_references())
+        return f"{checked}, {count} reference(s) match"
 
     def check_scoring(self, scoring: Signature) -> None:
         """Refuse a threshold calibrated under another scoring than ``scoring``.

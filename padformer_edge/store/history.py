@@ -17,7 +17,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -34,6 +33,7 @@ from sqlalchemy import (
 )
 
 from padformer_edge.store.csv_cells import SafeDictWriter
+from padformer_edge.store.locations import resolve_stored
 from padformer_edge.store.tables import inspections, reviews
 from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
 from padformer_edge.store.vocabulary import GroupBy as GroupBy
@@ -334,7 +334,7 @@ def prune(
             if not heatmap:
                 continue
             try:
-                Path(heatmap).unlink()
+                resolve_stored(heatmap).unlink()
                 deleted += 1
             except FileNotFoundError:
                 missing += 1

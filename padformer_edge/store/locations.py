@@ -1,4 +1,5 @@
-"""The state directory: where the default database, heatmaps and profiles live.
+"""The state directory: where the default database, heatmaps and profiles live, and how
+a path inside it is recorded (relative, so the folder can move).
 
 Apart from ``engine`` because profiles, the daemon config and ``doctor`` need the folder
 without needing SQLAlchemy, which takes most of a CLI command's start-up.
@@ -24,3 +25,29 @@ def state_dir() -> Path:
         return Path(systemd.split(":")[0])
     xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(xdg) / "padformer-edge"
+
+
+def stored_path(path: str | Path, base: Path | None = None) -> str:
+    """How the state records a file: relative to the state folder when it lies inside,
+    so the folder can be moved or restored elsewhere with every picture intact; absolute
+    otherwise (a camera folder on another disk stays where the line writes it).
+
+    The test is made on the path as given and again with the links of its folders
+    resolved, so a camera root that was resolved and a state folder named through a link
+    still match. The file's own name is never followed: a link a camera wrote is recorded
+    as the link (and refused by the worker), not as whatever it points at.
+    """
+    base = (base or state_dir()).expanduser()
+    absolute = Path(path).expanduser().absolute()
+    resolved = absolute.parent.resolve() / absolute.name
+    for root, candidate in ((base.absolute(), absolute), (base.resolve(), resolved)):
+        if candidate.is_relative_to(root) and candidate != root:
+            return candidate.relative_to(root).as_posix()
+    return str(absolute)
+
+
+def resolve_stored(recorded: str, base: Path | None = None) -> Path:
+    """The file a recorded path names: a relative one lies under the current state
+    folder (``stored_path``), an absolute one is taken as it is."""
+    path = Path(recorded)
+    return path if path.is_absolute() else (base or state_dir()).expanduser().absolute() / path

@@ -4,7 +4,9 @@ A URL names an inspection id and which of its two pictures is wanted; the file p
 comes from the database row, never from the URL. Even a recorded path is refused unless,
 with every symbolic link resolved, it lies under one of the configured roots (the camera
 folders and the heatmap folder) and has an image suffix: a row cannot make the server
-read ``/etc/passwd`` or hand a browser an HTML file to run.
+read ``/etc/passwd`` or hand a browser an HTML file to run. A relative path is one the
+store recorded under the state folder (``store.locations.stored_path``) and is taken
+there before the same check.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Literal
 
 import cv2
 import numpy as np
+
+from padformer_edge.store.locations import resolve_stored
 
 Kind = Literal["image", "heatmap"]
 # What a browser shows as it is; TIFF is converted to PNG, anything else is refused.
@@ -45,9 +49,7 @@ class MediaRoots:
         """The resolved file if ``recorded`` is an image under a root, else ``None``."""
         if not recorded:
             return None
-        path = Path(recorded)
-        if not path.is_absolute():
-            return None
+        path = resolve_stored(recorded)  # a relative path lies under the state folder
         try:
             real = path.resolve(strict=True)
         except (OSError, RuntimeError):

@@ -253,3 +253,31 @@ def test_doctor_checks_the_exported_files_and_no_checkpoint(line_site):
     broken = run_cli(line_site, "doctor", "--config", str(config))
     assert broken.returncode != 0
     assert "differs from the sha256 its profile records" in broken.stdout + broken.stderr
+
+
+def test_doctor_names_a_runtime_the_line_install_cannot_import(line_site):
+    """A config that runs a profile on torch, checked by a process that cannot import
+    torch: one problem naming the missing modules and the extra that brings them, where
+    ``watch`` would start and then exit 2."""
+    config = write_config(line_site)
+    settings = yaml.safe_load(config.read_text())
+    settings["worker"]["runtime"] = "torch"
+    config.write_text(yaml.safe_dump(settings))
+    done = run_cli(line_site, "doctor", "--config", str(config), "--json")
+    assert done.returncode == 1, done.stderr
+    problems = {f["subject"]: f["detail"] for f in json.loads(done.stdout) if not f["ok"]}
+    assert set(problems) == {"profile 'bolt'"}
+    assert "runs on torch, but this install cannot import torch" in problems["profile 'bolt'"]
+    assert "pip install 'padformer-edge[torch]'" in problems["profile 'bolt'"]
+
+
+def test_a_changed_reference_is_refused_without_torch(line_site):
+    """The line runtime checks the references' sha256 too, before it scores anything."""
+    reference = sorted((line_site / "state/profiles/bolt/references").iterdir())[0]
+    query = line_site / "queries/good.png"
+    reference.write_bytes(query.read_bytes())
+    done = run_cli(line_site, "profile", "test", "bolt", str(query))
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"reference {reference} differs from the sha256" in lines[0]
+    assert "profile create bolt --references DIR" in lines[0]

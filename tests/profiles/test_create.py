@@ -72,13 +72,17 @@ def test_changed_model_file_is_refused_and_invalidates_the_cache(tmp_path, produ
     assert stored_key(adopted.cache_path) == adopted.reference_key()
 
 
-def test_edited_reference_file_rebuilds_the_cache(tmp_path, product, checkpoint):
+def test_edited_reference_file_is_refused_not_encoded_again(tmp_path, product, checkpoint):
+    """A reference edited in place no longer matches the sha256 profile.yaml recorded:
+    the detector refuses it (the threshold was calibrated on the original) instead of
+    rebuilding its cache from the new pixels."""
     root = tmp_path / "profiles"
     create_profile(root, "duck", checkpoint, product / "train" / "good", 2, FAST)
     profile = load_profile(root, "duck")
     image = cv2.imread(str(profile.reference_paths[0]))
     cv2.imwrite(str(profile.reference_paths[0]), np.ascontiguousarray(image[:, ::-1]))
-    assert not profile.build_detector().cache_hit
+    with pytest.raises(UserError, match=r"differs from the sha256 profile\.yaml records"):
+        profile.build_detector()
 
 
 def test_mixed_reference_sizes_are_refused_and_nothing_is_left(tmp_path, product, checkpoint):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import pytest
 import yaml
 
 from padformer_edge import doctor as doctor_module
+from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.errors import UserError
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
@@ -139,7 +142,7 @@ def test_a_broken_setup_lists_every_problem(
     assert "(known: bare, duck, moved, raw, swapped)" in problems["profile 'dukc'"]
     assert "moved.safetensors does not exist" in problems["profile 'moved'"]
     assert "changed since the profile was made" in problems["profile 'swapped'"]
-    assert "is missing; re-create the profile" in problems["profile 'bare'"]
+    assert "is missing; put it back, or re-create the profile with" in problems["profile 'bare'"]
     assert "has no schema yet; run `padformer-edge db upgrade --db" in problems["database"]
     assert f"127.0.0.1:{port} cannot be reached" in problems["sink 'hook'"]
     assert "no-such-program is not found" in problems["sink 'pager'"]
@@ -214,3 +217,58 @@ def test_expect_running_reports_a_missing_or_silent_daemon_and_plain_doctor_does
     engine.dispose()
     status, (alive,) = daemon_findings("--expect-running")
     assert status == 0 and alive["ok"] and "backlog 0" in alive["detail"]
+
+
+def test_a_changed_reference_is_refused_by_doctor_and_by_loading(
+    tmp_path: Path, setup: dict[str, Path], product: Path
+) -> None:
+    """A reference photo overwritten with another picture: doctor reports it, and building
+    the detector refuses it in one sentence naming the file and the commands that fix it."""
+    profile = load_profile(setup["profiles"], "duck")
+    changed = profile.reference_paths[0]
+    other = sorted((product / "test" / "good").iterdir())[0]
+    changed.write_bytes(other.read_bytes())  # a real picture, just not the recorded one
+    config = DaemonConfig.model_validate(
+        {"cameras": [{"name": "line1", "path": str(setup["cam"]), "profile": "duck"}]}
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PADFORMER_EDGE_PROFILES", str(setup["profiles"]))
+        (finding,) = doctor_module.check_profiles(config)
+    assert not finding.ok
+    assert f"reference {changed} differs from the sha256 profile.yaml records" in finding.detail
+    with pytest.raises(UserError) as refused:
+        profile.build_detector()
+    sentence = str(refused.value)
+    assert len(sentence.splitlines()) == 1
+    assert str(changed) in sentence
+    assert "padformer-edge profile create duck --references DIR" in sentence
+
+
+@pytest.mark.parametrize(
+    ("runtime", "module", "install"),
+    [
+        ("openvino", "openvino", "pip install 'padformer-edge[line-openvino]'"),
+        ("onnxruntime", "onnxruntime", "pip install 'padformer-edge[line]'"),
+        ("torch", "kornia", "pip install 'padformer-edge[torch]'"),
+    ],
+)
+def test_a_runtime_this_install_cannot_import_is_a_problem(
+    setup: dict[str, Path], runtime: str, module: str, install: str
+) -> None:
+    """The runtime a config runs a profile on (here ``worker.runtime``) is checked before
+    its files; a module set to None in ``sys.modules`` cannot be imported, as in an
+    install that lacks it."""
+    config = DaemonConfig.model_validate(
+        {
+            "cameras": [{"name": "line1", "path": str(setup["cam"]), "profile": "duck"}],
+            "worker": {"runtime": runtime},
+        }
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PADFORMER_EDGE_PROFILES", str(setup["profiles"]))
+        patch.setitem(sys.modules, module, None)
+        (finding,) = doctor_module.check_profiles(config)
+    assert not finding.ok
+    assert f"runs on {runtime}, but this install cannot import {module}; {install}" in (
+        finding.detail
+    )

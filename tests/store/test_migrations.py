@@ -191,3 +191,51 @@ def test_the_review_migration_keeps_existing_rows_and_goes_back(db_url: str) -> 
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 3
     engine.dispose()
+
+
+def test_the_path_migration_makes_state_paths_relative_and_goes_back(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written at 0003 with absolute paths: those under the state folder (given
+    through a symbolic link, as a camera folder is recorded resolved) become relative at
+    head, a camera folder elsewhere and a name holding LIKE's wildcards stay as they
+    were, and the downgrade puts the current state folder back in front."""
+    real = tmp_path / "real_state%"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    state = tmp_path / "link"
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(state))
+    recorded = {
+        f"{state}/cam/a.png": (f"{state}/heatmaps/00000/1.png", "cam/a.png",
+                               "heatmaps/00000/1.png"),
+        f"{real}/cam/b.png": (None, "cam/b.png", None),
+        "/srv/camera/c.png": (f"{state}/heatmaps/00000/3.png", "/srv/camera/c.png",
+                              "heatmaps/00000/3.png"),
+        f"{tmp_path}/real_stateX/d.png": (None, f"{tmp_path}/real_stateX/d.png", None),
+    }  # fmt: skip
+    engine = open_engine(db_url)
+    upgrade(engine, "0003")
+    ids = []
+    for i, (source, (heatmap, _, _)) in enumerate(recorded.items()):
+        row = enqueue(engine, camera="c", product="p", source_path=source,
+                      sha256=digest(str(i)), size_bytes=1)  # fmt: skip
+        ids.append(row.id)
+        claim_batch(engine, 1)
+        outcome = DetectionOutcome(score=0.1, threshold=1.0, heatmap_path=heatmap,
+                                   model_sha256="0" * 64, detect_ms=1.0)  # fmt: skip
+        complete(engine, row.id, outcome)
+    upgrade(engine)
+
+    def stored() -> list[tuple[str, str | None]]:
+        with engine.connect() as conn:
+            query = text("SELECT source_path, heatmap_path FROM inspections ORDER BY id")
+            return [tuple(r) for r in conn.execute(query).all()]
+
+    assert stored() == [(source, heatmap) for _, source, heatmap in recorded.values()]
+    schema.downgrade(engine, "0003")
+    back = stored()
+    assert back[0] == (f"{state}/cam/a.png", f"{state}/heatmaps/00000/1.png")
+    assert back[1] == (f"{state}/cam/b.png", None)  # the resolved form, now through the link
+    assert back[2:] == [("/srv/camera/c.png", f"{state}/heatmaps/00000/3.png"),
+                        (f"{tmp_path}/real_stateX/d.png", None)]  # fmt: skip
+    engine.dispose()
