@@ -8,7 +8,7 @@ nearest-reference distance alone; ``fused``: the demo's own), exports each to ON
 ``profile export`` and calibrates it on the demo's held-out good views, then renders
 ``--views`` distinct views of the part (good and each defect kind) with a seed of its own:
 
-    python benchmarks/line_soak.py prepare --site /var/tmp/line-soak --views 300
+    python benchmarks/line_soak.py prepare --site line-soak-site --views 300
 
 ``run`` (in the ``.[line]`` venv; it refuses to start where torch can be imported) starts
 ``padformer-edge watch`` on a state folder of its own with that metric's profile and a
@@ -16,7 +16,7 @@ command alert sink, and writes copies of the views into the camera folder under 
 names, never more than ``--backlog`` ahead of the finished rows (the daemon's own pace,
 whatever the machine), sampling the daemon's resident memory every ``--sample-s``:
 
-    /tmp/linevenv/bin/python benchmarks/line_soak.py run --site /var/tmp/line-soak \\
+    .venv-line/bin/python benchmarks/line_soak.py run --site line-soak-site \\
         --metric distance --images 10000 --write-docs
 
 A run records how far it got in ``runs/<metric>/progress.json`` (images written, the
@@ -482,7 +482,7 @@ def run_command(args: argparse.Namespace) -> None:
     if importlib.util.find_spec("torch") is not None:
         raise SystemExit(
             "torch can be imported here; run the soak in a `.[line]` venv "
-            "(python3 -m venv /tmp/linevenv && /tmp/linevenv/bin/pip install '.[line]')."
+            "(python3 -m venv .venv-line && .venv-line/bin/pip install '.[line]')."
         )
     site = args.site.resolve()
     if not (site / SITE_FILE).is_file():

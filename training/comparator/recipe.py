@@ -48,9 +48,9 @@ class ComparatorOptimSection(StrictModel):
     warmup_steps: int = Field(100, ge=0)
     weight_decay: float = Field(0.05, ge=0)
     grad_clip: float = Field(1.0, gt=0)
-    image_weight: float = Field(0.5, ge=0)
+    image_weight: float = Field(2.0, ge=0)
     window: int | None = Field(
-        12, ge=4, description="query cells per side read per episode; null: the whole grid"
+        16, ge=4, description="query cells per side read per episode; null: the whole grid"
     )
 
 

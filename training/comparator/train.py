@@ -134,7 +134,11 @@ def train(recipe: ComparatorRecipe, resume: bool = False, stop_at: int | None = 
             if step % recipe.checkpoint.every_steps == 0:
                 save()
             if step % recipe.checkpoint.keep_every == 0:
-                save_comparator(out / f"step-{step:06d}.safetensors", model, {"step": step})
+                save_comparator(
+                    out / f"step-{step:06d}.safetensors",
+                    model,
+                    {"step": step, "recipe": recipe.model_dump(mode="json")},
+                )
     except KeyboardInterrupt:
         stopping["now"] = True
     finally:
