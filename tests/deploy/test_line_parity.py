@@ -20,6 +20,7 @@ from tests.deploy.parity import float32_bound, relative_error, tiny_model
 from tests.detect_images import product_image, with_defect
 
 SCORE_RTOL = 1e-4
+MAX_FILTER_FLIPS = 1e-3  # share of a map's pixels on the consistency filter's edge
 RUNS = {
     "tiny-lab": ("tiny", "auto"),
     "edge-fused": ("edge", "auto"),
@@ -60,7 +61,14 @@ def test_line_scores_maps_and_verdicts_match_torch(run, tmp_path):
     bound = float32_bound(model)
     for ours, theirs in zip(by_line, by_torch, strict=True):
         assert ours.anomaly_map.shape == theirs.anomaly_map.shape
-        assert relative_error(ours.anomaly_map, theirs.anomaly_map) < bound
+        # The paper's consistency filter zeroes a pixel whose pass variance is at or below
+        # the median: a pixel whose variance lies within rounding of the median is kept by
+        # one runtime and zeroed by the other. Such flips are the only pixels allowed out
+        # of the bound, and only a few of them (2 in 126,000 measured).
+        flipped = (ours.anomaly_map == 0) != (theirs.anomaly_map == 0)
+        assert flipped.mean() <= MAX_FILTER_FLIPS
+        kept = ~flipped
+        assert relative_error(ours.anomaly_map[kept], theirs.anomaly_map[kept]) < bound
         np.testing.assert_allclose(ours.pass_mean_error, theirs.pass_mean_error, rtol=SCORE_RTOL)
     ordered = np.sort(torch_scores)
     threshold = (ordered[1] + ordered[2]) / 2
