@@ -15,6 +15,7 @@ import torch
 
 from padformer_edge.detect.images import resize_square
 from padformer_edge.detect.paper_metrics import smooth, upsample
+from padformer_edge.detect.reference_distance import flat_cells
 from padformer_edge.model.comparator import Comparison, ComparisonModel
 
 SCORE_SIGMA = 2.0  # model pixels: the shipped generic model's image-score smoothing
@@ -29,10 +30,6 @@ class ReferenceCells:
     upright: torch.Tensor
     bank: torch.Tensor
 
-    @property
-    def count(self) -> int:
-        return self.upright.shape[1]
-
 
 def squares(model: ComparisonModel, images01: list[torch.Tensor]) -> torch.Tensor:
     """``[B, 3, S, S]``: each ``[3, H, W]`` image in [0, 1] squeezed to the input size."""
@@ -45,8 +42,8 @@ def reference_cells(model: ComparisonModel, references01: list[torch.Tensor]) ->
     upright_squares = squares(model, references01)
     upright = model.cells(upright_squares)
     turned = [model.cells(torch.rot90(upright_squares, k, (-2, -1))) for k in TURNS]
-    rows = [cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1]) for cells in (upright, *turned)]
-    return ReferenceCells(upright.unsqueeze(0), torch.cat(rows).unsqueeze(0))
+    rows = torch.cat([flat_cells(cells) for cells in (upright, *turned)])
+    return ReferenceCells(upright.unsqueeze(0), rows.unsqueeze(0))
 
 
 def compare(

@@ -10,7 +10,6 @@ keyed by (seed, step), so a resumed run trains on what an uninterrupted one woul
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import time
 from pathlib import Path
@@ -27,18 +26,17 @@ from padformer_edge_training.comparator.loss import cell_targets, comparator_los
 from padformer_edge_training.comparator.recipe import ComparatorRecipe, load_recipe
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.resume import capture_rng, load_resume, restore_rng, save_resume
+from padformer_edge_training.schedule import WarmupCosine
 
 log = get_logger("comparator.train")
 
 
 def learning_rate(recipe: ComparatorRecipe, step: int) -> float:
-    """Linear warm-up, then a cosine from ``lr`` down to ``min_lr`` at the last step."""
+    """Linear warm-up, then a cosine from ``lr`` down to ``min_lr`` at the last step: the
+    reconstruction trainer's ``WarmupCosine``, scaled to the recipe's peak."""
     optim = recipe.optim
-    if step < optim.warmup_steps:
-        return optim.lr * (step + 1) / optim.warmup_steps
-    span = max(1, optim.steps - optim.warmup_steps)
-    progress = min(1.0, (step - optim.warmup_steps) / span)
-    return optim.min_lr + 0.5 * (optim.lr - optim.min_lr) * (1 + math.cos(math.pi * progress))
+    curve = WarmupCosine(optim.steps, optim.warmup_steps, optim.min_lr / optim.lr)
+    return optim.lr * curve(step)
 
 
 def fresh_model(recipe: ComparatorRecipe) -> ComparisonModel:
