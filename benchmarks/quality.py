@@ -63,7 +63,11 @@ from padformer_edge_training.evaluation.protocol import (
 from padformer_edge_training.evaluation.refdiff import ReferenceDifferenceScorer
 from padformer_edge_training.evaluation.report import fmt
 from padformer_edge_training.evaluation.scorers import PADFormerScorer, Scorer
-from padformer_edge_training.evaluation.simple_rows import simple_rows
+from padformer_edge_training.evaluation.simple_rows import (
+    DISTANCE_ALONE,
+    LEARNED_COMPARISON,
+    simple_rows,
+)
 from padformer_edge_training.evaluation.uncertainty import MarginInterval, image_auroc_margin
 
 BUILTINS = ("duck", "soccerball", "teddy", "bunny", "mug", "lego")
@@ -72,6 +76,8 @@ RECIPE = Path("config/train/small-synth.yaml")
 VALIDATION = Path(__file__).resolve().parent / "validation.json"
 EDGE_TARGETS = {"image_auroc": 0.85, "pixel_auroc": 0.96, "aupro": 0.88}
 MARGIN_OVER_PATCHCORE = 0.03  # image AUROC points (as a fraction) above the tuned PatchCore
+COMPARISON_OVER_PATCHCORE = 0.05  # issue 39's targets for the learned comparison
+COMPARISON_OVER_DISTANCE = 0.03
 
 
 def validated_choices() -> dict:
@@ -394,12 +400,13 @@ def against_baselines(
     options: EvalOptions,
     args: argparse.Namespace,
     others: list[tuple[str, object]] = (),
-) -> tuple[dict[str, dict], str, MarginInterval]:
+) -> tuple[dict[str, dict], str, MarginInterval, dict[str, list[ImageResult]]]:
     """One PADFormer row and the validated baselines on the same episodes: their figures,
-    the validated PatchCore's row label, and the paired bootstrap interval of the row's
-    image-AUROC margin over it (a margin read from one small test set needs one). The
-    row's two halves (reconstruction alone, distance alone) stand beside it, and so do
-    ``others`` (label, model), each with its own halves."""
+    the validated PatchCore's row label, the paired bootstrap interval of the row's
+    image-AUROC margin over it (a margin read from one small test set needs one) and every
+    row's per-image results. The row's halves (reconstruction alone, distance alone) and
+    the learned comparison stand beside it, and so do ``others`` (label, model), each with
+    its own."""
     base = detection(args)
     rows = [padformer_row(label, model, base), *simple(label, model, base)]
     for other_label, other in others:
@@ -407,7 +414,50 @@ def against_baselines(
     rows += baselines()
     results, scored = evaluate_scored(rows, episodes, options)
     patchcore = next(k for k in results if k.startswith("PatchCore"))
-    return results, patchcore, image_auroc_margin(scored[label], scored[patchcore], seed=args.seed)
+    interval = image_auroc_margin(scored[label], scored[patchcore], seed=args.seed)
+    return results, patchcore, interval, scored
+
+
+def comparison_margins(label: str, patchcore: str, scored: dict, seed: int) -> dict[str, dict]:
+    """The learned comparison row's image-AUROC margins (paired bootstrap intervals) over
+    the validated PatchCore and over the distance alone, with the targets of issue 39:
+    at least 5 points over PatchCore with the interval above zero, and at least 3 over
+    the distance alone."""
+    comparison = f"{label}: {LEARNED_COMPARISON}"
+    distance = f"{label}: {DISTANCE_ALONE}"
+    if comparison not in scored or distance not in scored:
+        return {}
+    over = {
+        "patchcore": image_auroc_margin(scored[comparison], scored[patchcore], seed=seed),
+        "distance": image_auroc_margin(scored[comparison], scored[distance], seed=seed),
+    }
+    met = {
+        "patchcore": over["patchcore"].margin >= COMPARISON_OVER_PATCHCORE
+        and over["patchcore"].low > 0,
+        "distance": over["distance"].margin >= COMPARISON_OVER_DISTANCE,
+    }
+    return {
+        name: {**dataclasses.asdict(interval), "target_met": met[name]}
+        for name, interval in over.items()
+    }
+
+
+def comparison_text(margins: dict[str, dict]) -> str:
+    if not margins:
+        return ""
+    parts = []
+    for name, wanted in (
+        ("patchcore", f">= +{100 * COMPARISON_OVER_PATCHCORE:.0f} with the interval above 0"),
+        ("distance", f">= +{100 * COMPARISON_OVER_DISTANCE:.0f}"),
+    ):
+        m = margins[name]
+        verdict = "met" if m["target_met"] else "not met"
+        parts.append(
+            f"over {'the validated PatchCore' if name == 'patchcore' else 'the distance alone'} "
+            f"{100 * m['margin']:+.1f} [{100 * m['low']:+.1f}, {100 * m['high']:+.1f}] "
+            f"(target {wanted}: {verdict})"
+        )
+    return " Learned comparison's image-AUROC margin " + "; ".join(parts) + "."
 
 
 def ablation_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> tuple[str, dict]:
@@ -455,21 +505,27 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
     for name, path in args.compare:
         other, other_metadata = unseen_checkpoint(path, args.unseen_class, "--compare")
         others.append((compared_label(name, other_metadata), other))
-    results, patchcore, interval = against_baselines(label, model, episodes, options, args, others)
+    results, patchcore, interval, scored = against_baselines(
+        label, model, episodes, options, args, others
+    )
     target = margin_target(results[label], results[patchcore])
+    comparison = comparison_margins(label, patchcore, scored, args.seed)
     images = sum(len(e.tests) for e in episodes)
+    kinds = sorted({r.label for e in episodes for r in e.tests} - {"good"})
     text = (
-        f"Unseen objects ({', '.join(args.unseen_class)}; {images} images): "
-        f"{args.unseen.name} was trained on {', '.join(sorted(trained_on))} only "
-        f"(step {metadata.get('global_step')}). {options.shots}-shot; PADFormer rows read "
-        f"15 passes hiding {args.mask_ratio:g} of the patches each. Target "
-        f"{targets_text(target)}; margin {interval.describe()}.\n\n" + results_table(results)
+        f"Unseen objects ({', '.join(args.unseen_class)}; {images} images; defect kinds "
+        f"{', '.join(kinds)}): {args.unseen.name} was trained on "
+        f"{', '.join(sorted(trained_on))} only (step {metadata.get('global_step')}). "
+        f"{options.shots}-shot; PADFormer rows read 15 passes hiding {args.mask_ratio:g} of "
+        f"the patches each. Target {targets_text(target)}; margin {interval.describe()}."
+        f"{comparison_text(comparison)}\n\n" + results_table(results)
     )
     payload = {
         "checkpoint": str(args.unseen),
         "methods": results,
         "target_met": next(iter(target.values())),
         "margin_over_patchcore": dataclasses.asdict(interval),
+        "comparison_margins": comparison,
     }
     return text, payload
 
@@ -486,7 +542,7 @@ def headline_table(args: argparse.Namespace, data: Path, options: EvalOptions) -
     model, metadata = load_checkpoint(args.checkpoint)
     episodes = plan_episodes(index_dataset(data), options)
     main = main_label(model)
-    results, patchcore, interval = against_baselines(main, model, episodes, options, args)
+    results, patchcore, interval, _ = against_baselines(main, model, episodes, options, args)
     targets = targets_of(results[main], results, patchcore, model.config.cnn_tokens)
     images = sum(len(e.tests) for e in episodes)
     text = (

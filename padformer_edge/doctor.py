@@ -22,7 +22,7 @@ from padformer_edge.daemon.alerts.config import SinkConfig
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import profiles_root
-from padformer_edge.profiles.profile import load_profile
+from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.runtimes import INSTALL_COMMANDS, missing_modules
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
 from padformer_edge.store.schema import current_revision, head_revision
@@ -121,8 +121,22 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
             yield Finding(
                 subject,
                 True,
-                f"{checked}, threshold {profile.threshold:.6g}",
+                f"{checked}, threshold {profile.threshold:.6g}{earlier_score(profile)}",
             )
+
+
+def earlier_score(profile: Profile) -> str:
+    """For a profile that scores with an earlier metric than the learned comparison, the
+    sentence naming it and the two commands that move it; empty otherwise."""
+    metric = profile.detection.metric
+    if metric == "compare":
+        return ""
+    return (
+        f"; it scores with metric '{metric}', not the learned comparison: `padformer-edge "
+        f"profile set-model "
+        f"{profile.name} --metric compare` then `padformer-edge profile calibrate "
+        f"{profile.name} --good DIR` move it"
+    )
 
 
 def require_runtime(runtime: str, profile: str) -> None:

@@ -199,7 +199,12 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     assert padformer_rows == {
         f"{row}{half}"
         for row in ("PADFormer edge, never saw these objects", "PADFormer, other (step None)")
-        for half in ("", ": reconstruction alone (15 passes)", ": distance alone (no passes)")
+        for half in (
+            "",
+            ": reconstruction alone (15 passes)",
+            ": distance alone (no passes)",
+            ": learned comparison (compare, no passes)",
+        )
     }
     assert result.stdout.index("| PADFormer edge, never saw these objects |") < result.stdout.index(
         "| PADFormer, other (step None) |"
@@ -209,6 +214,11 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     assert "trained on mug only" in result.stdout
     verdict = "met" if payload["target_met"] else "not met"
     assert f"Target image_auroc>=PatchCore+0.03: {verdict}; margin" in result.stdout
+    comparison = payload["comparison_margins"]
+    assert set(comparison) == {"patchcore", "distance"}
+    for name, margin in comparison.items():
+        assert margin["low"] <= margin["margin"] <= margin["high"], name
+    assert "Learned comparison's image-AUROC margin over the validated PatchCore" in result.stdout
 
 
 def test_model_card_states_the_steps_of_a_continued_training():

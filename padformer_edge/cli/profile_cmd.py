@@ -18,7 +18,7 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.detect.settings import DEVICES
+from padformer_edge.detect.settings import DEVICES, METRIC_CHOICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
@@ -378,16 +378,34 @@ def test(
 @app.command("set-model")
 def set_model_cmd(
     name: str = typer.Argument(..., help="Profile name."),
-    model: Path = typer.Option(..., "--model", "-m", help="The new checkpoint (.safetensors)."),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="The new checkpoint (.safetensors)."
+    ),
+    metric: str | None = choice_option(
+        None,
+        "--metric",
+        METRIC_CHOICES,
+        help="The new metric; compare is the learned comparison (the shipped comparator).",
+    ),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Adopt a new checkpoint for NAME; its threshold is cleared until recalibrated."""
+    """Adopt a new checkpoint or metric for NAME; its threshold is cleared until
+    recalibrated."""
     load_profile(profiles_root(root), name)  # the name and the file before torch loads
-    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    if model is None and metric is None:
+        raise UserError(
+            f"profile set-model {name} needs --model FILE, --metric NAME or both; "
+            f"e.g. padformer-edge profile set-model {name} --metric compare."
+        )
+    if model is not None:
+        require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import set_model  # torch: only when run
 
-    profile = set_model(profiles_root(root), name, model)
-    _say(f"profile '{name}' now uses {profile.model_path} (sha256 {profile.model_sha256[:12]}...)")
+    profile = set_model(profiles_root(root), name, model, metric)
+    _say(
+        f"profile '{name}' now uses {profile.model_path} (sha256 "
+        f"{profile.model_sha256[:12]}...) with metric {profile.detection.metric}"
+    )
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
 
 

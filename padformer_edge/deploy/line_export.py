@@ -84,7 +84,7 @@ def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, A
     if name not in ("lab", "rgb", "fused", "distance"):
         raise UserError(
             f"metric '{name}' has no line runtime (it needs the torch encoder per pass); "
-            "use metric lab, fused or distance for a profile on onnxruntime."
+            "use metric lab, fused, distance or compare for a profile on onnxruntime."
         )
     cfg = model.config
     fused = isinstance(metric, FusedMetric)
@@ -133,6 +133,8 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
     from padformer_edge.detect.masks import hidden_weights, make_masks
 
     out = Path(out_dir)
+    if settings.metric == "compare":
+        return export_compared(settings, out)
     record = scoring_record(model, settings)  # refuses a metric with no line runtime first
     manifest = export_onnx(model, out)
     model = model.cpu().eval()
@@ -177,6 +179,21 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
         )
     with atomic_path(out / SCORING_FILE) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2) + "\n")
+    digests = {name: file_sha256(out / name) for name in written}
+    if settings.runtime == "openvino":
+        from padformer_edge.deploy.openvino_export import convert_to_ir
+
+        digests.update(convert_to_ir(out, [name for name in written if name.endswith(".onnx")]))
+    return dict(sorted(digests.items()))
+
+
+def export_compared(settings: DetectionSettings, out: Path) -> dict[str, str]:
+    """``export_line`` for the ``compare`` metric: the shipped comparator's graphs
+    (``compare_export``), with IR beside them for openvino."""
+    from padformer_edge.deploy.compare_export import export_compare
+    from padformer_edge.detect.comparison import load_compare_metric
+
+    written = export_compare(load_compare_metric(torch.device("cpu"), None), settings, out)
     digests = {name: file_sha256(out / name) for name in written}
     if settings.runtime == "openvino":
         from padformer_edge.deploy.openvino_export import convert_to_ir

@@ -5,6 +5,10 @@ The references are squeezed square like every input and matched upright and turn
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
 bank (``reference_distance.reference_banks``) is built, so with the correction at zero
 the comparator's score is the distance alone.
+
+``CompareMetric`` is the detector's ``compare`` metric: the shipped comparator
+(``models.locate_comparator``) read like the ``distance`` metric, with no reconstruction
+pass, so the daemon, ``detect``, profiles and ``eval`` use it by name.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.paper_metrics import smooth, upsample
+from padformer_edge.detect.paper_metrics import Readout, smooth, upsample
 from padformer_edge.detect.reference_distance import flat_cells
 from padformer_edge.model.comparator import Comparison, ComparisonModel
 
@@ -60,3 +64,51 @@ def read_score(cell_scores: torch.Tensor, size: tuple[int, int], input_size: int
     ``SCORE_SIGMA`` model pixels; its maximum is the image score."""
     scale = max(size) / input_size  # query pixels per model pixel
     return smooth(upsample(cell_scores[None, None], size)[0, 0], SCORE_SIGMA * scale)
+
+
+class CompareMetric:
+    """The ``compare`` metric: per cell, the nearest-reference distance plus the shipped
+    comparator's learned correction, upsampled to the query and read plainly (no passes,
+    so no variance to filter by) with ``SCORE_SIGMA``'s smoothing for both jobs.
+
+    ``sha256`` names the comparator's weights: the scoring signature carries it, so a
+    threshold calibrated with one comparator is not used with another.
+    """
+
+    reads_passes = False
+
+    def __init__(
+        self, model: ComparisonModel, sha256: str, references01: list[torch.Tensor] | None
+    ) -> None:
+        self.comparison, self.sha256 = model.eval(), sha256
+        self.input_size = model.config.input_size
+        self.map_readout = self.score_readout = Readout(consistency_filter=False, sigma=SCORE_SIGMA)
+        self.references = (
+            None
+            if references01 is None
+            else reference_cells(model, [image.to(self.device) for image in references01])
+        )
+
+    @property
+    def device(self) -> torch.device:
+        return self.comparison.mean.device
+
+    def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
+        """The ``[H, W]`` score map of one query ``[1, 3, H, W]`` in [0, 1] (the map and
+        the image score read the same map); ``query_model`` is not needed."""
+        assert self.references is not None, "built without references: a signature only"
+        cells = compare(self.comparison, [query01[0].to(self.device)], self.references).score
+        return [upsample(cells[:1, None].float(), tuple(query01.shape[-2:]))[0, 0]]
+
+
+def load_compare_metric(
+    device: torch.device, references01: list[torch.Tensor] | None
+) -> CompareMetric:
+    """The ``compare`` metric on the shipped comparator (checked against its card)."""
+    from padformer_edge.digest import file_sha256
+    from padformer_edge.model.comparator_checkpoint import load_comparator
+    from padformer_edge.models import locate_comparator
+
+    path = locate_comparator()
+    model, _ = load_comparator(path, str(device))
+    return CompareMetric(model, file_sha256(path), references01)

@@ -147,6 +147,11 @@ class FusedMetric:
         self.feature = PredictedFeatureMetric(model)
         self.scales = score_scales_of(model)
 
+    @property
+    def input_size(self) -> int:
+        """Pixels per side of the model's input: the readouts' pixel scale."""
+        return self.model.config.img_size
+
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> tuple:
         """The LAB and feature targets, and each mix's ``[H, W]`` reference distance (None
         without a reference term): the distance does not change over passes, so it is

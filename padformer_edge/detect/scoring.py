@@ -2,7 +2,8 @@
 
 The metric that compares each pass with its query is chosen by name here
 (``build_metric``): the paper's (``detect.paper_metrics``), the ``fused`` mix
-(``detect.fused``) or the nearest-reference distance alone. Each pass gives an error map
+(``detect.fused``), the nearest-reference distance alone, or the learned comparison
+(``compare``, ``detect.comparison``). Each pass gives an error map
 at the query's own resolution; the map and the image score are read from the passes' mean
 and variance by each job's ``Readout``. Passes are folded in chunks with an exact pairwise
 mean/variance merge, so a 20 MP camera frame never needs all passes' colour maps in
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from padformer_edge.detect.comparison import CompareMetric
 from padformer_edge.detect.fused import DistanceMetric, FusedMetric
 from padformer_edge.detect.paper_metrics import (
     ColourMetric,
@@ -42,6 +44,10 @@ def build_metric(
     ``scoring`` is the fused settings given for this detection, over the model's own."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
+    if name == "compare":  # the comparator brings its own frozen CNN: any model will do
+        from padformer_edge.detect.comparison import load_compare_metric
+
+        return load_compare_metric(model.mean.device, references01)
     cnn = model.config.cnn_tokens
     if name == "feature":
         return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
@@ -151,13 +157,13 @@ def score_query(
 
 
 def score_without_passes(
-    metric: DistanceMetric, query01: torch.Tensor, query_model: torch.Tensor
+    metric: DistanceMetric | CompareMetric, query01: torch.Tensor, query_model: torch.Tensor
 ) -> ScoredQuery:
     """Score one query (``[1, 3, H, W]`` in [0, 1]) with a metric that reads no pass: its
     maps, each read with its job's readout, as ``score_query`` would read passes that all
     agree (no per-pass summaries, since there are no passes)."""
     size = (query01.shape[-2], query01.shape[-1])
-    scale = max(size) / metric.model.config.img_size  # query pixels per model pixel
+    scale = max(size) / metric.input_size  # query pixels per model pixel
     maps = metric.maps(query01, query_model)
     flat = torch.zeros_like(maps[0])  # no passes, no variance
     anomaly_map = metric.map_readout.apply(maps[0], flat, scale)

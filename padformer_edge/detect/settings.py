@@ -19,8 +19,8 @@ from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.runtimes import RuntimeName
 
 MaskSchedule = Literal["random", "balanced"]
-ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance"]
-MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance"]  # auto: model's own
+ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance", "compare"]
+MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance", "compare"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
@@ -49,7 +49,9 @@ class DetectionSettings(StrictModel):
         "auto",
         description=(
             "auto: fused for edge models, else lab; distance: the nearest-reference distance "
-            "alone, with no reconstruction pass (edge models; the fast choice for a weak CPU)"
+            "alone, with no reconstruction pass (edge models; the fast choice for a weak CPU); "
+            "compare: that distance plus the shipped comparator's learned correction, with "
+            "no reconstruction pass (any model)"
         ),
     )
     seed: int = Field(0, description="seed of the mask schedule")

@@ -2,7 +2,8 @@
 images would, recorded with a profile's threshold and compared before it is used.
 
 A threshold only holds for the scores it was calibrated on. The signature names the metric,
-each job's mix and readout as the metric actually computes them (a zoom or turns that a
+each job's mix and readout as the metric actually computes them (and, for the ``compare``
+metric, the sha256 of the comparator's weights) (a zoom or turns that a
 zero reference weight makes irrelevant are left at 1 and false), and whether the feature
 error counts hidden patches only. It is plain JSON (nested dicts), compared as a value.
 
@@ -44,10 +45,13 @@ def _mix(mix: Mix, reads_reconstruction: bool) -> dict[str, Any]:
 
 def scoring_signature(name: str, metric: ErrorMetric) -> Signature:
     """How ``metric`` (called ``name``) computes its scores, as a JSON-ready dict."""
+    from padformer_edge.detect.comparison import CompareMetric
     from padformer_edge.detect.fused import DistanceMetric, FusedMetric
     from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
 
     jobs = {"map": _readout(metric.map_readout), "score": _readout(metric.score_readout)}
+    if isinstance(metric, CompareMetric):  # the comparator's weights set its scores
+        return {"metric": name, **jobs, "hidden_patches_only": False, "comparator": metric.sha256}
     hidden_only = False
     if isinstance(metric, FusedMetric):
         reads_reconstruction = not isinstance(metric, DistanceMetric)
@@ -84,6 +88,8 @@ def signature_text(signature: Signature) -> str:
         f"{signature['metric']}; map: {_job_text(signature['map'])}; "
         f"score: {_job_text(signature['score'])}"
     )
+    if "comparator" in signature:
+        text += f"; comparator {signature['comparator'][:12]}"
     return text + (f"; {HIDDEN_ONLY_TEXT}" if signature["hidden_patches_only"] else "")
 
 

@@ -26,6 +26,8 @@ ENV_VAR = "PADFORMER_EDGE_GENERIC_MODEL"
 CHECKPOINT_NAME = "generic.safetensors"
 CARD_NAME = "generic.json"
 GENERIC = "generic"  # the name ``train --init`` accepts for the shipped model
+COMPARATOR_ENV_VAR = "PADFORMER_EDGE_COMPARATOR"
+COMPARATOR_NAME = "comparator.safetensors"  # the ``compare`` metric's shipped weights
 CARD_FIELDS = ("data", "steps", "wall_time", "machine", "sha256", "quality")
 
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256 checked
@@ -72,18 +74,41 @@ def read_card(checkpoint: Path) -> dict[str, Any]:
 
 def locate_generic_model() -> Path:
     """The shipped generic checkpoint, after checking its sha256 against its card."""
-    from padformer_edge.model.checkpoint import file_sha256  # hashlib only, but keep it lazy
+    return locate_shipped(
+        generic_checkpoint_path(),
+        ENV_VAR,
+        "generic model",
+        "pass --model PATH (a checkpoint written by padformer-edge train)",
+    )
 
-    path = generic_checkpoint_path()
+
+def comparator_path() -> Path:
+    """Where the shipped comparator should be: $PADFORMER_EDGE_COMPARATOR or the package."""
+    override = os.environ.get(COMPARATOR_ENV_VAR)
+    return Path(override) if override else package_folder() / COMPARATOR_NAME
+
+
+def locate_comparator() -> Path:
+    """The shipped comparator (the ``compare`` metric's weights), checked against its card."""
+    return locate_shipped(
+        comparator_path(),
+        COMPARATOR_ENV_VAR,
+        "comparator",
+        "choose --metric fused or distance (or reinstall padformer-edge)",
+    )
+
+
+def locate_shipped(path: Path, env_var: str, what: str, instead: str) -> Path:
+    """``path`` after checking its bytes against the sha256 of its card (cached per size and
+    mtime, so a line that builds many detectors hashes the file once)."""
+    from padformer_edge.digest import file_sha256  # hashlib only: doctor stays torch-free
+
     if not path.is_file():
-        if os.environ.get(ENV_VAR):
+        if os.environ.get(env_var):
             raise UserError(
-                f"{ENV_VAR} points at {path}, which does not exist; fix or unset the variable."
+                f"{env_var} points at {path}, which does not exist; fix or unset the variable."
             )
-        raise UserError(
-            "no generic model is shipped in this install; pass --model PATH "
-            "(a checkpoint written by padformer-edge train)."
-        )
+        raise UserError(f"no {what} is shipped in this install; {instead}.")
     card = read_card(path)
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
@@ -91,8 +116,8 @@ def locate_generic_model() -> Path:
         actual = file_sha256(path)
         if actual != card["sha256"]:
             raise UserError(
-                f"the generic model {path} does not match the sha256 in its card "
-                f"{card_path(path).name}; reinstall padformer-edge or pass --model."
+                f"the {what} {path} does not match the sha256 in its card "
+                f"{card_path(path).name}; reinstall padformer-edge or {instead.split(' (')[0]}."
             )
         _verified[key] = actual
     return path

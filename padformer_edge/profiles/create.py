@@ -115,22 +115,30 @@ def create_profile(
     return CreateResult(load_profile(root, name), chosen, len(images))
 
 
-def set_model(root: str | Path, name: str, checkpoint: str | Path) -> Profile:
-    """Point a profile at another checkpoint; its threshold is dropped because scores of
-    another model are on another scale, and the reference cache rebuilds on next use.
-    Graphs exported from the old checkpoint are dropped too: a profile on onnxruntime or
-    openvino then
-    says to run ``profile export`` rather than score with the old model."""
+def set_model(
+    root: str | Path, name: str, checkpoint: str | Path | None, metric: str | None = None
+) -> Profile:
+    """Point a profile at another checkpoint and/or another metric (``compare``: the
+    learned comparison); its threshold is dropped because scores of another model or
+    metric are on another scale, and the reference cache rebuilds on next use. Graphs
+    exported before are dropped too: a profile on onnxruntime or openvino then says to
+    run ``profile export`` rather than score the old way."""
     profile = load_profile(root, name)
-    checkpoint = Path(checkpoint).expanduser().absolute()
-    load_checkpoint(checkpoint)  # a file that does not load must not be adopted
-    config = profile.config.model_copy(
-        update={
-            "model": ProfileModelRef(path=stored_path(checkpoint), sha256=file_sha256(checkpoint)),
-            "calibration": None,
-            "exported": None,
-        }
-    )
+    update: dict = {"calibration": None, "exported": None}
+    if checkpoint is not None:
+        checkpoint = Path(checkpoint).expanduser().absolute()
+        load_checkpoint(checkpoint)  # a file that does not load must not be adopted
+        sha = file_sha256(checkpoint)
+        update["model"] = ProfileModelRef(path=stored_path(checkpoint), sha256=sha)
+    if metric is not None:
+        if metric == "compare":
+            from padformer_edge.models import locate_comparator
+
+            locate_comparator()  # an install without the comparator says so now
+        update["detection"] = profile.detection.replace(metric=metric)
+    config = profile.config.model_copy(update=update)
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
-    get_logger("profiles").info("profile.model_set", name=name, model=str(checkpoint))
+    get_logger("profiles").info(
+        "profile.model_set", name=name, model=str(checkpoint or profile.model_path), metric=metric
+    )
     return load_profile(root, name)

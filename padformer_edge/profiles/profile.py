@@ -182,12 +182,25 @@ class Profile:
     def build_line_detector(self, settings: DetectionSettings) -> LineDetector:
         """The torch-free detector on the profile's exported graphs, each verified against
         the sha256 profile.yaml records (the checkpoint itself is not read: the graphs
-        carry its weights, and the export names the checkpoint sha256 it was made from)."""
+        carry its weights, and the export names the checkpoint sha256 it was made from).
+        A profile on the ``compare`` metric runs its comparator's graphs instead."""
         from padformer_edge.deploy.line_detector import LineDetector
         from padformer_edge.detect.images import read_image
 
         exported = self.exported_files()
         references = [read_image(path) for path in self.reference_paths]
+        if settings.metric == "compare":
+            from padformer_edge.deploy.line_compare import LineCompareDetector
+
+            self.verify_references()
+            return LineCompareDetector(  # type: ignore[return-value]
+                self.folder / exported.folder,
+                exported.files,
+                references,
+                settings,
+                fix=self.export_fix,
+                threads=line_threads(),
+            )
         return LineDetector(
             self.folder / exported.folder,
             exported.files,
@@ -227,6 +240,10 @@ class Profile:
         if self.detection.runtime not in GRAPH_RUNTIMES:
             self.verify_model()
             checked = f"model {self.model_path} matches"
+            if self.detection.metric == "compare":
+                from padformer_edge.models import locate_comparator
+
+                checked += f", comparator {locate_comparator()} matches its card"
         else:
             from padformer_edge.deploy.line_detector import verify_files
 

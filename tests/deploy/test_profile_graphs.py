@@ -156,3 +156,29 @@ def test_missing_onnxruntime_is_one_sentence(sources, monkeypatch):
         load_profile(root, "part").build_detector()
     message = str(err.value)
     assert "\n" not in message and "pip install 'padformer-edge[line]'" in message
+
+
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_a_profile_on_the_comparison_exports_its_comparator_and_scores_the_same(sources, runtime):
+    """The ``compare`` metric on the line: the comparator's two graphs (and their IR for
+    openvino) replace the model's, and the scores and verdicts are torch's."""
+    from padformer_edge.deploy.line_compare import LineCompareDetector
+
+    root = sources / "profiles"
+    compare = FAST.replace(metric="compare")
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=compare
+    )
+    by_torch = [d.score for d in load_profile(root, "part").build_detector().detect(queries())]
+    ordered = sorted(by_torch)
+    pin_threshold(load_profile(root, "part"), (ordered[0] + ordered[1]) / 2)
+    exported = export_profile(root, "part", runtime)
+    files = set(exported.config.exported.files)
+    assert {"compare.onnx", "compare_cells.onnx", "scoring.json"} <= files
+    assert "query.onnx" not in files  # no reconstruction on the line
+    detector = exported.build_detector()
+    assert isinstance(detector, LineCompareDetector)
+    by_line = [d.score for d in detector.detect(queries())]
+    np.testing.assert_allclose(by_line, by_torch, rtol=SCORE_RTOL, atol=0)
+    threshold = exported.require_threshold()
+    assert [s > threshold for s in by_line] == [s > threshold for s in by_torch]

@@ -3,9 +3,11 @@
 A tiny random-weight edge model (the fused metric: LAB, predicted features and the
 nearest-reference distance, so every part of the numpy scoring runs), a profile ``bolt``
 on the onnxruntime runtime with its exported graphs and ``bolt-ov`` on the openvino
-runtime with their IR (the same model and references), a threshold pinned between a
-good and a defective image's score, and those images for the tests to drop into a
-camera folder. CI builds it in the main venv and hands it to the torch-free venv's tests.
+runtime with their IR (the same model and references), ``bolt-compare`` and
+``bolt-compare-ov`` on the ``compare`` metric (the shipped comparator's graphs), each
+with a threshold pinned between a good and a defective image's score, and those images
+for the tests to drop into a camera folder. CI builds it in the main venv and hands it to
+the torch-free venv's tests.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from tests.detect_images import product_image, with_defect
 PROFILE = "bolt"
 PROFILES = {"onnxruntime": PROFILE, "openvino": "bolt-ov"}
 """The site's profile on each line runtime."""
+COMPARE_PROFILES = {"onnxruntime": "bolt-compare", "openvino": "bolt-compare-ov"}
+"""The same references on the ``compare`` metric (the shipped comparator), per runtime."""
 SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto"}
 
 
@@ -79,7 +83,29 @@ def make_site(root: Path) -> Path:
     threshold = (scores["good.png"] + scores["defect.png"]) / 2
     for each in made.values():
         pin_threshold(each, threshold)
-    record = {"profiles": PROFILES, "threshold": threshold, "torch_scores": scores}
+    compared = {
+        name: create_profile(
+            profiles,
+            name,
+            root / "model.safetensors",
+            root / "references",
+            settings=settings.replace(runtime=runtime, metric="compare"),
+        ).profile
+        for runtime, name in COMPARE_PROFILES.items()
+    }
+    by_comparator = Detector(model, references, settings.replace(runtime="torch", metric="compare"))
+    compare_scores = {p.name: by_comparator.detect([read_image(p)])[0].score for p in queries}
+    compare_threshold = (compare_scores["good.png"] + compare_scores["defect.png"]) / 2
+    for each in compared.values():
+        pin_threshold(each, compare_threshold)
+    record = {
+        "profiles": PROFILES,
+        "threshold": threshold,
+        "torch_scores": scores,
+        "compare_profiles": COMPARE_PROFILES,
+        "compare_threshold": compare_threshold,
+        "compare_scores": compare_scores,
+    }
     (root / "site.json").write_text(json.dumps(record, indent=2))
     return root
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.line.make_fixture import PROFILES
+from tests.line.make_fixture import COMPARE_PROFILES, PROFILES
 from tests.line.no_torch import BLOCKED
 from tests.line.runner import REPO, command, line_env, run_cli
 
@@ -240,6 +240,23 @@ def test_profile_test_scores_images_without_torch(line_site, runtime):
         assert verdict["anomalous"] == (torch_score > site["threshold"])
         assert Path(verdict["heatmap"]).is_file()
     assert cache.is_file()
+
+
+@pytest.mark.parametrize("runtime", sorted(COMPARE_PROFILES))
+def test_the_learned_comparison_scores_without_torch(line_site, runtime):
+    """A profile on the ``compare`` metric runs the comparator's graphs on the line and
+    scores as the torch comparator did, verdicts included."""
+    site = json.loads((line_site / "site.json").read_text())
+    queries = sorted((line_site / "queries").iterdir())
+    name = COMPARE_PROFILES[runtime]
+    done = run_cli(line_site, "profile", "test", name, *map(str, queries), "--json", "--no-fail")
+    assert done.returncode == 0, done.stderr
+    verdicts = json.loads(done.stdout)
+    assert len(verdicts) == len(queries)
+    for verdict in verdicts:
+        torch_score = site["compare_scores"][Path(verdict["path"]).name]
+        assert verdict["score"] == pytest.approx(torch_score, rel=SCORE_RTOL)
+        assert verdict["anomalous"] == (torch_score > site["compare_threshold"])
 
 
 def test_doctor_checks_the_exported_files_and_no_checkpoint(line_site):

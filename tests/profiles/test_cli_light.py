@@ -98,9 +98,12 @@ def test_commands_without_a_model_never_import_torch(
         (["profile", "set-model", "duck", "-m", "{tmp}/no.safetensors"],
          "checkpoint {tmp}/no.safetensors does not exist"),
         (["profile", "test", "duck", "{tmp}/no.png"], "image {tmp}/no.png does not exist"),
+        (["profile", "set-model", "duck"],
+         "needs --model FILE, --metric NAME or both; e.g. padformer-edge profile set-model "
+         "duck --metric compare"),
     ],
     ids=["create-references", "create-model", "calibrate-good", "calibrate-anomalous",
-         "calibrate-profile", "set-model", "test-image"],
+         "calibrate-profile", "set-model", "test-image", "set-model-nothing"],
 )  # fmt: skip
 def test_a_wrong_path_or_name_is_one_line_before_torch_loads(
     args: list[str], says: str, profiles: Path, tmp_path: Path

@@ -272,3 +272,33 @@ def test_a_runtime_this_install_cannot_import_is_a_problem(
     assert f"runs on {runtime}, but this install cannot import {module}; {install}" in (
         finding.detail
     )
+
+
+def test_doctor_names_profiles_not_yet_on_the_learned_comparison(
+    tmp_path: Path, setup: dict[str, Path], product: Path, checkpoint: Path
+) -> None:
+    """A calibrated profile on an earlier metric is fine, and doctor says how to move it;
+    one on ``compare`` has its comparator checked against the card, still without torch."""
+    compared = create_profile(
+        setup["profiles"], "cmp", checkpoint, product / "train" / "good", 2,
+        FAST.replace(metric="compare"),
+    )  # fmt: skip
+    pin_threshold(compared.profile, 0.3)
+    config = write_config(
+        tmp_path / "two.yaml",
+        database=str(setup["database"]),
+        cameras=[
+            {"name": "a", "path": str(setup["cam"]), "profile": "duck"},
+            {"name": "b", "path": str(setup["cam"]), "profile": "cmp"},
+        ],
+    )
+    result, modules = doctor(config, tmp_path, setup)
+    findings = {f["subject"]: f for f in json.loads(result.stdout)}
+    assert result.returncode == 0, findings
+    earlier = findings["profile 'duck'"]["detail"]
+    assert "metric 'auto', not the learned comparison" in earlier
+    assert "profile set-model duck --metric compare" in earlier
+    current = findings["profile 'cmp'"]["detail"]
+    assert "comparator" in current and "matches its card" in current
+    assert "set-model" not in current
+    assert not modules & HEAVY, sorted(modules & HEAVY)

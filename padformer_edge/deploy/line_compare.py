@@ -1,0 +1,157 @@
+"""The ``compare`` metric on a line PC: a profile's comparator graphs, scored in numpy.
+
+``LineCompareDetector`` answers the calls ``LineDetector`` answers (``detect``,
+``detect_each``, ``scoring``...) from the two graphs ``deploy.compare_export`` wrote: the
+references' cells, upright and turned by quarter turns, are one bank made once; each
+query's cells are compared with it and the per-cell scores read as the torch metric reads
+them (bilinear to the query's size, then a Gaussian of ``sigma`` model pixels). Every file
+is checked against the sha256 the profile records before a session opens it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from padformer_edge.deploy import arrays
+from padformer_edge.deploy.line_detector import MIN_SIDE, verify_files
+from padformer_edge.deploy.line_scoring import F32, flat_cells, smooth
+from padformer_edge.deploy.names import (
+    COMPARE_CELLS_GRAPH,
+    COMPARE_GRAPH,
+    SCHEDULE_FIELDS,
+    SCORING_FILE,
+)
+from padformer_edge.deploy.sessions import (
+    LINE_ONNXRUNTIME_HINT,
+    LINE_OPENVINO_HINT,
+    import_onnxruntime,
+    import_openvino,
+    ir_files,
+    open_graphs,
+)
+from padformer_edge.detect.detection import Detection, Item, detect_in_groups
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.errors import UserError
+
+GRAPHS = (COMPARE_CELLS_GRAPH, COMPARE_GRAPH)
+
+
+class LineCompareDetector:
+    """Scores query images with a profile's comparator graphs and its references."""
+
+    reads_passes = False
+    cache_hit = False  # the bank is made from the references in a few CNN calls
+
+    def __init__(
+        self,
+        folder: str | Path,
+        files: dict[str, str],
+        references: Sequence[np.ndarray],
+        settings: DetectionSettings,
+        *,
+        fix: str = "export the profile again with padformer-edge profile export",
+        threads: int = 1,
+    ) -> None:
+        runtime = settings.runtime
+        hint = LINE_OPENVINO_HINT if runtime == "openvino" else LINE_ONNXRUNTIME_HINT
+        if runtime == "openvino":
+            import_openvino(hint)
+            missing = [name for name in ir_files(GRAPHS) if name not in files]
+            if missing:
+                raise UserError(
+                    f"the export in {folder} holds no OpenVINO IR ({missing[0]}); {fix}."
+                )
+        else:
+            import_onnxruntime(hint)
+        self.folder, self.settings = Path(folder), settings
+        verify_files(self.folder, files, fix)
+        record = json.loads((self.folder / SCORING_FILE).read_text())
+        wanted = {field: getattr(settings, field) for field in SCHEDULE_FIELDS}
+        if record.get("metric") != "compare" or record["settings"] != wanted:
+            raise UserError(
+                f"the graphs in {self.folder} were exported for detection settings "
+                f"{record['settings']} but the profile now asks for {wanted}; {fix}."
+            )
+        self.metric_name, self.scoring = "compare", record["signature"]
+        self.input_size, self.sigma = int(record["input_size"]), float(record["sigma"])
+        self.turns = [int(turn) for turn in record["turns"]]
+        self.max_batch = settings.max_batch
+        self.sessions = open_graphs(runtime, self.folder, GRAPHS, threads, hint, settings.device)
+        devices = {graph.device for graph in self.sessions.values()}
+        self.device = "cuda" if devices == {"cuda"} else "cpu"
+        self.bank = self.reference_bank(references)
+
+    @property
+    def images_per_call(self) -> int:
+        return self.max_batch
+
+    def cells(self, squares01: np.ndarray) -> np.ndarray:
+        squares = np.ascontiguousarray(squares01, dtype=F32)
+        return self.sessions[COMPARE_CELLS_GRAPH].run({"squares": squares})[0]
+
+    def squares(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """``[B, 3, S, S]`` in [0, 1]: each RGB image squeezed to the comparator's size."""
+        units = [arrays.resize_square(arrays.unit_image(i), self.input_size) for i in images]
+        return np.concatenate(units)
+
+    def reference_bank(self, references: Sequence[np.ndarray]) -> np.ndarray:
+        """``comparison.reference_cells``' bank ``[1, R, C]``: upright, then turned."""
+        if len(references) == 0:
+            raise UserError(
+                "no reference images were given; pass at least one good image of the product."
+            )
+        squares = self.squares(references)
+        rows = [flat_cells(self.cells(squares))]
+        for turn in self.turns:
+            turned = np.ascontiguousarray(np.rot90(squares, turn, axes=(-2, -1)))
+            rows.append(flat_cells(self.cells(turned)))
+        return np.ascontiguousarray(np.concatenate(rows)[None], dtype=F32)
+
+    def detect_each(
+        self,
+        items: Iterable[Item],
+        load: Callable[[Item], np.ndarray] | None = None,
+        *,
+        reconstruction: bool = False,
+    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
+        """As ``Detector.detect_each``: one graph call's worth of images at a time."""
+        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
+
+    def detect(
+        self, images: Sequence[np.ndarray], *, reconstruction: bool = False
+    ) -> list[Detection]:
+        """Score every image (RGB ``uint8``, any size); one ``Detection`` per image."""
+        from padformer_edge.detect.images import check_rgb_array
+
+        if len(images) == 0:
+            return []
+        for index, image in enumerate(images):
+            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        started = time.perf_counter()
+        squares = self.squares(images)
+        prepared = time.perf_counter()
+        cells = self.cells(squares)
+        scores = self.sessions[COMPARE_GRAPH].run({"cells": cells, "bank": self.bank})[0]
+        compared = time.perf_counter()
+        prepare_share = (prepared - started) / len(images)
+        compare_share = (compared - prepared) / len(images)
+        detections = []
+        for image, cell_scores in zip(images, scores, strict=True):
+            score_start = time.perf_counter()
+            size = image.shape[:2]
+            scale = max(size) / self.input_size  # query pixels per model pixel
+            amap = smooth(arrays.upsample(cell_scores.astype(F32), size), self.sigma * scale)
+            score_time = time.perf_counter() - score_start
+            timings = {
+                "prepare": prepare_share,
+                "reconstruct": compare_share,
+                "score": score_time,
+                "total": prepare_share + compare_share + score_time,
+            }
+            detections.append(Detection(float(amap.max()), amap.astype(F32), [], [], timings))
+        return detections

@@ -1,0 +1,96 @@
+"""Ship a trained comparator: copy its checkpoint into the package and write its card.
+
+    python -m padformer_edge_training.comparator.ship runs/comparator/step-001000.safetensors \\
+        --recipe config/comparator/comparator.yaml --log runs/comparator.log \\
+        --machine "2-core x86_64 CPU, 2 torch threads"
+
+The card (``comparator.json``) is what ``models.locate_comparator`` checks the file
+against. Steps come from the checkpoint's own metadata, the training data from the recipe and its
+render's ``dataset.json`` (objects and the 3D defect kinds rendered), the families from
+``families``, and the wall time from the run's log (the
+seconds from its first line to the line of the kept step), so the card cannot disagree
+with the weights or the run; the machine is the trainer's to state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from padformer_edge.atomic import atomic_path
+from padformer_edge.digest import file_sha256
+from padformer_edge.model.comparator_checkpoint import load_comparator
+from padformer_edge.models import COMPARATOR_NAME, card_path, package_folder
+from padformer_edge_training.comparator.recipe import load_recipe
+from padformer_edge_training.families import HELD_OUT_FAMILY, TRAINING_FAMILY
+
+QUALITY = "docs/research.md#comparator (benchmarks/comparator_validation.py)"
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
+
+
+def wall_seconds(log: Path, step: int) -> float:
+    """Seconds from the log's first line to the line that logged ``step``."""
+    first = last = None
+    for line in log.read_text().splitlines():
+        found = STAMP.match(line)
+        if not found:
+            continue
+        stamp = datetime.fromisoformat(found.group(1))
+        first = first or stamp
+        if f" step={step}" in line and "comparator_step" in line:
+            last = stamp
+            break
+    if first is None or last is None:
+        raise SystemExit(f"{log} has no line for step {step}; give the run's log.")
+    return (last - first).total_seconds()
+
+
+def card(checkpoint: Path, recipe_path: Path, log: Path, machine: str) -> dict[str, Any]:
+    model, metadata = load_comparator(checkpoint)
+    recipe = load_recipe(recipe_path)
+    step = int(metadata["step"])
+    dataset = json.loads((recipe.data.root / "dataset.json").read_text())
+    return {
+        "name": "comparator",
+        "config": model.config.to_json(),
+        "backbone": model.backbone,
+        "data": {
+            "root": str(recipe.data.root),
+            "recipe": str(recipe_path),
+            "objects": len(dataset["classes"]),
+            "rendered_defects": dataset["defect_kinds"],
+        },
+        "families": {"training": list(TRAINING_FAMILY), "held_out": list(HELD_OUT_FAMILY)},
+        "steps": step,
+        "wall_time": f"{wall_seconds(log, step) / 60:.1f} min",
+        "machine": machine,
+        "quality": QUALITY,
+        "sha256": file_sha256(checkpoint),
+        "size_bytes": checkpoint.stat().st_size,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="The comparator checkpoint to ship.")
+    parser.add_argument("--recipe", type=Path, required=True, help="The recipe it was trained on.")
+    parser.add_argument("--log", type=Path, required=True, help="The run's log.")
+    parser.add_argument("--machine", required=True, help="What it was trained on, in words.")
+    parser.add_argument("--out", type=Path, default=package_folder())
+    args = parser.parse_args()
+    fields = card(args.checkpoint, args.recipe, args.log, args.machine)
+    target = args.out / COMPARATOR_NAME
+    with atomic_path(target) as tmp:
+        shutil.copyfile(args.checkpoint, tmp)
+    with atomic_path(card_path(target)) as tmp:
+        Path(tmp).write_text(json.dumps(fields, indent=1, sort_keys=True) + "\n")
+    print(f"shipped {target} ({fields['steps']} steps, sha256 {fields['sha256'][:12]}...)")
+
+
+if __name__ == "__main__":
+    main()
