@@ -120,3 +120,36 @@ def test_no_image_space_anomaly_is_named_after_a_held_out_family():
 
     assert not held_out_in([*KINDS, *(k.capitalize() for k in KINDS)])
     assert {k.lower() for k in HELD_OUT_FAMILY}.isdisjoint(KINDS)
+
+
+def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_path, monkeypatch):
+    """``comparator.ship``: the file copied whole, its card from the checkpoint, the
+    recipe's render and the run's log, and the locator vouching for the pair."""
+    import json
+    import sys
+
+    from padformer_edge import models
+    from padformer_edge_training.comparator import ship
+
+    trained = train(recipe(tree, tmp_path / "run", steps=2))
+    (tree / "dataset.json").write_text(json.dumps({"classes": [{}, {}], "defect_kinds": ["X"]}))
+    recipe_file = tmp_path / "recipe.yaml"
+    recipe_file.write_text(recipe(tree, tmp_path / "run", steps=2).model_dump_json())
+    log = tmp_path / "run.log"
+    log.write_text(
+        "2026-11-28 09:00:00 [info     ] comparator_data objects=2\n"
+        "2026-11-28 09:03:00 [info     ] comparator_step loss=1.0 step=1\n"
+        "2026-11-28 09:06:00 [info     ] comparator_step loss=1.0 step=2\n"
+    )
+    out = tmp_path / "package"
+    out.mkdir()
+    argv = ["ship", str(trained), "--recipe", str(recipe_file), "--log", str(log)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--machine", "a test", "--out", str(out)])
+    ship.main()
+    card = json.loads((out / "comparator.json").read_text())
+    assert card["steps"] == 2 and card["wall_time"] == "6.0 min"
+    assert card["data"]["objects"] == 2 and card["data"]["rendered_defects"] == ["X"]
+    assert card["families"]["held_out"] == ["Foreign", "Cracks"]
+    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(out / "comparator.safetensors"))
+    assert models.locate_comparator() == out / "comparator.safetensors"
+    assert (out / "comparator.safetensors").read_bytes() == trained.read_bytes()
