@@ -111,12 +111,15 @@ def main() -> None:
         default=None,
         help="measure `demo --shots N` (repeat for one run per value; default: the demo's own)",
     )
+    parser.add_argument("--metric", help="measure `demo --metric NAME` (default: the demo's own)")
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the PatchCore rows on the same images"
     )
+    parser.add_argument("--section", help="docs block to write (default demo-figures[-train])")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     common = ["--train"] * args.train + ["--quick"] * args.quick
+    common += ["--metric", args.metric] if args.metric else []
     shots = [[]] if args.shots is None else [["--shots", str(n)] for n in args.shots]
     variants = [[*common, *extra] for extra in shots]
     runs = [measure(options, not (args.no_baseline or args.quick)) for options in variants]
@@ -147,7 +150,8 @@ def main() -> None:
     if args.write_docs:
         load = os.getloadavg()[0]
         note = f"\n\n1-minute load average {load:.2f} at the end on {os.cpu_count()} cores."
-        update_docs_section("demo-figures" + "-train" * args.train, table + note)
+        section = args.section or "demo-figures" + "-train" * args.train
+        update_docs_section(section, table + note)
 
 
 if __name__ == "__main__":

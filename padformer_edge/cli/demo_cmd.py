@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.output import table_console
+from padformer_edge.detect.settings import METRIC_CHOICES
 
 if TYPE_CHECKING:
     from padformer_edge.demo.run import DemoReport
@@ -78,6 +80,12 @@ def demo(
         help="Reference photos the profile keeps, chosen from the rendered good views to "
         "cover the most viewpoints (default 12 of 24; 4 with --train, 2 of 6 with --quick).",
     ),
+    metric: str | None = choice_option(
+        None,
+        "--metric",
+        METRIC_CHOICES,
+        help="The profile's metric (default auto; compare: the learned comparison).",
+    ),
 ) -> None:
     """Render a part, take the shipped model (or train one), calibrate a profile, run the
     daemon on a camera folder and print what the line saw."""
@@ -100,6 +108,8 @@ def demo(
                 f"renders; give 1 to {plan.train_views}."
             )
         plan = replace(plan, shots=shots)
+    if metric is not None:
+        plan = replace(plan, metric=metric)
     started = time.monotonic()
 
     def say(line: str) -> None:

@@ -35,6 +35,7 @@ class DemoPlan:
     passes: int
     target_fpr: float
     perceptual: str
+    metric: str = "auto"  # the profile's detection metric (``--metric``)
 
     @property
     def test_good_views(self) -> int:

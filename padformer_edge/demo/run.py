@@ -189,7 +189,7 @@ def run_demo(
     calibration, shots = _camera_images(class_dir, plan)
     create_profile(
         profiles, PRODUCT, checkpoint, class_dir / "train" / "good", shots=plan.shots,
-        settings=DetectionSettings(passes=plan.passes),
+        settings=DetectionSettings(passes=plan.passes, metric=plan.metric),
     )  # fmt: skip
     calibration_dir = work / "calibration-good"
     calibration_dir.mkdir()
