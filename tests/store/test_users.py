@@ -12,10 +12,11 @@ from sqlalchemy import Engine, func, insert, select, text
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import reading
+from padformer_edge.store.history import prune
 from padformer_edge.store.models import Review, ReviewVerdict
 from padformer_edge.store.reviews import reviews_of, save_review
 from padformer_edge.store.schema import upgrade
-from padformer_edge.store.tables import reviews
+from padformer_edge.store.tables import review_history, reviews
 from padformer_edge.store.tokens import hash_token, token_matches
 from padformer_edge.store.users import (
     add_user,
@@ -113,6 +114,10 @@ def test_a_changed_verdict_is_a_new_row_and_the_latest_is_shown(engine: Engine, 
         (FA, "ann", "dust", first),
     ]
     assert tuple(latest) == (TD, "bob") and kept == 1 and other == []
+    prune(engine, datetime(2027, 1, 1, tzinfo=UTC))  # the history goes with its inspection
+    with reading(engine) as conn:
+        assert reviews_of(conn, row) == []
+        assert conn.execute(select(func.count()).select_from(review_history)).scalar() == 0
 
 
 def test_only_an_engineer_applies_a_recalibration_once_users_exist(engine: Engine) -> None:
