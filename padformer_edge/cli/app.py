@@ -32,6 +32,7 @@ from padformer_edge.cli import (
     serve_cmd,
     state_cmd,
     train_cmd,
+    users_cmd,
     watch_cmd,
 )
 from padformer_edge.cli.eval_cmd import evaluate
@@ -52,6 +53,7 @@ app.command("synth")(synth)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(state_cmd.app, name="state")
 app.add_typer(results_cmd.app, name="results")
+app.add_typer(users_cmd.app, name="users")
 app.command("detect")(detect_cmd.detect)
 app.command("export")(export_cmd.export)
 app.command("train")(train_cmd.train)

@@ -144,7 +144,7 @@ def calibrate(
         "--yes",
         metavar="ENGINEER",
         help="With --from-reviews: apply the change shown, recorded in the profile's "
-        "history under this name.",
+        "history under this name; once the database has users, a user with role engineer.",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
@@ -216,6 +216,7 @@ def _calibrate_from_reviews(
     )
     from padformer_edge.store.engine import describe, resolve_url
     from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.users import require_engineer
 
     if engineer is not None:
         engineer_name(engineer)  # an empty name is refused before the database is read
@@ -226,6 +227,8 @@ def _calibrate_from_reviews(
     database = database_of(db, config)
     engine = open_checked(database)
     try:
+        if engineer is not None:  # once users exist, only a named engineer applies it
+            engineer = require_engineer(engine, engineer)
         plan = plan_from_reviews(profiles_root(root), name, engine, describe(resolve_url(database)))
     finally:
         engine.dispose()

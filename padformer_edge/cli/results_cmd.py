@@ -286,7 +286,10 @@ def review(
     ),
     note: str | None = typer.Option(None, "--note", help="What the reviewer saw (optional)."),
     by: str | None = typer.Option(
-        None, "--by", help="Who reviewed; default: the login name running the command."
+        None,
+        "--by",
+        help="Who reviewed; default: the login name running the command. Once the "
+        "database has users (padformer-edge users), one of their names.",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),

@@ -1,10 +1,13 @@
 """Operators' reviews: saving a verdict on an inspection, counting them, and the reviewed
 scores a profile can be recalibrated from.
 
-A review is one row per inspection; reviewing again replaces it (see ``models.Review``
-for why) and the replaced verdict is returned so the caller can log it. Only an
-inspection the detector finished (``done``) can be reviewed: a failed or skipped file
-has no score, so a verdict on it would say nothing about the threshold.
+``reviews`` holds the latest verdict of each inspection (what history, exports and a
+recalibration read); every verdict given is also a new row of ``review_history``, in
+the same transaction, so a changed verdict keeps the earlier one with who gave it and
+when. The replaced verdict is returned so the caller can log it. Once named users exist
+(``users``) a review must be signed by one. Only an inspection the detector finished
+(``done``) can be reviewed: a failed or skipped file has no score, so a verdict on it
+would say nothing about the threshold.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, insert, select
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import reading
 from padformer_edge.store.models import Inspection, Review, ReviewVerdict, Status, utc_now
+from padformer_edge.store.tables import review_history
+from padformer_edge.store.users import reviewer_of
 
 MAX_NOTE_CHARS = 2000
 MAX_REVIEWER_CHARS = 128
@@ -58,9 +63,11 @@ def save_review(
     note: str | None = None,
     now: datetime | None = None,
 ) -> SavedReview:
-    """Record (or replace) the review of one finished inspection, in one transaction."""
+    """Record the review of one finished inspection as its latest and in its history,
+    in one transaction; with users, ``reviewer`` must name one."""
     note, reviewer = _clean(note, reviewer)
     with Session(engine, expire_on_commit=False) as session, session.begin():
+        reviewer = reviewer_of(session.connection(), reviewer)
         row = session.get(Inspection, inspection_id)
         if row is None:
             raise UserError(
@@ -78,6 +85,10 @@ def save_review(
             session.add(review)
         review.verdict, review.note, review.reviewer = verdict, note, reviewer
         review.reviewed_at = now or utc_now()
+        session.execute(insert(review_history).values(
+            inspection_id=inspection_id, verdict=verdict, note=note, reviewer=reviewer,
+            reviewed_at=review.reviewed_at,
+        ))  # fmt: skip
     return SavedReview(inspection_id, verdict, note, reviewer, review.reviewed_at, replaced)
 
 
@@ -126,3 +137,25 @@ def reviewed_inspections(engine: Engine, product: str) -> list[ReviewedInspectio
             ReviewedInspection(int(i), ReviewVerdict(v), float(score), sha, who, at)
             for i, v, score, sha, who, at in conn.execute(statement)
         ]
+
+
+@dataclass(frozen=True)
+class PastReview:
+    """One verdict given on an inspection, replaced later or still the latest."""
+
+    verdict: ReviewVerdict
+    note: str | None
+    reviewer: str
+    reviewed_at: datetime
+
+
+def reviews_of(conn: Connection, inspection_id: int) -> list[PastReview]:
+    """Every verdict given on ``inspection_id``, newest first (the first is the one
+    ``reviews`` holds)."""
+    rh = review_history.c
+    statement = (
+        select(rh.verdict, rh.note, rh.reviewer, rh.reviewed_at)
+        .where(rh.inspection_id == inspection_id)
+        .order_by(rh.id.desc())
+    )
+    return [PastReview(ReviewVerdict(v), n, r, at) for v, n, r, at in conn.execute(statement)]

@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from padformer_edge.store.vocabulary import AlertState, ReviewVerdict, Status
+from padformer_edge.store.vocabulary import AlertState, ReviewVerdict, Role, Status
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -154,11 +154,11 @@ daemon_heartbeat = Table(
     Column("status", Text, nullable=False),
 )
 
-# An operator's judgement of one inspection: a true defect or a false alarm. One row per
-# inspection (the inspection id is the key): a second review replaces the first, because
-# a calibration needs one label per part and the page shows the current one; the
-# replaced verdict is kept in the structured log (``review.saved``). The verdict is
-# indexed with the inspection id, so counting reviews by verdict and filtering history
+# An operator's current judgement of one inspection: a true defect or a false alarm. One
+# row per inspection (the inspection id is the key): a calibration needs one label per
+# part and the page shows the latest one. Every verdict ever given, the replaced ones
+# included, is a row of ``review_history`` written in the same transaction. The verdict
+# is indexed with the inspection id, so counting reviews by verdict and filtering history
 # by verdict read the index alone.
 reviews = Table(
     "reviews",
@@ -169,6 +169,37 @@ reviews = Table(
     Column("reviewer", String(128), nullable=False),
     Column("reviewed_at", UTCDateTime, nullable=False, default=utc_now),
     Index("ix_reviews_verdict_inspection_id", "verdict", "inspection_id"),
+)
+
+# Every review given, oldest first: a changed verdict is a new row, never an update, so
+# who said what and when stays on record (``reviews`` holds the latest of each
+# inspection). The reviewer is a name, not a key of ``users``: removing a user keeps
+# what they reviewed.
+review_history = Table(
+    "review_history",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("inspection_id", Integer, _cascade_to_inspection(), nullable=False),
+    Column("verdict", _enum(ReviewVerdict, "review_verdict"), nullable=False),
+    Column("note", Text),
+    Column("reviewer", String(128), nullable=False),
+    Column("reviewed_at", UTCDateTime, nullable=False, default=utc_now),
+    Index("ix_review_history_inspection_id_id", "inspection_id", "id"),
+)
+
+# The people who log in to the page by name (``padformer-edge users``). Only a hash of
+# each token is kept (``store.tokens``: scrypt with a salt of the user's own), so the
+# database read by anyone leaks no token. ``token_set_at`` changes with a reset, which
+# also ends the user's open sessions on the page.
+users = Table(
+    "users",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("role", _enum(Role, "user_role"), nullable=False),
+    Column("token_hash", String(255), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False, default=utc_now),
+    Column("token_set_at", UTCDateTime, nullable=False, default=utc_now),
 )
 
 # A drift a camera's recent scores showed against its profile's calibration (the daemon's

@@ -1,5 +1,5 @@
 """The store's words, without SQLAlchemy: inspection and alert states, review verdicts,
-groupings and export formats.
+users' roles, groupings and export formats.
 
 The CLI offers these as option choices, so every command module needs them to build its
 ``--help``; keeping them apart from the tables lets ``--help`` and ``profile list`` start
@@ -33,6 +33,14 @@ class ReviewVerdict(enum.StrEnum):
 
     true_defect = "true_defect"
     false_alarm = "false_alarm"
+
+
+class Role(enum.StrEnum):
+    """What a named user may do on the page and the CLI: an operator reviews
+    inspections; an engineer reviews too, and applies recalibrations."""
+
+    operator = "operator"
+    engineer = "engineer"
 
 
 # What a history filter may ask about reviews: a verdict, or whether there is one at all.

@@ -76,6 +76,8 @@ def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaita
             "text/html" in request.headers.get("accept", ""),
             authorised(request),
             bool(state.get("session", False)),
+            getattr(state.get("person"), "name", None),  # a named user's own form and header
+            web_app(request).people.exist(),  # the review form differs once users exist
         )
         pages = web_app(request).page_cache
         kept = pages.fresh(key)

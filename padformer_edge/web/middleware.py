@@ -6,8 +6,12 @@ Content-Security-Policy (scripts and styles from this server only, no inline cod
 ``nosniff``, no framing and ``Cache-Control: no-store`` unless a route chose otherwise;
 then ``Gate``: it first believes the ``X-Forwarded-*`` headers of a trusted proxy
 (``proxies``); on a loopback bind the ``Host`` must name this machine (421), and with a
-token every path but the login form and the static files needs a bearer token or a
-logged-in session (401: the login form for a browser, one sentence for a script). A
+token or named users every path but the login form and the static files needs the
+shared bearer token or a logged-in session (401: the login form for a browser, one
+sentence for a script). Once users exist only a named login opens a session: a session
+of the shared token, or of a user since removed or given a new token, no longer counts,
+and the request's ``state.person`` says who is logged in (``None`` for the shared
+token, which may read but not review). A
 wrong bearer token counts against the client's address in the same throttle as the
 login form, so a script cannot guess past the form's limit on the other path: past the
 limit every bearer request from that address waits (429), right token or not, and each
@@ -19,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
@@ -30,6 +35,7 @@ from padformer_edge.web.responses import page, text
 from padformer_edge.web.sessions import COOKIE
 
 if TYPE_CHECKING:
+    from padformer_edge.web.people import Person
     from padformer_edge.web.webapp import WebApp
 
 log = get_logger("web")
@@ -76,16 +82,21 @@ class Gate:
         self.app = app
         self.web = web
 
-    def _authorised(self, conn: HTTPConnection) -> tuple[bool, bool]:
-        """(may see the page, is a logged-in browser session); a bearer token offered
-        is judged by ``_bearer`` first."""
-        token = self.web.token
-        if token is None:
-            return True, False
-        if auth.token_matches(auth.bearer_token(conn), token):
-            return True, False
-        session = self.web.sessions.valid(conn.cookies.get(COOKIE))
-        return session, session
+    def _authorised(self, conn: HTTPConnection) -> tuple[bool, bool, Person | None]:
+        """(may see the page, is a logged-in browser session, the named user logged in);
+        a bearer token offered is judged by ``_bearer`` first."""
+        token, named = self.web.token, self.web.people.exist()
+        if token is None and not named:
+            return True, False, None
+        if token is not None and auth.token_matches(auth.bearer_token(conn), token):
+            return True, False, None
+        opened = self.web.sessions.holder(conn.cookies.get(COOKIE))
+        if opened is None:
+            return False, False, None
+        if opened.person is None:  # a shared-token login: only while no user exists
+            return not named, not named, None
+        valid = self.web.people.still_valid(opened.person)
+        return valid, valid, opened.person if valid else None
 
     def _bearer(self, conn: HTTPConnection) -> Response | None:
         """A 429 while this client is throttled, or a 401 for a wrong bearer token (counted
@@ -129,13 +140,15 @@ class Gate:
             )
             await refused(scope, receive, send)
             return
+        if self.web.people.stale():
+            await run_in_threadpool(self.web.people.current)
         bearer = self._bearer(conn)
         if bearer is not None:
             await bearer(scope, receive, send)
             return
-        allowed, session = self._authorised(conn)
+        allowed, session, person = self._authorised(conn)
         state = scope.setdefault("state", {})
-        state["authorised"], state["session"] = allowed, session
+        state["authorised"], state["session"], state["person"] = allowed, session, person
         path = scope["path"]
         public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
         if not allowed and not public:
@@ -147,7 +160,8 @@ class Gate:
         if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
             query = request.url.query
             target = auth.safe_next(request.url.path + (f"?{query}" if query else ""))
-            return page(request, "login.html", 401, failed=False, wait=None, next=target)
+            return page(request, "login.html", 401, failed=None, wait=None, next=target,
+                        named=self.web.people.exist())  # fmt: skip
         return text(
             401,
             "a token is required; send 'Authorization: Bearer TOKEN' or log in at /login.",

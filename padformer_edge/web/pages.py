@@ -28,15 +28,16 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events
+from padformer_edge.store.engine import reading
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
-from padformer_edge.store.reviews import save_review
+from padformer_edge.store.reviews import reviews_of, save_review
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
 from padformer_edge.web.render import when
-from padformer_edge.web.responses import error, page, read_form, text, web_app
+from padformer_edge.web.responses import error, page, person_of, read_form, text, web_app
 
 log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
@@ -233,6 +234,8 @@ def detail(request: Request) -> Response:
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
                    for c in COLUMNS})  # fmt: skip
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
+    with reading(app.reader()) as conn:
+        past = reviews_of(conn, inspection_id)
     return page(
         request,
         "detail.html",
@@ -240,9 +243,11 @@ def detail(request: Request) -> Response:
         card=fields,
         normalised=normalised,
         alerts=row.alerts,
-        can_retry=app.token is not None,
+        can_retry=may_retry(request),
         review=row.review,
+        reviews=past,
         can_review=row.status.value == "done",
+        named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
     )
 
@@ -305,7 +310,7 @@ def health(request: Request) -> Response:
         report=report,
         window=window,
         windows=list(WINDOWS),
-        can_retry=app.token is not None,
+        can_retry=may_retry(request),
     )
 
 
@@ -313,10 +318,27 @@ def metrics(request: Request) -> Response:
     return Response(web_app(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
+NAMED_ONLY = (
+    "this needs a named login: log in at /login with your name and your own token "
+    "(the shared token can read, not change anything)."
+)
+
+
+def may_retry(request: Request) -> bool:
+    """Whether this viewer may queue an alert again: once users exist, a named user;
+    before, whoever proved the shared token (a page without one has no login)."""
+    app = web_app(request)
+    if app.people.exist():
+        return person_of(request) is not None
+    return app.token is not None
+
+
 async def retry(request: Request) -> Response:
-    """The one write: queue a dead alert again. Needs a token, and the page's own origin."""
+    """Queue a dead alert again. Needs a login (``may_retry``) and the page's own origin."""
     app, alert_id = web_app(request), request.path_params["alert_id"]
-    if app.token is None:
+    if app.people.exist() and person_of(request) is None:
+        return text(403, NAMED_ONLY)
+    if app.token is None and not app.people.exist():
         return text(
             403,
             "retrying alerts needs a token; set http.token or $PADFORMER_EDGE_HTTP_TOKEN "
@@ -337,17 +359,26 @@ async def retry(request: Request) -> Response:
 async def review(request: Request) -> Response:
     """Record an operator's verdict on an inspection: the page's own form, posted from
     this site (the ``Origin`` check; behind a token the gate has already asked for the
-    login). Without a token the server listens on loopback only, where whoever reaches
-    the page could write the database anyway; the verdict changes no delivery, and a
-    threshold moves only when an engineer runs ``profile calibrate --from-reviews``."""
+    login). Once users exist the review is signed by the named user logged in, and
+    nobody else (the shared token included) may review. Before, the reviewer's name is
+    typed in the form, and without a token the server listens on loopback only, where
+    whoever reaches the page could write the database anyway. The verdict changes no
+    delivery, and a threshold moves only when an engineer runs ``profile calibrate
+    --from-reviews``."""
     app, inspection_id = web_app(request), request.path_params["inspection_id"]
     if not auth.same_origin(request):
         return text(403, "this request did not come from this server's own page.")
+    person = person_of(request)
+    if app.people.exist() and person is None:
+        return text(403, NAMED_ONLY)
     form = await read_form(request)
     verdict = form.get("verdict", "")
     if verdict not in {v.value for v in ReviewVerdict}:
         raise UserError(f"review verdict '{verdict}' is not true_defect or false_alarm; pick one.")
-    reviewer = form.get("reviewer", "").strip() or f"page user at {auth.client_of(request)}"
+    if person is not None:
+        reviewer = person.name
+    else:
+        reviewer = form.get("reviewer", "").strip() or f"page user at {auth.client_of(request)}"
     saved = await run_in_threadpool(
         save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
         reviewer=reviewer, note=form.get("note"),

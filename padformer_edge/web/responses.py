@@ -18,6 +18,7 @@ from padformer_edge.web.daemon_state import daemon_state
 from padformer_edge.web.render import render
 
 if TYPE_CHECKING:
+    from padformer_edge.web.people import Person
     from padformer_edge.web.webapp import WebApp
 
 MAX_FORM_BYTES = 64 * 1024
@@ -35,6 +36,11 @@ def web_app(request: Request) -> WebApp:
 def authorised(request: Request) -> bool:
     """Set by the gate: no token is configured, or this request proved it."""
     return bool(request.scope.get("state", {}).get("authorised", False))
+
+
+def person_of(request: Request) -> Person | None:
+    """The named user logged in (set by the gate); ``None`` for anyone else."""
+    return request.scope.get("state", {}).get("person")
 
 
 def text(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -58,6 +64,7 @@ def page(
         path=request.url.path,
         daemon=daemon_state(app) if shown else None,
         session=bool(request.scope.get("state", {}).get("session", False)),
+        person=person_of(request),
         **context,
     )
     return HTMLResponse(body, code, headers)

@@ -4,7 +4,7 @@ The route handlers, the middleware and the response helpers all need this type, 
 Starlette app (``app``) needs them; with the type in ``app`` they imported it back (under
 ``TYPE_CHECKING``) and the package formed one import circle of eight files. Here it
 imports only the leaf modules it holds (media roots, metrics, the page cache, the proxy
-list, sessions, the throttle, thumbnails), so every other module can name it and the
+list, the users, sessions, the throttle, thumbnails), so every other module can name it and the
 graph goes one way (``tests/test_imports.py`` keeps it so, type-only imports included).
 """
 
@@ -23,6 +23,7 @@ from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.page_cache import TTL_S, PageCache
+from padformer_edge.web.people import People
 from padformer_edge.web.proxies import TrustedProxies
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
@@ -68,6 +69,7 @@ class WebApp:
         self._reader: Engine | None = None
         self._writer: Engine | None = None
         self.metrics = Metrics(self.reader, self.heartbeat_age)
+        self.people = People(self.reader)
 
     # -- the database --------------------------------------------------------------------
     def reader(self) -> Engine:

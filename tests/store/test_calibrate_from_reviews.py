@@ -198,3 +198,31 @@ def test_apply_refuses_an_empty_name_and_a_profile_changed_since_the_preview(
                     "--root", str(profiles))  # fmt: skip
     assert stray.returncode == 2 and "add --from-reviews" in stray.stderr
     assert (profiles / "bolt" / "profile.yaml").read_text() == changed
+
+
+def test_once_users_exist_yes_names_an_engineer_among_them(
+    db_url: str, engine: Engine, profiles: Path
+) -> None:
+    """With users in the database, ``--yes`` must name one whose role is engineer; an
+    operator or a stranger is refused before anything is written, an engineer's name is
+    recorded as stored."""
+    from padformer_edge.store.users import add_user
+    from padformer_edge.store.vocabulary import Role
+
+    sha = load_profile(profiles, "bolt").model_sha256
+    td, fa = ReviewVerdict.true_defect, ReviewVerdict.false_alarm
+    _store(engine, sha, [(6.0 + i, td) for i in range(5)] + [(2.0 + i, fa) for i in range(5)])
+    add_user(engine, "ann", Role.operator)
+    add_user(engine, "eve", Role.engineer)
+    before = (profiles / "bolt" / "profile.yaml").read_text()
+    args = ("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
+            "--root", str(profiles), "--yes")  # fmt: skip
+    for name, refusal in (("ann", "user 'ann' is an operator; only an engineer"),
+                          ("Eve Engineer", "'Eve Engineer' is not a user of this database")):
+        refused = run_cli(*args, name)
+        assert refused.returncode == 2 and refusal in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    assert (profiles / "bolt" / "profile.yaml").read_text() == before
+    applied = run_cli(*args, "EVE")
+    assert applied.returncode == 0, applied.stderr
+    assert load_profile(profiles, "bolt").config.history[-1].by == "eve"

@@ -412,3 +412,57 @@ def test_a_good_parts_heatmap_stays_below_the_threshold_colour_in_the_browser(
     assert defect_outline[60:100, 40:120].any()
     inside = _colour_indices_seen(defect, base_bgr)[64:96, 44:116]
     assert np.median(inside) > THRESHOLD_INDEX
+
+
+def test_a_named_login_signs_reviews_and_keeps_their_history(
+    server: Any, site: Site, page: Any
+) -> None:
+    """Once users exist: the page asks for a name and a personal token; an operator's
+    review is signed with her name, an engineer who changes the verdict signs the new
+    one, and the detail page shows the latest with the earlier one kept below it."""
+    from padformer_edge.store.users import add_user
+    from padformer_edge.store.vocabulary import Role
+
+    engine = open_engine(site.db)
+    ann = add_user(engine, "ann", Role.operator)[1]
+    bob = add_user(engine, "bob", Role.engineer)[1]
+    engine.dispose()
+    row = site.anomalies[0]
+
+    def log_in(name: str, token: str) -> None:
+        page.goto(f"{server.url}/inspections/{row}")
+        page.fill("input[name=name]", name)
+        page.fill("input[name=token]", token)
+        page.click("form[action='/login'] button")
+        page.wait_for_url(f"**/inspections/{row}")
+        assert page.inner_text("#who") == f"{name} ({'operator' if name == 'ann' else 'engineer'})"
+
+    def review(verdict: str, note: str) -> None:
+        page.check(f"#review input[value={verdict}]")
+        page.fill("#review input[name=note]", note)
+        page.click("#review button[type=submit]")
+        page.wait_for_url(f"**/inspections/{row}")
+
+    page.goto(f"{server.url}/inspections/{row}")
+    assert page.locator("form[action='/login'] input[name=name]").count() == 1
+    page.fill("input[name=name]", "ann")
+    page.fill("input[name=token]", bob)  # someone else's token
+    page.click("form[action='/login'] button")
+    assert page.inner_text("#login-error") == "That name and token do not match."
+    log_in("ann", ann)
+    assert page.locator("#review input[name=reviewer]").count() == 0
+    review("false_alarm", "glare on the rim")
+    assert page.inner_text("#review-state").startswith("false alarm by ann")
+    assert page.locator("#review-history").count() == 0
+    page.click("#logout")
+    page.wait_for_url("**/login")
+    log_in("bob", bob)
+    review("true_defect", "a crack under the glare")
+    state = page.inner_text("#review-state")
+    assert state.startswith("true defect by bob") and "a crack under the glare" in state
+    page.click("#review-history summary")
+    earlier = page.locator("#review-history li").all_inner_texts()
+    assert len(earlier) == 1 and earlier[0].startswith("false alarm by ann")
+    assert "glare on the rim" in earlier[0]
+    page.goto(server.url + "/history?review=true_defect")
+    assert page.locator("#rows tbody tr td:first-child").all_inner_texts() == [str(row)]

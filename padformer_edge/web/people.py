@@ -1,0 +1,97 @@
+"""The named users as the page sees them: who exists, who logged in, whose login still holds.
+
+Users are rows of the history database (``store.users``), changed by the CLI while the
+page runs. Every request asks whether any exist (that decides whether the page needs a
+named login), so the list is read at most once per ``TTL_S`` and shared by all requests;
+a user added, removed or given a new token is seen within that time. A login records
+the token hash it was checked against (``Person.stamp``): a removed user or a reset
+token ends the sessions opened before, on the next request after the list is re-read.
+A database that cannot be read keeps the last list seen (no list at all: no users, and
+then every page answers 503 anyway; a review is checked against the database itself
+when it is saved).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from padformer_edge.errors import UserError
+from padformer_edge.store.engine import reading
+from padformer_edge.store.users import User, authenticate, list_users
+from padformer_edge.store.vocabulary import Role
+
+TTL_S = 2.0
+
+
+@dataclass(frozen=True)
+class Person:
+    """A user logged in to the page, as their session remembers them."""
+
+    name: str
+    role: Role
+    stamp: str  # the token hash the login was checked against
+
+
+class People:
+    """The users of one page's database, re-read at most every ``ttl_s``; thread-safe."""
+
+    def __init__(
+        self,
+        reader: Callable[[], Engine],
+        *,
+        ttl_s: float = TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._reader = reader
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._users: dict[str, User] | None = None
+        self._read_at = 0.0
+        self._lock = threading.Lock()
+
+    def stale(self) -> bool:
+        """True when the next ``current`` reads the database (the gate then calls it in
+        the thread pool, keeping the event loop free of database reads)."""
+        return self._users is None or self._clock() - self._read_at >= self.ttl_s
+
+    def current(self) -> dict[str, User]:
+        """The users by name, at most ``ttl_s`` old."""
+        with self._lock:
+            now = self._clock()
+            if self._users is None or now - self._read_at >= self.ttl_s:
+                try:
+                    self._users = {u.name: u for u in list_users(self._reader())}
+                except (UserError, SQLAlchemyError):  # not readable now: the last list seen
+                    self._users = self._users or {}
+                self._read_at = now
+            return self._users
+
+    def exist(self) -> bool:
+        """True once any user exists: reviews then need a named login."""
+        return bool(self.current())
+
+    def still_valid(self, person: Person) -> bool:
+        """True while ``person`` exists with the token they logged in with."""
+        user = self.current().get(person.name)
+        return user is not None and user.token_hash == person.stamp
+
+    def forget(self) -> None:
+        """Read the list again on the next request."""
+        with self._lock:
+            self._users = None
+
+    def authenticate(self, name: str, token: str) -> Person | None:
+        """The person these name and token belong to, read from the database now (a
+        user added a moment ago can log in at once); ``None`` when they do not match."""
+        with reading(self._reader()) as conn:
+            user = authenticate(conn, name, token)
+        if user is None:
+            return None
+        self.forget()  # the session is checked against the list: make it include them
+        return Person(user.name, user.role, user.token_hash)
