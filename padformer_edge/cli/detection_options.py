@@ -20,6 +20,7 @@ from padformer_edge.detect.settings import (
     MASK_SCHEDULES,
     METRIC_CHOICES,
     PRECISIONS,
+    PRODUCT_METRIC,
     DetectionSettings,
 )
 from padformer_edge.errors import UserError
@@ -34,10 +35,11 @@ SCHEDULE = choice_option(
     _DEFAULT.schedule, "--schedule", MASK_SCHEDULES, help="Masks drawn at random, or balanced."
 )
 METRIC = choice_option(
-    _DEFAULT.metric,
+    PRODUCT_METRIC,
     "--metric",
     METRIC_CHOICES,
-    help="Error measure; auto is fused for edge models, lab otherwise.",
+    help="Error measure; compare is the learned comparison (no passes); auto is fused for "
+    "edge models, lab otherwise.",
 )
 SEED = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the mask schedule.")
 DEVICE = choice_option(_DEFAULT.device, "--device", DEVICES, help="Where the model runs.")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from padformer_edge.detect.settings import PRODUCT_METRIC
+
 
 @dataclass(frozen=True)
 class DemoPlan:
@@ -83,5 +85,5 @@ QUICK = DemoPlan(
 # The camera sees the part from any side, so the profile keeps 12 of 24 candidates, chosen
 # to cover the view sphere: with 4, many good views lie far from every reference and score
 # like defects (docs/benchmarks.md, the demo's table: `demo --shots 4` against the default).
-GENERIC = replace(FULL, size=224, train_views=24, shots=12)
-GENERIC_QUICK = QUICK
+GENERIC = replace(FULL, size=224, train_views=24, shots=12, metric=PRODUCT_METRIC)
+GENERIC_QUICK = replace(QUICK, metric=PRODUCT_METRIC)

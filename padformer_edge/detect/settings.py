@@ -29,6 +29,13 @@ METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
 DEVICES: tuple[str, ...] = get_args(DeviceName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
+PRODUCT_METRIC = "compare"
+"""The metric a command uses when none is given (``detect``, ``profile create``, ``eval``,
+the demo with the shipped model): the learned comparison, chosen on the validation render
+over the fused score and the distance alone at 4 and at 12 references
+(docs/research.md#comparator). A profile file keeps the metric it was made with, so
+profiles written with ``auto`` (the fused score for edge models) keep their scores."""
+
 MIN_PASSES = 2
 """The variance filter compares passes; with one there is no variance to filter by."""
 
