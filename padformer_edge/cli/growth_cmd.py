@@ -31,14 +31,19 @@ STATES = ("pending", "approved", "rejected", "all")
 
 
 @contextmanager
-def _history(db: str | None, config: Path | None) -> Iterator[tuple[Engine, str]]:
-    """The checked history database (``--db``, else ``--config``'s, else the default) and
-    its description."""
-    from padformer_edge.store.engine import describe, resolve_url
+def _history(
+    db: str | None, config: Path | None, write: bool = False
+) -> Iterator[tuple[Engine, str]]:
+    """The history database (``--db``, else ``--config``'s, else the default), checked to
+    exist at the schema's head, and its description; a writing engine if ``write``."""
+    from padformer_edge.store.engine import describe, open_engine, resolve_url
     from padformer_edge.store.schema import open_checked
 
     database = database_of(db, config)
     engine = open_checked(database)
+    if write:
+        engine.dispose()
+        engine = open_engine(database)
     try:
         yield engine, describe(resolve_url(database))
     finally:
@@ -102,7 +107,7 @@ def _decide(name: str, ids: list[int], state: str, yes: str, note: str | None,
     from padformer_edge.store.candidates import decide
     from padformer_edge.store.vocabulary import CandidateState
 
-    with _history(db, config) as (engine, _):
+    with _history(db, config, write=True) as (engine, _):
         by = _engineer(engine, yes)
         done = decide(engine, ids, CandidateState(state), by, product=name, note=note)
     listed = ", ".join(str(c.id) for c in done)

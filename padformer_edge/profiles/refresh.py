@@ -178,7 +178,10 @@ def plan_refresh(
     limit = far_above_limit(calibration)
     _refuse_far(scored, limit, force, name)
     reference_shas = {e.sha256 for e in profile.config.references}
-    held = [folder / i.file for i in images if i.held_aside and i.sha256 not in reference_shas]
+    # a picture that is already a reference stays one: it is not aside, whatever its hash
+    images = [i.model_copy(update={"held_aside": i.held_aside and i.sha256 not in reference_shas})
+              for i in images]  # fmt: skip
+    held = [folder / i.file for i in images if i.held_aside]
     if good is not None:
         held += [p for p in image_files(good, "good") if file_sha256(p) not in reference_shas]
     if len(held) < MIN_GOOD_IMAGES:
