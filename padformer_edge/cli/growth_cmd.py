@@ -1,8 +1,8 @@
 """``profile candidates / approve / reject / refresh / rollback``: references that grow
 from the line (``store.candidates``, ``profiles.refresh``, ``profiles.versions``).
 
-Registered on ``profile_cmd.app`` (imported at the end of that module), apart from it so
-each module keeps one job. Every change names its engineer with ``--yes ENGINEER`` as
+Their Typer app is merged into ``profile`` by ``cli.app`` (apart from ``profile_cmd`` so
+each module keeps one job). Every change names its engineer with ``--yes ENGINEER`` as
 ``calibrate --from-reviews`` does: once the database has users, an engineer of it.
 """
 
@@ -13,16 +13,29 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
-from padformer_edge.cli.output import echo_json
-from padformer_edge.cli.profile_cmd import DEVICE_HELP, ROOT_HELP, _err, _out, _say, app
+from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import load_profile
+
+app = typer.Typer()
+ROOT_HELP = (
+    "Profiles folder; else --config's, else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
+)
+DEVICE_HELP = "Where the model runs (default: the profile's own setting)."
+_out = table_console()
+_err = Console(stderr=True)
+
+
+def _say(text: str) -> None:
+    _out.print(text, highlight=False, soft_wrap=True)
+
 
 YES_HELP = (
     "Apply, recorded under this name; once the database has users, a user with role engineer."

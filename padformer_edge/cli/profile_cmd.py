@@ -428,7 +428,3 @@ def delete(
             raise typer.Exit(1)
     delete_profile(folder.parent, name)
     _say(f"deleted profile '{name}' ({folder}).")
-
-
-# The commands of references grown from the line register themselves on ``app``.
-from padformer_edge.cli import growth_cmd as growth_cmd  # noqa: E402
