@@ -27,6 +27,7 @@ from padformer_edge.cli import (
     detect_cmd,
     doctor_cmd,
     export_cmd,
+    growth_cmd,
     profile_cmd,
     results_cmd,
     serve_cmd,
@@ -57,6 +58,8 @@ app.add_typer(users_cmd.app, name="users")
 app.command("detect")(detect_cmd.detect)
 app.command("export")(export_cmd.export)
 app.command("train")(train_cmd.train)
+# candidates, approve, reject, refresh, rollback: commands of ``profile`` in their own module
+profile_cmd.app.registered_commands.extend(growth_cmd.app.registered_commands)
 app.add_typer(profile_cmd.app, name="profile")
 app.command("watch")(watch_cmd.watch)
 app.add_typer(alerts_cmd.app, name="alerts")

@@ -34,6 +34,12 @@ class Inspector:
     """The calibration's good scores, the drift test's reference (None: not kept)."""
     target_fpr: float = 0.01
     """The calibrated false-alarm rate, the drift test's expected flagged rate."""
+    version: int = 1
+    """The profile version (``profile.yaml``'s ``version``) every result records."""
+    auto_limit: float | None = None
+    """Scores at or below this make an unreviewed part a reference candidate (a profile
+    that opted in with ``growth.auto_candidates``); None: only reviewed parts do."""
+    auto_max_pending: int = 0
 
 
 def open_profile(root: Path, name: str) -> tuple[Profile, float]:
@@ -81,4 +87,18 @@ def build_inspector(
     return Inspector(
         profile.name, detector, threshold, profile.model_sha256,
         good_scores=calibration.good_scores, target_fpr=calibration.target_fpr,
+        version=profile.config.version, auto_limit=auto_limit(profile),
+        auto_max_pending=profile.config.growth.auto_max_pending,
     )  # fmt: skip
+
+
+def auto_limit(profile: Profile) -> float | None:
+    """The score at or below which the daemon proposes a part as a reference candidate
+    by itself: the ``growth.auto_quantile`` quantile of the good calibration scores, so
+    only parts more typical than most held-out good ones qualify. None unless the
+    profile opted in and kept its good scores."""
+    growth, calibration = profile.config.growth, profile.calibration
+    if not growth.auto_candidates or calibration is None or not calibration.good_scores:
+        return None
+    scores = sorted(calibration.good_scores)
+    return scores[int(growth.auto_quantile * (len(scores) - 1))]

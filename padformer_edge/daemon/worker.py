@@ -38,6 +38,7 @@ from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.log import get_logger
+from padformer_edge.store.candidates import pending_count, propose
 from padformer_edge.store.drift import has_open_drift, record_drift
 from padformer_edge.store.engine import reading
 from padformer_edge.store.locations import resolve_stored, stored_path
@@ -50,6 +51,7 @@ from padformer_edge.store.queue import (
     requeue_interrupted,
     skip,
 )
+from padformer_edge.store.vocabulary import CandidateOrigin
 
 log = get_logger("worker")
 IDLE_RECHECK_S = 1.0
@@ -326,8 +328,11 @@ class Worker:
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
             alerts=alerts,
+            profile_version=inspector.version,
         )
         complete(self.engine, row.id, outcome)
+        if inspector.auto_limit is not None and detection.score <= inspector.auto_limit:
+            self.propose_confident(row, inspector)
         if alerts:
             self.on_alert()
         findings = self.drift.observe(
@@ -350,6 +355,17 @@ class Worker:
             anomaly=outcome.is_anomaly,
             ms=round(outcome.detect_ms, 1),
         )
+
+    def propose_confident(self, row: Inspection, inspector: Inspector) -> None:
+        """Offer a part scored far below the threshold as a reference candidate (a
+        profile that opted in), while fewer than its cap wait for a decision. A failure
+        is logged and never fails the result, which is already committed."""
+        try:
+            if pending_count(self.engine, row.product) < inspector.auto_max_pending:
+                propose(self.engine, row.id, CandidateOrigin.confident)
+        except Exception as err:
+            log.error("candidate.propose_failed", id=row.id,
+                      error=f"{type(err).__name__}: {err}")  # fmt: skip
 
     def raise_drift(
         self, row: Inspection, inspector: Inspector, findings: list[DriftFinding]

@@ -141,6 +141,35 @@ def calibrate_profile(
     if skipped:
         warnings.append(f"{len(skipped)} good images are references and were left out.")
     detector = profile.build_detector(device, calibrating=True)
+    result = measure_calibration(
+        profile, detector, good_paths, bad_paths, target_fpr, warnings, progress
+    )
+    if load_profile(root, name).config.model != profile.config.model:
+        raise UserError(
+            f"profile '{name}' was pointed at another model while calibrating; "
+            "run `padformer-edge profile calibrate` again."
+        )
+    config = profile.config.model_copy(update={"calibration": result})
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    log = get_logger("profiles")
+    for warning in warnings:
+        log.warning("profile.calibration_warning", name=name, message=warning)
+    log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
+    return CalibrationReport(load_profile(root, name), result, skipped)
+
+
+def measure_calibration(
+    profile: Profile,
+    detector: Detector,
+    good_paths: Sequence[Path],
+    bad_paths: Sequence[Path],
+    target_fpr: float,
+    warnings: list[str],
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """The calibration of ``profile`` run by ``detector``: held-out good images set the
+    threshold, labelled anomalous ones (if any) report recall at it. Shared by
+    ``calibrate`` and ``refresh`` (which measures on the good images it held aside)."""
     total = len(good_paths) + len(bad_paths)
 
     def report(offset: int) -> Progress | None:
@@ -150,7 +179,7 @@ def calibrate_profile(
     bad_scores = score_files(detector, bad_paths, report(len(good_paths)))
     threshold = false_alarm_threshold(good_scores, target_fpr)
     everything = np.concatenate([good_scores, bad_scores])
-    result = CalibrationResult(
+    return CalibrationResult(
         threshold=threshold.value,
         target_fpr=target_fpr,
         good_quantile=threshold.quantile,
@@ -166,18 +195,6 @@ def calibrate_profile(
         good_scores=np.sort(good_scores).tolist(),
         scoring=detector.scoring,
     )
-    if load_profile(root, name).config.model != profile.config.model:
-        raise UserError(
-            f"profile '{name}' was pointed at another model while calibrating; "
-            "run `padformer-edge profile calibrate` again."
-        )
-    config = profile.config.model_copy(update={"calibration": result})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
-    log = get_logger("profiles")
-    for warning in warnings:
-        log.warning("profile.calibration_warning", name=name, message=warning)
-    log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
-    return CalibrationReport(load_profile(root, name), result, skipped)
 
 
 def scoring_of(profile: Profile) -> Signature:

@@ -2,9 +2,11 @@
 
 A profile is a folder ``<root>/<name>/`` holding ``profile.yaml``, a ``references/``
 folder, the reference-encoding cache and, for the onnxruntime runtime, an ``exported/``
-folder of graphs. Every file a command changes is written to a
-temporary sibling and moved into place with ``os.replace``, so a command that fails or
-is killed half-way leaves the previous version of the profile as it was.
+folder of graphs; a profile grown from the line adds ``approved/`` (approved candidates'
+pictures) and ``versions/<n>/`` (each earlier version's profile.yaml and references).
+Every file a command changes is written to a temporary sibling and moved into place with
+``os.replace``, so a command that fails or is killed half-way
+leaves the previous version of the profile as it was.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ PROFILE_FILE = "profile.yaml"
 REFERENCES_DIR = "references"
 CACHE_FILE = "reference_cache.safetensors"
 EXPORTED_DIR = "exported"  # the graphs and scoring files of ``profile export``
+APPROVED_DIR = "approved"  # approved candidates' pictures, copied in by ``profile refresh``
+VERSIONS_DIR = "versions"  # ``versions/<n>/``: profile.yaml and references/ of version n
 # A name becomes a folder and a DB column value: no separators, no leading dot or dash.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

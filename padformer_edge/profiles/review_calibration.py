@@ -234,7 +234,9 @@ def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
     write_yaml_atomic(current.folder / PROFILE_FILE, config.model_dump(mode="json"))
     get_logger("profiles").info(
         "profile.calibrated_from_reviews", name=name, by=by, threshold=plan.result.threshold,
-        old_threshold=plan.old_threshold, true_defects=len(entry.reviews.true_defects),
-        false_alarms=len(entry.reviews.false_alarms), newly_passing=len(entry.newly_passing),
+        old_threshold=plan.old_threshold,
+        true_defects=len(plan.ids(ReviewVerdict.true_defect)),
+        false_alarms=len(plan.ids(ReviewVerdict.false_alarm)),
+        newly_passing=len(entry.newly_passing),
     )  # fmt: skip
     return load_profile(root, name)

@@ -114,18 +114,53 @@ class ProfileChange(StrictModel):
 
     The file is what changed, and it travels with the profile (copied to another line
     PC, backed up, exported) where a database row would stay behind; ``by`` is the name
-    given on the command line (free text until the page has named users)."""
+    given on the command line (an engineer of the database once it has users)."""
 
-    action: Literal["calibrate-from-reviews"]
+    action: Literal["calibrate-from-reviews", "refresh", "rollback"]
     by: str = Field(min_length=1, max_length=128)
     at: str
     old_threshold: float | None
     new_threshold: float
-    reviews: ReviewsUsed
+    reviews: ReviewsUsed | None = None
+    """The reviews a recalibration read (``calibrate-from-reviews`` only)."""
+    version: int | None = None
+    """The version this change made (``refresh`` and ``rollback``)."""
+    from_version: int | None = None
+    """The version it replaced; for a rollback, ``restored`` names the one brought back."""
+    restored: int | None = None
+    candidates_used: list[int] = Field(default_factory=list)
+    """Approved candidates (ids) in the refreshed pool, as references or held aside."""
+    forced: list[int] = Field(default_factory=list)
+    """Candidates scored far above the threshold and taken anyway (``--force``)."""
     newly_passing: list[int] = Field(default_factory=list)
     """Stored inspections (ids) flagged when stored that pass under the new threshold."""
     newly_flagged: list[int] = Field(default_factory=list)
     """Stored inspections (ids) that passed when stored and are flagged under it."""
+
+
+class ReferenceGrowth(StrictModel):
+    """How the line offers this profile new references (``profile refresh``)."""
+
+    auto_candidates: bool = False
+    """Also offer unreviewed parts scored at or below ``auto_quantile`` of the good
+    calibration scores (off by default: only parts an operator reviewed as good)."""
+    auto_quantile: float = Field(default=0.1, gt=0.0, le=0.5)
+    auto_max_pending: int = Field(default=100, ge=1)
+    """The daemon proposes no more while this many candidates wait for a decision."""
+    max_references: int = Field(default=16, ge=1)
+    """The size limit ``refresh`` selects references up to (CPU time per image grows with
+    the references)."""
+
+
+class ApprovedImage(StrictModel):
+    """An approved candidate's picture, copied into the profile's ``approved/`` folder."""
+
+    candidate: int
+    file: str
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    held_aside: bool
+    """Calibration only, never a reference: chosen by its sha256 (``refresh.held_aside``),
+    so it stays aside in every later refresh and the threshold stays honest."""
 
 
 @register_config_kind("profile")
@@ -144,3 +179,9 @@ class ProfileConfig(StrictModel):
     IR); None for a profile run with torch."""
     history: list[ProfileChange] = Field(default_factory=list)
     """Changes people made to the profile, oldest first: who, when, what and from what."""
+    version: int = Field(default=1, ge=1)
+    """Raised by every ``refresh`` and ``rollback`` (the one before is kept under
+    ``versions/<n>/``); each inspection records the version that scored it."""
+    growth: ReferenceGrowth = Field(default_factory=ReferenceGrowth)
+    approved: list[ApprovedImage] = Field(default_factory=list)
+    """Approved candidates taken in by the last refresh."""

@@ -47,6 +47,7 @@ class Inspection(Base):
     is_anomaly: Mapped[bool | None]
     heatmap_path: Mapped[str | None]
     model_sha256: Mapped[str | None]
+    profile_version: Mapped[int | None]
     detect_ms: Mapped[float | None]
     queue_ms: Mapped[float | None]
     discovered_at: Mapped[datetime]

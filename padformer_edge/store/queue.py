@@ -42,6 +42,8 @@ class DetectionOutcome:
     model_sha256: str
     detect_ms: float
     alerts: Sequence[AlertRequest] = field(default_factory=tuple)
+    profile_version: int | None = None
+    """The version of the profile that scored the image (``profile.yaml``'s ``version``)."""
 
     @property
     def is_anomaly(self) -> bool:
@@ -147,6 +149,7 @@ def complete(engine: Engine, inspection_id: int, outcome: DetectionOutcome) -> I
             outcome.is_anomaly,
         )
         row.heatmap_path, row.model_sha256 = outcome.heatmap_path, outcome.model_sha256
+        row.profile_version = outcome.profile_version
         row.detect_ms = outcome.detect_ms
         if row.started_at is not None:
             row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)

@@ -8,6 +8,10 @@ when. The replaced verdict is returned so the caller can log it. Once named user
 (``users``) a review must be signed by one. Only an inspection the detector finished
 (``done``) can be reviewed: a failed or skipped file has no score, so a verdict on it
 would say nothing about the threshold.
+
+A false-alarm verdict says the part is good, so it also offers the part's picture as a
+reference candidate of its profile (``candidates.propose``); a true-defect verdict
+rejects any candidate made from the same inspection.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from sqlalchemy import Connection, Engine, func, insert, select
 from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
+from padformer_edge.store.candidates import propose, withdraw
 from padformer_edge.store.engine import reading
 from padformer_edge.store.models import Inspection, Review, ReviewVerdict, Status, utc_now
 from padformer_edge.store.tables import review_history
 from padformer_edge.store.users import reviewer_of
+from padformer_edge.store.vocabulary import CandidateOrigin
 
 MAX_NOTE_CHARS = 2000
 MAX_REVIEWER_CHARS = 128
@@ -38,6 +44,11 @@ class SavedReview:
     reviewer: str
     reviewed_at: datetime
     replaced: ReviewVerdict | None
+    candidate: int | None = None
+    """The reference candidate this review made (a first false-alarm verdict on a part
+    whose picture is still as scored), else None."""
+    withdrawn: int = 0
+    """Candidates of this inspection rejected because it was reviewed as a true defect."""
 
 
 def _clean(note: str | None, reviewer: str) -> tuple[str | None, str]:
@@ -89,7 +100,15 @@ def save_review(
             inspection_id=inspection_id, verdict=verdict, note=note, reviewer=reviewer,
             reviewed_at=review.reviewed_at,
         ))  # fmt: skip
-    return SavedReview(inspection_id, verdict, note, reviewer, review.reviewed_at, replaced)
+        withdrawn = 0
+        if verdict is ReviewVerdict.true_defect:
+            withdrawn = withdraw(session.connection(), inspection_id, reviewer)
+    candidate = None
+    if verdict is ReviewVerdict.false_alarm:  # a good part: offered as a reference
+        made = propose(engine, inspection_id, CandidateOrigin.reviewed, by=reviewer)
+        candidate = None if made is None else made.id
+    return SavedReview(inspection_id, verdict, note, reviewer, review.reviewed_at, replaced,
+                       candidate, withdrawn)  # fmt: skip
 
 
 def review_counts(conn: Connection) -> dict[tuple[str, str], int]:

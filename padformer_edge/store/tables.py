@@ -34,7 +34,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from padformer_edge.store.vocabulary import AlertState, ReviewVerdict, Role, Status
+from padformer_edge.store.vocabulary import (
+    AlertState,
+    CandidateOrigin,
+    CandidateState,
+    ReviewVerdict,
+    Role,
+    Status,
+)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -110,6 +117,9 @@ inspections = Table(
     Column("is_anomaly", Boolean()),
     Column("heatmap_path", Text),
     Column("model_sha256", String(64)),
+    # The profile version (``profile.yaml``'s ``version``) that scored the row: a refresh
+    # or rollback changes references and threshold under the same model.
+    Column("profile_version", Integer),
     Column("detect_ms", Float),
     Column("queue_ms", Float),
     Column("discovered_at", UTCDateTime, nullable=False, default=utc_now, index=True),
@@ -224,4 +234,32 @@ drift_events = Table(
     Column("acknowledged_at", UTCDateTime),
     Column("acknowledged_by", String(128)),
     Index("ix_drift_events_camera_acknowledged_at", "camera", "acknowledged_at"),
+)
+
+# Good parts offered as new references for their profile (``profile refresh``): an
+# inspection reviewed as a false alarm, or (when the profile opts in) one scored far below
+# its threshold. The picture is copied into the state folder when the candidate is made
+# (``image_path``, recorded like heatmaps), because camera folders are cleaned while a
+# candidate waits. No foreign key to ``inspections``: pruning old inspections keeps the
+# candidate and the engineer's decision. One candidate per picture (sha256) and profile.
+reference_candidates = Table(
+    "reference_candidates",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("inspection_id", Integer, nullable=False),
+    Column("product", String(128), nullable=False),
+    Column("image_path", Text, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("threshold", Float),
+    Column("model_sha256", String(64)),
+    Column("origin", _enum(CandidateOrigin, "candidate_origin"), nullable=False),
+    Column("state", _enum(CandidateState, "candidate_state"), nullable=False),
+    Column("proposed_at", UTCDateTime, nullable=False, default=utc_now),
+    Column("proposed_by", String(128)),
+    Column("decided_at", UTCDateTime),
+    Column("decided_by", String(128)),
+    Column("note", Text),
+    UniqueConstraint("product", "sha256"),
+    Index("ix_reference_candidates_product_state", "product", "state"),
 )

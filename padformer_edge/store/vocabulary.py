@@ -1,5 +1,5 @@
 """The store's words, without SQLAlchemy: inspection and alert states, review verdicts,
-users' roles, groupings and export formats.
+reference candidates' states and origins, users' roles, groupings and export formats.
 
 The CLI offers these as option choices, so every command module needs them to build its
 ``--help``; keeping them apart from the tables lets ``--help`` and ``profile list`` start
@@ -33,6 +33,22 @@ class ReviewVerdict(enum.StrEnum):
 
     true_defect = "true_defect"
     false_alarm = "false_alarm"
+
+
+class CandidateState(enum.StrEnum):
+    """Where a reference candidate stands: waiting for an engineer, or decided."""
+
+    pending = "pending"
+    approved = "approved"
+    rejected = "rejected"
+
+
+class CandidateOrigin(enum.StrEnum):
+    """Why an inspection became a reference candidate: an operator reviewed it as good
+    (a false alarm), or it scored far below the threshold on a profile that opted in."""
+
+    reviewed = "reviewed"
+    confident = "confident"
 
 
 class Role(enum.StrEnum):

@@ -137,6 +137,8 @@ def _routes() -> list[BaseRoute]:
         ("/inspections/{inspection_id:row_id}", cached(pages.detail)),
         ("/media/{inspection_id:row_id}/{kind}", pages.media),
         ("/thumbs/{inspection_id:row_id}/{kind}", pages.thumbnail),
+        ("/candidates", cached(pages.candidates)),
+        ("/candidates/{candidate_id:row_id}/image", pages.candidate_image),
         ("/health", pages.health),
         ("/metrics", pages.metrics),
         ("/login", login.login_form),
@@ -146,6 +148,7 @@ def _routes() -> list[BaseRoute]:
         ("/logout", login.logout),
         ("/alerts/{alert_id:row_id}/retry", pages.retry),
         ("/inspections/{inspection_id:row_id}/review", pages.review),
+        ("/candidates/{candidate_id:row_id}/decision", pages.decide_candidate),
     ]
     routes: list[BaseRoute] = [Route(p, guarded(h), methods=["GET"]) for p, h in get]
     routes += [Route(p, guarded(h), methods=["POST"]) for p, h in post]

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.store.candidates import decide, get_candidate, list_candidates
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events
 from padformer_edge.store.engine import reading
@@ -33,7 +34,7 @@ from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
 from padformer_edge.store.reviews import reviews_of, save_review
 from padformer_edge.store.timespec import parse_time
-from padformer_edge.store.vocabulary import REVIEW_FILTERS
+from padformer_edge.store.vocabulary import REVIEW_FILTERS, CandidateState, Role
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
 from padformer_edge.web.render import when
@@ -391,3 +392,68 @@ async def review(request: Request) -> Response:
         return RedirectResponse(auth.safe_next(target), 303)
     return JSONResponse({"inspection": inspection_id, "review": verdict,
                          "reviewed_by": saved.reviewer})  # fmt: skip
+
+
+ENGINEERS_ONLY = "only an engineer approves or rejects reference candidates; log in as one."
+CANDIDATE_STATES = ("pending", "approved", "rejected")
+
+
+def may_decide(request: Request) -> bool:
+    """Whether this viewer may approve or reject candidates: once users exist, a named
+    engineer; before, whoever proved the shared token (and types their name)."""
+    app = web_app(request)
+    if app.people.exist():
+        person = person_of(request)
+        return person is not None and person.role is Role.engineer
+    return app.token is not None
+
+
+def candidates(request: Request) -> Response:
+    """The gallery of reference candidates: pictures from the line offered as references,
+    with approve and reject buttons for an engineer."""
+    app, params = web_app(request), query_of(request)
+    state = params.get("state", "pending")
+    if state not in CANDIDATE_STATES:
+        raise UserError(f"state '{state}' is not one of {', '.join(CANDIDATE_STATES)}; pick one.")
+    plain_text(params, "product")
+    found = list_candidates(app.reader(), params.get("product"), CandidateState(state),
+                            limit=MAX_LIMIT)  # fmt: skip
+    return page(request, "candidates.html", candidates=found, state=state,
+                states=CANDIDATE_STATES, params=params, can_decide=may_decide(request),
+                named=app.people.exist())  # fmt: skip
+
+
+def candidate_image(request: Request) -> Response:
+    """A candidate's picture, from the copy in the state folder the row names."""
+    app, candidate_id = web_app(request), request.path_params["candidate_id"]
+    found = get_candidate(app.reader(), candidate_id)
+    picture = app.candidate_media.read(found.image_path) if found is not None else None
+    if picture is None:
+        return text(404, f"no picture can be shown for candidate {candidate_id}.")
+    return Response(picture.data, media_type=picture.content_type,
+                    headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
+
+
+async def decide_candidate(request: Request) -> Response:
+    """Approve or reject one candidate: an engineer (``may_decide``), from this site."""
+    app, candidate_id = web_app(request), request.path_params["candidate_id"]
+    if not auth.same_origin(request):
+        return text(403, "this request did not come from this server's own page.")
+    if not may_decide(request):
+        return text(403, ENGINEERS_ONLY if app.people.exist() else NAMED_ONLY)
+    form = await read_form(request)
+    decision = form.get("decision", "")
+    states = {"approve": CandidateState.approved, "reject": CandidateState.rejected}
+    if decision not in states:
+        raise UserError(f"decision '{decision}' is not approve or reject; pick one.")
+    person = person_of(request)
+    by = person.name if person is not None else form.get("engineer", "").strip()
+    if not by:
+        raise UserError("give your name as the engineer deciding; it is kept with the decision.")
+    await run_in_threadpool(decide, app.writer(), [candidate_id], states[decision], by[:128])
+    app.page_cache.clear()
+    log.info("candidate.decided", candidate=candidate_id, decision=decision, by=by, via="page")
+    target = form.get("next")
+    if target is not None:
+        return RedirectResponse(auth.safe_next(target), 303)
+    return JSONResponse({"candidate": candidate_id, "state": states[decision].value, "by": by})

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from padformer_edge.errors import UserError
+from padformer_edge.store.candidates import candidates_folder
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import read_heartbeat
 from padformer_edge.store.schema import open_checked
@@ -54,6 +55,8 @@ class WebApp:
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
+        # candidates' pictures, copied into the state folder (``store.candidates``)
+        self.candidate_media = MediaRoots([candidates_folder()])
         self.token = token
         self.loopback = is_loopback(host)
         self.live_cards = live_cards

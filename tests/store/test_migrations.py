@@ -9,13 +9,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from filelock import FileLock, Timeout
-from sqlalchemy import inspect, text
+from sqlalchemy import Engine, inspect, text
 
 from padformer_edge.errors import UserError
 from padformer_edge.store import schema
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Base, ReviewVerdict
-from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
+from padformer_edge.store.queue import enqueue
 from padformer_edge.store.reviews import save_review
 from padformer_edge.store.schema import (
     current_revision,
@@ -158,21 +158,35 @@ def test_migrate_on_start_is_a_no_op_at_head(sqlite_file: Path, tmp_path: Path) 
     assert not (tmp_path / "backups").exists()
 
 
+def finished_rows_at_an_old_revision(
+    engine: Engine, count: int, sources: list[str] | None = None,
+    heatmaps: list[str | None] | None = None,
+) -> list[int]:
+    """``count`` finished inspections (scores 0, 1, ...; ``sources`` and ``heatmaps``
+    their paths) written with plain SQL: the ORM maps the head's columns, which a
+    database at an older revision does not have yet."""
+    sources = sources or [f"/{i}.png" for i in range(count)]
+    heatmaps = heatmaps or [None] * count
+    ids = []
+    with engine.begin() as conn:
+        for i in range(count):
+            ids.append(conn.execute(text(
+                "INSERT INTO inspections (camera, product, source_path, sha256, size_bytes, "
+                "status, attempts, score, threshold, is_anomaly, heatmap_path, model_sha256, "
+                "detect_ms, discovered_at) VALUES ('c', 'p', :path, :sha, 1, 'done', 1, "
+                ":score, 1.0, :anomaly, :heatmap, :model, 1.0, CURRENT_TIMESTAMP) RETURNING id"),
+                {"path": sources[i], "sha": digest(str(i)), "score": float(i),
+                 "anomaly": i > 1, "heatmap": heatmaps[i], "model": "0" * 64},
+            ).scalar_one())  # fmt: skip
+    return ids
+
+
 def test_the_review_migration_keeps_existing_rows_and_goes_back(db_url: str) -> None:
     """A line's history at 0002 (before reviews) upgrades with every row intact, takes
     reviews at head, and downgrades to 0002 without them."""
     engine = open_engine(db_url)
     upgrade(engine, "0002")
-    ids = []
-    for i in range(3):
-        row = enqueue(engine, camera="c", product="p", source_path=f"/{i}.png",
-                      sha256=digest(str(i)), size_bytes=1)  # fmt: skip
-        ids.append(row.id)
-    claim_batch(engine, 3)
-    for i, row_id in enumerate(ids):
-        outcome = DetectionOutcome(score=float(i), threshold=1.0, heatmap_path=None,
-                                   model_sha256="0" * 64, detect_ms=1.0)  # fmt: skip
-        complete(engine, row_id, outcome)
+    ids = finished_rows_at_an_old_revision(engine, 3)
     assert "reviews" not in inspect(engine).get_table_names()
     upgrade(engine)
     assert current_revision(engine) == head_revision()
@@ -215,15 +229,9 @@ def test_the_path_migration_makes_state_paths_relative_and_goes_back(
     }  # fmt: skip
     engine = open_engine(db_url)
     upgrade(engine, "0003")
-    ids = []
-    for i, (source, (heatmap, _, _)) in enumerate(recorded.items()):
-        row = enqueue(engine, camera="c", product="p", source_path=source,
-                      sha256=digest(str(i)), size_bytes=1)  # fmt: skip
-        ids.append(row.id)
-        claim_batch(engine, 1)
-        outcome = DetectionOutcome(score=0.1, threshold=1.0, heatmap_path=heatmap,
-                                   model_sha256="0" * 64, detect_ms=1.0)  # fmt: skip
-        complete(engine, row.id, outcome)
+    finished_rows_at_an_old_revision(
+        engine, len(recorded), list(recorded), [h for h, _, _ in recorded.values()]
+    )
     upgrade(engine)
 
     def stored() -> list[tuple[str, str | None]]:
