@@ -45,6 +45,7 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
     shown = invoke("profile", "show", "duck", *root)
     config = ProfileConfig.model_validate(yaml.safe_load(shown.split("\n", 1)[1]))
     assert config.calibration is not None and config.calibration.threshold == listed[0]["threshold"]
+    assert config.detection.metric == "compare"  # the product's default metric
     kind, _ = check_config(tmp_path / "profiles" / "duck" / "profile.yaml")
     assert kind == "profile"
     image = product / "test" / "Missing" / "0.png"
