@@ -8,6 +8,7 @@ threshold, while the daemon's PID never changes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from padformer_edge.digest import file_sha256
@@ -99,6 +100,10 @@ def test_versions_are_taken_up_without_a_restart(tmp_path: Path) -> None:
         assert swaps == [(1, 2), (2, 3)]
         assert daemon.alive() and daemon.process.pid == pid
         assert daemon.terminate() == 0
+    shown = run_cli("results", "show", str(found[4]["id"]), "--json", "--config", str(site.config),
+                    env={"PADFORMER_EDGE_STATE_DIR": str(site.root / "state")})  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["profile_version"] == 2
 
 
 def test_a_broken_version_keeps_the_old_one_scoring(tmp_path: Path) -> None:
