@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import Engine
 
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
@@ -23,6 +23,9 @@ from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.detect.settings import DEVICES
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import load_profile
+
+if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the history
+    from sqlalchemy import Engine
 
 app = typer.Typer()
 ROOT_HELP = (

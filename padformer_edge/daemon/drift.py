@@ -11,6 +11,8 @@ event and alert, unless one for that camera is still open (not acknowledged).
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -100,6 +102,7 @@ class DriftMonitor:
     def __init__(self, config: DriftConfig) -> None:
         self.config = config
         self._windows: dict[tuple[str, str], CameraWindow] = {}
+        self._lock = threading.Lock()  # ``forget`` comes from the profile reloader's thread
 
     def observe(
         self,
@@ -115,12 +118,13 @@ class DriftMonitor:
         if not self.config.enabled:
             return []
         key = (camera, product)
-        window = self._windows.get(key)
-        if window is None:
-            tests = WindowTests(
-                good_scores, target_fpr, self.config.window, self.config.level, threshold
-            )
-            window = self._windows[key] = CameraWindow(tests)
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None:
+                tests = WindowTests(
+                    good_scores, target_fpr, self.config.window, self.config.level, threshold
+                )
+                window = self._windows[key] = CameraWindow(tests)
         window.scores.append(score)
         window.flagged += int(anomalous)
         if len(window.scores) < self.config.window:
@@ -128,3 +132,11 @@ class DriftMonitor:
         findings = window.tests.judge(np.asarray(window.scores), window.flagged)
         window.scores, window.flagged = [], 0
         return findings
+
+    def forget(self, cameras: Iterable[str]) -> None:
+        """Drop the windows of ``cameras`` (their profile's version changed: the window
+        built on the old calibration would test the new scores against the old ones)."""
+        gone = set(cameras)
+        with self._lock:
+            for key in [k for k in self._windows if k[0] in gone]:
+                del self._windows[key]

@@ -7,7 +7,8 @@ opened first (a wrong name must not leave a new database behind), then migration
 warming every detector. Only then READY=1. The main thread supervises: it
 restarts a dead observer, pings the systemd watchdog only while the observer, the
 worker and the database are all healthy (so systemd restarts a daemon that is wedged
-rather than one that is merely busy), and reports the backlog in STATUS=.
+rather than one that is merely busy), and reports the backlog in STATUS=. A fourth
+thread takes up new profile versions without a restart (``reload.py``).
 
 SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
 anything still ``processing`` to ``pending`` and exit 0.
@@ -28,9 +29,11 @@ from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_pr
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
+from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.log import get_logger
+from padformer_edge.profiles.layout import PROFILE_FILE
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.models import utc_now
@@ -56,11 +59,12 @@ class Daemon:
 
     def start(self) -> None:
         # Profiles first: a config naming a profile that does not exist (or has no
-        # threshold) must fail before the database is created or migrated.
-        profiles = {
-            name: open_profile(self.layout.profiles, name)
-            for name in sorted({cam.profile for cam in self.config.cameras})
-        }
+        # threshold) must fail before the database is created or migrated. Each file's
+        # digest is taken before it is read: a change made meanwhile is then seen by the
+        # reloader's first check rather than missed.
+        names = sorted({cam.profile for cam in self.config.cameras})
+        digests = {n: file_digest(self.layout.profiles / n / PROFILE_FILE) for n in names}
+        profiles = {name: open_profile(self.layout.profiles, name) for name in names}
         self.engine: Engine = open_engine(self.config.database)
         revision = migrate_on_start(self.engine)
         requeued, failed = requeue_interrupted(
@@ -105,10 +109,17 @@ class Daemon:
             max_pixels=int(self.config.intake.max_megapixels * 1e6),
             drift=self.config.drift,
         )
+        self.reloader = ProfileReloader(
+            self.layout.profiles, self.config.worker, self.config.profile_check_interval_s
+        )
+        for name, inspector in shared.items():
+            self.reloader.serve(name, digests[name], inspector)
+        self.reloader.swap = self.worker.use_inspector
         self.dispatcher.start()
         self.intake.start_observer()
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
+        self.reload_thread = self._spawn("profiles", lambda: self.reloader.run(self.stop))
 
     def _spawn(self, name: str, target) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -209,6 +220,8 @@ class Daemon:
         self.intake.stop_observer()
         self.intake_thread.join()
         self.worker_thread.join()  # finishes the batch in hand
+        # The reloader is not joined: a version being built now is of no use any more,
+        # and waiting for its model to load would only delay the stop.
         self.dispatcher.stop()  # after the worker: its last alerts are in the outbox
         requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)

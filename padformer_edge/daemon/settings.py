@@ -180,6 +180,13 @@ class DaemonConfig(StrictModel):
     watchdog_stall_s: float = Field(
         120.0, gt=0, description="A batch running longer than this counts as a hang."
     )
+    profile_check_interval_s: float = Field(
+        2.0,
+        ge=0.1,
+        le=3600,
+        description="Seconds between checks of each served profile.yaml; a new version "
+        "is taken up without a restart.",
+    )
     http: HttpConfig | None = Field(
         None, description="The operator's page, served by watch when set."
     )

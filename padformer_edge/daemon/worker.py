@@ -193,6 +193,20 @@ class Worker:
     def inspector_of(self, row: Inspection) -> Inspector:
         return self.inspectors[row.camera]
 
+    def use_inspector(self, profile: str, inspector: Inspector) -> None:
+        """Score every camera of ``profile`` with ``inspector`` from the next batch on.
+
+        Called from the profile reloader's thread. The table is replaced whole, in one
+        assignment, so every camera of the profile changes at the same instant; ``inspect``
+        reads its inspector once per group, so a batch is scored, and its rows record
+        the version, by one version only. The cameras' drift windows start again: the
+        new version's scores are compared with its own calibration."""
+        self.inspectors = {
+            camera: inspector if current.profile == profile else current
+            for camera, current in self.inspectors.items()
+        }
+        self.drift.forget(c for c, i in self.inspectors.items() if i.profile == profile)
+
     # -- per row ---------------------------------------------------------------------
     def skip_overdue(self, rows: list[Inspection]) -> list[Inspection]:
         """Overload is explicit: rows older than the deadline are skipped with an alert."""

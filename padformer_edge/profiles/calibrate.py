@@ -25,7 +25,6 @@ from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import now_iso
-from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import CalibrationResult, ScoreSummary
 from padformer_edge.profiles.thresholds import (
@@ -35,6 +34,7 @@ from padformer_edge.profiles.thresholds import (
     good_images_needed,
     summarise,
 )
+from padformer_edge.profiles.versions import save_profile, version_for
 
 Progress = Callable[[int, int], None]
 
@@ -150,7 +150,7 @@ def calibrate_profile(
             "run `padformer-edge profile calibrate` again."
         )
     config = profile.config.model_copy(update={"calibration": result})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
     log = get_logger("profiles")
     for warning in warnings:
         log.warning("profile.calibration_warning", name=name, message=warning)
@@ -228,5 +228,6 @@ def pin_threshold(profile: Profile, threshold: float) -> Profile:
         scoring=scoring_of(profile),
     )
     config = profile.config.model_copy(update={"calibration": calibration})
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
-    return load_profile(profile.folder.parent, profile.name)
+    return save_profile(
+        profile, config.model_copy(update={"version": version_for(profile, config)})
+    )

@@ -33,6 +33,7 @@ from padformer_edge.profiles.schema import (
     ReferenceSelection,
 )
 from padformer_edge.profiles.selection import select_references
+from padformer_edge.profiles.versions import save_profile, version_for
 from padformer_edge.runtimes import GRAPH_RUNTIMES
 from padformer_edge.store.locations import stored_path
 
@@ -137,7 +138,7 @@ def set_model(
             locate_comparator()  # an install without the comparator says so now
         update["detection"] = profile.detection.replace(metric=metric)
     config = profile.config.model_copy(update=update)
-    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
     get_logger("profiles").info(
         "profile.model_set", name=name, model=str(checkpoint or profile.model_path), metric=metric
     )

@@ -44,7 +44,7 @@ from padformer_edge.profiles.schema import (
     ReferenceEntry,
 )
 from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
-from padformer_edge.profiles.versions import install, kept_versions, now_iso
+from padformer_edge.profiles.versions import install, next_version, now_iso
 from padformer_edge.store.candidates import Candidate
 
 FAR_ABOVE = 1.0
@@ -207,7 +207,7 @@ def plan_refresh(
         exported = profile.config.exported
         if exported is not None:
             (staging / exported.folder).symlink_to(profile.folder / exported.folder)
-        version = max([profile.config.version, *kept_versions(profile)]) + 1
+        version = next_version(profile)
         config = profile.config.model_copy(
             update={"references": entries, "version": version, "approved": images}
         )

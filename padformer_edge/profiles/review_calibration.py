@@ -21,10 +21,10 @@ from sqlalchemy import Engine
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import CalibrationResult, ProfileChange, ReviewsUsed
 from padformer_edge.profiles.thresholds import anomaly_check, summarise
+from padformer_edge.profiles.versions import save_profile, version_for
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.reviews import MAX_REVIEWER_CHARS, ReviewedInspection
 from padformer_edge.store.verdict_changes import VerdictChange
@@ -214,6 +214,8 @@ def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
             f"profile '{name}' changed while the recalibration was being worked out; run "
             f"`padformer-edge profile calibrate {name} --from-reviews` again."
         )
+    config = current.config.model_copy(update={"calibration": plan.result})
+    version = version_for(current, config)
     entry = ProfileChange(
         action="calibrate-from-reviews",
         by=by,
@@ -227,11 +229,13 @@ def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
         ),
         newly_passing=sorted(c.inspection_id for c in plan.changes if c.newly_passing),
         newly_flagged=sorted(c.inspection_id for c in plan.changes if not c.newly_passing),
+        version=version,
+        from_version=current.config.version,
     )
-    config = current.config.model_copy(
-        update={"calibration": plan.result, "history": [*current.config.history, entry]}
+    config = config.model_copy(
+        update={"version": version, "history": [*current.config.history, entry]}
     )
-    write_yaml_atomic(current.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    save_profile(current, config)
     get_logger("profiles").info(
         "profile.calibrated_from_reviews", name=name, by=by, threshold=plan.result.threshold,
         old_threshold=plan.old_threshold,

@@ -124,7 +124,8 @@ class ProfileChange(StrictModel):
     reviews: ReviewsUsed | None = None
     """The reviews a recalibration read (``calibrate-from-reviews`` only)."""
     version: int | None = None
-    """The version this change made (``refresh`` and ``rollback``)."""
+    """The version this change made (every change that alters scoring makes one; None in
+    recalibrations from reviews written before they did)."""
     from_version: int | None = None
     """The version it replaced; for a rollback, ``restored`` names the one brought back."""
     restored: int | None = None
@@ -180,8 +181,10 @@ class ProfileConfig(StrictModel):
     history: list[ProfileChange] = Field(default_factory=list)
     """Changes people made to the profile, oldest first: who, when, what and from what."""
     version: int = Field(default=1, ge=1)
-    """Raised by every ``refresh`` and ``rollback`` (the one before is kept under
-    ``versions/<n>/``); each inspection records the version that scored it."""
+    """Raised by every change that alters scoring once the profile has a threshold
+    (``refresh``, ``rollback``, ``calibrate``, ``calibrate --from-reviews``,
+    ``set-model``; ``profiles.versions``), the one before kept under ``versions/<n>/``;
+    each inspection records the version that scored it."""
     growth: ReferenceGrowth = Field(default_factory=ReferenceGrowth)
     approved: list[ApprovedImage] = Field(default_factory=list)
     """Approved candidates taken in by the last refresh."""

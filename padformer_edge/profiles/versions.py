@@ -52,6 +52,48 @@ def kept_versions(profile: Profile) -> list[int]:
     return sorted(int(p.name) for p in found)
 
 
+def next_version(profile: Profile) -> int:
+    """The number a new version of ``profile`` gets: above the current one and every
+    kept one, so a number never names two versions (a rollback makes a new one)."""
+    return max([profile.config.version, *kept_versions(profile)]) + 1
+
+
+def alters_scoring(old: ProfileConfig, new: ProfileConfig) -> bool:
+    """True when ``new`` would score or decide differently from ``old``: another
+    threshold, references, model or detection settings (the device and runtime aside:
+    every runtime computes the same scores)."""
+    before, after = old.calibration, new.calibration
+    if (before is None) != (after is None):
+        return True
+    if before is not None and after is not None and before.threshold != after.threshold:
+        return True
+    same_run = {"runtime": old.detection.runtime, "device": old.detection.device}
+    return (
+        old.references != new.references
+        or old.model != new.model
+        or old.detection != new.detection.replace(**same_run)
+    )
+
+
+def version_for(profile: Profile, config: ProfileConfig) -> int:
+    """The version ``config`` is saved as over ``profile``: a new one when it alters
+    scoring and the current version could score (it has a threshold), else the same
+    (a new profile's first threshold: no result was scored by version 1 without it)."""
+    if profile.calibration is not None and alters_scoring(profile.config, config):
+        return next_version(profile)
+    return profile.config.version
+
+
+def save_profile(profile: Profile, config: ProfileConfig) -> Profile:
+    """Write ``config`` (references unchanged) over ``profile``. When its ``version``
+    is new the replaced one is kept first (``install``), as ``refresh`` keeps it;
+    otherwise ``profile.yaml`` is replaced atomically in place."""
+    if config.version != profile.config.version:
+        return install(profile, config, {})
+    write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    return load_profile(profile.folder.parent, profile.name)
+
+
 def keep_version(profile: Profile) -> Path:
     """Copy the current ``profile.yaml`` and references to ``versions/<version>/``
     (staged, then renamed: a half-copied version is never taken for a whole one)."""
@@ -116,7 +158,7 @@ def rollback_profile(root: str | Path, name: str, by: str, to: int | None = None
         )
     if old.calibration is None:
         raise UserError(f"version {to} of profile '{name}' has no threshold; pick another.")
-    new_version = max([profile.config.version, *kept]) + 1
+    new_version = next_version(profile)
     change = ProfileChange(
         action="rollback", by=by, at=now_iso(), old_threshold=profile.threshold,
         new_threshold=old.calibration.threshold, version=new_version,

@@ -13,12 +13,16 @@ import cv2
 import numpy as np
 import pytest
 
+from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
-from padformer_edge.profiles.calibrate import calibrate_profile, score_files
+from padformer_edge.profiles.calibrate import calibrate_profile, pin_threshold, score_files
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.layout import PROFILE_FILE
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.profiles.schema import ProfileConfig
 from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, confusion_at
 from padformer_edge.profiles.verdicts import inspect_images
+from padformer_edge.profiles.versions import kept_versions, version_folder
 from tests.profiles.conftest import FAST, VIEWS, write_checkpoint
 
 TARGET = 0.1  # 40 good images cover a 10 % tail (29 needed), so no warning is expected
@@ -169,3 +173,19 @@ def test_a_threshold_only_holds_for_the_scoring_it_was_calibrated_under(made, pr
         load_profile(made, "duck").build_detector()
     calibrate_profile(made, "duck", product / "test" / "good", None, TARGET)  # always allowed
     assert load_profile(made, "duck").calibration.scoring == detector.scoring
+
+
+def test_a_new_threshold_is_a_new_version_and_the_old_one_is_kept(made, product):
+    """The first threshold of a new profile is still version 1 (nothing was scored
+    without one); a later one is a new version, the replaced file kept for rollback, so
+    an inspection's profile_version names exactly the threshold that scored it."""
+    calibrate_profile(made, "duck", product / "test" / "good", target_fpr=TARGET)
+    profile = load_profile(made, "duck")
+    first = profile.threshold
+    assert profile.config.version == 1 and kept_versions(profile) == []
+    assert pin_threshold(profile, first).config.version == 1  # the same threshold: no change
+    raised = pin_threshold(profile, first + 1.0)
+    assert (raised.config.version, raised.threshold) == (2, first + 1.0)
+    assert kept_versions(raised) == [1]
+    kept = load_config(version_folder(raised, 1) / PROFILE_FILE, ProfileConfig)
+    assert (kept.version, kept.calibration.threshold) == (1, first)

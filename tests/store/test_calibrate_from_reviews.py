@@ -106,6 +106,16 @@ def test_calibrate_from_reviews_sets_the_threshold_from_stored_reviews(
     # Stored as anomalies under 2.0: the five defects and the alarm at 10.0 stay flagged,
     # the alarms at 2.2 to 4.5 now pass; the unreviewed 1.0 was and stays good.
     assert len(change.newly_passing) == 4 and change.newly_flagged == []
+    # A new threshold is a new version: results name which threshold scored them, and
+    # the replaced one is kept, so a rollback brings the old threshold back.
+    assert profile.config.version == 2 and (change.from_version, change.version) == (1, 2)
+    kept = yaml.safe_load((profiles / "bolt" / "versions/1/profile.yaml").read_text())
+    assert kept["version"] == 1 and kept["calibration"]["threshold"] == OLD_THRESHOLD
+    back = run_cli("profile", "rollback", "bolt", "--yes", "Eve Engineer", "--db", db_url,
+                   "--root", str(profiles))  # fmt: skip
+    assert back.returncode == 0, back.stderr
+    restored = load_profile(profiles, "bolt")
+    assert (restored.config.version, restored.threshold) == (3, OLD_THRESHOLD)
 
 
 def test_too_few_reviews_are_refused_in_one_sentence(

@@ -32,6 +32,7 @@ from padformer_edge.store.queue import (
 )
 
 THRESHOLD = 1.0
+PROFILE_VERSION = 4  # every result is stored as scored by this profile version
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.png"
 HOSTILE_CAMERA = "<script>alert('cam')</script>"
 
@@ -91,6 +92,7 @@ def _finish(engine: Engine, site: Site, row_id: int, score: float, alert: bool) 
         model_sha256="0" * 64,
         detect_ms=40.0 + row_id,
         alerts=[AlertRequest("hook", {"id": row_id})] if alert else [],
+        profile_version=PROFILE_VERSION,
     )
     complete(engine, row_id, outcome)
 

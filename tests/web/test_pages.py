@@ -27,7 +27,7 @@ from padformer_edge.web.media import MediaRoots
 from padformer_edge.web.server import WebServer
 from tests.cli_process import REPO
 from tests.web.client import request
-from tests.web.site import THRESHOLD, Site
+from tests.web.site import PROFILE_VERSION, THRESHOLD, Site
 
 
 def _ids(page: str) -> list[int]:
@@ -97,6 +97,9 @@ def test_detail_shows_scores_threshold_times_and_alert_states(
     assert f"{score / THRESHOLD:.4g}" in page  # normalised score
     assert "ms</td>" in page and 'id="opacity"' in page and f"/media/{row}/heatmap" in page
     assert "hook" in page and any(s in page for s in ("dead", "sent", "pending"))
+    assert f'id="profile-version">{PROFILE_VERSION}<' in page  # the version that scored it
+    failed = request(server.url, f"/inspections/{site.failed}").text  # never scored
+    assert 'id="profile-version">not recorded<' in failed
     assert request(server.url, "/inspections/999999").status == 404
 
 
