@@ -161,3 +161,15 @@ def test_set_model_moves_a_profile_to_the_comparison_and_drops_its_threshold(
     assert moved.model_sha256 == made.model_sha256  # the checkpoint stays
     assert moved.detection.passes == fast.passes  # every other setting too
     assert isinstance(moved.build_detector().metric, CompareMetric)
+
+
+def test_scoring_settings_under_compare_are_refused_not_ignored() -> None:
+    from padformer_edge.cli.detection_options import detection_settings
+
+    params = {
+        "passes": 2, "mask_ratio": 0.4, "schedule": "random", "metric": "compare", "seed": 0,
+        "device": "cpu", "precision": "fp32", "batch_size": 4, "scoring": ["map.sigma=4"],
+    }  # fmt: skip
+    with pytest.raises(UserError, match="metric compare reads none of them"):
+        detection_settings(params)
+    assert detection_settings({**params, "metric": "fused"}).scoring.map.sigma == 4

@@ -208,6 +208,7 @@ def test_the_command_line_sets_scoring_over_the_models_own(tmp_path: Path, image
     query = tmp_path / "query.png"
     cv2.imwrite(str(query), queries[1][:, :, ::-1])
     base = ["detect", "-r", str(refs), str(query), "--passes", "3", "--device", "cpu", "--json"]
+    base += ["--metric", "auto"]  # the fused score (the default, compare, reads no scoring)
     item = "score.reference_weight=0"
     default, given = run_cli(*base), run_cli(*base, "--scoring", item)
     assert default.returncode == given.returncode == 0, default.stderr + given.stderr

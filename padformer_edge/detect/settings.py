@@ -89,10 +89,16 @@ class DetectionSettings(StrictModel):
         return scoring.changes()
 
     @model_validator(mode="after")
-    def _runtime_fits(self) -> DetectionSettings:
-        """The exported graphs are float32, and OpenVINO runs them on the CPU only
-        (onnxruntime also on a CUDA GPU, through onnxruntime-gpu), so a setting that asks
-        for more is refused rather than quietly ignored."""
+    def _settings_fit(self) -> DetectionSettings:
+        """Settings that would be quietly ignored are refused: scoring settings under the
+        ``compare`` metric (which reads none), and runtimes asked for more than their
+        graphs do (the exported graphs are float32, and OpenVINO runs them on the CPU
+        only; onnxruntime also on a CUDA GPU, through onnxruntime-gpu)."""
+        if self.metric == "compare" and self.scoring.changes():
+            raise ValueError(
+                "the scoring settings tune the fused and distance metrics; metric compare "
+                "reads none of them: leave them out, or choose metric fused or distance"
+            )
         if self.runtime != "torch" and self.precision != "fp32":
             raise ValueError(f"runtime {self.runtime} runs the fp32 graphs; use precision fp32")
         if self.runtime == "openvino" and self.device == "cuda":

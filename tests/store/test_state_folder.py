@@ -17,13 +17,13 @@ from pathlib import Path
 import cv2
 import pytest
 import yaml
+from sqlalchemy import text
 
 from padformer_edge.daemon.settings import DaemonConfig, file_roots
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.locations import resolve_stored, stored_path
-from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.schema import head_revision, upgrade
 from padformer_edge.web.media import MediaRoots
 from tests.cli_process import run_cli
@@ -76,12 +76,16 @@ def make_state(root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
         folder = state / "camera" if i % 2 == 0 else outside
         source = write_png(folder / f"part-{i}.png", 10 + i)
         heatmap = write_png(state / "heatmaps" / "00000" / f"{i + 1}.png", 20 + i)
-        row = enqueue(engine, camera="inside" if i % 2 == 0 else "outside", product="part",
-                      source_path=str(source), sha256=digest(str(i)), size_bytes=1)  # fmt: skip
-        claim_batch(engine, 1)
-        complete(engine, row.id, DetectionOutcome(
-            score=0.1, threshold=0.5, heatmap_path=str(heatmap), model_sha256="0" * 64,
-            detect_ms=1.0))  # fmt: skip
+        # plain SQL: the current tables name columns a 0003 database does not have yet
+        with engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO inspections (camera, product, source_path, sha256, size_bytes, "
+                "status, attempts, score, threshold, is_anomaly, heatmap_path, model_sha256, "
+                "detect_ms, discovered_at) VALUES (:camera, 'part', :path, :sha, 1, 'done', "
+                "1, 0.1, 0.5, 0, :heatmap, :model, 1.0, CURRENT_TIMESTAMP)"),
+                {"camera": "inside" if i % 2 == 0 else "outside", "path": str(source),
+                 "sha": digest(str(i)), "heatmap": str(heatmap), "model": "0" * 64},
+            )  # fmt: skip
     engine.dispose()
     done = run_cli("db", "upgrade", env={"PADFORMER_EDGE_STATE_DIR": str(state)})
     assert done.returncode == 0, done.stderr
