@@ -96,9 +96,21 @@ class CompareMetric:
     def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
         """The ``[H, W]`` score map of one query ``[1, 3, H, W]`` in [0, 1] (the map and
         the image score read the same map); ``query_model`` is not needed."""
+        return self.batch_maps([query01], query_model)[0]
+
+    def batch_maps(
+        self, queries01: list[torch.Tensor], queries_model: torch.Tensor
+    ) -> list[list[torch.Tensor]]:
+        """``maps`` of every query of one detector call, compared in one comparator call:
+        the comparator reads each query with the same weights and no cross-query term,
+        so a batch changes at most the rounding (``compare`` batches the same way)."""
         assert self.references is not None, "built without references: a signature only"
-        cells = compare(self.comparison, [query01[0].to(self.device)], self.references).score
-        return [upsample(cells[:1, None].float(), tuple(query01.shape[-2:]))[0, 0]]
+        queries = [query[0].to(self.device) for query in queries01]
+        cells = compare(self.comparison, queries, self.references).score.float()
+        return [
+            [upsample(cells[i : i + 1, None], tuple(query.shape[-2:]))[0, 0]]
+            for i, query in enumerate(queries01)
+        ]
 
 
 def load_compare_metric(

@@ -23,9 +23,10 @@ from padformer_edge.detect.paper_metrics import (
     Readout,
 )
 from padformer_edge.detect.reference_distance import (
-    nearest_reference_distances,
+    batch_reference_distances,
     reference_banks,
     reference_distance,
+    resolve_search,
 )
 from padformer_edge.detect.scoring_config import (
     JobScoring,
@@ -117,7 +118,11 @@ class FusedMetric:
     command line's, ``DetectionSettings.scoring``); what it leaves out is the model's own
     (its checkpoint's header), else the product's: ``resolve_scoring`` stacks them.
     ``reconstruction_weight`` 0 weighs the reconstruction out (``DistanceMetric``).
+    ``search`` is how the reference search runs (``reference_distance.SEARCHES``: by
+    device unless a test forces one).
     """
+
+    search = "auto"
 
     def __init__(
         self,
@@ -160,20 +165,56 @@ class FusedMetric:
         references = self.reference_maps(query01, feature)
         return self.lab.target(query01, query_model), feature, references
 
+    def targets(self, queries01: list[torch.Tensor], queries_model: torch.Tensor) -> list[tuple]:
+        """``target`` of every query of one detector call (``[1, 3, H, W]`` each, and their
+        ``[B, 3, S, S]`` model inputs), the reference search taken once for all of them."""
+        features = self.feature_targets(queries01, queries_model)
+        references = self.batch_reference_maps(queries01, torch.cat(features))
+        return [
+            (self.lab.target(query, queries_model[i : i + 1]), features[i], references[i])
+            for i, query in enumerate(queries01)
+        ]
+
+    def feature_targets(
+        self, queries01: list[torch.Tensor], queries_model: torch.Tensor
+    ) -> list[torch.Tensor]:
+        """Each query's ``[1, M, F]`` frozen CNN features: one CNN call for the whole batch
+        where the search is batched (CUDA), else one per query, so that on a CPU a query
+        keeps the bits it gets alone."""
+        if resolve_search(self.search, queries_model.device) == "batched":
+            return list(self.feature.target(queries01[0], queries_model).split(1))
+        return [
+            self.feature.target(query, queries_model[i : i + 1])
+            for i, query in enumerate(queries01)
+        ]
+
     def reference_maps(
         self, query01: torch.Tensor, feature: torch.Tensor
     ) -> list[torch.Tensor | None]:
         """Each mix's ``[H, W]`` reference distance (None without a reference term), from
         the query and its frozen CNN features (``feature.target``)."""
+        return self.batch_reference_maps([query01], feature)[0]
+
+    def batch_reference_maps(
+        self, queries01: list[torch.Tensor], features: torch.Tensor
+    ) -> list[list[torch.Tensor | None]]:
+        """``reference_maps`` of each query, from their ``[B, M, F]`` CNN features."""
         if not self.reads_references:
-            return [None] * len(self.mixes)
+            return [[None] * len(self.mixes) for _ in queries01]
         if self.banks is None:
             raise ValueError("this fused metric weighs the references: build it with them.")
-        size = (query01.shape[-2], query01.shape[-1])
-        distances = nearest_reference_distances(self.model, query01, feature, self.banks, size)
+        sizes = [(query.shape[-2], query.shape[-1]) for query in queries01]
+        found = batch_reference_distances(
+            self.model, queries01, features, self.banks, sizes, self.search
+        )
         return [
-            reference_distance(distances, mix.zoom, mix.turns) if mix.reference_weight > 0 else None
-            for mix in self.mixes
+            [
+                reference_distance(distances, mix.zoom, mix.turns)
+                if mix.reference_weight > 0
+                else None
+                for mix in self.mixes
+            ]
+            for distances in found
         ]
 
     def errors(
@@ -228,10 +269,17 @@ class DistanceMetric(FusedMetric):
         self.map_readout = Readout(consistency_filter=False, sigma=self.map_readout.sigma)
         self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
 
-        self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
-
     def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
         """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
         nothing here compares colours)."""
-        references = self.reference_maps(query01, self.feature.target(query01, query_model))
-        return [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
+        return self.batch_maps([query01], query_model)[0]
+
+    def batch_maps(
+        self, queries01: list[torch.Tensor], queries_model: torch.Tensor
+    ) -> list[list[torch.Tensor]]:
+        """``maps`` of every query of one detector call, the search taken once for all."""
+        features = self.feature_targets(queries01, queries_model)
+        return [
+            [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
+            for references in self.batch_reference_maps(queries01, torch.cat(features))
+        ]

@@ -9,6 +9,14 @@ the CNN sees the images at 1x, 2x... the model's size): a stride-8 cell of a mag
 image covers less of the part, so small defects stand out more, while the 1x cells keep
 the context that tells a large stain from a new view. References can also be matched
 turned by quarter turns: a part seen from any side is seen at any roll.
+
+The search for each cell's best cosine runs one of two ways (``SEARCHES``). ``blocked``
+(the CPU's) reduces one cache-sized block at a time, one query at a time. ``batched``
+(CUDA's) takes every cell of every image of a detector call against the whole bank in as
+few products and maxima as ``BATCHED_SEARCH_BYTES`` allows: a GPU has the memory, and
+launching hundreds of small blocks per image left it waiting for Python. Each cosine is
+the same C-term dot product either way; only its summation order may differ (the bound
+is in docs/model.md#the-gpu-search).
 """
 
 from __future__ import annotations
@@ -25,6 +33,18 @@ from padformer_edge.model.padformer import PADFormer
 
 SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
 SIMILARITY_BANK_ROWS = 2048  # 1M cosines, 4 MiB, small enough to stay in a core's cache
+BATCHED_SEARCH_BYTES = 1 << 30  # similarity values one batched product may hold: 1 GiB
+SEARCHES = ("auto", "blocked", "batched")
+
+
+def resolve_search(search: str, device: torch.device) -> str:
+    """``auto`` is ``batched`` on CUDA and ``blocked`` elsewhere; the others force one
+    (tests compare them on the CPU)."""
+    if search not in SEARCHES:
+        raise ValueError(f"search {search!r} is unknown; choose one of {', '.join(SEARCHES)}")
+    if search == "auto":
+        return "batched" if device.type == "cuda" else "blocked"
+    return search
 
 
 def cell_features(model: PADFormer, target_features: torch.Tensor) -> torch.Tensor:
@@ -87,6 +107,34 @@ def reference_banks(
 
 
 def best_cosines(
+    cells: torch.Tensor, bank: ReferenceBank, search: str = "auto"
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
+    and (for a turned bank) to all its rows, searched the ``search`` way (``SEARCHES``)."""
+    if resolve_search(search, cells.device) == "batched":
+        return batched_best_cosines(cells, bank)
+    return blocked_best_cosines(cells, bank)
+
+
+def batched_best_cosines(
+    cells: torch.Tensor, bank: ReferenceBank, budget_bytes: int = BATCHED_SEARCH_BYTES
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``best_cosines`` in as few products as ``budget_bytes`` of similarities allow: each
+    product takes as many query rows against the whole bank as fit, and one maximum over
+    the upright columns and one over the turned ones reduce it."""
+    per_row = bank.cells.shape[0] * cells.element_size()
+    rows_per_product = max(1, budget_bytes // per_row)
+    uprights, everys = [], []
+    for start in range(0, cells.shape[0], rows_per_product):
+        similarity = cells[start : start + rows_per_product] @ bank.cells.T
+        upright = similarity[:, : bank.upright].amax(dim=1)
+        uprights.append(upright)
+        if bank.turned:
+            everys.append(torch.maximum(upright, similarity[:, bank.upright :].amax(dim=1)))
+    return torch.cat(uprights), torch.cat(everys) if everys else None
+
+
+def blocked_best_cosines(
     cells: torch.Tensor, bank: ReferenceBank
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
@@ -129,25 +177,64 @@ def nearest_reference_distances(
     query_target: torch.Tensor,
     banks: list[ReferenceBank],
     size: tuple[int, int],
+    search: str = "auto",
 ) -> Distances:
     """For each magnification of ``banks`` (and, for turned banks, with the turns too): for
     each cell of the query (``query01``, ``[1, 3, H, W]`` in [0, 1]; ``query_target``, its
     ``[1, M, F]`` ``model.target_features``) one minus its best cosine similarity to any
     reference cell, upsampled to ``size``. Any cell, not the same place: the part is seen
     from another side in every reference."""
-    distances: Distances = {}
+    return batch_reference_distances(model, [query01], query_target, banks, [size], search)[0]
+
+
+def batch_reference_distances(
+    model: PADFormer,
+    queries01: list[torch.Tensor],
+    query_targets: torch.Tensor,
+    banks: list[ReferenceBank],
+    sizes: list[tuple[int, int]],
+    search: str = "auto",
+) -> list[Distances]:
+    """``nearest_reference_distances`` of each query (``[1, 3, H, W]`` each, in [0, 1];
+    ``query_targets`` their ``[B, M, F]`` ``model.target_features``), query ``i``'s maps
+    upsampled to ``sizes[i]``.
+
+    A ``batched`` search takes the cells of all queries in one search per bank; a
+    ``blocked`` one searches query by query, so on a CPU each query keeps the bits it gets
+    alone, whichever images share its call."""
+    how = resolve_search(search, query_targets.device)
+    distances: list[Distances] = [{} for _ in queries01]
+    groups = (
+        [(queries01, query_targets)]
+        if how == "batched"
+        else [([query], query_targets[i : i + 1]) for i, query in enumerate(queries01)]
+    )
     for level, bank in enumerate(banks, start=1):
-        if level == 1:
-            cells = cell_features(model, query_target)
-        else:
-            square = resize_square(query01, model.config.img_size * level)
-            cells = level_cells(model, square, level)
-        height, width = cells.shape[-2:]
-        for turned, best in zip((False, True), best_cosines(flat_cells(cells), bank), strict=True):
-            if best is not None:
-                distance = (1.0 - best).reshape(1, 1, height, width)
-                distances[level, turned] = upsample(distance, size)[0, 0]
+        found = []
+        for group, targets in groups:
+            cells = query_cells(model, group, targets, level)
+            found.append((cells.shape[-2:], best_cosines(flat_cells(cells), bank, how)))
+        (height, width), _ = found[0]
+        for turned in (False, True):
+            if found[0][1][turned] is None:
+                continue
+            best = torch.cat([cosines[turned] for _, cosines in found])  # type: ignore[misc]
+            distance = (1.0 - best).view(len(queries01), 1, height, width)
+            for index, size in enumerate(sizes):
+                distances[index][level, turned] = upsample(distance[index : index + 1], size)[0, 0]
     return distances
+
+
+def query_cells(
+    model: PADFormer, queries01: list[torch.Tensor], targets: torch.Tensor, level: int
+) -> torch.Tensor:
+    """``[B, C, h, w]`` unit cells of the queries at ``level`` times the model's size: at
+    1x from their ``[B, M, F]`` ``targets`` (the CNN already ran), else the CNN on the
+    magnified squares."""
+    if level == 1:
+        return cell_features(model, targets)
+    size = model.config.img_size * level
+    return level_cells(model, torch.cat([resize_square(q, size) for q in queries01]), level)
 
 
 def reference_distance(distances: Distances, zoom: int, turns: bool) -> torch.Tensor:

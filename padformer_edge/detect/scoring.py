@@ -115,6 +115,19 @@ class ScoredQuery:
     pass_max: list[float]
 
 
+def call_inputs(
+    metric: ErrorMetric, queries01: list[torch.Tensor], queries_model: torch.Tensor
+) -> list | None:
+    """What ``metric`` reads once per query, for all queries of one detector call at once
+    where it can (the reference search in one go on CUDA, the comparator over the batch):
+    each query's maps for a metric without passes, its ``target`` for the fused one; None
+    for a metric that reads queries one by one."""
+    if getattr(metric, "reads_passes", True):
+        targets = getattr(metric, "targets", None)
+        return None if targets is None else targets(queries01, queries_model)
+    return metric.batch_maps(queries01, queries_model)  # type: ignore[union-attr]
+
+
 def score_query(
     metric: ErrorMetric,
     query01: torch.Tensor,
@@ -122,13 +135,15 @@ def score_query(
     recon01: torch.Tensor,
     features: torch.Tensor | None = None,
     weights: torch.Tensor | None = None,
+    target: object = None,
 ) -> ScoredQuery:
     """Score one query (``[1, 3, H, W]`` in [0, 1]) against its ``[P, 3, S, S]`` passes
     (and, for models with CNN tokens, their ``[P, M, F]`` predicted features and the
     ``[P, M]`` weights of their patches' errors, ``masks.hidden_weights``); ``S`` is the
-    model's input size, which sets the readouts' pixel scale."""
+    model's input size, which sets the readouts' pixel scale. ``target`` is the metric's
+    target when ``call_inputs`` already made it."""
     size = (query01.shape[-2], query01.shape[-1])
-    target = metric.target(query01, query_model)
+    target = metric.target(query01, query_model) if target is None else target
     chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
     moments: PassMoments | None = None
     pass_mean: list[float] = []
@@ -157,14 +172,18 @@ def score_query(
 
 
 def score_without_passes(
-    metric: DistanceMetric | CompareMetric, query01: torch.Tensor, query_model: torch.Tensor
+    metric: DistanceMetric | CompareMetric,
+    query01: torch.Tensor,
+    query_model: torch.Tensor,
+    maps: list[torch.Tensor] | None = None,
 ) -> ScoredQuery:
     """Score one query (``[1, 3, H, W]`` in [0, 1]) with a metric that reads no pass: its
-    maps, each read with its job's readout, as ``score_query`` would read passes that all
-    agree (no per-pass summaries, since there are no passes)."""
+    maps (``maps`` when ``call_inputs`` already made them), each read with its job's
+    readout, as ``score_query`` would read passes that all agree (no per-pass summaries,
+    since there are no passes)."""
     size = (query01.shape[-2], query01.shape[-1])
     scale = max(size) / metric.input_size  # query pixels per model pixel
-    maps = metric.maps(query01, query_model)
+    maps = metric.maps(query01, query_model) if maps is None else maps
     flat = torch.zeros_like(maps[0])  # no passes, no variance
     anomaly_map = metric.map_readout.apply(maps[0], flat, scale)
     score_map = metric.score_readout.apply(maps[-1], flat, scale)
