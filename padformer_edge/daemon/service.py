@@ -108,6 +108,7 @@ class Daemon:
             on_alert=self.dispatcher.wake,
             max_pixels=int(self.config.intake.max_megapixels * 1e6),
             drift=self.config.drift,
+            on_cpu=self.inspector_on_cpu,
         )
         self.reloader = ProfileReloader(
             self.layout.profiles, self.config.worker, self.config.profile_check_interval_s
@@ -120,6 +121,12 @@ class Daemon:
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
         self.reload_thread = self._spawn("profiles", lambda: self.reloader.run(self.stop))
+
+    def inspector_on_cpu(self, name: str) -> Inspector:
+        """Profile ``name`` rebuilt on the CPU (the worker's way out of a failed GPU)."""
+        profile, threshold = open_profile(self.layout.profiles, name)
+        worker = self.config.worker
+        return build_inspector(profile, threshold, "cpu", worker.runtime, worker.max_batch)
 
     def _spawn(self, name: str, target) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -94,6 +94,22 @@ class WorkerConfig(StrictModel):
     max_wait_ms: int = Field(
         200, ge=0, description="How long a part-filled batch waits for more images."
     )
+    burst_max_batch: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "While the queue is long, batches may double from max_batch up to this many "
+            "images (a GPU drains a burst faster in large batches); unset: never grow."
+        ),
+    )
+    burst_latency_ms: int = Field(
+        1000,
+        gt=0,
+        description=(
+            "A grown batch must finish within this many milliseconds: it only doubles "
+            "while the last batch took under half of it, and halves when one took longer."
+        ),
+    )
     deadline_s: float = Field(
         600.0, gt=0, description="Images queued longer are skipped with an operator alert."
     )
@@ -109,6 +125,15 @@ class WorkerConfig(StrictModel):
             "NAME --runtime RUNTIME)."
         ),
     )
+
+    @model_validator(mode="after")
+    def _burst_above_batch(self) -> WorkerConfig:
+        if self.burst_max_batch is not None and self.burst_max_batch < self.max_batch:
+            raise ValueError(
+                f"worker.burst_max_batch ({self.burst_max_batch}) is below worker.max_batch "
+                f"({self.max_batch}); set it to at least {self.max_batch} or leave it out."
+            )
+        return self
 
 
 class DriftConfig(StrictModel):

@@ -24,10 +24,12 @@ from sqlalchemy import Engine, func, select
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import (
     AlertKind,
+    AlertRequest,
     Cooldown,
     drift_requests,
     plan_alerts,
 )
+from padformer_edge.daemon.burst import next_batch_size
 from padformer_edge.daemon.drift import DriftFinding, DriftMonitor
 from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
@@ -64,6 +66,19 @@ def out_of_memory_errors() -> tuple[type[BaseException], ...]:
     line install without torch has no GPU memory to run out of and must not import it."""
     torch = sys.modules.get("torch")
     return (torch.OutOfMemoryError,) if torch is not None else ()
+
+
+def device_lost(err: BaseException) -> bool:
+    """Whether ``err`` says the GPU itself failed (a lost device, a driver error) rather
+    than a bug or one image: torch's ``AcceleratorError`` where it exists, else a
+    ``RuntimeError`` that names CUDA. Out-of-memory is not one: halving handles it."""
+    torch = sys.modules.get("torch")
+    if torch is None or isinstance(err, out_of_memory_errors()):
+        return False
+    accelerator = getattr(torch, "AcceleratorError", None)
+    if accelerator is not None and isinstance(err, accelerator):
+        return True
+    return isinstance(err, RuntimeError) and "CUDA" in str(err)
 
 
 def release_gpu_cache() -> None:
@@ -112,14 +127,22 @@ class Worker:
         on_alert: Callable[[], None] = lambda: None,
         max_pixels: int = DEFAULT_MAX_PIXELS,
         drift: DriftConfig | None = None,
+        on_cpu: Callable[[str], Inspector] | None = None,
     ) -> None:
+        """``on_cpu`` builds a profile's inspector on the CPU: with it, a GPU that fails
+        while detecting moves that profile to the CPU (with an operator alert) instead of
+        failing its rows; without it, such rows fail and are retried like any error."""
         self.engine, self.cameras, self.inspectors = engine, cameras, inspectors
+        self.on_cpu = on_cpu
         self.config, self.heatmaps, self.max_bytes = config, heatmaps, max_bytes
         self.max_pixels = max_pixels
         self.alerts, self.on_alert = alerts, on_alert
         self.cooldown = Cooldown(alerts.cooldown_s)  # per camera/product/kind, for its lifetime
         self.drift = DriftMonitor(drift or DriftConfig())
         self.batch_size = config.max_batch  # halved on CUDA out-of-memory
+        self.base_batch = config.max_batch  # what a batch returns to after a burst
+        self.ceiling = config.burst_max_batch or config.max_batch
+        self.last_batch_ms: float | None = None
         self.beat = time.monotonic()
         self.busy_since: float | None = None
         self.last_result = "none yet"
@@ -146,6 +169,10 @@ class Worker:
                 self._wait_for_work(IDLE_RECHECK_S)
                 continue
             waiting_since = waiting_since or time.monotonic()
+            self.batch_size = next_batch_size(
+                self.batch_size, base=self.base_batch, ceiling=self.ceiling, backlog=backlog,
+                last_batch_ms=self.last_batch_ms, latency_ms=self.config.burst_latency_ms,
+            )  # fmt: skip
             young = (time.monotonic() - waiting_since) * 1000 < self.config.max_wait_ms
             if backlog < self.batch_size and young:
                 self._wait_for_work(0.02)  # a short wait lets a burst fill the batch
@@ -176,7 +203,7 @@ class Worker:
         rows = claim_batch(self.engine, self.batch_size, fair=True)
         if not rows:
             return 0
-        self.busy_since = time.monotonic()
+        self.busy_since = started = time.monotonic()
         try:
             fresh = self.skip_overdue(rows)
             decoded = [(row, image) for row in fresh if (image := self.load(row)) is not None]
@@ -187,6 +214,7 @@ class Worker:
                 self.inspect(group)
         finally:
             self.busy_since = None
+            self.last_batch_ms = (time.monotonic() - started) * 1000
             self.trim.after_batch()  # free heap pages back to the kernel, now and then
         return len(rows)
 
@@ -280,15 +308,23 @@ class Worker:
 
     def inspect(self, group: list[tuple[Inspection, np.ndarray]]) -> None:
         inspector = self.inspector_of(group[0][0])
+        images = [image for _, image in group]
+        notices: list[AlertRequest] = []
         try:
-            detections = self.detect_halving(inspector, [image for _, image in group])
+            try:
+                detections = self.detect_halving(inspector, images)
+            except Exception as err:
+                if not (device_lost(err) and self.on_cpu is not None):
+                    raise
+                inspector, notices = self.move_to_cpu(group[0][0], inspector, err)
+                detections = self.detect_halving(inspector, images)
         except Exception as err:
             for row, _ in group:
                 self.record_failure(row, f"detection failed: {type(err).__name__}: {err}")
             return
-        for (row, image), detection in zip(group, detections, strict=True):
+        for index, ((row, image), detection) in enumerate(zip(group, detections, strict=True)):
             try:
-                self.finish(row, image, detection, inspector)
+                self.finish(row, image, detection, inspector, notices if index == 0 else [])
             except Exception as err:
                 self.record_failure(row, f"storing the result failed: {type(err).__name__}: {err}")
 
@@ -305,6 +341,8 @@ class Worker:
                 if self.batch_size == 1 and detector.max_batch == 1:
                     raise
                 self.batch_size = max(1, self.batch_size // 2)
+                self.base_batch = min(self.base_batch, self.batch_size)  # no regrowing past
+                self.ceiling = self.batch_size  # what did not fit
                 detector.max_batch = max(1, detector.max_batch // 2)
                 release_gpu_cache()
                 log.warning(
@@ -312,9 +350,40 @@ class Worker:
                 )
         return out
 
+    def move_to_cpu(
+        self, row: Inspection, inspector: Inspector, err: BaseException
+    ) -> tuple[Inspector, list[AlertRequest]]:
+        """Rebuild ``inspector``'s profile on the CPU after its GPU failed, serve every
+        camera of the profile with it from now on, and plan the operator alert (stored
+        with ``row``'s result, so the alert and the first CPU result commit together).
+        Other profiles move the same way when their own next batch meets the failure."""
+        assert self.on_cpu is not None
+        reason = (
+            f"the GPU failed while detecting ({type(err).__name__}: {err}); profile "
+            f"'{inspector.profile}' now runs on the CPU, slower: check the GPU and its "
+            "driver, then restart the daemon"
+        )
+        log.error("worker.gpu_failed", profile=inspector.profile, reason=reason)
+        moved = self.on_cpu(inspector.profile)
+        self.use_inspector(inspector.profile, moved)
+        self.batch_size = self.base_batch = self.ceiling = self.config.max_batch
+        alerts = plan_alerts(
+            self.alerts, cooldown=self.cooldown, camera=row.camera, product=row.product,
+            score=None, threshold=None, reason=reason, kind=AlertKind.device,
+            extra={"inspection_id": row.id, "profile": inspector.profile},
+        )  # fmt: skip
+        return moved, alerts
+
     def finish(
-        self, row: Inspection, image: np.ndarray, detection: Detection, inspector: Inspector
+        self,
+        row: Inspection,
+        image: np.ndarray,
+        detection: Detection,
+        inspector: Inspector,
+        notices: list[AlertRequest] | None = None,
     ) -> None:
+        """Write the heatmap, then commit the result with its alerts (and ``notices``,
+        alerts planned for this row by something other than its score)."""
         heatmap = heatmap_path(self.heatmaps, row.id)
         write_heatmap(
             heatmap,
@@ -334,7 +403,7 @@ class Worker:
             source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
             heatmap_path=str(heatmap),
             extra={"inspection_id": row.id},
-        )
+        ) + list(notices or [])
         outcome = DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,

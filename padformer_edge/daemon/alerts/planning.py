@@ -21,12 +21,14 @@ from padformer_edge.store.queue import AlertRequest
 
 
 class AlertKind(enum.StrEnum):
-    """Why an operator is told: a part looks defective, images were skipped unseen, or a
-    camera's scores drifted from its profile's calibration."""
+    """Why an operator is told: a part looks defective, images were skipped unseen, a
+    camera's scores drifted from its profile's calibration, or the GPU failed and the
+    daemon moved a profile to the CPU."""
 
     anomaly = "anomaly"
     skipped = "skipped"
     drift = "drift"
+    device = "device"
 
 
 CooldownKey = tuple[str, str, str]
