@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,14 +34,14 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
-from padformer_edge.detect.detection import Detection, Item, detect_in_groups
+from padformer_edge.detect.detection import Detection, GroupedDetection
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 
 GRAPHS = (COMPARE_CELLS_GRAPH, COMPARE_GRAPH)
 
 
-class LineCompareDetector:
+class LineCompareDetector(GroupedDetection):
     """Scores query images with a profile's comparator graphs and its references."""
 
     reads_passes = False
@@ -112,15 +112,6 @@ class LineCompareDetector:
             rows.append(flat_cells(self.cells(turned)))
         return np.ascontiguousarray(np.concatenate(rows)[None], dtype=F32)
 
-    def detect_each(
-        self,
-        items: Iterable[Item],
-        load: Callable[[Item], np.ndarray] | None = None,
-        *,
-        reconstruction: bool = False,
-    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
-        """As ``Detector.detect_each``: one graph call's worth of images at a time."""
-        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False

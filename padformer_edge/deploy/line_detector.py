@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
-from padformer_edge.detect.detection import Detection, Item, detect_in_groups
+from padformer_edge.detect.detection import Detection, GroupedDetection
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
@@ -67,7 +67,7 @@ def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:
             )
 
 
-class LineDetector:
+class LineDetector(GroupedDetection):
     """Scores query images with a profile's exported graphs and its references.
 
     ``files`` are the export's file names and sha256s as the profile records them; the
@@ -276,15 +276,6 @@ class LineDetector:
         colour = colour_target(self.spec, query01) if self.reads_passes else None
         return QueryTargets(colour, features, references)
 
-    def detect_each(
-        self,
-        items: Iterable[Item],
-        load: Callable[[Item], np.ndarray] | None = None,
-        *,
-        reconstruction: bool = False,
-    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
-        """As ``Detector.detect_each``: one model call's worth of images at a time."""
-        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False

@@ -57,3 +57,22 @@ def detect_in_groups(
         images = [item if load is None else load(item) for item in group]  # type: ignore[misc]
         found = detect(images, reconstruction=reconstruction)
         yield from zip(group, images, found, strict=True)
+
+
+class GroupedDetection:
+    """``detect_each`` for any detector with ``detect`` and ``images_per_call``: the torch
+    ``Detector`` and both line detectors share this one loop."""
+
+    images_per_call: int
+    detect: Callable[..., list[Detection]]
+
+    def detect_each(
+        self,
+        items: Iterable[Item],
+        load: Callable[[Item], np.ndarray] | None = None,
+        *,
+        reconstruction: bool = False,
+    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
+        """``(item, image, detection)`` for every item, in order, one call's worth of
+        images at a time (``detect_in_groups``)."""
+        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)

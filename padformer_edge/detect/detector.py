@@ -15,7 +15,7 @@ always gets the same score bits on one machine.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,7 +24,7 @@ import torch
 
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graphs import mask_indices
-from padformer_edge.detect.detection import Detection, Item, detect_in_groups
+from padformer_edge.detect.detection import Detection, GroupedDetection
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -66,7 +66,7 @@ class EncodingStore(Protocol):
         ...
 
 
-class Detector:
+class Detector(GroupedDetection):
     """Scores query images with a PADFormer and N cached good references.
 
     ``settings`` arrive validated and whole (``DetectionSettings``); the detector keeps
@@ -224,16 +224,6 @@ class Detector:
         """Query images whose passes fit one model call of at most ``max_batch`` rows."""
         return max(1, self.max_batch // self.passes)
 
-    def detect_each(
-        self,
-        items: Iterable[Item],
-        load: Callable[[Item], np.ndarray] | None = None,
-        *,
-        reconstruction: bool = False,
-    ) -> Iterator[tuple[Item, np.ndarray, Detection]]:
-        """``(item, image, detection)`` for every item, in order, one model call's worth
-        of images at a time (``detection.detect_in_groups``)."""
-        return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
 
     @torch.inference_mode()
     def detect(

@@ -138,8 +138,9 @@ def test_the_users_migration_keeps_every_review_as_history(db_url: str, tmp_path
     from padformer_edge.store.engine import open_engine
 
     engine = open_engine(db_url)
-    upgrade(engine, "0005")
-    seeded = seed_history(engine, tmp_path / "heatmaps")
+    upgrade(engine)
+    seeded = seed_history(engine, tmp_path / "heatmaps")  # the current tables: seed at head
+    schema.downgrade(engine, "0005")
     at = datetime(2026, 3, 2, 8, tzinfo=UTC)
     with engine.begin() as conn:
         for n, row in enumerate(seeded.anomaly_ids[:2]):
