@@ -34,7 +34,7 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
-from padformer_edge.detect.detection import Detection, GroupedDetection
+from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 
@@ -112,7 +112,6 @@ class LineCompareDetector(GroupedDetection):
             rows.append(flat_cells(self.cells(turned)))
         return np.ascontiguousarray(np.concatenate(rows)[None], dtype=F32)
 
-
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
     ) -> list[Detection]:
@@ -138,11 +137,6 @@ class LineCompareDetector(GroupedDetection):
             scale = max(size) / self.input_size  # query pixels per model pixel
             amap = smooth(arrays.upsample(cell_scores.astype(F32), size), self.sigma * scale)
             score_time = time.perf_counter() - score_start
-            timings = {
-                "prepare": prepare_share,
-                "reconstruct": compare_share,
-                "score": score_time,
-                "total": prepare_share + compare_share + score_time,
-            }
+            timings = call_timings(prepare_share, compare_share, score_time)
             detections.append(Detection(float(amap.max()), amap.astype(F32), [], [], timings))
         return detections

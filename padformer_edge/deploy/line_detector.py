@@ -46,7 +46,7 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
-from padformer_edge.detect.detection import Detection, GroupedDetection
+from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
@@ -276,7 +276,6 @@ class LineDetector(GroupedDetection):
         colour = colour_target(self.spec, query01) if self.reads_passes else None
         return QueryTargets(colour, features, references)
 
-
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
     ) -> list[Detection]:
@@ -306,12 +305,7 @@ class LineDetector(GroupedDetection):
             with self.blas.limit(limits=1, user_api="blas"):
                 scored = self.score_one(query, model_in[index : index + 1], recon, predicted, index)
             score_time = time.perf_counter() - score_start
-            timings = {
-                "prepare": prepare_share,
-                "reconstruct": recon_share,
-                "score": score_time,
-                "total": prepare_share + recon_share + score_time,
-            }
+            timings = call_timings(prepare_share, recon_share, score_time)
             drawn = None
             if reconstruction and recon is not None:
                 mean = np.clip(recon[index].mean(axis=0), 0.0, 1.0)

@@ -59,6 +59,17 @@ def detect_in_groups(
         yield from zip(group, images, found, strict=True)
 
 
+def call_timings(prepare: float, model: float, score: float) -> dict[str, float]:
+    """One image's ``Detection.timings``: its shares of the call's preparation and model
+    work (``reconstruct``: the passes, or the comparator's graph) and its own scoring."""
+    return {
+        "prepare": prepare,
+        "reconstruct": model,
+        "score": score,
+        "total": prepare + model + score,
+    }
+
+
 class GroupedDetection:
     """``detect_each`` for any detector with ``detect`` and ``images_per_call``: the torch
     ``Detector`` and both line detectors share this one loop."""

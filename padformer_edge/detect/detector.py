@@ -24,7 +24,7 @@ import torch
 
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graphs import mask_indices
-from padformer_edge.detect.detection import Detection, GroupedDetection
+from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
     check_precision,
     model_precision,
@@ -272,12 +272,7 @@ class Detector(GroupedDetection):
                 )
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             score_time = batch_share + time.perf_counter() - score_start
-            timings = {
-                "prepare": prepare_share,
-                "reconstruct": recon_share,
-                "score": score_time,
-                "total": prepare_share + recon_share + score_time,
-            }
+            timings = call_timings(prepare_share, recon_share, score_time)
             drawn = mean_image(recon[index]) if reconstruction and recon is not None else None
             detections.append(
                 Detection(
