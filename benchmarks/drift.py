@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.daemon.drift import DriftMonitor, WindowTests
-from padformer_edge.daemon.drift_tests import ks_p_values, ks_statistics
+from padformer_edge.daemon.drift_tests import ks_statistics
 from padformer_edge.daemon.settings import DriftConfig
+from padformer_edge.image_stats import BY_NAME, NAMES, statistics_table
 from padformer_edge.profiles.thresholds import false_alarm_threshold
 
 CHUNK = 2000  # windows tested at once: bounded memory
@@ -52,6 +53,21 @@ def draw(rng: np.random.Generator, kind: str, size: int | tuple[int, ...]) -> np
     return rng.normal(0.0, 1.0, size)
 
 
+def shared(tests: WindowTests, config: DriftConfig, share: int) -> WindowTests:
+    """``tests`` at the level a window of ``share`` tests gives each (``--tests``): the
+    score tests of a profile with image statistics share the window with three more."""
+    if share < tests.tests:
+        raise SystemExit(f"error: --tests {share} is fewer than the {tests.tests} tests run")
+    tests.level = config.level(share)
+    return tests
+
+
+def share_words(share: int) -> str:
+    return {2: "the two score tests of a profile calibrated without image statistics",
+            5: "the two score tests and three image tests of a profile calibrated with "
+               "image statistics"}.get(share, f"{share} tests per window")  # fmt: skip
+
+
 def window_alerts(
     tests: WindowTests, threshold: float, windows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -61,9 +77,7 @@ def window_alerts(
     for start in range(0, len(windows), CHUNK):
         part = windows[start : start + CHUNK]
         if tests.reference is not None:
-            p = ks_p_values(ks_statistics(tests.reference, part), tests.reference.size,
-                            part.shape[1])  # fmt: skip
-            ks[start : start + CHUNK] = p < tests.level
+            ks[start : start + CHUNK] = tests.score_p_values(part)[1] < tests.level
         flagged = (part > threshold).sum(axis=1)
         binomial[start : start + CHUNK] = tests.tail[flagged] < tests.level
     return ks, binomial
@@ -100,11 +114,15 @@ def monitor_alerts(config: DriftConfig, good: np.ndarray, target: float, thresho
     ]  # fmt: skip
 
 
-def delay_rows(delays: dict[str, list[float]], args: argparse.Namespace) -> tuple[list, dict]:
-    """Table rows and JSON of images-to-alert per labelled stream kind."""
+def delay_rows(
+    delays: dict[str, list[float]], args: argparse.Namespace, undetected: str | None = None
+) -> tuple[list, dict]:
+    """Table rows and JSON of images-to-alert per labelled stream kind; ``undetected``
+    is what a quantile among the streams that never alerted reads (default: more than
+    ``--max-images``)."""
 
     def shown(value: float) -> float | str:
-        return value if math.isfinite(value) else f"> {args.max_images}"
+        return value if math.isfinite(value) else undetected or f"> {args.max_images}"
 
     shift_rows, shift_json = [], {}
     for label, found in delays.items():
@@ -149,7 +167,8 @@ def run(args: argparse.Namespace) -> dict:
     for profile in range(args.profiles):
         good = draw(rng, args.distribution, args.calibration)
         threshold = false_alarm_threshold(good, args.target_fpr).value
-        tests = WindowTests(good.tolist(), args.target_fpr, w, config.level, threshold)
+        tests = shared(WindowTests(config, good.tolist(), args.target_fpr, threshold),
+                       config, args.tests)  # fmt: skip
         stream = draw(rng, args.distribution, per_profile_windows * w)
         ks, binomial = window_alerts(tests, threshold, stream.reshape(-1, w))
         false_ks += int(ks.sum())
@@ -158,7 +177,10 @@ def run(args: argparse.Namespace) -> dict:
         false_any += int(fired.sum())
         per_profile_rates.append(fired.sum() / (per_profile_windows * w))
         if profile == 0:  # the batched tests against the daemon's monitor, score by score
-            expected = [int(i) * w + w - 1 for i in np.flatnonzero(fired)]
+            # (the monitor, given scores only, runs the two score tests at their own share)
+            own = WindowTests(config, good.tolist(), args.target_fpr, threshold)
+            ks, binomial = window_alerts(own, threshold, stream.reshape(-1, w))
+            expected = [int(i) * w + w - 1 for i in np.flatnonzero(ks | binomial)]
             agreed &= monitor_alerts(config, good, args.target_fpr, threshold,
                                      stream) == expected  # fmt: skip
         for shift in args.shift:
@@ -193,15 +215,16 @@ def run(args: argparse.Namespace) -> dict:
     text = (
         f"{args.profiles} calibration sets of {args.calibration} {args.distribution} scores "
         f"(standard deviation 1; threshold at a {args.target_fpr:g} false-alarm rate), "
-        f"windows of {w} images, each test at {config.level:g} "
-        f"(false_alert_rate {config.false_alert_rate:g} x window / 2). False drift alerts "
+        f"windows of {w} images, each test at {config.level(args.tests):g} "
+        f"(false_alert_rate {config.false_alert_rate:g} x window / {args.tests}: "
+        f"{share_words(args.tests)}). False drift alerts "
         f"per 10,000 unshifted images against the stated level: {verdict_rate} (the rate "
         "is an average over calibration sets; the columns on the right show how it "
         "varies with the calibration set a line happens to have). The batched tests "
         "alerted at the same images as the daemon's DriftMonitor fed one score at a "
         f"time: {'yes' if agreed else 'NO'}. Shifts are in standard deviations of the "
-        "good scores, not in brightness: how far a 20 % brightness change moves the "
-        "shipped model's scores was not measured here."
+        "good scores, not in brightness: a brightness change hardly moves the shipped "
+        "model's scores (drift-rendered); the image tests see it (drift-images)."
     )
     body = f"{false_table}\n\n{shift_table}\n\n{text}"
     print(body)
@@ -237,8 +260,8 @@ def run_rendered(args: argparse.Namespace) -> dict:
         order = rng.permutation(n)
         calibration, rest = good[order[:size]], order[size:]
         threshold = false_alarm_threshold(calibration, args.target_fpr).value
-        tests = WindowTests(calibration.tolist(), args.target_fpr, config.window,
-                            config.level, threshold)  # fmt: skip
+        tests = shared(WindowTests(config, calibration.tolist(), args.target_fpr, threshold),
+                       config, args.tests)  # fmt: skip
         lead = int(rng.integers(config.window, 2 * config.window))
         before = good[rng.choice(rest, lead)]
         for label, pool in kinds.items():
@@ -263,7 +286,8 @@ def run_rendered(args: argparse.Namespace) -> dict:
         f"stream calibrates on {size} views drawn at random and resamples the other "
         f"{n - size} with replacement, so even the control repeats a few views against a "
         "calibration set of others: read the brightness row against the control row. "
-        f"Windows of {config.window}, each test at {config.level:g}."
+        f"Windows of {config.window}, each test at {config.level(args.tests):g} "
+        f"({share_words(args.tests)})."
     )
     body = f"{table}\n\n{text}"
     print(body)
@@ -274,6 +298,190 @@ def run_rendered(args: argparse.Namespace) -> dict:
     if args.write_docs:
         update_docs_section(args.section or "drift-rendered", body)
     return payload
+
+
+def image_windows(
+    tests: WindowTests, threshold: float, scores: np.ndarray, images: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window (rows of ``scores``, ``(B, m)``; ``images``, ``(B, m, len(NAMES))``):
+    did an image test fire, did a score test fire (the tests ``judge`` runs, batched)."""
+    ks, binomial = window_alerts(tests, threshold, scores)
+    image = (tests.image_p_values(images)[1] < tests.level).any(axis=1)
+    return image, ks | binomial
+
+
+def first_alert_after(fired: np.ndarray, window: int, start: int) -> float:
+    """Images from image ``start`` to the end of the first window that fired and ends at
+    or after it (windows of ``window`` from image 0); inf when none."""
+    ends = np.flatnonzero(fired) * window + window - 1
+    later = ends[ends >= start]
+    return float(later[0] - start + 1) if later.size else math.inf
+
+
+def run_images(args: argparse.Namespace) -> dict:
+    """Streams of rendered views' image statistics (``drift_scores.py --statistics-only``),
+    one class per camera: calibration on ``--calibration`` views drawn at random, the
+    stream from the other views, each used once, in random order."""
+    config = DriftConfig(window=args.window, false_alert_rate=args.rate)
+    data = json.loads(args.statistics.read_text())
+    if data["names"] != list(NAMES):
+        raise SystemExit(f"error: {args.statistics} holds {data['names']}, not the statistics "
+                         f"this version computes ({list(NAMES)}); measure it again.")  # fmt: skip
+    rng = np.random.default_rng(args.seed)
+    w = config.window
+    # synthetic calibration score sets for the score tests, cycled through: the image
+    # tests' level is what the window has left beside them, and their false alerts count
+    score_sets = []
+    for _ in range(args.profiles):
+        good = draw(rng, args.distribution, args.calibration)
+        score_sets.append((good, false_alarm_threshold(good, args.target_fpr).value))
+    moved_rows, false_rows, delay_table, found, agreed = [], [], [], {}, True
+    total_images = total_false = 0
+    for name, entry in data["classes"].items():
+        rendered = np.asarray(entry["statistics"]["as rendered"], dtype=np.float64)
+        n = len(rendered)
+        size = min(args.calibration, n - args.stream_views)
+        if size < 2 * len(NAMES) or n - size < args.stream_views:
+            raise SystemExit(f"error: class {name} has {n} views: too few for a calibration "
+                             f"set beside {args.stream_views} stream views.")  # fmt: skip
+        length = (n - size) // w * w  # distinct views in full windows
+        changes = {k: np.asarray(v, dtype=np.float64)
+                   for k, v in entry["statistics"].items() if k != "as rendered"}  # fmt: skip
+        for label, changed in changes.items():
+            ratio = np.median(changed / np.maximum(rendered, 1.0), axis=0) - 1.0
+            distance = [float(ks_statistics(rendered[:, i], changed[None, :, i])[0])
+                        for i in range(len(NAMES))]  # fmt: skip
+            cells = [f"{r:+.1%} (D {d:.2f})" for r, d in zip(ratio, distance, strict=True)]
+            moved_rows.append([name, f"{label} brightness", *cells])
+
+        image_false = score_false = any_false = windows = 0
+        for split in range(args.splits):
+            order = rng.permutation(n)
+            tests, threshold = image_tests(config, score_sets[split % args.profiles],
+                                           rendered[order[:size]], args.target_fpr)  # fmt: skip
+            scores = draw(rng, args.distribution, length).reshape(-1, w)
+            stats = rendered[order[size : size + length]].reshape(-1, w, len(NAMES))
+            image, score = image_windows(tests, threshold, scores, stats)
+            image_false += int(image.sum())
+            score_false += int(score.sum())
+            any_false += int((image | score).sum())
+            windows += image.size
+        images = windows * w
+        total_images += images
+        total_false += any_false
+        false_rows.append([name, n, size, length, f"{windows:,}",
+                           f"{any_false} ({image_false} / {score_false})",
+                           any_false / images * 1e4, poisson_upper(any_false, images) * 1e4,
+                           config.false_alert_rate * 1e4])  # fmt: skip
+        kinds = {f"as rendered, then {label} brightness": changed
+                 for label, changed in changes.items()}  # fmt: skip
+        kinds["as rendered throughout (control)"] = rendered
+        delays: dict[str, list[float]] = {}
+        for label, pool in kinds.items():
+            delays[label] = []
+            for stream in range(args.shifted_streams):
+                order = rng.permutation(n)
+                tests, threshold = image_tests(config, score_sets[stream % args.profiles],
+                                               rendered[order[:size]], args.target_fpr)  # fmt: skip
+                lead = int(rng.integers(0, w))  # the change starts anywhere in the first window
+                views = order[size : size + length]
+                stats = np.concatenate([rendered[views[:lead]], pool[views[lead:]]])
+                scores = draw(rng, args.distribution, length)
+                image, score = image_windows(tests, threshold, scores.reshape(-1, w),
+                                             stats.reshape(-1, w, len(NAMES)))  # fmt: skip
+                delays[label].append(first_alert_after(image | score, w, lead))
+                if stream < args.monitor_streams:  # the daemon's monitor, image by image
+                    expected = [int(i) * w + w - 1 for i in np.flatnonzero(image | score)]
+                    agreed &= monitor_image_alerts(config, tests, threshold, args.target_fpr,
+                                                   scores, stats,
+                                                   rendered[order[:size]]) == expected  # fmt: skip
+        rows, shown = delay_rows(delays, args, "no alert")
+        delay_table += [[name, *row] for row in rows]
+        found[name] = {"views": n, "calibration": size, "stream_views": length,
+                       "windows": windows, "false_alerts": any_false,
+                       "false_image": image_false, "false_score": score_false,
+                       "false_per_10k": any_false / images * 1e4,
+                       "false_per_10k_upper95": poisson_upper(any_false, images) * 1e4,
+                       "streams": shown}  # fmt: skip
+    labels = [BY_NAME[n].label for n in NAMES]
+    moved = markdown_table(
+        ["class", "change", *[f"{label}: median change (KS distance)" for label in labels]],
+        moved_rows,
+    )  # fmt: skip
+    false_table = markdown_table(
+        ["class", "views", "calibration views", "stream views (distinct)", "windows",
+         "false drift alerts (image / score tests)", "per 10,000 images", "95% upper bound",
+         "stated level"],
+        false_rows,
+    )  # fmt: skip
+    shift_table = markdown_table(
+        ["class", "stream (distinct views)", "streams", f"alert within {args.within} images",
+         "median images to alert", "95th percentile", "no alert in the stream"],
+        delay_table,
+    )  # fmt: skip
+    names = ", ".join(data["classes"])
+    text = (
+        f"Good views of {names} (render {Path(data['render']).name}), each class one "
+        f"camera; the image statistics of {data['images']} images (every view as rendered "
+        f"and after each change, every pixel times 1 + change, clipped) took "
+        f"{data['cpu_s']:.1f} CPU s with decoding; alone, {data['statistics_ms']:.2f} CPU ms "
+        f"per {data['view_size']} view and {data['frame_ms']:.2f} ms per 5-megapixel "
+        "frame (2448 x 2048). First table: how far each change moves "
+        "each statistic (median over the views of the paired change; Kolmogorov-Smirnov "
+        "distance between all views as rendered and all changed). Each stream calibrates "
+        "on views drawn at random and streams the others once each in random order, so "
+        "every window holds distinct views none of which is in the calibration set; an "
+        "unshifted stream's windows are as exchangeable with the calibration views as a "
+        "steady line's. The window also runs the two score tests on synthetic "
+        f"{args.distribution} scores (a calibration set of {args.calibration} drawn for "
+        f"each of {args.profiles} profiles, cycled; not the model's, which a brightness "
+        "change hardly moves: see drift-rendered), so each of "
+        f"the five tests runs at {config.level(5):g} (false_alert_rate "
+        f"{config.false_alert_rate:g} x window {w} / 5) and the false alerts count all "
+        f"five: {total_false} in {total_images:,} unshifted images. Splits of one pool of "
+        "views share views, so the upper bound, which takes the windows as independent, "
+        "is a little optimistic. A change starts at a random image of the first window. "
+        "The batched tests alerted at the same images as the daemon's DriftMonitor fed "
+        f"one image at a time ({args.monitor_streams} streams per class and stream kind): "
+        f"{'yes' if agreed else 'NO'}."
+    )
+    body = f"{moved}\n\n{false_table}\n\n{shift_table}\n\n{text}"
+    print(body)
+    payload = {"statistics": str(args.statistics), "window": w, "level": config.level(5),
+               "false_alert_rate": config.false_alert_rate, "classes": found,
+               "unshifted_images": total_images, "false_alerts": total_false,
+               "monitor_agrees": bool(agreed)}  # fmt: skip
+    print_json_line("drift-images", payload)
+    if args.write_docs:
+        update_docs_section(args.section or "drift-images", body)
+    return payload
+
+
+def image_tests(
+    config: DriftConfig, score_set: tuple[np.ndarray, float], calibration: np.ndarray,
+    target: float,
+) -> tuple[WindowTests, float]:  # fmt: skip
+    """The daemon's tests for a profile calibrated on ``calibration`` (image statistics,
+    one row per view) with the synthetic good scores and threshold of ``score_set``."""
+    good, threshold = score_set
+    table = statistics_table(calibration.tolist())
+    return WindowTests(config, good.tolist(), target, threshold, table), threshold
+
+
+def monitor_image_alerts(
+    config: DriftConfig, tests: WindowTests, threshold: float, target: float,
+    scores: np.ndarray, stats: np.ndarray, calibration: np.ndarray,
+) -> list[int]:  # fmt: skip
+    """The images at which the daemon's own monitor, fed one result with its image
+    statistics at a time, alerts."""
+    monitor = DriftMonitor(config)
+    good = tests.reference.tolist() if tests.reference is not None else None
+    table = statistics_table(calibration.tolist())
+    return [
+        i for i, (score, row) in enumerate(zip(scores.tolist(), stats.tolist(), strict=True))
+        if monitor.observe("cam", "bench", score, score > threshold, good, target, threshold,
+                           statistics=row, good_image_stats=table)
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -298,11 +506,26 @@ def main() -> None:
     parser.add_argument("--scores", type=Path, default=None,
                         help="Real scores from benchmarks/drift_scores.py instead of a "
                         "distribution.")  # fmt: skip
-    parser.add_argument("--section", default=None, help="Default: drift (drift-rendered).")
+    parser.add_argument("--statistics", type=Path, default=None,
+                        help="Image statistics from benchmarks/drift_scores.py "
+                        "--statistics-only: the image tests on rendered views.")  # fmt: skip
+    parser.add_argument("--splits", type=int, default=20_000,
+                        help="Unshifted streams per class (--statistics).")  # fmt: skip
+    parser.add_argument("--stream-views", type=int, default=300,
+                        help="Distinct views a stream needs (--statistics).")  # fmt: skip
+    parser.add_argument("--monitor-streams", type=int, default=20,
+                        help="Streams per kind also fed through the daemon's monitor.")  # fmt: skip
+    parser.add_argument("--tests", type=int, default=5,
+                        help="Tests sharing a window's level (5: a profile calibrated with "
+                        "image statistics, 2: one without).")  # fmt: skip
+    parser.add_argument("--section", default=None,
+                        help="Default: drift (drift-rendered, drift-images).")  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     args.shift = args.shift or [0.25, 0.5, 0.75, 1.0]
-    if args.scores is not None:
+    if args.statistics is not None:
+        run_images(args)
+    elif args.scores is not None:
         run_rendered(args)
     else:
         run(args)

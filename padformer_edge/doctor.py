@@ -121,7 +121,8 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
             yield Finding(
                 subject,
                 True,
-                f"{checked}, threshold {profile.threshold:.6g}{earlier_score(profile)}",
+                f"{checked}, threshold {profile.threshold:.6g}{earlier_score(profile)}"
+                f"{unwatched_images(profile, config)}",
             )
 
 
@@ -136,6 +137,21 @@ def earlier_score(profile: Profile) -> str:
         f"profile set-model "
         f"{profile.name} --metric compare` then `padformer-edge profile calibrate "
         f"{profile.name} --good DIR` move it"
+    )
+
+
+def unwatched_images(profile: Profile, config: DaemonConfig) -> str:
+    """For a profile calibrated before calibration kept the good images' statistics, the
+    sentence saying the drift watch cannot see a lighting or camera change on its
+    cameras and how to fix it; empty otherwise (or with the drift watch off). Not a
+    problem: the profile inspects as before."""
+    calibration = profile.calibration
+    if not config.drift.enabled or calibration is None or calibration.good_image_stats:
+        return ""
+    return (
+        "; its calibration kept no image statistics, so the drift watch cannot see a "
+        f"change of lighting or camera: `padformer-edge profile calibrate {profile.name} "
+        "--good DIR` adds them"
     )
 
 

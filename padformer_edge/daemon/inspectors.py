@@ -32,6 +32,9 @@ class Inspector:
     model_sha256: str
     good_scores: list[float] | None = None
     """The calibration's good scores, the drift test's reference (None: not kept)."""
+    good_image_stats: dict[str, list[float]] | None = None
+    """The good calibration images' luminance percentiles, the image drift test's
+    reference (None: calibrated before they were kept; that test is off)."""
     target_fpr: float = 0.01
     """The calibrated false-alarm rate, the drift test's expected flagged rate."""
     version: int = 1
@@ -87,6 +90,7 @@ def build_inspector(
     return Inspector(
         profile.name, detector, threshold, profile.model_sha256,
         good_scores=calibration.good_scores, target_fpr=calibration.target_fpr,
+        good_image_stats=calibration.good_image_stats,
         version=profile.config.version, auto_limit=auto_limit(profile),
         auto_max_pending=profile.config.growth.auto_max_pending,
     )  # fmt: skip

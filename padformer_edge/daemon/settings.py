@@ -137,13 +137,15 @@ class WorkerConfig(StrictModel):
 
 
 class DriftConfig(StrictModel):
-    """Drift watch: per camera, each window of recent scores against the profile's
-    calibration (``daemon.drift``).
+    """Drift watch: per camera, each window of recent scores and images against the
+    profile's calibration (``daemon.drift``).
 
-    Windows do not overlap; each is tested twice (Kolmogorov-Smirnov on the scores,
-    binomial on the flagged count), each test at ``false_alert_rate * window / 2``, so
-    on an unchanged line false drift alerts stay at or below ``false_alert_rate`` per
-    image whatever the score distribution.
+    Windows do not overlap. Each runs up to five tests (Kolmogorov-Smirnov on the scores,
+    binomial on the flagged count, Kolmogorov-Smirnov on each of the three image
+    statistics), as many as the profile's calibration kept the reference for; the
+    window's share ``false_alert_rate * window`` is split evenly among them (Bonferroni),
+    so on an unchanged line false drift alerts stay at or below ``false_alert_rate`` per
+    image whatever the distributions and however the tests depend on each other.
     """
 
     enabled: bool = Field(True, description="Watch every camera's scores for drift.")
@@ -167,9 +169,13 @@ class DriftConfig(StrictModel):
         return self
 
     @property
-    def level(self) -> float:
-        """The significance level of each of the two tests in one window."""
-        return self.false_alert_rate * self.window / 2
+    def per_window(self) -> float:
+        """The chance of a false drift alert one window may have, all its tests together."""
+        return self.false_alert_rate * self.window
+
+    def level(self, tests: int) -> float:
+        """The significance level of each of ``tests`` tests run on one window."""
+        return self.per_window / tests
 
 
 @register_config_kind("daemon")

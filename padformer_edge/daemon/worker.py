@@ -39,6 +39,7 @@ from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
+from padformer_edge.image_stats import image_statistics
 from padformer_edge.log import get_logger
 from padformer_edge.store.candidates import pending_count, propose
 from padformer_edge.store.drift import has_open_drift, record_drift
@@ -421,6 +422,8 @@ class Worker:
         findings = self.drift.observe(
             row.camera, row.product, detection.score, outcome.is_anomaly,
             inspector.good_scores, inspector.target_fpr, inspector.threshold,
+            statistics=self.image_statistics(image, inspector),
+            good_image_stats=inspector.good_image_stats,
         )  # fmt: skip
         if findings:
             self.raise_drift(row, inspector, findings)
@@ -438,6 +441,16 @@ class Worker:
             anomaly=outcome.is_anomaly,
             ms=round(outcome.detect_ms, 1),
         )
+
+    def image_statistics(
+        self, image: np.ndarray, inspector: Inspector
+    ) -> tuple[float, ...] | None:
+        """The drift watch's luminance percentiles of the image already decoded for this
+        result (well under a millisecond, ``image_stats``); None where nothing would test
+        them (drift off, or a profile calibrated before they were kept)."""
+        if not (self.drift.config.enabled and inspector.good_image_stats):
+            return None
+        return image_statistics(image)
 
     def propose_confident(self, row: Inspection, inspector: Inspector) -> None:
         """Offer a part scored far below the threshold as a reference candidate (a
@@ -467,7 +480,8 @@ class Worker:
                 self.alerts, camera=row.camera, product=row.product,
                 threshold=inspector.threshold, reason=reason,
                 extra={"inspection_id": row.id, "test": strongest.kind,
-                       "p_value": strongest.p_value, "window": strongest.window_size},
+                       "p_value": strongest.p_value, "window": strongest.window_size}
+                | ({"statistic": strongest.measure} if strongest.measure else {}),
             )  # fmt: skip
             drift_id = record_drift(
                 self.engine, camera=row.camera, product=row.product, kind=strongest.kind,

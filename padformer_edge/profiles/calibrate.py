@@ -22,6 +22,7 @@ from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
 from padformer_edge.detect.scoring import resolve_metric
 from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
+from padformer_edge.image_stats import image_statistics, statistics_table
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import now_iso
@@ -49,12 +50,20 @@ class CalibrationReport:
 
 
 def score_files(
-    detector: Detector, paths: Sequence[Path], progress: Progress | None = None
+    detector: Detector,
+    paths: Sequence[Path],
+    progress: Progress | None = None,
+    statistics: list[tuple[float, ...]] | None = None,
 ) -> np.ndarray:
-    """Scores of ``paths`` in order, decoding only one model batch of images at a time."""
+    """Scores of ``paths`` in order, decoding only one model batch of images at a time.
+
+    With ``statistics``, each image's ``image_stats.image_statistics`` is appended to it,
+    computed from the pixels already decoded for scoring (the drift watch's reference)."""
     scores: list[float] = []
-    for _, _, found in detector.detect_each(paths, read_image):
+    for _, image, found in detector.detect_each(paths, read_image):
         scores.append(found.score)
+        if statistics is not None:
+            statistics.append(image_statistics(image))
         if progress is not None:
             progress(len(scores), len(paths))
     return np.asarray(scores, dtype=np.float64)
@@ -169,13 +178,15 @@ def measure_calibration(
 ) -> CalibrationResult:
     """The calibration of ``profile`` run by ``detector``: held-out good images set the
     threshold, labelled anomalous ones (if any) report recall at it. Shared by
-    ``calibrate`` and ``refresh`` (which measures on the good images it held aside)."""
+    ``calibrate`` and ``refresh`` (which measures on the good images it held aside). The
+    good images' scores and luminance statistics are kept for the daemon's drift watch."""
     total = len(good_paths) + len(bad_paths)
 
     def report(offset: int) -> Progress | None:
         return None if progress is None else lambda done, _: progress(offset + done, total)
 
-    good_scores = score_files(detector, good_paths, report(0))
+    good_statistics: list[tuple[float, ...]] = []
+    good_scores = score_files(detector, good_paths, report(0), good_statistics)
     bad_scores = score_files(detector, bad_paths, report(len(good_paths)))
     threshold = false_alarm_threshold(good_scores, target_fpr)
     everything = np.concatenate([good_scores, bad_scores])
@@ -193,6 +204,7 @@ def measure_calibration(
         calibrated_at=now_iso(),
         warnings=warnings,
         good_scores=np.sort(good_scores).tolist(),
+        good_image_stats=statistics_table(good_statistics),
         scoring=detector.scoring,
     )
 

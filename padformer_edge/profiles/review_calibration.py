@@ -175,6 +175,9 @@ def plan_from_reviews(root: str | Path, name: str, engine: Engine, source: str) 
         calibrated_at=now_iso(),
         warnings=warnings,
         good_scores=previous.good_scores,  # the drift reference: same model, same scoring
+        # Reviews hold scores, not a fair sample of good images (the false alarms are the
+        # unusual ones), so the images' drift reference stays the one the good set gave.
+        good_image_stats=previous.good_image_stats,
         # The daemon scored these rows under the scoring the profile was calibrated with
         # (it refuses any other), so that scoring still holds.
         scoring=previous.scoring,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from padformer_edge.config import StrictModel, register_config_kind
 from padformer_edge.detect.settings import DetectionSettings
@@ -83,11 +83,31 @@ class CalibrationResult(StrictModel):
     """The held-out good scores themselves, sorted: the daemon's drift test compares each
     camera's recent scores with them. None in files calibrated before they were kept (or
     with a pinned threshold); a recalibration from reviews keeps the earlier ones."""
+    good_image_stats: dict[str, list[float]] | None = None
+    """Cheap statistics of each held-out good image (``padformer_edge.image_stats``: its
+    luminance percentiles, one list per statistic, in image order): the daemon's drift
+    watch compares each camera's recent images with them, which sees a lighting or camera
+    change the scores may not. None in files calibrated before they were kept (the image
+    test is then off until the profile is calibrated again); a recalibration from reviews
+    keeps the earlier ones."""
     scoring: dict[str, Any] | str | None = None
     """How the scores were computed (``detect.signature.scoring_signature``: the metric,
     each job's mix and readout); a line of text in files calibrated by earlier versions,
     None in files calibrated before it was recorded. A threshold only holds for the same
     scoring."""
+
+
+    @field_validator("good_image_stats")
+    @classmethod
+    def _one_value_per_image(
+        cls, value: dict[str, list[float]] | None
+    ) -> dict[str, list[float]] | None:
+        """Every statistic has one value per calibration image: a table whose columns
+        differ in length was cut or edited, and the test would read it wrongly."""
+        if value is not None and len({len(column) for column in value.values()}) > 1:
+            sizes = ", ".join(f"{name} {len(column)}" for name, column in value.items())
+            raise ValueError(f"every statistic needs one value per image; found {sizes}")
+        return value
 
 
 class ExportedFiles(StrictModel):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import yaml
 
+from padformer_edge.image_stats import image_statistics, statistics_table
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import make_server
 from tests.cli_process import run_cli
 from tests.daemon.harness import DaemonProcess, Site, make_site, rows, wait_for, write_image
-from tests.detect_images import product_image
+from tests.detect_images import brighter, posed_part, product_image
 from tests.web.client import request
 
 WINDOW = 10
@@ -98,3 +99,39 @@ def test_a_drifted_camera_raises_one_drift_until_acknowledged(tmp_path: Path) ->
         first, second = _drifts(site.database)
         assert first["acknowledged_by"] == "Ola" and second["acknowledged_at"] is None
         assert len(_drift_alerts(site.database)) == 2
+
+
+def test_a_brighter_lamp_raises_an_image_drift_and_a_steady_one_does_not(tmp_path: Path) -> None:
+    """The profile keeps the luminance percentiles of 40 poses of a part and no good
+    scores (so the score test is off and the binomial one has nothing flagged at this
+    threshold): a window of ten other poses under the same lamp raises nothing, the next
+    ten under a 20 % brighter lamp raise one ``image`` drift whose alert names the
+    change. The windows' tests run at false_alert_rate x window / 4 (binomial and three
+    image tests), 0.0025 here."""
+    site = make_site(tmp_path, drift={"window": WINDOW, "false_alert_rate": 0.001})
+    path = site.root / "state" / "profiles" / "bolt" / "profile.yaml"
+    profile = yaml.safe_load(path.read_text())
+    table = statistics_table([image_statistics(posed_part(seed=1000 + i)) for i in range(40)])
+    profile["calibration"]["good_image_stats"] = table
+    path.write_text(yaml.safe_dump(profile, sort_keys=False))
+
+    def drop(start: int, change: float) -> None:
+        for i in range(start, start + WINDOW):
+            image = brighter(posed_part(seed=i), change)
+            write_image(site.cameras["cam0"] / f"part-{i:03d}.png", image)
+
+    with DaemonProcess(site) as daemon:
+        daemon.wait_ready(300)
+        drop(0, 0.0)
+        # "inspected" is logged after the result's drift check (and any event) is done
+        wait_for(lambda: sum(e.get("event") == "inspected" for e in daemon.events()) == WINDOW,
+                 120, daemon, "the steady window's results")  # fmt: skip
+        assert _drifts(site.database) == []
+        drop(WINDOW, 0.2)
+        wait_for(lambda: len(_drifts(site.database)) == 1, 120, daemon, "an image drift")
+    (event,) = _drifts(site.database)
+    assert event["kind"] == "image" and event["level"] == 0.001 * WINDOW / 4
+    (alert,) = _drift_alerts(site.database)
+    assert alert["test"] == "image" and alert["statistic"].startswith("luminance_")
+    assert "% brighter" in alert["reason"] and "than at calibration" in alert["reason"]
+    assert "the lighting or the camera may have changed" in event["reason"]

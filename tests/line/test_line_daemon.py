@@ -139,6 +139,52 @@ def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site, runt
     assert alerts.returncode == 0, alerts.stderr
 
 
+def test_the_line_daemon_raises_an_image_drift_without_torch(line_site):
+    """The image statistics are computed torch-free: a profile whose calibration kept
+    the statistics of a much darker line (and a threshold nothing reaches) raises an
+    ``image`` drift on the first window of this camera's images, in a process that never
+    loads torch."""
+    profile = PROFILES["onnxruntime"]
+    config_path = write_config(line_site, profile)
+    config = yaml.safe_load(config_path.read_text())
+    config["drift"] = {"window": 10, "false_alert_rate": 0.001}
+    config_path.write_text(yaml.safe_dump(config))
+    profile_file = line_site / "state" / "profiles" / profile / "profile.yaml"
+    stored = yaml.safe_load(profile_file.read_text())
+    dark = [20.0 + i / 10 for i in range(30)]  # every statistic far below these images'
+    stored["calibration"]["good_image_stats"] = {
+        name: dark for name in ("luminance_p10", "luminance_p50", "luminance_p90")
+    }
+    stored["calibration"]["threshold"] = 1e9  # nothing flagged: the binomial test stays quiet
+    profile_file.write_text(yaml.safe_dump(stored, sort_keys=False))
+    report, log = line_site / "daemon-report.json", line_site / "daemon.log"
+    database = line_site / "state" / "results.sqlite3"
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(
+            command("--log-format", "json", "watch", "--config", str(config_path)),
+            cwd=REPO, env=line_env(line_site, report), stdout=handle, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        ready = lambda: any(e.get("event") == "daemon.ready" for e in events(log))  # noqa: E731
+        wait_for(ready, 120, log, process)
+        for i in range(10):
+            shutil.copyfile(line_site / "queries" / "good.png",
+                            line_site / "camera" / f"part-{i}.png")  # fmt: skip
+        drifted = lambda: any(e.get("event") == "drift" for e in events(log))  # noqa: E731
+        wait_for(drifted, 120, log, process)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log.read_text()[-4000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert json.loads(report.read_text())["loaded"] == []
+    (event,) = [e for e in events(log) if e.get("event") == "drift"]
+    assert event["test"] == "image" and "brighter" in event["reason"]
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT kind FROM drift_events").fetchall() == [("image",)]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -41,6 +41,12 @@ def _seed(database: Path, model_sha: str, threshold: float) -> dict[float, int]:
 
 def test_recalibration_from_reviews_runs_without_torch(line_site: Path) -> None:
     profile_file = line_site / "state" / "profiles" / PROFILE / "profile.yaml"
+    kept = yaml.safe_load(profile_file.read_text())
+    kept["calibration"]["good_image_stats"] = {  # as `profile calibrate --good` keeps them
+        name: [100.0 + i for i in range(12)]
+        for name in ("luminance_p10", "luminance_p50", "luminance_p90")
+    }
+    profile_file.write_text(yaml.safe_dump(kept, sort_keys=False))
     before = yaml.safe_load(profile_file.read_text())
     old = before["calibration"]["threshold"]
     database = line_site / "state" / "results.sqlite3"
@@ -61,3 +67,5 @@ def test_recalibration_from_reviews_runs_without_torch(line_site: Path) -> None:
     assert change["reviews"]["false_alarms"] == alarms
     assert change["newly_passing"] == alarms
     assert after["calibration"]["scoring"] == before["calibration"]["scoring"]
+    # reviews are no fair sample of good images: the drift watch's image reference stays
+    assert after["calibration"]["good_image_stats"] == before["calibration"]["good_image_stats"]

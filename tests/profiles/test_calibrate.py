@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 
 from padformer_edge.config import load_config
+from padformer_edge.daemon.drift import WindowTests
+from padformer_edge.daemon.settings import DriftConfig
+from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
+from padformer_edge.image_stats import NAMES, image_statistics, statistics_table
 from padformer_edge.profiles.calibrate import calibrate_profile, pin_threshold, score_files
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.layout import PROFILE_FILE
@@ -48,6 +52,9 @@ def test_create_calibrate_test(made, product, tmp_path):
     assert result.good_quantile == pytest.approx(np.quantile(scores, 1 - TARGET))
     # the scores themselves are kept, sorted: the daemon's drift reference
     np.testing.assert_allclose(result.good_scores, np.sort(scores), rtol=1e-9)
+    # and each good image's luminance percentiles, in image order: its image reference
+    assert result.good_image_stats == statistics_table([image_statistics(read_image(p))
+                                                        for p in good])  # fmt: skip
     assert result.good_quantile < profile.threshold <= result.good_quantile + result.margin + 1e-9
     assert result.observed_fpr == pytest.approx(float((scores > profile.threshold).mean()))
     sampling_error = math.sqrt(TARGET * (1 - TARGET) / scores.size)
@@ -189,3 +196,37 @@ def test_a_new_threshold_is_a_new_version_and_the_old_one_is_kept(made, product)
     assert kept_versions(raised) == [1]
     kept = load_config(version_folder(raised, 1) / PROFILE_FILE, ProfileConfig)
     assert (kept.version, kept.calibration.threshold) == (1, first)
+
+
+def test_image_statistics_round_trip_and_old_profiles_keep_working(made, product):
+    """``profile.yaml`` with the image statistics reads back to the same calibration; one
+    written before they were kept (the key absent) still loads, with the image test off
+    (the daemon's window runs the two score tests only); a table whose columns differ in
+    length is refused by the schema, naming the columns."""
+    import yaml
+
+    calibrate_profile(made, "duck", product / "test" / "good", None, TARGET)
+    path = made / "duck" / PROFILE_FILE
+    stored = load_config(path, ProfileConfig)
+    table = stored.calibration.good_image_stats
+    assert list(table) == list(NAMES) and {len(v) for v in table.values()} == {VIEWS.test_good}
+    again = ProfileConfig.model_validate(yaml.safe_load(yaml.safe_dump(
+        stored.model_dump(mode="json"))))  # fmt: skip
+    assert again == stored
+    config = DriftConfig()
+    calibration = stored.calibration
+    assert WindowTests(config, calibration.good_scores, calibration.target_fpr,
+                       calibration.threshold, calibration.good_image_stats).tests == 5  # fmt: skip
+
+    data = yaml.safe_load(path.read_text())
+    del data["calibration"]["good_image_stats"]
+    path.write_text(yaml.safe_dump(data))
+    old = load_profile(made, "duck").calibration
+    assert old.good_image_stats is None and old.threshold == calibration.threshold
+    assert WindowTests(config, old.good_scores, old.target_fpr, old.threshold,
+                       old.good_image_stats).tests == 2  # fmt: skip
+
+    data["calibration"]["good_image_stats"] = {**table, "luminance_p90": table["luminance_p90"][1:]}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match="every statistic needs one value per image"):
+        load_profile(made, "duck")

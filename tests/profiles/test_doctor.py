@@ -302,3 +302,37 @@ def test_doctor_names_profiles_not_yet_on_the_learned_comparison(
     assert "comparator" in current and "matches its card" in current
     assert "set-model" not in current
     assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+def test_doctor_says_when_a_profile_kept_no_image_statistics(
+    tmp_path: Path, setup: dict[str, Path]
+) -> None:
+    """A profile whose calibration has no image statistics (calibrated before they were
+    kept; here a pinned threshold) is OK with a note that the drift watch cannot see a
+    lighting or camera change; with them, or with the drift watch off, no note."""
+    config = write_config(
+        tmp_path / "one.yaml", database=str(setup["database"]),
+        cameras=[{"name": "a", "path": str(setup["cam"]), "profile": "duck"}],
+    )  # fmt: skip
+
+    def detail(path: Path) -> str:
+        result, _ = doctor(path, tmp_path, setup)
+        findings = {f["subject"]: f for f in json.loads(result.stdout)}
+        assert result.returncode == 0, findings
+        return findings["profile 'duck'"]["detail"]
+
+    note = "kept no image statistics, so the drift watch cannot see a change of lighting"
+    assert note in detail(config) and "profile calibrate duck --good DIR` adds them" in (
+        detail(config)
+    )
+    off = write_config(tmp_path / "off.yaml", **{**yaml.safe_load(config.read_text()),
+                                                 "drift": {"enabled": False}})  # fmt: skip
+    assert note not in detail(off)
+    path = setup["profiles"] / "duck" / "profile.yaml"
+    profile = yaml.safe_load(path.read_text())
+    profile["calibration"]["good_image_stats"] = {
+        name: [float(i) for i in range(30)]
+        for name in ("luminance_p10", "luminance_p50", "luminance_p90")
+    }
+    path.write_text(yaml.safe_dump(profile))
+    assert note not in detail(config)

@@ -117,6 +117,9 @@ def test_refresh_grows_the_profile_and_rollback_brings_the_old_version_back(
     held = {i.sha256 for i in grown.config.approved if i.held_aside}
     assert held and not held & {e.sha256 for e in grown.config.references}
     assert grown.calibration is not None and grown.calibration.good.count == len(held)
+    # the drift watch's image reference is measured on the same held-aside pictures
+    stats = grown.calibration.good_image_stats or {}
+    assert len(stats) == 3 and {len(v) for v in stats.values()} == {len(held)}
     assert grown.verify_references()  # every reference file present as recorded
     assert (grown.folder / "versions" / "1" / "profile.yaml").is_file()
 
