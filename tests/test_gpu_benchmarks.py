@@ -1,0 +1,41 @@
+"""The GPU benchmarks' CPU paths at tiny sizes: what the one prepared GPU call runs must
+work before a GPU is lent, and a dry run must never become a docs table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.benchmark_process import run_benchmark
+
+TINY_SHIPPED = (
+    "--model", "shipped", "--device", "cpu", "--references", "2", "--metric",
+    "distance,compare", "--per-call", "1,2", "--passes", "2", "--repeats", "1", "--views",
+    "3", "--parity-images", "2", "--size", "64",
+)  # fmt: skip
+
+
+def test_the_shipped_grid_runs_on_the_cpu_and_a_dry_run_writes_no_docs(tmp_path: Path) -> None:
+    saved = tmp_path / "shipped.json"
+    done = run_benchmark("gpu_detect_speed.py", *TINY_SHIPPED, "--json-out", str(saved))
+    assert done.returncode == 0, done.stderr[-3000:]
+    payload = json.loads(saved.read_text())
+    rows = payload["rows"]
+    assert payload["device"] == "CPU (dry run)" and payload["model"] == "shipped"
+    assert [(r["metric"], r["per_call"]) for r in rows] == [
+        ("distance", 1), ("distance", 2), ("compare", 1), ("compare", 2)
+    ]  # fmt: skip
+    assert {r["precision"] for r in rows} == {"fp32"}  # no TF32 or bf16 on a CPU
+    # the CPU against itself: the same code on the same images in one call, so the
+    # same bits; a gap here would be a bug in the check, not rounding
+    assert all(r["parity_gap"] == 0.0 and r["verdicts_agree"] for r in rows)
+    assert all(r["images_per_s"] > 0 for r in rows)
+    assert "| 2 | compare | fp32 | 2 |" in done.stdout
+
+    again = run_benchmark("gpu_detect_speed.py", "--from-json", str(saved), "--write-docs")
+    assert again.returncode != 0 and "dry run is no GPU measurement" in again.stderr
+
+
+def test_the_random_table_takes_one_reference_count() -> None:
+    done = run_benchmark("gpu_detect_speed.py", "--device", "cpu", "--references", "4,12")
+    assert done.returncode != 0 and "takes one --references count" in done.stderr
