@@ -39,3 +39,23 @@ def test_the_shipped_grid_runs_on_the_cpu_and_a_dry_run_writes_no_docs(tmp_path:
 def test_the_random_table_takes_one_reference_count() -> None:
     done = run_benchmark("gpu_detect_speed.py", "--device", "cpu", "--references", "4,12")
     assert done.returncode != 0 and "takes one --references count" in done.stderr
+
+
+def test_the_daemon_run_with_the_shipped_model_at_a_steady_rate(tmp_path: Path) -> None:
+    saved = tmp_path / "daemon.json"
+    done = run_benchmark(
+        "daemon_throughput.py", "--model", "shipped", "--device", "cpu", "--metric",
+        "distance", "--references", "2", "--views", "3", "--images", "4", "--cameras", "2",
+        "--passes", "2", "--batch", "2", "--burst-max-batch", "4", "--size", "64", "--rate",
+        "4", "--json-out", str(saved),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(saved.read_text())
+    assert (run["model"], run["device"], run["images"], run["rate"]) == ("shipped", "cpu", 4, 4.0)
+    # counted complete comes after the file was closed: its latency is the shorter
+    assert 0 < run["counted_p50_s"] <= run["latency_p50_s"]
+    assert run["counted_p95_s"] <= run["latency_p95_s"]
+    assert run["gpu_reserved_bytes"] is None  # the CPU: /metrics shows no GPU
+    assert "| steady 4/s | 4 |" in done.stdout
+    refused = run_benchmark("daemon_throughput.py", "--from-json", str(saved), "--write-docs")
+    assert refused.returncode != 0 and "renders GPU runs" in refused.stderr
