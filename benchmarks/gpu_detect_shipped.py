@@ -110,7 +110,8 @@ def measure_grid(
     model_batch: int,
     progress: Any = print,
 ) -> list[dict[str, Any]]:
-    """One row per (references, metric, precision, images per call)."""
+    """One row per (references, metric, precision, images per call); ``progress`` gets the
+    rows so far after each (a caller with a time limit saves them as they come)."""
     import torch
 
     rows = []
@@ -140,7 +141,7 @@ def measure_grid(
                         if device == "cuda":
                             row["max_memory_bytes"] = int(torch.cuda.max_memory_allocated())
                         rows.append(row)
-                        progress(f"{row}")
+                        progress(rows)
                 del detector
                 if device == "cuda":
                     torch.cuda.empty_cache()

@@ -86,8 +86,10 @@ def measure(
     return {"preset": preset, "size": size, "precision": precision, "ms": ms}
 
 
-def measure_shipped(args: argparse.Namespace, on_gpu: bool) -> dict:
-    """The shipped model's grid (``gpu_detect_shipped``) on the rendered part."""
+def measure_shipped(args: argparse.Namespace, on_gpu: bool, common: dict) -> dict:
+    """The shipped model's grid (``gpu_detect_shipped``) on the rendered part; with
+    ``--json-out`` the rows so far are saved after each one, marked ``partial``, so a run
+    stopped at a session's deadline still brings back what it measured."""
     from benchmarks.gpu_detect_shipped import measure_grid
     from benchmarks.rendered_part import render_part
     from padformer_edge.model.checkpoint import load_checkpoint
@@ -98,22 +100,37 @@ def measure_shipped(args: argparse.Namespace, on_gpu: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="gpu-detect-render-") as tmp:
         folder = args.render or Path(tmp)
         part = render_part(folder, max(args.references), args.views, size)
-    precisions = args.precision or (["fp32", "tf32", "bf16"] if on_gpu else ["fp32"])
+    model_batch = args.model_batch or (1024 if on_gpu else 32)
+    fixed = {
+        **common,
+        "model": "shipped",
+        "size": size,
+        "views": len(part.queries),
+        "parity_images": min(args.parity_images, len(part.queries)),
+        "model_batch": model_batch,
+    }
+
+    def save(rows: list[dict]) -> None:
+        print(rows[-1], flush=True)
+        if args.json_out:
+            args.json_out.write_text(json.dumps({**fixed, "partial": True, "rows": rows}))
+
     rows = measure_grid(
         model,
         part.references,
         part.queries,
         references=args.references,
         metrics=args.metric or ["fused", "distance", "compare"],
-        precisions=precisions,
+        precisions=args.precision or (["fp32", "tf32", "bf16"] if on_gpu else ["fp32"]),
         per_call=args.per_call,
         passes=args.passes,
         repeats=args.repeats,
-        parity_images=min(args.parity_images, len(part.queries)),
+        parity_images=fixed["parity_images"],
         device=args.device,
-        model_batch=args.model_batch or (1024 if on_gpu else 32),
+        model_batch=model_batch,
+        progress=save,
     )
-    return {"model": "shipped", "size": size, "views": len(part.queries), "rows": rows}
+    return {**fixed, "partial": False, "rows": rows}
 
 
 def render(payload: dict) -> tuple[str, str]:
@@ -163,6 +180,8 @@ def render_shipped(payload: dict) -> tuple[str, str]:
         f"{payload['parity_images']} images, in units of each CPU map's maximum (bound "
         f"{PARITY_RTOL:g}); verdicts at the median CPU score as threshold: {held}."
     )
+    if payload.get("partial"):
+        summary += " The run was stopped at its session's deadline: these are the rows it measured."
     return markdown_table(SHIPPED_HEADERS, rows), summary
 
 
@@ -223,13 +242,7 @@ def main() -> None:
             "repeats": args.repeats,
         }
         if shipped:
-            measured = measure_shipped(args, on_gpu)
-            payload = {
-                **common,
-                **measured,
-                "parity_images": args.parity_images,
-                "model_batch": args.model_batch or (1024 if on_gpu else 32),
-            }
+            payload = measure_shipped(args, on_gpu, common)
         else:
             if len(args.references) != 1:
                 parser.error("--model random takes one --references count")

@@ -22,6 +22,7 @@ def test_the_shipped_grid_runs_on_the_cpu_and_a_dry_run_writes_no_docs(tmp_path:
     payload = json.loads(saved.read_text())
     rows = payload["rows"]
     assert payload["device"] == "CPU (dry run)" and payload["model"] == "shipped"
+    assert payload["partial"] is False  # rows are saved as they come, then marked whole
     assert [(r["metric"], r["per_call"]) for r in rows] == [
         ("distance", 1), ("distance", 2), ("compare", 1), ("compare", 2)
     ]  # fmt: skip
