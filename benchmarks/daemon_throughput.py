@@ -310,7 +310,8 @@ def measure(args: argparse.Namespace) -> dict:
         if shipped:
             from benchmarks.rendered_part import render_part
 
-            part = render_part(work / "render", args.references, args.views, args.size)
+            folder = args.render or work / "render"
+            part = render_part(folder, args.references, args.views, args.size)
             bank = part.references
             images = [part.queries[i % len(part.queries)] for i in range(args.images)]
         else:
@@ -395,6 +396,9 @@ def main() -> None:
     parser.add_argument("--metric", default="auto", help="the profile's detection metric")
     parser.add_argument("--references", type=int, default=12, help="shipped: reference views")
     parser.add_argument("--views", type=int, default=64, help="shipped: distinct rendered images")
+    parser.add_argument(
+        "--render", type=Path, help="shipped: the rendered views' folder (kept, or read as it is)"
+    )
     parser.add_argument("--passes", type=int, default=15)
     parser.add_argument("--images", type=int, default=48)
     parser.add_argument("--cameras", type=int, default=3)
@@ -411,6 +415,11 @@ def main() -> None:
     parser.add_argument("--from-json", type=Path, action="append",
                         help="render saved GPU runs (repeat) instead of running")  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--section",
+        help="--from-json: the docs block to write (daemon-throughput-gpu); a block that is "
+        "not in the docs yet is added at the end of benchmarks.md, to be moved into place once",
+    )
     args = parser.parse_args()
     if args.from_json:
         runs = [json.loads(path.read_text()) for path in args.from_json]
@@ -419,8 +428,10 @@ def main() -> None:
         table, summary = render_runs(runs)
         print(table, summary, sep="\n\n")
         if args.write_docs:
+            if not args.section:
+                raise SystemExit("name the GPU runs' block: --section daemon-throughput-gpu")
             machine = f"{runs[0]['device_name']} (a lent GPU machine)"
-            update_docs_section("daemon-throughput-gpu", f"{table}\n\n{summary}", None, machine)
+            update_docs_section(args.section, f"{table}\n\n{summary}", None, machine)
         return
     args.size = args.size or (224 if args.model == "shipped" else 256)
     torch.set_num_threads(args.threads)

@@ -223,6 +223,11 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path, help="save the measured rows here")
     parser.add_argument("--from-json", type=Path, help="render a saved run instead")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--section",
+        help="shipped: the docs block to write (gpu-detect-shipped); a block that is not in "
+        "the docs yet is added at the end of benchmarks.md, to be moved into place once",
+    )
     args = parser.parse_args()
     if args.from_json:
         payload = json.loads(args.from_json.read_text())
@@ -266,8 +271,12 @@ def main() -> None:
             raise SystemExit("a CPU dry run is no GPU measurement; --write-docs renders GPU runs.")
         command = "python " + " ".join(sys.argv)
         machine = f"{payload['device']} (a lent GPU machine)"
-        name = "gpu_detect_shipped" if payload.get("model") == "shipped" else "gpu_detect_speed"
-        update_docs_section(name, f"{table}\n\n{summary}", command, machine)
+        if payload.get("model") == "shipped":
+            if not args.section:
+                raise SystemExit("name the shipped model's block: --section gpu-detect-shipped")
+            update_docs_section(args.section, f"{table}\n\n{summary}", command, machine)
+        else:
+            update_docs_section("gpu_detect_speed", f"{table}\n\n{summary}", command, machine)
 
 
 if __name__ == "__main__":

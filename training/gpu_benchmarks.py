@@ -48,8 +48,10 @@ class StepOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def plan(out: Path, work: Path, device: str, tiny: bool = False) -> list[Step]:
-    """The steps, with the issue's sizes (``tiny``: the least that runs the same code)."""
+def plan(out: Path, render: Path, device: str, tiny: bool = False) -> list[Step]:
+    """The steps, with the issue's sizes (``tiny``: the least that runs the same code), on
+    the demo part's views in ``render`` (rendered there by the first step unless a finished
+    render was sent along: ``benchmarks/rendered_part.py``)."""
     if tiny:
         shipped = ("--metric", "distance", "--references", "2", "--views", "3", "--passes",
                    "2", "--size", "64")  # fmt: skip
@@ -61,8 +63,8 @@ def plan(out: Path, work: Path, device: str, tiny: bool = False) -> list[Step]:
                   "--burst-max-batch", "64", "--max-wait-ms", "20")  # fmt: skip
         burst, steady = ("--images", "2000"), ("--images", "600", "--rate", "100")
         grid = ("--references", "4,12", "--per-call", "1,8,32,64", "--repeats", "3",
-                "--parity-images", "8", "--render", str(work / "render"))  # fmt: skip
-    common = ("--device", device, "--model", "shipped")
+                "--parity-images", "8")  # fmt: skip
+    common = ("--device", device, "--model", "shipped", "--render", str(render))
     return [
         Step("daemon_burst", "daemon_throughput.py",
              (*common, *daemon, *burst, "--json-out", str(out / "daemon_burst.json")), 0.35),

@@ -334,7 +334,8 @@ class Session:
         from padformer_edge_training.gpu_benchmarks import plan, run_steps
 
         device = "cuda" if self.args.device.startswith("cuda") else "cpu"
-        steps = plan(self.out, self.work, device, tiny=self.args.bench_tiny)
+        render = self.args.render or self.work / "render"
+        steps = plan(self.out, render, device, tiny=self.args.bench_tiny)
         return run_steps(steps, REPO, self.out, self.env(), self.args.bench_deadline, self.say)
 
     def pack_logs(self) -> None:
@@ -378,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=330.0,
         help="Seconds for all of --gpu-benchmarks' steps together.",
+    )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        help="--gpu-benchmarks: the demo part's rendered views (benchmarks/rendered_part.py); "
+        "default: rendered into --work, which needs the renderer's packages",
     )
     parser.add_argument(
         "--bench-tiny",
