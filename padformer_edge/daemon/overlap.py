@@ -35,7 +35,7 @@ class Finisher:
     def __init__(self, depth: int = 1) -> None:
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=depth)
         self._thread: threading.Thread | None = None
-        self.busy_since: float | None = None
+        self._failure: BaseException | None = None
 
     def submit(self, job: Callable[[], None]) -> None:
         """Queue ``job``; blocks while ``depth`` jobs already wait."""
@@ -48,6 +48,14 @@ class Finisher:
         """Return once every job handed over so far has run."""
         if self._thread is not None:
             self._jobs.join()
+
+    def raise_failure(self) -> None:
+        """Raise (once) what a job failed with: a job fails only when even recording its
+        rows' failure did (the database is away), and then the worker must give its
+        claimed rows back, as it does when its own thread meets such an error."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def close(self) -> None:
         """Run what is queued, then end the thread."""
@@ -62,6 +70,7 @@ class Finisher:
                 job()
             except Exception as err:  # each row's failure is recorded inside the job
                 log.error("worker.finish_failed", error=f"{type(err).__name__}: {err}")
+                self._failure = err
             finally:
                 self._jobs.task_done()
         self._jobs.task_done()

@@ -251,6 +251,7 @@ class Worker:
         rows it holds. ``wait``: its results are committed before this returns, else the
         finisher commits them while the next batch is detected. ``prefetch``: while a
         full batch more is queued, claim it now and decode it beside this detection."""
+        self.finishing.raise_failure()  # the rows the finisher could not record go back
         ahead, self.next_batch = self.next_batch, None
         rows = (
             ahead[0] if ahead is not None else claim_batch(self.engine, self.batch_size, fair=True)
@@ -273,6 +274,7 @@ class Worker:
             self.trim.after_batch()  # free heap pages back to the kernel, now and then
         if wait:
             self.finishing.drain()
+            self.finishing.raise_failure()
         return len(rows)
 
     def prepare(self, rows: list[Inspection]) -> Decoded:

@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from sqlalchemy import Engine, func, select
 
+from padformer_edge.daemon import worker as worker_module
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
@@ -148,3 +150,27 @@ def test_the_finisher_runs_jobs_in_order_and_survives_a_failing_one() -> None:
     assert ran == [1, 3]
     finisher.close()
     assert finisher._thread is None
+
+
+def test_a_commit_the_finisher_cannot_record_gives_the_rows_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the database away, neither the result nor the failure can be written: the
+    worker's next turn gives every claimed row back, as when its own thread fails."""
+    engine, worker, _ = burst(tmp_path, BATCH)
+
+    def away(*_: object, **__: object) -> None:
+        raise RuntimeError("database is away (simulated)")
+
+    monkeypatch.setattr(worker_module, "complete", away)
+    monkeypatch.setattr(worker_module, "fail", away)
+    assert worker.run_batch(wait=False) == BATCH
+    worker.finishing.drain()
+    assert {status for _, status in statuses(engine)} == {Status.processing}
+    stop = threading.Event()
+    stop.set()  # no back-off wait
+    worker._guarded(stop, prefetch=False)
+    worker.finishing.close()
+    rows = statuses(engine)
+    engine.dispose()
+    assert [status for _, status in rows] == [Status.pending] * BATCH
