@@ -481,8 +481,9 @@ class Worker:
             detection.score,
             threshold=inspector.threshold,  # one colour scale per profile, not per image
         )
+        statistics = self.image_statistics(image, inspector)  # of the image, outside the lock
         with self.shared:
-            self.commit(row, detection, inspector, heatmap, notices)
+            self.commit(row, detection, inspector, heatmap, notices, statistics)
 
     def commit(
         self,
@@ -491,6 +492,7 @@ class Worker:
         inspector: Inspector,
         heatmap: Path,
         notices: list[AlertRequest] | None,
+        statistics: tuple[float, ...] | None,
     ) -> None:
         """The result with its alerts in one transaction, then drift and counters."""
         alerts = plan_alerts(
@@ -522,7 +524,7 @@ class Worker:
         findings = self.drift.observe(
             row.camera, row.product, detection.score, outcome.is_anomaly,
             inspector.good_scores, inspector.target_fpr, inspector.threshold,
-            statistics=self.image_statistics(image, inspector),
+            statistics=statistics,
             good_image_stats=inspector.good_image_stats,
         )  # fmt: skip
         if findings:
