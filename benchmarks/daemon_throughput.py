@@ -20,13 +20,28 @@ Weights are random (detection cost does not depend on them); the profile is made
 the profiles API. Example:
 
     python benchmarks/daemon_throughput.py --preset small --images 48 --write-docs
+
+On a GPU (``--device cuda``), ``--model shipped`` scores the demo's rendered part with the
+shipped model (``rendered_part``; references and camera images are renders, the weights
+the real ones), and the run also reports the latency from each file counted complete
+(after ``intake.stable_ms``, the row's ``discovered_at``) to its row committed, the GPU
+memory the worker's torch held (``/metrics``' ``padformer_gpu_memory_reserved_bytes``,
+scraped from the daemon's own page at the end) and, with ``--rate R``, a steady R images/s
+offered instead of a burst written at once. Such a run saves JSON (``--json-out``) and
+its docs block is rendered from that file, never from a CPU run:
+
+    python3 benchmarks/daemon_throughput.py --device cuda --model shipped --images 2000 \
+        --batch 8 --burst-max-batch 64 --json-out $OUT/daemon_burst.json
+    python benchmarks/daemon_throughput.py --from-json daemon_burst.json --write-docs
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +54,7 @@ import cv2
 import numpy as np
 import torch
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -50,6 +66,7 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.store.locations import resolve_stored
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,23 +75,60 @@ def png(image: np.ndarray) -> bytes:
     return cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))[1].tobytes()
 
 
-def make_profile(root: Path, preset: str, passes: int, size: int) -> None:
-    """A random-weight profile with an explicit threshold no score reaches (no alerts)."""
+def make_profile(
+    root: Path,
+    preset: str,
+    passes: int,
+    size: int,
+    device: str = "cpu",
+    references: list[np.ndarray] | None = None,
+    metric: str = "auto",
+    model_batch: int | None = None,
+) -> None:
+    """A profile with an explicit threshold no score reaches (no alerts): random weights of
+    ``preset`` on smooth photos, or (``references`` given) the shipped model on them."""
     torch.manual_seed(0)
     source = root / "sources"
-    save_checkpoint(source / "model.safetensors", build_model(preset))
-    for seed in range(4):
-        (source / "references").mkdir(parents=True, exist_ok=True)
-        (source / "references" / f"{seed}.png").write_bytes(png(smooth_photo(size, seed, cells=6)))
-    settings = DetectionSettings(passes=passes, device="cpu", max_batch=passes)
+    (source / "references").mkdir(parents=True, exist_ok=True)
+    if references is None:
+        checkpoint = source / "model.safetensors"
+        save_checkpoint(checkpoint, build_model(preset))
+        references = [smooth_photo(size, seed, cells=6) for seed in range(4)]
+    else:
+        from padformer_edge.models import locate_generic_model
+
+        checkpoint = locate_generic_model()
+    for index, image in enumerate(references):
+        (source / "references" / f"{index}.png").write_bytes(png(image))
+    settings = DetectionSettings(
+        passes=passes, device=device, max_batch=model_batch or passes, metric=metric
+    )
     profile = create_profile(
-        root / "profiles",
-        "bench",
-        source / "model.safetensors",
-        source / "references",
-        settings=settings,
+        root / "profiles", "bench", checkpoint, source / "references", settings=settings
     ).profile
     pin_threshold(profile, float("1e30"))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def gpu_reserved_bytes(port: int) -> int | None:
+    """The largest ``padformer_gpu_memory_reserved_bytes`` on the daemon's /metrics; None
+    where the page shows no GPU (the CPU)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    values = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "padformer_gpu_memory_reserved_bytes"
+        for sample in family.samples
+    ]
+    return int(max(values)) if values else None
 
 
 def wait_log(log: Path, event: str, process: subprocess.Popen, timeout: float) -> None:
@@ -88,37 +142,60 @@ def wait_log(log: Path, event: str, process: subprocess.Popen, timeout: float) -
     raise SystemExit(f"daemon did not log {event} within {timeout}s")
 
 
-def done_rows(database: Path) -> list[tuple[str, str, str]]:
+def done_rows(database: Path) -> list[tuple[str, str, str, str]]:
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
     try:
         return conn.execute(
-            "SELECT source_path, status, finished_at FROM inspections "
+            "SELECT source_path, status, finished_at, discovered_at FROM inspections "
             "WHERE status NOT IN ('pending', 'processing')"
         ).fetchall()
     finally:
         conn.close()
 
 
-def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, threads: int):
-    """(wall s, CPU s, latencies s, resident MiB once a quarter of the images are done
-    and at the end) of the daemon inspecting ``payloads``."""
+def utc_seconds(stamp: str) -> float:
+    """A row's naive UTC timestamp as seconds since the epoch."""
+    return datetime.fromisoformat(stamp + "+00:00").timestamp()
+
+
+def run_daemon(
+    work: Path,
+    payloads: list[bytes],
+    cameras: int,
+    batch: int,
+    threads: int,
+    device: str = "cpu",
+    rate: float = 0.0,
+    max_wait_ms: int = 100,
+    burst_max_batch: int | None = None,
+):
+    """(wall s, CPU s, latencies s from file closed, latencies s from counted complete,
+    resident MiB once a quarter of the images are done and at the end, GPU bytes
+    reserved) of the daemon inspecting ``payloads``: written at once, or ``rate`` per
+    second."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)
     database = work / "results.sqlite3"
+    port = free_port()
+    worker = {"max_batch": batch, "max_wait_ms": max_wait_ms, "device": device}
+    if burst_max_batch is not None:
+        worker["burst_max_batch"] = burst_max_batch
     config = {
         "database": str(database),
         "profiles_dir": str(work / "profiles"),
         "heatmaps": str(work / "heatmaps"),
         "cameras": [{"name": f.name, "path": str(f), "profile": "bench"} for f in folders],
         "intake": {"stable_ms": 100},
-        "worker": {"max_batch": batch, "max_wait_ms": 100, "device": "cpu"},
+        "worker": worker,
+        "http": {"host": "127.0.0.1", "port": port},
     }
     (work / "daemon.yaml").write_text(yaml.safe_dump(config))
     env = {
         **os.environ,
         "OMP_NUM_THREADS": str(threads),
-        "PYTHONPATH": str(REPO),
+        # the repository first, then what the caller had (a GPU session's unpacked site)
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
         "PADFORMER_EDGE_STATE_DIR": str(work),
     }
     env.pop("NOTIFY_SOCKET", None)
@@ -144,7 +221,10 @@ def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, thre
         wait_log(log, "daemon.ready", process, 600)
         cpu_before = cpu_seconds(process.pid)
         closed: dict[str, float] = {}
+        began = time.monotonic()
         for index, data in enumerate(payloads):
+            if rate > 0:  # a steady offered rate: file i is due i / rate after the first
+                time.sleep(max(0.0, began + index / rate - time.monotonic()))
             path = folders[index % cameras] / f"{index:05d}.png"
             path.write_bytes(data)
             closed[str(path)] = time.time()
@@ -157,24 +237,33 @@ def run_daemon(work: Path, payloads: list[bytes], cameras: int, batch: int, thre
             time.sleep(0.05)
         cpu = cpu_seconds(process.pid) - cpu_before
         end_rss = rss_mib(process.pid)
+        gpu_bytes = gpu_reserved_bytes(port)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(120)
-    if {status for _, status, _ in rows} != {"done"}:
+    if {row[1] for row in rows} != {"done"}:
         raise SystemExit(f"not every row is done: {rows[:5]}")
-    finished = {path: datetime.fromisoformat(at + "+00:00").timestamp() for path, _, at in rows}
+    # rows record camera files under the state folder relative to it (store.locations)
+    files = {recorded: str(resolve_stored(recorded, work)) for recorded, *_ in rows}
+    finished = {files[path]: utc_seconds(at) for path, _, at, _ in rows}
+    counted = {files[path]: utc_seconds(found) for path, _, _, found in rows}
     latencies = [finished[path] - closed[path] for path in closed]
+    queued = [finished[path] - counted[path] for path in closed]
     wall = max(finished.values()) - min(closed.values())
-    return wall, cpu, latencies, (warm_rss or end_rss, end_rss)
+    return wall, cpu, latencies, queued, (warm_rss or end_rss, end_rss), gpu_bytes
 
 
-def run_detector(work: Path, images: list[np.ndarray], batch: int) -> tuple[float, float]:
+def run_detector(
+    work: Path, images: list[np.ndarray], batch: int, device: str = "cpu"
+) -> tuple[float, float]:
     """(wall s, CPU s) of ``Detector.detect`` alone over ``images`` in worker-sized batches."""
-    detector = load_profile(work / "profiles", "bench").build_detector("cpu")
-    detector.detect(images[:1])  # the daemon warms up too
+    detector = load_profile(work / "profiles", "bench").build_detector(device)
+    detector.detect(images[:batch])  # the daemon warms up too
+    if device == "cuda":
+        torch.cuda.synchronize()
     wall, cpu = time.perf_counter(), time.process_time()
     for start in range(0, len(images), batch):
-        detector.detect(images[start : start + batch])
+        detector.detect(images[start : start + batch])  # numpy back: synchronised
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -182,84 +271,184 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="small")
-    parser.add_argument("--passes", type=int, default=15)
-    parser.add_argument("--images", type=int, default=48)
-    parser.add_argument("--cameras", type=int, default=3)
-    parser.add_argument("--size", type=int, default=256, help="camera image side in pixels")
-    parser.add_argument("--batch", type=int, default=4, help="the worker's max_batch")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-docs", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+GPU_HEADERS = [
+    "offered", "images", "images/s", "p50 ms", "p95 ms", "p95 ms from file closed",
+    "GPU MiB reserved", "Detector alone images/s",
+]  # fmt: skip
 
+
+def render_runs(payloads: list[dict]) -> tuple[str, str]:
+    """The table of GPU (or shipped-model) runs, one row per saved run."""
+    rows = []
+    for run in payloads:
+        offered = f"steady {run['rate']:g}/s" if run["rate"] else "burst, all at once"
+        reserved = run["gpu_reserved_bytes"]
+        rows.append([
+            offered, run["images"], run["daemon_images_per_s"], 1000 * run["counted_p50_s"],
+            1000 * run["counted_p95_s"], 1000 * run["latency_p95_s"],
+            "-" if reserved is None else reserved / 2**20, run["detector_images_per_s"],
+        ])  # fmt: skip
+    first = payloads[0]
+    growth = f", up to {first['burst_max_batch']} in a burst" if first["burst_max_batch"] else ""
+    summary = (
+        f"On {first['device_name']} (torch {first['torch']}), the {first['model']} model, "
+        f"metric {first['metric']}, {first['references']} references, {first['passes']} "
+        f"passes, {first['size']} px PNG images over {first['cameras']} camera folders, "
+        f"worker batch {first['batch']}{growth}, max_wait_ms {first['max_wait_ms']}. "
+        "Latency p50/p95: from the file counted complete (after intake.stable_ms 100) to "
+        "its row committed; the next column adds the stability wait (from the file closed). "
+        "GPU memory: padformer_gpu_memory_reserved_bytes on the daemon's /metrics at the end."
+    )
+    return markdown_table(GPU_HEADERS, rows), summary
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """One daemon run as ``args`` ask, and the Detector alone on the same images."""
+    shipped = args.model == "shipped"
     with tempfile.TemporaryDirectory(prefix="daemon-bench-") as tmp:
         work = Path(tmp)
-        make_profile(work, args.preset, args.passes, args.size)
-        images = [smooth_photo(args.size, 1000 + i, cells=6) for i in range(args.images)]
-        payloads = [png(image) for image in images]
-        daemon_wall, daemon_cpu, latencies, (warm_rss, end_rss) = run_daemon(
-            work, payloads, args.cameras, args.batch, args.threads
-        )
-        detector_wall, detector_cpu = run_detector(work, images, args.batch)
+        if shipped:
+            from benchmarks.rendered_part import render_part
 
+            folder = args.render or work / "render"
+            part = render_part(folder, args.references, args.views, args.size)
+            bank = part.references
+            images = [part.queries[i % len(part.queries)] for i in range(args.images)]
+        else:
+            bank = None
+            images = [smooth_photo(args.size, 1000 + i, cells=6) for i in range(args.images)]
+        make_profile(work, args.preset, args.passes, args.size, args.device, bank,
+                     args.metric, args.model_batch)  # fmt: skip
+        payloads = [png(image) for image in images]
+        wall, cpu, latencies, counted, (warm_rss, end_rss), gpu_bytes = run_daemon(
+            work, payloads, args.cameras, args.batch, args.threads, args.device, args.rate,
+            args.max_wait_ms, args.burst_max_batch,
+        )  # fmt: skip
+        detector_wall, detector_cpu = run_detector(work, images, args.batch, args.device)
     n = args.images
-    wall_overhead = daemon_wall / detector_wall - 1
-    cpu_overhead = daemon_cpu / detector_cpu - 1
-    growth = (end_rss - warm_rss) / (n - n // 4) * 1000
+    on_gpu = args.device == "cuda"
+    return {
+        "model": args.model,
+        "preset": None if shipped else args.preset,
+        "metric": args.metric,
+        "references": args.references if shipped else 4,
+        "passes": args.passes,
+        "images": n,
+        "size": args.size,
+        "cameras": args.cameras,
+        "batch": args.batch,
+        "burst_max_batch": args.burst_max_batch,
+        "max_wait_ms": args.max_wait_ms,
+        "rate": args.rate,
+        "threads": args.threads,
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name(0) if on_gpu else "CPU",
+        "torch": torch.__version__,
+        "detector_images_per_s": n / detector_wall,
+        "daemon_images_per_s": n / wall,
+        "detector_cpu_s_per_image": detector_cpu / n,
+        "daemon_cpu_s_per_image": cpu / n,
+        "latency_p50_s": percentile(latencies, 50),
+        "latency_p95_s": percentile(latencies, 95),
+        "counted_p50_s": percentile(counted, 50),
+        "counted_p95_s": percentile(counted, 95),
+        "gpu_reserved_bytes": gpu_bytes,
+        "cpu_overhead": cpu / detector_cpu - 1,
+        "wall_overhead": wall / detector_wall - 1,
+        "rss_warm_mib": warm_rss,
+        "rss_end_mib": end_rss,
+        "rss_growth_mib_per_1000_images": (end_rss - warm_rss) / (n - n // 4) * 1000,
+    }
+
+
+def cpu_table(run: dict) -> tuple[str, str]:
+    """The CPU table of the docs (random weights, a burst): overhead against the Detector."""
+    n = run["images"]
     table = markdown_table(
         ["path", "images/s (wall)", "CPU s per image", "p50 latency s", "p95 latency s"],
         [
-            ["Detector.detect alone", n / detector_wall, detector_cpu / n, "-", "-"],
-            [
-                "daemon end to end",
-                n / daemon_wall,
-                daemon_cpu / n,
-                percentile(latencies, 50),
-                percentile(latencies, 95),
-            ],
+            ["Detector.detect alone", run["detector_images_per_s"],
+             run["detector_cpu_s_per_image"], "-", "-"],
+            ["daemon end to end", run["daemon_images_per_s"], run["daemon_cpu_s_per_image"],
+             run["latency_p50_s"], run["latency_p95_s"]],
         ],
-    )
-    verdict = "met" if cpu_overhead <= 0.15 else "not met"
+    )  # fmt: skip
+    verdict = "met" if run["cpu_overhead"] <= 0.15 else "not met"
     summary = (
-        f"{args.preset} preset, {args.passes} passes, {n} PNG images of {args.size}x{args.size} "
-        f"px over {args.cameras} camera folders, worker batch {args.batch}, {args.threads} "
-        f"thread(s), random weights. Daemon overhead: {cpu_overhead:+.1%} CPU time per image "
-        f"(target at most +15%: {verdict}), {wall_overhead:+.1%} wall time per image. Latency "
-        "is file closed -> row committed, including the 100 ms size-stability wait and "
-        "the queueing of a burst written all at once. Daemon resident memory: "
-        f"{warm_rss:.0f} MiB once a quarter of the images were done, {end_rss:.0f} MiB at the "
-        f"end ({growth:+.1f} MiB per 1000 images after warm-up)."
+        f"{run['preset']} preset, {run['passes']} passes, {n} PNG images of "
+        f"{run['size']}x{run['size']} px over {run['cameras']} camera folders, worker batch "
+        f"{run['batch']}, {run['threads']} thread(s), random weights. Daemon overhead: "
+        f"{run['cpu_overhead']:+.1%} CPU time per image (target at most +15%: {verdict}), "
+        f"{run['wall_overhead']:+.1%} wall time per image. Latency is file closed -> row "
+        "committed, including the 100 ms size-stability wait and the queueing of a burst "
+        f"written all at once. Daemon resident memory: {run['rss_warm_mib']:.0f} MiB once a "
+        f"quarter of the images were done, {run['rss_end_mib']:.0f} MiB at the end "
+        f"({run['rss_growth_mib_per_1000_images']:+.1f} MiB per 1000 images after warm-up)."
     )
+    return table, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="small", help="random weights of this preset")
+    parser.add_argument("--model", choices=("random", "shipped"), default="random")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--metric", default="auto", help="the profile's detection metric")
+    parser.add_argument("--references", type=int, default=12, help="shipped: reference views")
+    parser.add_argument("--views", type=int, default=64, help="shipped: distinct rendered images")
+    parser.add_argument(
+        "--render", type=Path, help="shipped: the rendered views' folder (kept, or read as it is)"
+    )
+    parser.add_argument("--passes", type=int, default=15)
+    parser.add_argument("--images", type=int, default=48)
+    parser.add_argument("--cameras", type=int, default=3)
+    parser.add_argument("--size", type=int, default=None,
+                        help="camera image side in pixels (256; shipped: 224)")  # fmt: skip
+    parser.add_argument("--batch", type=int, default=4, help="the worker's max_batch")
+    parser.add_argument("--burst-max-batch", type=int, help="the worker's burst_max_batch")
+    parser.add_argument("--max-wait-ms", type=int, default=100, help="the worker's max_wait_ms")
+    parser.add_argument("--model-batch", type=int, help="passes per model call (default passes)")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="images offered per second; 0: a burst written at once")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json-out", type=Path, help="save the run here")
+    parser.add_argument("--from-json", type=Path, action="append",
+                        help="render saved GPU runs (repeat) instead of running")  # fmt: skip
+    parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--section",
+        help="--from-json: the docs block to write (daemon-throughput-gpu); a block that is "
+        "not in the docs yet is added at the end of benchmarks.md, to be moved into place once",
+    )
+    args = parser.parse_args()
+    if args.from_json:
+        runs = [json.loads(path.read_text()) for path in args.from_json]
+        if any(run["device"] != "cuda" for run in runs):
+            raise SystemExit("--from-json renders GPU runs; a CPU run writes its own table.")
+        table, summary = render_runs(runs)
+        print(table, summary, sep="\n\n")
+        if args.write_docs:
+            if not args.section:
+                raise SystemExit("name the GPU runs' block: --section daemon-throughput-gpu")
+            machine = f"{runs[0]['device_name']} (a lent GPU machine)"
+            update_docs_section(args.section, f"{table}\n\n{summary}", None, machine)
+        return
+    args.size = args.size or (224 if args.model == "shipped" else 256)
+    torch.set_num_threads(args.threads)
+    run = measure(args)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(run, indent=1))
+    legacy = args.device == "cpu" and args.model == "random" and not args.rate
+    table, summary = cpu_table(run) if legacy else render_runs([run])
     print(table)
     print()
     print(summary)
-    print_json_line(
-        "daemon_throughput",
-        {
-            "preset": args.preset,
-            "passes": args.passes,
-            "images": n,
-            "size": args.size,
-            "cameras": args.cameras,
-            "batch": args.batch,
-            "threads": args.threads,
-            "detector_images_per_s": n / detector_wall,
-            "daemon_images_per_s": n / daemon_wall,
-            "detector_cpu_s_per_image": detector_cpu / n,
-            "daemon_cpu_s_per_image": daemon_cpu / n,
-            "latency_p50_s": percentile(latencies, 50),
-            "latency_p95_s": percentile(latencies, 95),
-            "cpu_overhead": cpu_overhead,
-            "wall_overhead": wall_overhead,
-            "rss_warm_mib": warm_rss,
-            "rss_end_mib": end_rss,
-            "rss_growth_mib_per_1000_images": growth,
-        },
-    )
+    print_json_line("daemon_throughput", run)
     if args.write_docs:
+        if not legacy:
+            raise SystemExit(
+                "--write-docs here writes the CPU table; render GPU runs with --from-json."
+            )
         update_docs_section("daemon-throughput", f"{table}\n\n{summary}")
 
 

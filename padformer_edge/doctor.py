@@ -13,14 +13,15 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from padformer_edge.daemon.alerts.config import SinkConfig
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
+from padformer_edge.device_check import check_device
 from padformer_edge.errors import UserError
+from padformer_edge.findings import Finding
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.runtimes import INSTALL_COMMANDS, missing_modules
@@ -30,15 +31,6 @@ from padformer_edge.web.config import HttpConfig
 
 MIN_FREE_BYTES = 1 << 30  # below 1 GiB a day of heatmaps and database growth may not fit
 CONNECT_TIMEOUT_S = 3.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One checked thing: what it is, whether it is fine, and what was seen or the fix."""
-
-    subject: str
-    ok: bool
-    detail: str
 
 
 def examine(config_path: Path | None, expect_running: bool = False) -> list[Finding]:
@@ -57,6 +49,7 @@ def examine(config_path: Path | None, expect_running: bool = False) -> list[Find
     findings = [Finding("config", True, f"{source}: valid daemon config, {cameras} camera(s)")]
     findings += check_cameras(config)
     findings += check_profiles(config)
+    findings += check_device(config, profiles_folder(config))
     findings += check_database(config.database)
     findings += check_sinks(config)
     findings += check_certificate(config)
@@ -94,11 +87,16 @@ def check_cameras(config: DaemonConfig) -> Iterator[Finding]:
             yield Finding(subject, True, f"folder {folder} is readable")
 
 
+def profiles_folder(config: DaemonConfig) -> Path:
+    """Where the daemon of ``config`` finds its profiles."""
+    return state_dir() / config.profiles_dir if config.profiles_dir else profiles_root()
+
+
 def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
     """Each profile the cameras name exists, is valid, runs on a runtime this install
     can import, has its model or graphs and its references unchanged, and has been
     calibrated."""
-    root = state_dir() / config.profiles_dir if config.profiles_dir else profiles_root()
+    root = profiles_folder(config)
     for name in sorted({cam.profile for cam in config.cameras}):
         subject = f"profile '{name}'"
         try:

@@ -226,3 +226,27 @@ def test_a_stopped_runs_last_weights_come_back_scaled_and_the_resume_point_untou
     model, _ = load_checkpoint(args.out / "edge.safetensors")
     scales = model.score_scales.tolist()  # ones until measured
     assert all(s > 0 for s in scales) and all(s != 1.0 for s in scales)
+
+
+def test_the_gpu_benchmarks_run_as_steps_into_the_session_folder(tmp_path: Path) -> None:
+    """Issue 40's measurements at their smallest, on a bare checkout as on a lent machine:
+    every step's log and JSON come back, and session.json says how each step ended."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    common = ["--out", str(out), "--work", str(work), "--gpu-benchmarks", "--bench-tiny"]
+    done = _session(*common, "--bench-deadline", "600", timeout=900, bare=True)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    steps = json.loads((out / "session.json").read_text())["benchmarks"]
+    names = ["daemon_burst", "daemon_steady", "gpu_detect_shipped"]
+    assert [s["name"] for s in steps] == names
+    assert all(s["exit"] == 0 and not s["stopped_at_deadline"] for s in steps)
+    assert [s["results"] for s in steps] == [f"{name}.json" for name in names]
+    steady = json.loads((out / "daemon_steady.json").read_text())
+    assert steady["rate"] == 4.0 and steady["images"] == 4
+    grid = json.loads((out / "gpu_detect_shipped.json").read_text())
+    assert grid["partial"] is False and len(grid["rows"]) == 2  # 1 and 2 images per call
+    assert "images per call" in (out / "gpu_detect_shipped.log").read_text()
+
+    late = _session(*common, "--out", str(tmp_path / "late"), "--bench-deadline", "0", bare=True)
+    assert late.returncode == 1
+    skipped = json.loads((tmp_path / "late" / "session.json").read_text())["benchmarks"]
+    assert all(s["exit"] is None and "not started" in s["notes"][0] for s in skipped)

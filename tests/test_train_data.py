@@ -10,7 +10,12 @@ import torch
 from padformer_edge.errors import UserError
 from padformer_edge_training.data.images import read_rgb
 from padformer_edge_training.data.layouts import index_dataset, natural_key
-from padformer_edge_training.data.samples import EpochSampler, ReferenceSamples, resolve_num_refs
+from padformer_edge_training.data.samples import (
+    EpochSampler,
+    ReferenceSamples,
+    StageSampler,
+    resolve_num_refs,
+)
 from tests.train_helpers import mvtec_like_tree, object_image, visa_like_tree, write
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -127,3 +132,16 @@ def test_epoch_sampler_splits_ranks_and_resumes(tmp_path: Path) -> None:
     assert len({i for r in ranks for _, i in r}) == 9
     assert list(EpochSampler(10, 3, 7, start=4)) == full[4:]
     assert list(EpochSampler(10, 4, 7)) != full
+
+
+def test_stage_sampler_is_the_epochs_used_samples_in_a_row() -> None:
+    """One loader per stage must see what a loader per epoch saw: each epoch's first
+    ``per_epoch`` samples in that epoch's order, a resume skipping into the first epoch."""
+    epochs = [list(EpochSampler(10, e, 7, rank=1, world_size=2))[:4] for e in range(3)]
+    stage = StageSampler(10, 0, 3, 4, seed=7, rank=1, world_size=2)
+    assert list(stage) == epochs[0] + epochs[1] + epochs[2] and len(stage) == 12
+    resumed = StageSampler(10, 1, 3, 4, seed=7, rank=1, world_size=2, start=2)
+    assert list(resumed) == epochs[1][2:] + epochs[2] and len(resumed) == 6
+    assert list(StageSampler(10, 3, 3, 4, seed=7)) == [] and len(StageSampler(10, 3, 3, 4)) == 0
+    with pytest.raises(ValueError, match="samples per epoch"):
+        StageSampler(10, 0, 1, 6, world_size=2)

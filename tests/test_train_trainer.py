@@ -15,7 +15,7 @@ from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.data.samples import ReferenceSamples
 from padformer_edge_training.progress import Reporter, StepInfo
-from padformer_edge_training.trainer import run_training
+from padformer_edge_training.trainer import _Run, run_training
 from tests.train_helpers import mvtec_like_tree
 
 
@@ -83,15 +83,30 @@ def test_both_stages_train_and_leave_a_loadable_checkpoint(dataset: Path, tmp_pa
     assert _batch_loss(model, dataset) < 0.8 * _batch_loss(untrained, dataset)
 
 
-def test_stop_and_resume_ends_with_the_same_weights(dataset: Path, tmp_path: Path) -> None:
-    # accumulate 2 x batch 2 and a loader worker: the resume must also get these right.
+def test_stop_and_resume_ends_with_the_same_weights(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # accumulate 2 x batch 2 and a loader worker kept across each stage's 2 epochs: the
+    # resume must also get these right.
     config = recipe(
         data={"num_workers": 1},
         optim={"batch_size": 2, "accumulate": 2},
         checkpoint={"every_steps": 4},
     )
+    loaders: list[tuple[str, int]] = []
+    make_loader = _Run._loader
+
+    def counted(self, samples, stage, first_epoch, skip, per_epoch):
+        loaders.append((stage, first_epoch))
+        return make_loader(self, samples, stage, first_epoch, skip, per_epoch)
+
+    monkeypatch.setattr(_Run, "_loader", counted)
     straight = run_training(config, dataset, tmp_path / "straight")
     assert straight.global_step == 12
+    # one loader, so one start of its workers, per stage: not one per epoch
+    assert loaders == [("within_view", 0), ("cross_view", 0)]
+    assert straight.stages["cross_view"]["samples_per_s"] > 0
+    assert "gpu_utilization_pct" not in straight.stages["cross_view"]  # the CPU: no figure
 
     # Stop mid-epoch in the first stage, resume, stop again in the second stage, resume.
     stopped = run_training(config, dataset, tmp_path / "resumed", reporter=StopAt(4))

@@ -328,6 +328,16 @@ class Session:
         done = subprocess.run(command, cwd=REPO, env=self.env(), check=False)
         self.say(f"gpu_detect_speed: exit {done.returncode}")
 
+    def gpu_benchmarks(self) -> list[Any]:
+        """Issue 40's benchmark steps (``gpu_benchmarks``) into ``--out``, within
+        ``--bench-deadline`` seconds."""
+        from padformer_edge_training.gpu_benchmarks import plan, run_steps
+
+        device = "cuda" if self.args.device.startswith("cuda") else "cpu"
+        render = self.args.render or self.work / "render"
+        steps = plan(self.out, render, device, tiny=self.args.bench_tiny)
+        return run_steps(steps, REPO, self.out, self.env(), self.args.bench_deadline, self.say)
+
     def pack_logs(self) -> None:
         """Logs, recipes and JSON as one ``logs.tar.gz``; the weights stay separate files."""
         kept = sorted(p for p in self.out.iterdir() if p.suffix in (".log", ".json", ".yaml"))
@@ -358,10 +368,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu.")
     parser.add_argument("--deadline", type=float, help="Seconds until trainings are stopped.")
     parser.add_argument("--detect-speed", action="store_true", help="Then time detection (CUDA).")
+    parser.add_argument(
+        "--gpu-benchmarks",
+        action="store_true",
+        help="Then issue 40's measurements: the daemon on a burst and at a steady rate, the "
+        "shipped model's detection grid with its CPU parity check.",
+    )
+    parser.add_argument(
+        "--bench-deadline",
+        type=float,
+        default=330.0,
+        help="Seconds for all of --gpu-benchmarks' steps together.",
+    )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        help="--gpu-benchmarks: the demo part's rendered views (benchmarks/rendered_part.py); "
+        "default: rendered into --work, which needs the renderer's packages",
+    )
+    parser.add_argument(
+        "--bench-tiny",
+        action="store_true",
+        help="--gpu-benchmarks at the smallest sizes (checks the session on a CPU).",
+    )
     parser.add_argument("--pack-logs", action="store_true", help="Logs as one logs.tar.gz.")
     args = parser.parse_args(argv)
-    if not args.candidate and not args.detect_speed:
-        parser.error("give at least one --candidate to train, or --detect-speed to time detection")
+    if not args.candidate and not args.detect_speed and not args.gpu_benchmarks:
+        parser.error(
+            "give at least one --candidate to train, or --detect-speed or --gpu-benchmarks "
+            "to measure"
+        )
     try:
         candidates = [parse_candidate(spec) for spec in args.candidate]
     except CandidateError as err:
@@ -388,15 +424,19 @@ def main(argv: list[str] | None = None) -> int:
         session.send_weights(outcome)
     if args.detect_speed and args.device.startswith("cuda"):
         session.detect_speed()
+    benchmarks = session.gpu_benchmarks() if args.gpu_benchmarks else []
     summary = {
         "device": args.device,
         "machine": machine,
         "candidates": [asdict(o) for o in outcomes],
+        "benchmarks": [asdict(b) for b in benchmarks],
     }
     (args.out / "session.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if args.pack_logs:
         session.pack_logs()
-    return 0 if all(o.weights != "none written" for o in outcomes) else 1
+    trained = all(o.weights != "none written" for o in outcomes)
+    measured = all(b.exit == 0 for b in benchmarks)
+    return 0 if trained and measured else 1
 
 
 if __name__ == "__main__":

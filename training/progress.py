@@ -41,6 +41,7 @@ class StepInfo:
     samples_per_s: float
     feature: float | None = None  # the masked-feature term (models with CNN tokens)
     match: float | None = None  # the pointer's match term (loss.match_weight > 0)
+    gpu_utilization: int | None = None  # percent, on CUDA where the driver reports it
 
 
 class Reporter:
@@ -71,10 +72,10 @@ class Reporter:
         due = info.step % self.log_every == 0 or info.step == info.total
         if due or now - self.last_line >= self.interval_s:
             self.last_line = now
-            get_logger("train").info(
-                "train_step",
-                **{k: round(v, 6) if isinstance(v, float) else v for k, v in vars(info).items()},
-            )
+            fields = {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(info).items()}
+            if info.gpu_utilization is None:  # the CPU, or no driver figure: no such field
+                del fields["gpu_utilization"]
+            get_logger("train").info("train_step", **fields)
 
     def stage_finished(self, stage: str, **fields: Any) -> None:
         get_logger("train").info("stage_finished", stage=stage, **fields)
@@ -84,7 +85,7 @@ class Reporter:
 
 
 class RichReporter(Reporter):
-    """Adds a live bar per stage: step, loss, samples/s and ETA."""
+    """Adds a live bar per stage: step, loss, samples/s, the GPU's utilisation and ETA."""
 
     def __init__(self, console: Console | None = None, log_every: int = 50) -> None:
         super().__init__(log_every)
@@ -94,6 +95,7 @@ class RichReporter(Reporter):
             MofNCompleteColumn(),
             TextColumn("loss {task.fields[loss]:.4f}"),
             TextColumn("{task.fields[rate]:.1f} samples/s"),
+            TextColumn("{task.fields[gpu]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -106,13 +108,23 @@ class RichReporter(Reporter):
     def stage_started(self, stage: str, total: int, start: int, **fields: Any) -> None:
         super().stage_started(stage, total, start, **fields)
         self.tasks[stage] = self.progress.add_task(
-            stage.replace("_", "-"), total=total, completed=start, loss=float("nan"), rate=0.0
+            stage.replace("_", "-"),
+            total=total,
+            completed=start,
+            loss=float("nan"),
+            rate=0.0,
+            gpu="",
         )
 
     def step(self, info: StepInfo) -> None:
         super().step(info)
+        gpu = "" if info.gpu_utilization is None else f"GPU {info.gpu_utilization}%"
         self.progress.update(
-            self.tasks[info.stage], completed=info.step, loss=info.loss, rate=info.samples_per_s
+            self.tasks[info.stage],
+            completed=info.step,
+            loss=info.loss,
+            rate=info.samples_per_s,
+            gpu=gpu,
         )
 
     def close(self) -> None:

@@ -39,8 +39,8 @@ from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.data.layouts import DatasetIndex, index_dataset
 from padformer_edge_training.data.samples import (
     STAGE_IDS,
-    EpochSampler,
     ReferenceSamples,
+    StageSampler,
     resolve_num_refs,
 )
 from padformer_edge_training.distributed import (
@@ -50,6 +50,7 @@ from padformer_edge_training.distributed import (
     shutdown_distributed,
 )
 from padformer_edge_training.families import refuse_held_out_dataset
+from padformer_edge_training.gpu_use import UtilizationSamples, utilization_probe
 from padformer_edge_training.losses import (
     ReconstructionLoss,
     build_perceptual,
@@ -84,11 +85,12 @@ class StageReport:
     seconds: float = 0.0
     samples: int = 0
     losses: list[float] = field(default_factory=list)
+    gpu: UtilizationSamples | None = None  # on CUDA: the GPU's utilisation at each step
 
     def as_dict(self) -> dict[str, Any]:
         window = max(1, min(10, len(self.losses) // 4))  # first/last quarter, at most 10 steps
         head, tail = self.losses[:window], self.losses[-window:]
-        return {
+        report = {
             "steps": self.steps,
             "total_steps": self.total_steps,
             "seconds": round(self.seconds, 2),
@@ -96,6 +98,10 @@ class StageReport:
             "first_loss": round(float(np.mean(head)), 6) if head else None,
             "last_loss": round(float(np.mean(tail)), 6) if tail else None,
         }
+        utilization = self.gpu.mean() if self.gpu is not None else None
+        if utilization is not None:  # absent, not 0, where no GPU figure exists
+            report["gpu_utilization_pct"] = utilization
+        return report
 
 
 @dataclass
@@ -249,10 +255,17 @@ class _Run:
             )
         return steps
 
-    def _loader(self, samples: ReferenceSamples, stage: str, epoch: int, skip: int) -> DataLoader:
-        sampler = EpochSampler(
+    def _loader(
+        self, samples: ReferenceSamples, stage: str, first_epoch: int, skip: int, per_epoch: int
+    ) -> DataLoader:
+        """One loader for the rest of the stage: its workers live from ``first_epoch`` to the
+        stage's last epoch (``StageSampler``), instead of starting afresh every epoch."""
+        optim = self.config.optim
+        sampler = StageSampler(
             len(samples),
-            epoch,
+            first_epoch,
+            getattr(self.config.stages, stage).epochs,
+            per_epoch * optim.accumulate * optim.batch_size,
             seed=self.config.seed * 10 + STAGE_IDS[stage],
             rank=self.ctx.rank,
             world_size=self.ctx.world_size,
@@ -261,7 +274,7 @@ class _Run:
         workers = self.config.data.num_workers
         return DataLoader(
             samples,
-            batch_size=self.config.optim.batch_size,
+            batch_size=optim.batch_size,
             sampler=sampler,
             drop_last=True,
             num_workers=workers,
@@ -454,6 +467,7 @@ class _Run:
             restore_rng(state["rng"])
         report = self.reports[stage]
         report.total_steps = total
+        report.gpu = UtilizationSamples(utilization_probe(self.ctx.device))
         stage_step = start_epoch * per_epoch + start_step
         self.position = {
             "stage_index": stage_index,
@@ -474,11 +488,10 @@ class _Run:
         )
         self.model.train()
         started = time.perf_counter()
+        skip = start_step * optim.accumulate * optim.batch_size
+        batches = iter(self._loader(samples, stage, start_epoch, skip, per_epoch))
         for epoch in range(start_epoch, epochs):
             first = start_step if epoch == start_epoch else 0
-            batches = iter(
-                self._loader(samples, stage, epoch, first * optim.accumulate * optim.batch_size)
-            )
             for step_in_epoch in range(first, per_epoch):
                 terms, lr = self._optimizer_step(batches, stage)
                 stage_step += 1
@@ -507,6 +520,7 @@ class _Run:
                         samples_per_s=report.samples / max(report.seconds, 1e-9),
                         feature=terms.get("feature"),
                         match=terms.get("match"),
+                        gpu_utilization=report.gpu.sample(),
                     )
                 )
         self.reporter.stage_finished(stage, **report.as_dict())

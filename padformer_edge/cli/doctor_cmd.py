@@ -22,9 +22,9 @@ def doctor(
         help="The daemon should be running: a missing or stale heartbeat is a problem.",
     ),
 ) -> None:
-    """Check the config, its profiles and models, camera folders, the database's schema,
-    the alert sinks and free disk (with --expect-running, the daemon's heartbeat); exit 1
-    if anything needs fixing."""
+    """Check the config, its profiles and models, the device they detect on (the GPU or the
+    CPU), camera folders, the database's schema, the alert sinks and free disk (with
+    --expect-running, the daemon's heartbeat); exit 1 if anything needs fixing."""
     from padformer_edge.doctor import examine  # the daemon's modules: only when asked for
 
     findings = examine(config, expect_running)

@@ -85,18 +85,25 @@ def train(
         return
     console = table_console()  # the summary is the command's result: stdout; progress is on stderr
     table = Table(title=f"training {'stopped' if summary.interrupted else 'finished'}")
+    # the GPU's mean utilisation only where the driver gave one (CUDA with NVML)
+    gpu = any("gpu_utilization_pct" in report for report in summary.stages.values())
     for column in ("stage", "steps", "samples/s", "first loss", "last loss"):
         table.add_column(column)
+    if gpu:
+        table.add_column("GPU %")
     for stage, report in summary.stages.items():
         if not report["total_steps"]:  # a stage an interrupted run never reached
             continue
-        table.add_row(
+        cells = [
             stage,
             f"{report['steps']}/{report['total_steps']}",
             str(report["samples_per_s"]),
             str(report["first_loss"]),
             str(report["last_loss"]),
-        )
+        ]
+        if gpu:
+            cells.append(str(report.get("gpu_utilization_pct", "-")))
+        table.add_row(*cells)
     console.print(table)
     if summary.interrupted:
         console.print(

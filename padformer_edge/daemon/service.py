@@ -32,6 +32,7 @@ from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
+from padformer_edge.gpu_gauges import follow_devices
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
 from padformer_edge.store.engine import open_engine, reading
@@ -116,6 +117,8 @@ class Daemon:
         for name, inspector in shared.items():
             self.reloader.serve(name, digests[name], inspector)
         self.reloader.swap = self.worker.use_inspector
+        # /metrics in this process shows the GPU the worker's detectors are on, if any
+        follow_devices(lambda: [i.detector.device for i in self.worker.inspectors.values()])
         self.dispatcher.start()
         self.intake.start_observer()
         self.intake_thread = self._spawn("intake", self._intake_loop)
@@ -227,6 +230,7 @@ class Daemon:
         self.intake.stop_observer()
         self.intake_thread.join()
         self.worker_thread.join()  # finishes the batch in hand
+        follow_devices(None)
         # The reloader is not joined: a version being built now is of no use any more,
         # and waiting for its model to load would only delay the stop.
         self.dispatcher.stop()  # after the worker: its last alerts are in the outbox

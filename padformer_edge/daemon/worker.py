@@ -1,5 +1,10 @@
 """The one inspection worker: claim a batch, decode, detect, write heatmaps, commit.
 
+In ``run`` the three overlap (``overlap``): while a batch is detected, a thread decodes
+the next one (claimed early only while a full batch waits) and another writes the last
+one's heatmaps and commits them, in order. ``run_batch`` alone finishes its batch before
+it returns.
+
 Every row it claims ends in exactly one of: ``done`` (result and alerts committed
 together after the heatmap file is in place), ``failed`` (a refusal, immediately, or an
 error that used up its attempts), ``skipped`` (older than the overload deadline, with an
@@ -15,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,6 +41,7 @@ from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.memory import PeriodicTrim
+from padformer_edge.daemon.overlap import Ahead, Finisher
 from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
@@ -60,6 +67,7 @@ log = get_logger("worker")
 IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
+Decoded = list[tuple[Inspection, np.ndarray]]
 
 
 def out_of_memory_errors() -> tuple[type[BaseException], ...]:
@@ -150,6 +158,12 @@ class Worker:
         self.processed = 0
         self.trim = PeriodicTrim()
         self._arrived = threading.Event()
+        self.finishing = Finisher()  # heatmaps and commits of detected batches, in order
+        self.ahead = Ahead()  # decodes the batch claimed ahead
+        self.next_batch: tuple[list[Inspection], Future[Decoded]] | None = None
+        # alert cooldowns, drift windows and counters: touched by the worker's thread,
+        # the finisher, the decoding thread (skips) and the reloader (a new version)
+        self.shared = threading.RLock()
 
     def wake(self) -> None:
         """New work was queued (intake calls this), or the daemon is stopping: look now."""
@@ -161,9 +175,24 @@ class Worker:
 
     # -- loop ------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
+        """Batches until ``stop``; then the batch claimed ahead and every handed-over
+        commit are finished before it returns (the daemon requeues what is left)."""
+        try:
+            self._loop(stop)
+            while self.next_batch is not None:
+                self._guarded(stop, prefetch=False)
+            self.finishing.drain()
+        finally:
+            self.finishing.close()
+            self.ahead.close()
+
+    def _loop(self, stop: threading.Event) -> None:
         waiting_since: float | None = None
         while not stop.is_set():
             self.beat = time.monotonic()
+            if self.next_batch is not None:  # claimed and decoding already: detect it now
+                self._guarded(stop, prefetch=True)
+                continue
             backlog = self.backlog()
             if backlog == 0:
                 waiting_since = None
@@ -179,12 +208,30 @@ class Worker:
                 self._wait_for_work(0.02)  # a short wait lets a burst fill the batch
                 continue
             waiting_since = None
+            self._guarded(stop, prefetch=True)
+
+    def _guarded(self, stop: threading.Event, prefetch: bool) -> None:
+        """One overlapped batch; on an error (the database, most likely) let the helpers
+        finish what they hold, back off, and give every claimed row back."""
+        try:
+            self.run_batch(wait=False, prefetch=prefetch)
+        except Exception as err:
+            log.error("worker.batch_failed", error=f"{type(err).__name__}: {err}")
+            self.settle()
+            stop.wait(1.0)
+            self.release_claimed()
+
+    def settle(self) -> None:
+        """Wait for the decoding thread and the finisher and drop the batch claimed ahead
+        (its rows are ``processing``, so ``release_claimed`` gives them back): nothing may
+        still write a row that is being requeued."""
+        ahead, self.next_batch = self.next_batch, None
+        if ahead is not None:
             try:
-                self.run_batch()
-            except Exception as err:  # the database, most likely: back off, keep the thread
-                log.error("worker.batch_failed", error=f"{type(err).__name__}: {err}")
-                stop.wait(1.0)
-                self.release_claimed()
+                ahead[1].result()
+            except Exception as err:
+                log.error("worker.decode_failed", error=f"{type(err).__name__}: {err}")
+        self.finishing.drain()
 
     def release_claimed(self) -> None:
         """Give a failed batch's rows back; this is the only worker, so every row still
@@ -199,25 +246,51 @@ class Worker:
             query = select(func.count()).where(Inspection.status == Status.pending)
             return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
 
-    def run_batch(self) -> int:
-        """Claim and finish one batch; returns how many rows it claimed."""
-        rows = claim_batch(self.engine, self.batch_size, fair=True)
+    def run_batch(self, wait: bool = True, prefetch: bool = False) -> int:
+        """Claim (or take the batch claimed ahead) and detect one batch; returns how many
+        rows it holds. ``wait``: its results are committed before this returns, else the
+        finisher commits them while the next batch is detected. ``prefetch``: while a
+        full batch more is queued, claim it now and decode it beside this detection."""
+        self.finishing.raise_failure()  # the rows the finisher could not record go back
+        ahead, self.next_batch = self.next_batch, None
+        rows = (
+            ahead[0] if ahead is not None else claim_batch(self.engine, self.batch_size, fair=True)
+        )
         if not rows:
             return 0
         self.busy_since = started = time.monotonic()
         try:
-            fresh = self.skip_overdue(rows)
-            decoded = [(row, image) for row in fresh if (image := self.load(row)) is not None]
-            by_profile: dict[str, list[tuple[Inspection, np.ndarray]]] = {}
+            decoded = ahead[1].result() if ahead is not None else self.prepare(rows)
+            if prefetch:
+                self.claim_ahead()
+            by_profile: dict[str, Decoded] = {}
             for row, image in decoded:
                 by_profile.setdefault(self.inspector_of(row).profile, []).append((row, image))
             for group in by_profile.values():
-                self.inspect(group)
+                self.inspect(group, wait)
         finally:
             self.busy_since = None
             self.last_batch_ms = (time.monotonic() - started) * 1000
             self.trim.after_batch()  # free heap pages back to the kernel, now and then
+        if wait:
+            self.finishing.drain()
+            self.finishing.raise_failure()
         return len(rows)
+
+    def prepare(self, rows: list[Inspection]) -> Decoded:
+        """Skip the overdue rows, decode the others (failures recorded per row)."""
+        fresh = self.skip_overdue(rows)
+        return [(row, image) for row in fresh if (image := self.load(row)) is not None]
+
+    def claim_ahead(self) -> None:
+        """While at least a full batch is queued (a burst), claim the next batch now and
+        decode it in a thread while this one is detected; a shorter queue waits for the
+        next turn of the loop, which may still fill its batch."""
+        if self.backlog() < self.batch_size:
+            return
+        rows = claim_batch(self.engine, self.batch_size, fair=True)
+        if rows:
+            self.next_batch = (rows, self.ahead.start(lambda: self.prepare(rows)))
 
     def inspector_of(self, row: Inspection) -> Inspector:
         return self.inspectors[row.camera]
@@ -234,7 +307,8 @@ class Worker:
             camera: inspector if current.profile == profile else current
             for camera, current in self.inspectors.items()
         }
-        self.drift.forget(c for c, i in self.inspectors.items() if i.profile == profile)
+        with self.shared:
+            self.drift.forget(c for c, i in self.inspectors.items() if i.profile == profile)
 
     # -- per row ---------------------------------------------------------------------
     def skip_overdue(self, rows: list[Inspection]) -> list[Inspection]:
@@ -249,19 +323,20 @@ class Worker:
                 f"overload: waited longer than the {self.config.deadline_s:g}s deadline "
                 "before inspection"
             )
-            alerts = plan_alerts(
-                self.alerts,
-                cooldown=self.cooldown,
-                camera=row.camera,
-                product=row.product,
-                score=None,
-                threshold=None,
-                reason=reason,
-                kind=AlertKind.skipped,
-                source_path=str(resolve_stored(row.source_path)),
-                extra={"inspection_id": row.id},
-            )
-            skip(self.engine, row.id, reason, alerts)
+            with self.shared:
+                alerts = plan_alerts(
+                    self.alerts,
+                    cooldown=self.cooldown,
+                    camera=row.camera,
+                    product=row.product,
+                    score=None,
+                    threshold=None,
+                    reason=reason,
+                    kind=AlertKind.skipped,
+                    source_path=str(resolve_stored(row.source_path)),
+                    extra={"inspection_id": row.id},
+                )
+                skip(self.engine, row.id, reason, alerts)
             if alerts:
                 self.on_alert()
             log.warning(
@@ -307,7 +382,9 @@ class Worker:
             attempts=closed.attempts,
         )
 
-    def inspect(self, group: list[tuple[Inspection, np.ndarray]]) -> None:
+    def inspect(self, group: Decoded, wait: bool = True) -> None:
+        """Detect ``group`` (one profile's rows), then finish its rows: here (``wait``)
+        or in the finisher's thread while the worker goes on."""
         inspector = self.inspector_of(group[0][0])
         images = [image for _, image in group]
         notices: list[AlertRequest] = []
@@ -323,11 +400,20 @@ class Worker:
             for row, _ in group:
                 self.record_failure(row, f"detection failed: {type(err).__name__}: {err}")
             return
-        for index, ((row, image), detection) in enumerate(zip(group, detections, strict=True)):
-            try:
-                self.finish(row, image, detection, inspector, notices if index == 0 else [])
-            except Exception as err:
-                self.record_failure(row, f"storing the result failed: {type(err).__name__}: {err}")
+
+        def finish_group() -> None:
+            for index, ((row, image), detection) in enumerate(zip(group, detections, strict=True)):
+                try:
+                    self.finish(row, image, detection, inspector, notices if index == 0 else [])
+                except Exception as err:
+                    reason = f"storing the result failed: {type(err).__name__}: {err}"
+                    self.record_failure(row, reason)
+
+        if wait:
+            self.finishing.drain()  # batches handed over earlier commit first
+            finish_group()
+        else:
+            self.finishing.submit(finish_group)
 
     def detect_halving(self, inspector: Inspector, images: list[np.ndarray]) -> list[Detection]:
         """Detect in chunks of ``batch_size``; on CUDA out-of-memory halve the chunk and
@@ -368,11 +454,12 @@ class Worker:
         moved = self.on_cpu(inspector.profile)
         self.use_inspector(inspector.profile, moved)
         self.batch_size = self.base_batch = self.ceiling = self.config.max_batch
-        alerts = plan_alerts(
-            self.alerts, cooldown=self.cooldown, camera=row.camera, product=row.product,
-            score=None, threshold=None, reason=reason, kind=AlertKind.device,
-            extra={"inspection_id": row.id, "profile": inspector.profile},
-        )  # fmt: skip
+        with self.shared:
+            alerts = plan_alerts(
+                self.alerts, cooldown=self.cooldown, camera=row.camera, product=row.product,
+                score=None, threshold=None, reason=reason, kind=AlertKind.device,
+                extra={"inspection_id": row.id, "profile": inspector.profile},
+            )  # fmt: skip
         return moved, alerts
 
     def finish(
@@ -384,7 +471,8 @@ class Worker:
         notices: list[AlertRequest] | None = None,
     ) -> None:
         """Write the heatmap, then commit the result with its alerts (and ``notices``,
-        alerts planned for this row by something other than its score)."""
+        alerts planned for this row by something other than its score). The heatmap's
+        encoding, the slow part, runs outside ``shared``."""
         heatmap = heatmap_path(self.heatmaps, row.id)
         write_heatmap(
             heatmap,
@@ -393,6 +481,20 @@ class Worker:
             detection.score,
             threshold=inspector.threshold,  # one colour scale per profile, not per image
         )
+        statistics = self.image_statistics(image, inspector)  # of the image, outside the lock
+        with self.shared:
+            self.commit(row, detection, inspector, heatmap, notices, statistics)
+
+    def commit(
+        self,
+        row: Inspection,
+        detection: Detection,
+        inspector: Inspector,
+        heatmap: Path,
+        notices: list[AlertRequest] | None,
+        statistics: tuple[float, ...] | None,
+    ) -> None:
+        """The result with its alerts in one transaction, then drift and counters."""
         alerts = plan_alerts(
             self.alerts,
             cooldown=self.cooldown,
@@ -422,7 +524,7 @@ class Worker:
         findings = self.drift.observe(
             row.camera, row.product, detection.score, outcome.is_anomaly,
             inspector.good_scores, inspector.target_fpr, inspector.threshold,
-            statistics=self.image_statistics(image, inspector),
+            statistics=statistics,
             good_image_stats=inspector.good_image_stats,
         )  # fmt: skip
         if findings:

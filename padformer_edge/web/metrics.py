@@ -28,6 +28,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy import Connection, Engine, case, func, select
 
+from padformer_edge.gpu_gauges import read_gpus
 from padformer_edge.store.models import Alert, AlertState, Inspection, ReviewVerdict, Status
 from padformer_edge.store.reviews import review_counts
 from padformer_edge.web.queries import unindexed
@@ -114,6 +115,35 @@ def aggregate(conn: Connection, above: int, upto: int | None) -> Totals:
     return totals
 
 
+def gpu_families() -> list[Metric]:
+    """The worker's GPU memory and utilisation, when this process's worker runs on CUDA;
+    no family at all otherwise (``gpu_gauges``)."""
+    readings = read_gpus()
+    if not readings:
+        return []
+    allocated = GaugeMetricFamily(
+        "padformer_gpu_memory_allocated_bytes",
+        "GPU memory held by tensors of the detecting worker (torch's allocator).",
+        labels=["device"],
+    )
+    reserved = GaugeMetricFamily(
+        "padformer_gpu_memory_reserved_bytes",
+        "GPU memory torch's caching allocator holds for the worker (allocated and cached).",
+        labels=["device"],
+    )
+    busy = GaugeMetricFamily(
+        "padformer_gpu_utilization_ratio",
+        "Share of the driver's last sample period a kernel ran on the GPU (0 to 1).",
+        labels=["device"],
+    )
+    for reading in readings:
+        allocated.add_metric([reading.device], reading.allocated_bytes)
+        reserved.add_metric([reading.device], reading.reserved_bytes)
+        if reading.utilization is not None:
+            busy.add_metric([reading.device], reading.utilization)
+    return [allocated, reserved, *([busy] if busy.samples else [])]
+
+
 class StoreCollector(Collector):
     """Reads the store on scrape (at most once a second) and yields the metric families."""
 
@@ -179,7 +209,7 @@ class StoreCollector(Collector):
         for product in sorted({p for p, _ in found}):
             for verdict in ReviewVerdict:
                 reviews.add_metric([product, verdict.value], found.get((product, verdict.value), 0))
-        out: list[Metric] = [depth, alerts, reviews]
+        out: list[Metric] = [depth, alerts, reviews, *gpu_families()]
         age = self._heartbeat_age()
         if age is not None:
             beat = GaugeMetricFamily(

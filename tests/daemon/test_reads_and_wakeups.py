@@ -60,7 +60,7 @@ def test_intake_wakes_an_idle_worker_and_stopping_wakes_it_too(tmp_path, sqlite_
                     AlertsConfig())  # fmt: skip
     intake = Intake(engine, [camera], IntakeConfig(stable_ms=0), on_queued=worker.wake)
     claimed: list[int] = []
-    worker.run_batch = lambda: claimed.append(1) or 0  # type: ignore[method-assign]
+    worker.run_batch = lambda **_: claimed.append(1) or 0  # type: ignore[method-assign]
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
     thread.start()

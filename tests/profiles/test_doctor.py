@@ -87,8 +87,10 @@ def test_a_sound_setup_is_all_ok(tmp_path: Path, setup: dict[str, Path], listeni
     assert result.returncode == 0, findings
     assert all(f["ok"] for f in findings)
     subjects = [f["subject"] for f in findings]
-    assert subjects[:5] == ["config", "camera 'line1'", "profile 'duck'", "database", "sink 'log'"]
-    assert subjects[5] == "sink 'hook'" and subjects[6].startswith("disk ")
+    assert subjects[:6] == [
+        "config", "camera 'line1'", "profile 'duck'", "device", "database", "sink 'log'"
+    ]  # fmt: skip
+    assert subjects[6] == "sink 'hook'" and subjects[7].startswith("disk ")
     assert not modules & HEAVY, sorted(modules & HEAVY)
 
 

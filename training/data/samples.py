@@ -133,3 +133,44 @@ class EpochSampler(Sampler[tuple[int, int]]):
 
     def __len__(self) -> int:
         return max(self.per_rank() - self.start, 0)
+
+
+class StageSampler(Sampler[tuple[int, int]]):
+    """Yields (epoch, index) for every epoch of a stage from one position, for one rank.
+
+    One loader over a whole stage keeps its worker processes from the first epoch to the
+    last: a loader per epoch starts fresh workers each time, and with a few dozen images
+    (a 3-step epoch) the start of the workers, not the model, set the pace on a GPU. Each
+    epoch contributes only the ``per_epoch`` samples its steps take, in ``EpochSampler``'s
+    order, so a batch never spans two epochs and the samples are exactly those a loader
+    per epoch would have given; ``start`` skips the samples already trained on in
+    ``first_epoch`` when a run resumes mid-epoch.
+    """
+
+    def __init__(
+        self,
+        length: int,
+        first_epoch: int,
+        epochs: int,
+        per_epoch: int,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        start: int = 0,
+    ) -> None:
+        self.length, self.first_epoch, self.epochs = length, first_epoch, epochs
+        self.per_epoch, self.seed, self.rank, self.world_size = per_epoch, seed, rank, world_size
+        self.start = start
+        if per_epoch > length // world_size:
+            per_rank = length // world_size
+            raise ValueError(f"{per_epoch} samples per epoch, but a rank has {per_rank}")
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for epoch in range(self.first_epoch, self.epochs):
+            sampler = EpochSampler(self.length, epoch, self.seed, self.rank, self.world_size)
+            used = list(sampler)[: self.per_epoch]
+            yield from used[self.start if epoch == self.first_epoch else 0 :]
+
+    def __len__(self) -> int:
+        epochs = max(self.epochs - self.first_epoch, 0)
+        return max(epochs * self.per_epoch - (self.start if epochs else 0), 0)

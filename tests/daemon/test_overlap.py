@@ -1,0 +1,176 @@
+"""The worker overlaps its stages during a burst: while one batch is detected, the next is
+already claimed and decoded in a thread, and the previous one's heatmaps and commits run
+in another; a stop still leaves every row finished, none ``processing``.
+
+The detector is a stand-in that waits for the evidence of each overlap (with a generous
+bound, never a timing assertion); the queue, files, heatmaps and commits are real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, func, select
+
+from padformer_edge.daemon import worker as worker_module
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.inspectors import Inspector
+from padformer_edge.daemon.intake import Camera
+from padformer_edge.daemon.overlap import Finisher
+from padformer_edge.daemon.settings import WorkerConfig
+from padformer_edge.daemon.worker import Worker, heatmap_path
+from padformer_edge.detect.detection import Detection
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.queue import enqueue
+from padformer_edge.store.schema import upgrade
+from tests.daemon.harness import encoded
+from tests.detect_images import product_image
+
+BOUND_S = 60.0  # how long a stand-in waits for what the overlap promises before failing
+BATCH = 3
+POLL_S = 0.01
+
+
+def done_count(engine: Engine) -> int:
+    with engine.connect() as conn:
+        query = select(func.count()).select_from(Inspection).where(Inspection.status == Status.done)
+        return int(conn.execute(query).scalar() or 0)
+
+
+class Watching:
+    """Scores by mean pixel; at each call after the first, waits until the previous
+    batches are committed (the finisher worked while this call runs) and records whether
+    the next batch was claimed and decoded by then (the decoding thread worked)."""
+
+    device = "cpu"
+    max_batch = 8
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine, self.worker = engine, None
+        self.calls = 0
+        self.ahead_decoded: list[bool] = []
+        self.committed_meanwhile: list[bool] = []
+        self.stop_after: int | None = None
+        self.stop: threading.Event | None = None
+
+    def detect(self, images: list[np.ndarray]) -> list[Detection]:
+        worker = self.worker
+        assert worker is not None
+        ahead = worker.next_batch
+        if ahead is not None:
+            ahead[1].result(timeout=BOUND_S)  # decoded in its thread while this call runs
+        self.ahead_decoded.append(ahead is not None)
+        if self.calls:
+            expected = self.calls * BATCH
+            for _ in range(int(BOUND_S / POLL_S)):  # a bound for a broken worker, no timing
+                if done_count(self.engine) >= expected:
+                    break
+                time.sleep(POLL_S)
+            self.committed_meanwhile.append(done_count(self.engine) >= expected)
+        self.calls += 1
+        if self.stop_after is not None and self.calls == self.stop_after and self.stop:
+            self.stop.set()
+        return [
+            Detection(
+                float(i.mean()) / 255, np.zeros(i.shape[:2], np.float32), [], [], {"total": 0.0}
+            )
+            for i in images
+        ]
+
+
+def burst(tmp_path: Path, count: int) -> tuple[Engine, Worker, Watching]:
+    engine = open_engine(str(tmp_path / "results.sqlite3"))
+    upgrade(engine)
+    folder = tmp_path / "cam"
+    folder.mkdir()
+    for index in range(count):
+        data = encoded(product_image(32, 40, seed=index))
+        path = folder / f"{index}.png"
+        path.write_bytes(data)
+        enqueue(engine, camera="c", product="p", source_path=str(path),
+                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))  # fmt: skip
+    detector = Watching(engine)
+    worker = Worker(
+        engine, {"c": Camera("c", folder, "p")},
+        {"c": Inspector("p", detector, 0.99, "0" * 64)},  # type: ignore[arg-type]
+        WorkerConfig(max_batch=BATCH, max_wait_ms=0), tmp_path / "heat", 1 << 20, AlertsConfig(),
+    )  # fmt: skip
+    detector.worker = worker
+    return engine, worker, detector
+
+
+def statuses(engine: Engine) -> list[tuple[int, Status]]:
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(select(Inspection.id, Inspection.status)).all()]
+
+
+def test_a_burst_overlaps_decoding_detection_and_commits(tmp_path: Path) -> None:
+    engine, worker, detector = burst(tmp_path, 4 * BATCH)
+    stop = threading.Event()
+    detector.stop, detector.stop_after = stop, 4  # the fourth batch is the last
+    worker.run(stop)
+    rows = statuses(engine)
+    engine.dispose()
+    assert [status for _, status in rows] == [Status.done] * (4 * BATCH)
+    assert all(heatmap_path(tmp_path / "heat", row_id).is_file() for row_id, _ in rows)
+    # while batches 1-3 were detected, the next was claimed and decoded in its thread; the
+    # last found no full batch more queued
+    assert detector.ahead_decoded == [True, True, True, False]
+    # while batches 2-4 were detected, the batches before them were committed
+    assert detector.committed_meanwhile == [True, True, True]
+
+
+def test_a_stop_mid_burst_finishes_the_batch_claimed_ahead(tmp_path: Path) -> None:
+    engine, worker, detector = burst(tmp_path, 5 * BATCH)
+    stop = threading.Event()
+    detector.stop, detector.stop_after = stop, 2  # stop while batch 3 is claimed ahead
+    worker.run(stop)
+    rows = statuses(engine)
+    engine.dispose()
+    counts = {s: sum(1 for _, status in rows if status is s) for s in Status}
+    assert counts[Status.processing] == 0  # nothing left half-done
+    assert counts[Status.done] == 3 * BATCH and counts[Status.pending] == 2 * BATCH
+    assert worker.next_batch is None
+
+
+def test_the_finisher_runs_jobs_in_order_and_survives_a_failing_one() -> None:
+    finisher, ran = Finisher(depth=1), []
+    gate = threading.Event()
+    finisher.submit(lambda: (gate.wait(BOUND_S), ran.append(1)))
+    finisher.submit(lambda: 1 / 0)  # logged, not fatal
+    gate.set()
+    finisher.submit(lambda: ran.append(3))
+    finisher.drain()
+    assert ran == [1, 3]
+    finisher.close()
+    assert finisher._thread is None
+
+
+def test_a_commit_the_finisher_cannot_record_gives_the_rows_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the database away, neither the result nor the failure can be written: the
+    worker's next turn gives every claimed row back, as when its own thread fails."""
+    engine, worker, _ = burst(tmp_path, BATCH)
+
+    def away(*_: object, **__: object) -> None:
+        raise RuntimeError("database is away (simulated)")
+
+    monkeypatch.setattr(worker_module, "complete", away)
+    monkeypatch.setattr(worker_module, "fail", away)
+    assert worker.run_batch(wait=False) == BATCH
+    worker.finishing.drain()
+    assert {status for _, status in statuses(engine)} == {Status.processing}
+    stop = threading.Event()
+    stop.set()  # no back-off wait
+    worker._guarded(stop, prefetch=False)
+    worker.finishing.close()
+    rows = statuses(engine)
+    engine.dispose()
+    assert [status for _, status in rows] == [Status.pending] * BATCH
