@@ -32,6 +32,7 @@ from padformer_edge_training.gpu_session import (
     parse_candidate,
     write_recipe,
 )
+from tests.benchmark_process import run_benchmark
 from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree
 
@@ -241,10 +242,25 @@ def test_the_gpu_benchmarks_run_as_steps_into_the_session_folder(tmp_path: Path)
     assert all(s["exit"] == 0 and not s["stopped_at_deadline"] for s in steps)
     assert [s["results"] for s in steps] == [f"{name}.json" for name in names]
     steady = json.loads((out / "daemon_steady.json").read_text())
-    assert steady["rate"] == 4.0 and steady["images"] == 4
+    assert steady["rate"] == 4.0 and steady["images"] == 4 and steady["model"] == "shipped"
+    # counted complete comes after the file was closed: its latency is the shorter
+    assert 0 < steady["counted_p50_s"] <= steady["latency_p50_s"]
+    assert steady["counted_p95_s"] <= steady["latency_p95_s"]
+    assert steady["gpu_reserved_bytes"] is None  # the CPU: /metrics shows no GPU
     grid = json.loads((out / "gpu_detect_shipped.json").read_text())
     assert grid["partial"] is False and len(grid["rows"]) == 2  # 1 and 2 images per call
+    assert grid["device"] == "CPU (dry run)" and grid["model"] == "shipped"
+    assert {r["precision"] for r in grid["rows"]} == {"fp32"}  # no TF32 or bf16 on a CPU
+    # the CPU against itself: the same code on the same images in one call, so the same
+    # bits; a gap here would be a bug in the check, not rounding
+    assert all(r["parity_gap"] == 0.0 and r["verdicts_agree"] for r in grid["rows"])
     assert "images per call" in (out / "gpu_detect_shipped.log").read_text()
+    for script, saved, refusal in (
+        ("gpu_detect_speed.py", "gpu_detect_shipped.json", "dry run is no GPU measurement"),
+        ("daemon_throughput.py", "daemon_steady.json", "renders GPU runs"),
+    ):
+        again = run_benchmark(script, "--from-json", str(out / saved), "--write-docs")
+        assert again.returncode != 0 and refusal in again.stderr
 
     late = _session(*common, "--out", str(tmp_path / "late"), "--bench-deadline", "0", bare=True)
     assert late.returncode == 1
