@@ -110,7 +110,8 @@ def test_refresh_grows_the_profile_and_rollback_brings_the_old_version_back(
     assert load_profile(tmp_path / "profiles", "duck").config == before.config
     invoke("profile", "refresh", "duck", "--force", str(planted), "--yes", "eve", *root, *db)
     grown = load_profile(tmp_path / "profiles", "duck")
-    assert grown.config.version == 2 and len(grown.config.references) == 16
+    limit = before.config.growth.max_references  # more pictures than the limit were offered
+    assert grown.config.version == 2 and len(grown.config.references) == limit
     change = grown.config.history[-1]
     assert (change.action, change.by, change.version, change.from_version, change.forced) == (
         "refresh", "eve", 2, 1, [planted])
