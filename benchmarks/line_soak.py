@@ -490,8 +490,8 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
         f"fitted after the first {warmup} images of each daemon start; latency "
         "is discovered to finished (a row queued when a run was stopped waits for the "
         "restart), detection the time the row records for its detector call. A third of "
-        "the views are defective, so a drift watch that hears of defects coming in raises "
-        "its binomial test's alert, once, while it stays open (never acknowledged here)."
+        "the views are defective, so the drift watch rightly finds the parts unlike its good "
+        "calibration and alerts once, its event staying open (never acknowledged here)."
     )
     print(table)
     print()
