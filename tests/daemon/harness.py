@@ -7,6 +7,7 @@ one CPU thread, and exercising the same code paths as a trained one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -22,12 +23,16 @@ import cv2
 import numpy as np
 import torch
 import yaml
+from sqlalchemy import Engine
 
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.queue import enqueue
+from padformer_edge.store.schema import upgrade
 from tests.detect_images import product_image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +51,23 @@ def encoded(image: np.ndarray, suffix: str = ".png") -> bytes:
     ok, data = cv2.imencode(suffix, cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
     assert ok
     return data.tobytes()
+
+
+def queued_images(tmp_path: Path, count: int) -> tuple[Engine, Path]:
+    """A fresh history at the schema's head and ``count`` distinct product images in
+    ``tmp_path/cam``, each queued for camera ``c`` of product ``p``: the worker's input
+    without intake, for tests that drive the worker directly."""
+    engine = open_engine(str(tmp_path / "results.sqlite3"))
+    upgrade(engine)
+    folder = tmp_path / "cam"
+    folder.mkdir()
+    for index in range(count):
+        data = encoded(product_image(32, 40, seed=index))
+        path = folder / f"{index}.png"
+        path.write_bytes(data)
+        enqueue(engine, camera="c", product="p", source_path=str(path),
+                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))  # fmt: skip
+    return engine, folder
 
 
 @dataclass

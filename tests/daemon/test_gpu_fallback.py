@@ -3,7 +3,6 @@ when the GPU fails (the failure is simulated; the queue, files and alerts are re
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -19,12 +18,8 @@ from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.daemon.worker import Worker, device_lost
 from padformer_edge.detect.detection import Detection
-from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Alert, Inspection, Status
-from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import upgrade
-from tests.daemon.harness import encoded
-from tests.detect_images import product_image
+from tests.daemon.harness import queued_images
 
 IMAGES = 6
 
@@ -68,16 +63,7 @@ def test_a_lost_gpu_is_told_apart_from_other_errors() -> None:
 
 
 def test_a_failed_gpu_moves_the_profile_to_the_cpu_losing_no_row(tmp_path: Path) -> None:
-    engine = open_engine(str(tmp_path / "results.sqlite3"))
-    upgrade(engine)
-    folder = tmp_path / "cam"
-    folder.mkdir()
-    for index in range(IMAGES):
-        data = encoded(product_image(32, 40, seed=index))
-        path = folder / f"{index}.png"
-        path.write_bytes(data)
-        enqueue(engine, camera="c", product="p", source_path=str(path),
-                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))  # fmt: skip
+    engine, folder = queued_images(tmp_path, IMAGES)
     gpu, cpu = _LostGpu(), _Scores()
     built: list[str] = []
 

@@ -8,7 +8,6 @@ bound, never a timing assertion); the queue, files, heatmaps and commits are rea
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from pathlib import Path
@@ -25,12 +24,8 @@ from padformer_edge.daemon.overlap import Finisher
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.daemon.worker import Worker, heatmap_path
 from padformer_edge.detect.detection import Detection
-from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Inspection, Status
-from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import upgrade
-from tests.daemon.harness import encoded
-from tests.detect_images import product_image
+from tests.daemon.harness import queued_images
 
 BOUND_S = 60.0  # how long a stand-in waits for what the overlap promises before failing
 BATCH = 3
@@ -85,16 +80,7 @@ class Watching:
 
 
 def burst(tmp_path: Path, count: int) -> tuple[Engine, Worker, Watching]:
-    engine = open_engine(str(tmp_path / "results.sqlite3"))
-    upgrade(engine)
-    folder = tmp_path / "cam"
-    folder.mkdir()
-    for index in range(count):
-        data = encoded(product_image(32, 40, seed=index))
-        path = folder / f"{index}.png"
-        path.write_bytes(data)
-        enqueue(engine, camera="c", product="p", source_path=str(path),
-                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))  # fmt: skip
+    engine, folder = queued_images(tmp_path, count)
     detector = Watching(engine)
     worker = Worker(
         engine, {"c": Camera("c", folder, "p")},

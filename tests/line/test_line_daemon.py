@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -93,23 +95,36 @@ def test_torch_cannot_be_imported_on_the_line_path():
     assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr
 
 
+@contextmanager
+def watching(site: Path, config: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """The line daemon on ``config``, waited for until ready: (its process, its JSON log).
+    When the block ends it is stopped with SIGTERM and must exit 0 having never loaded
+    torch; if the block fails it is killed."""
+    report, log = site / "daemon-report.json", site / "daemon.log"
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(
+            command("--log-format", "json", "watch", "--config", str(config)),
+            cwd=REPO, env=line_env(site, report), stdout=handle, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        ready = lambda: any(e.get("event") == "daemon.ready" for e in events(log))  # noqa: E731
+        wait_for(ready, 120, log, process)
+        yield process, log
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log.read_text()[-4000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert json.loads(report.read_text())["loaded"] == []
+
+
 @pytest.mark.parametrize("runtime", sorted(PROFILES))
 def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site, runtime):
     site = json.loads((line_site / "site.json").read_text())
     config = write_config(line_site, PROFILES[runtime])
     (line_site / "model.safetensors").unlink()  # the profile folder is all a line PC needs
-    report, log = line_site / "daemon-report.json", line_site / "daemon.log"
-    with open(log, "wb") as handle:
-        process = subprocess.Popen(
-            command("--log-format", "json", "watch", "--config", str(config)),
-            cwd=REPO,
-            env=line_env(line_site, report),
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        ready = lambda: any(e.get("event") == "daemon.ready" for e in events(log))  # noqa: E731
-        wait_for(ready, 120, log, process)
+    with watching(line_site, config) as (process, log):
         queries = sorted((line_site / "queries").iterdir())
         for path in queries:
             shutil.copyfile(path, line_site / "camera" / path.name)
@@ -119,13 +134,6 @@ def test_daemon_scores_a_camera_folder_into_sqlite_without_torch(line_site, runt
             and all(r["status"] == "done" for r in rows)
         )
         wait_for(finished, 120, log, process)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(60) == 0, log.read_text()[-4000:]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-    assert json.loads(report.read_text())["loaded"] == []
     by_name = {Path(r["source_path"]).name: r for r in inspections(database)}
     for name, torch_score in site["torch_scores"].items():
         row = by_name[name]
@@ -157,28 +165,13 @@ def test_the_line_daemon_raises_an_image_drift_without_torch(line_site):
     }
     stored["calibration"]["threshold"] = 1e9  # nothing flagged: the binomial test stays quiet
     profile_file.write_text(yaml.safe_dump(stored, sort_keys=False))
-    report, log = line_site / "daemon-report.json", line_site / "daemon.log"
     database = line_site / "state" / "results.sqlite3"
-    with open(log, "wb") as handle:
-        process = subprocess.Popen(
-            command("--log-format", "json", "watch", "--config", str(config_path)),
-            cwd=REPO, env=line_env(line_site, report), stdout=handle, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        ready = lambda: any(e.get("event") == "daemon.ready" for e in events(log))  # noqa: E731
-        wait_for(ready, 120, log, process)
+    with watching(line_site, config_path) as (process, log):
         for i in range(10):
             shutil.copyfile(line_site / "queries" / "good.png",
                             line_site / "camera" / f"part-{i}.png")  # fmt: skip
         drifted = lambda: any(e.get("event") == "drift" for e in events(log))  # noqa: E731
         wait_for(drifted, 120, log, process)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(60) == 0, log.read_text()[-4000:]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-    assert json.loads(report.read_text())["loaded"] == []
     (event,) = [e for e in events(log) if e.get("event") == "drift"]
     assert event["test"] == "image" and "brighter" in event["reason"]
     with sqlite3.connect(database) as conn:
