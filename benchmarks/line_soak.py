@@ -24,7 +24,10 @@ memory samples of each daemon start) after every sample. Stopped by Ctrl-C, a si
 a power cut, the same command continues: the daemon restarts on the same state folder
 and the camera folder says how many images were written. The RSS slope is fitted across
 those segments with one intercept each (a restarted daemon starts from a fresh heap),
-on the samples after ``--warmup-images`` of each segment.
+on the samples after ``--warmup-images`` of each segment, twice: on every sample, and on
+the RSS each of the daemon's periodic memory trims leaves (its log says so), against the
+rows finished by then. The target is judged on the second: between trims RSS swings by
+hundreds of MiB with the clock, which only a very long run averages out of the first.
 
 When every image has a row and the alert outbox is empty the daemon is stopped and the
 history is checked: every image written has exactly one row (lost, duplicated), rows
@@ -208,12 +211,12 @@ def set_up(run: Run) -> None:
     (run.work / "daemon.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def query(database: Path, sql: str) -> list[tuple]:
+def query(database: Path, sql: str, params: tuple = ()) -> list[tuple]:
     if not database.exists():
         return []
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
     try:
-        return conn.execute(sql).fetchall()
+        return conn.execute(sql, params).fetchall()
     except sqlite3.OperationalError:
         return []  # not migrated yet
     finally:
@@ -370,20 +373,73 @@ def pooled_slope(segments: list[dict], warmup: int) -> tuple[float, float, int]:
     return slope, half, used
 
 
-def trimmed_heap(run: Run) -> tuple[float | None, float | None]:
-    """Heap in use (MiB) at the first and the last ``worker.memory_trimmed`` of the last
-    daemon start: live objects, without the allocator's cached pages that make RSS a
-    sawtooth between trims."""
+# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom (the line venv
+# has no scipy); beyond 30 the normal quantile is within 2% of t's.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+        2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+        2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def trim_events(run: Run) -> list[list[dict]]:
+    """The ``worker.memory_trimmed`` events of each daemon start, in start order."""
     logs = sorted(run.work.glob("daemon-*.log"), key=lambda p: int(p.stem.split("-")[1]))
-    heaps = []
-    for line in logs[-1].read_text(errors="replace").splitlines() if logs else []:
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if event.get("event") == "worker.memory_trimmed" and "heap_in_use_mib" in event:
-            heaps.append(event["heap_in_use_mib"])
+    starts = []
+    for log in logs:
+        trims = []
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "worker.memory_trimmed":
+                trims.append(event)
+        starts.append(trims)
+    return starts
+
+
+def trimmed_heap(run: Run) -> tuple[float | None, float | None]:
+    """Heap in use (MiB) at the first and the last trim of the last daemon start: live
+    objects, without the allocator's cached pages that make RSS a sawtooth between trims."""
+    heaps = [e["heap_in_use_mib"] for e in (trim_events(run) or [[]])[-1]
+             if "heap_in_use_mib" in e]  # fmt: skip
     return (heaps[0], heaps[-1]) if heaps else (None, None)
+
+
+def post_trim_slope(run: Run, progress: dict, warmup: int) -> tuple[float, float, int]:
+    """Slope (KiB per image) of the RSS each trim leaves, on the rows finished by then,
+    one intercept per daemon start, after each start's first ``warmup`` images; its 95%
+    half-width (Student's t) and how many trims went in.
+
+    The daemon hands the allocator's free pages back every few minutes, so RSS between
+    trims is a sawtooth of a few hundred MiB whose phase is set by the clock, not by the
+    images; fitted on every sample it needs thousands of images to average out. Right
+    after a trim only what the process still holds is resident, so a leak shows there
+    and the sawtooth does not."""
+    fitted = []
+    for segment, trims in zip(progress["segments"], trim_events(run), strict=False):
+        points = []
+        for event in trims:
+            if "rss_after_mib" not in event:
+                continue
+            moment = event["timestamp"].replace("T", " ").rstrip("Z")  # UTC, as the rows
+            rows = query(run.database, "SELECT COUNT(*) FROM inspections "
+                         "WHERE finished_at <= ?", (moment,))  # fmt: skip
+            finished = int(rows[0][0]) if rows else 0
+            if finished >= segment["start_finished"] + warmup:
+                points.append((finished, event["rss_after_mib"] * 1024))
+        if len(points) >= 2:
+            mx = sum(x for x, _ in points) / len(points)
+            my = sum(y for _, y in points) / len(points)
+            fitted.append([(x - mx, y - my) for x, y in points])
+    sxx = sum(x * x for points in fitted for x, _ in points)
+    used = sum(len(points) for points in fitted)
+    freedom = used - len(fitted) - 1
+    if not sxx or freedom < 1:
+        return float("nan"), float("nan"), used
+    slope = sum(x * y for points in fitted for x, y in points) / sxx
+    residual = sum((y - slope * x) ** 2 for points in fitted for x, y in points)
+    quantile = T975[freedom - 1] if freedom <= len(T975) else 1.96
+    return slope, quantile * (residual / freedom / sxx) ** 0.5, used
 
 
 def p95(values: list[float]) -> float:
@@ -418,6 +474,7 @@ def check(run: Run, progress: dict, warmup: int, views: int) -> dict:
             except json.JSONDecodeError:
                 continue
     slope, half, samples = pooled_slope(progress["segments"], warmup)
+    trim_slope, trim_half, trims = post_trim_slope(run, progress, warmup)
     heap_first, heap_last = trimmed_heap(run)
     done = [r for r in rows if r[2] == "done"]
     images = progress["images"]
@@ -434,6 +491,9 @@ def check(run: Run, progress: dict, warmup: int, views: int) -> dict:
         "slope_kib_per_image": round(slope, 3),
         "slope_ci95_kib_per_image": round(half, 3),
         "slope_samples": samples,
+        "trim_slope_kib_per_image": round(trim_slope, 3),
+        "trim_slope_ci95_kib_per_image": round(trim_half, 3),
+        "trim_slope_trims": trims,
         "heap_first_trim_mib": heap_first,
         "heap_last_trim_mib": heap_last,
         "errors": sum(1 for r in rows if r[2] in ("failed", "skipped")) + logged_errors,
@@ -459,6 +519,15 @@ def drift_cell(result: dict) -> str:
     return f"{result['drift_alerts']} ({tests})" if tests else "0"
 
 
+def trim_slope_cell(result: dict) -> str:
+    """'+0.12 ± 0.40 (11 trims)', or '-' for a record from before the trims were fitted."""
+    if "trim_slope_kib_per_image" not in result:
+        return "-"
+    return (f"{result['trim_slope_kib_per_image']:+.2f} ± "
+            f"{result['trim_slope_ci95_kib_per_image']:.2f} "
+            f"({result['trim_slope_trims']} trims)")  # fmt: skip
+
+
 def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
     """The table of every metric whose run finished, into the docs block."""
     results = []
@@ -467,7 +536,8 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
         if path.exists() and (result := json.loads(path.read_text())["result"]):
             results.append(result)
     headers = ["metric", "images", "daemon starts", "minutes", "CPU s per image",
-               "RSS at end MiB", "RSS slope KiB/image (95% CI)",
+               "RSS at end MiB", "RSS slope KiB/image, every sample (95% CI)",
+               "RSS slope KiB/image, after each trim (95% CI)",
                "heap at first / last trim MiB", "errors", "lost / duplicated",
                "anomalies", "alerts missing / duplicated", "drift alerts", "latency p95 ms",
                "detection p95 ms"]  # fmt: skip
@@ -475,7 +545,7 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
         r["metric"], r["images"], r["daemon_starts"], r["minutes"], r["cpu_s_per_image"],
         r["rss_end_mib"],
         f"{r['slope_kib_per_image']:+.2f} ± {r['slope_ci95_kib_per_image']:.2f}",
-        f"{r['heap_first_trim_mib']} / {r['heap_last_trim_mib']}", r["errors"],
+        trim_slope_cell(r), f"{r['heap_first_trim_mib']} / {r['heap_last_trim_mib']}", r["errors"],
         f"{r['lost']} / {r['duplicated']}", r["anomalies"],
         f"{r['alerts_missing']} / {r['alerts_duplicated']}", drift_cell(r), r["latency_p95_ms"],
         r["detect_p95_ms"]] for r in results])  # fmt: skip
@@ -487,7 +557,9 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
         f"venv (torch not importable); {views} distinct rendered views copied into one "
         f"camera folder under unique names, at most {args.backlog} ahead of the finished "
         f"rows; {args.threads} daemon thread(s); RSS sampled every {args.sample_s:g} s and "
-        f"fitted after the first {warmup} images of each daemon start; latency "
+        f"fitted after the first {warmup} images of each daemon start, on every sample "
+        "and on the RSS each of the daemon's periodic trims leaves (the target is judged "
+        "on the latter: between trims RSS is a sawtooth set by the clock); latency "
         "is discovered to finished (a row queued when a run was stopped waits for the "
         "restart), detection the time the row records for its detector call. A third of "
         "the views are defective, so the drift watch rightly finds the parts unlike its good "
@@ -524,7 +596,8 @@ def run_command(args: argparse.Namespace) -> None:
         write_docs(site, len(views), args)
     bad = [k for k in ("errors", "lost", "duplicated", "alerts_missing", "alerts_duplicated")
            if result[k]]  # fmt: skip
-    upper = result["slope_kib_per_image"] + result["slope_ci95_kib_per_image"]
+    # judged after the trims: the every-sample fit carries the trims' sawtooth
+    upper = result["trim_slope_kib_per_image"] + result["trim_slope_ci95_kib_per_image"]
     if bad or not upper < TARGET_KIB_PER_IMAGE:
         missed = [*bad, *([] if upper < TARGET_KIB_PER_IMAGE else ["RSS slope (95% bound)"])]
         raise SystemExit(f"targets missed: {', '.join(missed)}")
