@@ -5,6 +5,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,27 @@ try:
     torch.set_num_threads(1)
 except ImportError:  # the foundation tests do not need torch
     pass
+
+
+TERMINAL_SIZE_VARIABLES = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # xdist's WorkerController
+    """Hand each pytest-xdist worker the terminal-size variables this process has (or not).
+
+    A worker starts with COLUMNS=80 and LINES=24 in its environment whatever the suite's
+    own, and the CLI's tables read COLUMNS off a terminal: a 400-column table turned 80."""
+    node.workerinput["terminal_size"] = {k: os.environ.get(k) for k in TERMINAL_SIZE_VARIABLES}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sizes = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (sizes or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 SIGNALS_A_TEST_MAY_HANDLE = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT)

@@ -13,7 +13,8 @@ to pass: any failure, error, skip or deselection fails this test.
 
 The process starts when the suite has collected this test (``tests/deploy/conftest.py``)
 and runs beside the tests before it, which mostly wait on a daemon or a single-threaded
-model: the suite's wall time no longer pays for it in full.
+model: the suite's wall time no longer pays for it in full. Under pytest-xdist (the
+suite's default) it starts when the test runs, beside the other worker's tests.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def start_cases() -> None:
     """Start the cases' pytest process (once), its output into files (a pipe nobody reads
     until the end could fill and stop it); ``finish_cases`` collects it."""
     if not _started:
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        # -n 0: the cases in this one process, not the suite's pytest-xdist workers
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
         out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (kept open until finish_cases)
         process = subprocess.Popen(command + [str(HERE / name) for name in CASES], cwd=REPO,
                                    stdout=out, stderr=err)  # fmt: skip

@@ -13,14 +13,39 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 
-from padformer_edge.store.engine import open_engine
+from padformer_edge.store.engine import open_engine, resolve_url
 from padformer_edge.store.models import Base
 from padformer_edge.store.schema import upgrade
 from tests.services import service_missing
 
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"
+
+
+def worker_database(url: str) -> str:
+    """The URL of this test worker's own database on the server ``url`` names.
+
+    The suite runs in several pytest-xdist workers, and every PostgreSQL case wipes its
+    database before and after; two workers sharing one would wipe each other's tables
+    mid-test. Each worker gets ``<database>_<worker>``, created on first use (the test
+    cluster's role may create databases); outside xdist the URL is used as given."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    parsed = make_url(url)
+    name = f"{parsed.database}_{worker}"
+    admin = create_engine(resolve_url(url), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+            if not exists:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return parsed.set(database=name).render_as_string(hide_password=False)
 
 
 def _wipe_postgres(url: str) -> None:
@@ -43,6 +68,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             f"{PG_ENV} is not set; set it to a throw-away PostgreSQL database URL "
             "to run the store suite against PostgreSQL"
         )
+    url = worker_database(url)
     _wipe_postgres(url)
     yield url
     _wipe_postgres(url)
