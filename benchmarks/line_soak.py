@@ -30,7 +30,8 @@ rows finished by then. The target is judged on the second: between trims RSS swi
 hundreds of MiB with the clock, which only a very long run averages out of the first.
 
 When every image has a row and the alert outbox is empty the daemon is stopped and the
-history is checked: every image written has exactly one row (lost, duplicated), rows
+history is checked (the same command on a finished run checks it again, starting no
+daemon, in any venv): every image written has exactly one row (lost, duplicated), rows
 failed or skipped and error lines in the daemon's log (errors), each anomalous row
 delivered exactly one alert to the command sink (alerts missing, duplicated), and the
 95th percentile of a row's latency (discovered to finished) and of its detection time.
@@ -572,13 +573,23 @@ def write_docs(site: Path, views: int, args: argparse.Namespace) -> None:
     update_docs_section("soak-line", f"{table}\n\n{note}", command.replace(str(site), "SITE"))
 
 
+def finished_run(run: Run) -> bool:
+    """Whether ``run`` holds a finished soak, which is checked again without a daemon."""
+    if not run.progress_file.is_file():
+        return False
+    return json.loads(run.progress_file.read_text()).get("result") is not None
+
+
 def run_command(args: argparse.Namespace) -> None:
-    if importlib.util.find_spec("torch") is not None:
+    site = args.site.resolve()
+    recheck = not args.fresh and finished_run(Run(site, args.metric))
+    # a finished run's history is only read again: no figure of this venv goes into it,
+    # but the docs' table names the venv that wrote it
+    if (not recheck or args.write_docs) and importlib.util.find_spec("torch") is not None:
         raise SystemExit(
             "torch can be imported here; run the soak in a `.[line]` venv "
             "(python3 -m venv .venv-line && .venv-line/bin/pip install '.[line]')."
         )
-    site = args.site.resolve()
     if not (site / SITE_FILE).is_file():
         raise SystemExit(f"{site} is not a prepared site; run `line_soak.py prepare` first.")
     views = [site / v for v in json.loads((site / SITE_FILE).read_text())["views"]]
