@@ -16,9 +16,14 @@ Held aside: an approved picture whose sha256 falls in one part in ``HELD_ASIDE_E
 is never a reference, in this refresh or any later one, and the threshold is measured on
 those (with ``--good`` images, if given). Choosing aside by content rather than at
 random keeps the split the same each time: an image that calibrated one version can
-never become a reference of the next. The references are then chosen from the rest for
-viewpoint coverage (``selection.farthest_point_order``) up to the size limit, their
-encodings cached in the new version's cache file.
+never become a reference of the next. A profile with room below its size limit has its
+references chosen again from its own and the rest for viewpoint coverage
+(``selection.farthest_point_order``) up to the limit; a full profile keeps its own, and
+the refresh gives it a threshold measured on more good pictures. Both were chosen on
+validation (docs/research.md#growth-limit): re-choosing a full profile's references lost
+to the ones it had, while a small profile re-chosen whole did better than one whose
+references were kept and added to. The encodings are cached in the new version's cache
+file.
 """
 
 from __future__ import annotations
@@ -95,9 +100,9 @@ class RefreshPlan:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
-def take_in(profile: Profile, approved: Sequence[Candidate], warnings: list[str]) -> list[
-    ApprovedImage
-]:
+def take_in(
+    profile: Profile, approved: Sequence[Candidate], warnings: list[str]
+) -> list[ApprovedImage]:
     """The approved candidates' pictures in the profile's ``approved/`` folder (copied
     from the state folder when not there yet, and checked against their sha256)."""
     folder = profile.folder / APPROVED_DIR
@@ -122,10 +127,14 @@ def take_in(profile: Profile, approved: Sequence[Candidate], warnings: list[str]
     return taken
 
 
-def choose(profile: Profile, pool: Sequence[Path], count: int) -> list[int]:
-    """Indices into ``pool`` of ``count`` pictures covering the most viewpoints."""
+def choose(profile: Profile, pool: Sequence[Path], count: int, own: int) -> list[int]:
+    """Indices into ``pool`` of ``count`` pictures covering the most viewpoints. A profile
+    whose ``own`` references (the first of ``pool``) already fill ``count`` keeps them:
+    re-choosing a full profile's references lost to the ones it had on validation."""
     if count >= len(pool):
         return list(range(len(pool)))
+    if own == count:
+        return list(range(own))
     from padformer_edge.model.checkpoint import load_checkpoint
     from padformer_edge.profiles.selection import select_references
 
@@ -190,13 +199,15 @@ def plan_refresh(
             f"{MIN_GOOD_IMAGES} are needed: approve more candidates (about one in "
             f"{HELD_ASIDE_EVERY} is held aside) or add held-out good images with --good DIR."
         )
-    own = [(e.file, p, e.sha256) for e, p in zip(profile.config.references,
-                                                 profile.reference_paths, strict=True)]
+    own = [
+        (e.file, p, e.sha256)
+        for e, p in zip(profile.config.references, profile.reference_paths, strict=True)
+    ]
     grown = [(i.file, folder / i.file, i.sha256) for i in images
              if not i.held_aside and i.sha256 not in reference_shas]  # fmt: skip
     pool = own + grown
     count = max_references or profile.config.growth.max_references
-    chosen = [pool[i] for i in choose(profile, [p for _, p, _ in pool], count)]
+    chosen = [pool[i] for i in choose(profile, [p for _, p, _ in pool], count, len(own))]
     staging = Path(tempfile.mkdtemp(prefix=".refresh-", dir=profile.folder))
     try:
         (staging / REFERENCES_DIR).mkdir()

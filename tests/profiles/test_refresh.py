@@ -123,6 +123,10 @@ def test_refresh_grows_the_profile_and_rollback_brings_the_old_version_back(
     assert len(stats) == 3 and {len(v) for v in stats.values()} == {len(held)}
     assert grown.verify_references()  # every reference file present as recorded
     assert (grown.folder / "versions" / "1" / "profile.yaml").is_file()
+    # a full profile keeps its references: a second refresh would only recalibrate
+    again = invoke("profile", "refresh", "duck", "--force", str(planted), *root, *db)
+    assert f"{limit} -> {limit} references" in again
+    assert "references added: none; dropped: none" in again
 
     invoke("profile", "rollback", "duck", "--yes", "eve", *root, *db)
     back = load_profile(tmp_path / "profiles", "duck")
