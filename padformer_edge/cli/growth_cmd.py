@@ -176,7 +176,8 @@ def refresh(
     ),
     max_references: int | None = typer.Option(
         None, "--max-references", min=1,
-        help="Size limit of the references (default: the profile's growth.max_references).",
+        help="Size limit of the references: below it they are re-chosen for coverage, a "
+        "profile that fills it keeps its own (default: the profile's growth.max_references).",
     ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),

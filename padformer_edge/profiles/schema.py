@@ -169,10 +169,10 @@ class ReferenceGrowth(StrictModel):
     auto_max_pending: int = Field(default=100, ge=1)
     """The daemon proposes no more while this many candidates wait for a decision."""
     max_references: int = Field(default=12, ge=1)
-    """The size limit ``refresh`` selects references up to. CPU time per image grows with
-    the references, and on the validation render 16 scored no better than 12 after 100
-    approved views (docs/research.md#growth-limit), so 12: a grown profile costs what a
-    12-reference one does."""
+    """The size limit ``refresh`` selects references up to (a profile that fills it keeps
+    its own). CPU time per image grows with the references, and on the validation render
+    16 scored no better than 12 after 100 approved views (docs/research.md#growth-limit),
+    so 12: a grown profile costs what a 12-reference one does."""
 
 
 class ApprovedImage(StrictModel):
