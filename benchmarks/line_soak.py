@@ -51,6 +51,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -235,6 +236,24 @@ def pending_alerts(database: Path) -> int:
     return int(rows[0][0]) if rows else 0
 
 
+def log_events(log: Path) -> list[dict]:
+    """The JSON events of one daemon log, lines that are not one left out."""
+    events = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def daemon_logs(run: Run) -> list[Path]:
+    """The log of each daemon start, in start order."""
+    return sorted(run.work.glob("daemon-*.log"), key=lambda p: int(p.stem.split("-")[1]))
+
+
 class Daemon:
     """``padformer-edge watch`` as a child process, its JSON log in a file of its own."""
 
@@ -251,13 +270,7 @@ class Daemon:
             )
 
     def events(self) -> list[dict]:
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        return log_events(self.log)
 
     def check_alive(self) -> None:
         if self.process.poll() is not None:
@@ -351,83 +364,14 @@ def soak(run: Run, args: argparse.Namespace, views: list[Path]) -> dict:
     return progress["result"]
 
 
-def pooled_slope(segments: list[dict], warmup: int) -> tuple[float, float, int]:
-    """Least-squares slope of RSS (KiB) on images finished, one intercept per daemon
-    start, on each segment's samples after its first ``warmup`` images; its 95%
-    half-width (normal quantile: the line venv has no scipy, and the samples are treated
-    as independent, which the trims' sawtooth is not); and how many samples went in."""
+def pooled_fit(
+    groups: list[list[tuple[float, float]]], quantile: Callable[[int], float]
+) -> tuple[float, float, int]:
+    """Least-squares slope of y on x with one intercept per group (groups of fewer than
+    two points left out); its 95% half-width, ``quantile`` of the residual degrees of
+    freedom times the slope's standard error; and how many points went in."""
     fitted = []
-    for segment in segments:
-        after = [(x, y) for x, y in segment["samples"]
-                 if x >= segment["start_finished"] + warmup]  # fmt: skip
-        if len(after) >= 2:
-            mx = sum(x for x, _ in after) / len(after)
-            my = sum(y for _, y in after) / len(after)
-            fitted.append([(x - mx, y - my) for x, y in after])
-    sxx = sum(x * x for points in fitted for x, _ in points)
-    used = sum(len(points) for points in fitted)
-    if not sxx or used - len(fitted) < 2:
-        return float("nan"), float("nan"), used
-    slope = sum(x * y for points in fitted for x, y in points) / sxx
-    residual = sum((y - slope * x) ** 2 for points in fitted for x, y in points)
-    half = 1.96 * (residual / (used - len(fitted) - 1) / sxx) ** 0.5
-    return slope, half, used
-
-
-# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom (the line venv
-# has no scipy); beyond 30 the normal quantile is within 2% of t's.
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
-        2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-        2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-
-
-def trim_events(run: Run) -> list[list[dict]]:
-    """The ``worker.memory_trimmed`` events of each daemon start, in start order."""
-    logs = sorted(run.work.glob("daemon-*.log"), key=lambda p: int(p.stem.split("-")[1]))
-    starts = []
-    for log in logs:
-        trims = []
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if event.get("event") == "worker.memory_trimmed":
-                trims.append(event)
-        starts.append(trims)
-    return starts
-
-
-def trimmed_heap(run: Run) -> tuple[float | None, float | None]:
-    """Heap in use (MiB) at the first and the last trim of the last daemon start: live
-    objects, without the allocator's cached pages that make RSS a sawtooth between trims."""
-    heaps = [e["heap_in_use_mib"] for e in (trim_events(run) or [[]])[-1]
-             if "heap_in_use_mib" in e]  # fmt: skip
-    return (heaps[0], heaps[-1]) if heaps else (None, None)
-
-
-def post_trim_slope(run: Run, progress: dict, warmup: int) -> tuple[float, float, int]:
-    """Slope (KiB per image) of the RSS each trim leaves, on the rows finished by then,
-    one intercept per daemon start, after each start's first ``warmup`` images; its 95%
-    half-width (Student's t) and how many trims went in.
-
-    The daemon hands the allocator's free pages back every few minutes, so RSS between
-    trims is a sawtooth of a few hundred MiB whose phase is set by the clock, not by the
-    images; fitted on every sample it needs thousands of images to average out. Right
-    after a trim only what the process still holds is resident, so a leak shows there
-    and the sawtooth does not."""
-    fitted = []
-    for segment, trims in zip(progress["segments"], trim_events(run), strict=False):
-        points = []
-        for event in trims:
-            if "rss_after_mib" not in event:
-                continue
-            moment = event["timestamp"].replace("T", " ").rstrip("Z")  # UTC, as the rows
-            rows = query(run.database, "SELECT COUNT(*) FROM inspections "
-                         "WHERE finished_at <= ?", (moment,))  # fmt: skip
-            finished = int(rows[0][0]) if rows else 0
-            if finished >= segment["start_finished"] + warmup:
-                points.append((finished, event["rss_after_mib"] * 1024))
+    for points in groups:
         if len(points) >= 2:
             mx = sum(x for x, _ in points) / len(points)
             my = sum(y for _, y in points) / len(points)
@@ -439,8 +383,69 @@ def post_trim_slope(run: Run, progress: dict, warmup: int) -> tuple[float, float
         return float("nan"), float("nan"), used
     slope = sum(x * y for points in fitted for x, y in points) / sxx
     residual = sum((y - slope * x) ** 2 for points in fitted for x, y in points)
-    quantile = T975[freedom - 1] if freedom <= len(T975) else 1.96
-    return slope, quantile * (residual / freedom / sxx) ** 0.5, used
+    return slope, quantile(freedom) * (residual / freedom / sxx) ** 0.5, used
+
+
+def pooled_slope(segments: list[dict], warmup: int) -> tuple[float, float, int]:
+    """Slope of RSS (KiB) on images finished, one intercept per daemon start, on each
+    segment's samples after its first ``warmup`` images; its 95% half-width (normal
+    quantile: the samples are treated as independent, which the trims' sawtooth is
+    not); and how many samples went in."""
+    groups = [[(x, y) for x, y in segment["samples"]
+               if x >= segment["start_finished"] + warmup] for segment in segments]  # fmt: skip
+    return pooled_fit(groups, lambda _: 1.96)
+
+
+# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom (the line venv
+# has no scipy); beyond 30 the normal quantile is within 2% of t's.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+        2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+        2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t975(freedom: int) -> float:
+    return T975[freedom - 1] if freedom <= len(T975) else 1.96
+
+
+def trim_events(run: Run) -> list[list[dict]]:
+    """The ``worker.memory_trimmed`` events of each daemon start, in start order."""
+    return [[e for e in log_events(log) if e.get("event") == "worker.memory_trimmed"]
+            for log in daemon_logs(run)]  # fmt: skip
+
+
+def trimmed_heap(trims: list[list[dict]]) -> tuple[float | None, float | None]:
+    """Heap in use (MiB) at the first and the last trim of the last daemon start: live
+    objects, without the allocator's cached pages that make RSS a sawtooth between trims."""
+    heaps = [e["heap_in_use_mib"] for e in (trims or [[]])[-1] if "heap_in_use_mib" in e]
+    return (heaps[0], heaps[-1]) if heaps else (None, None)
+
+
+def post_trim_slope(
+    run: Run, progress: dict, trims: list[list[dict]], warmup: int
+) -> tuple[float, float, int]:
+    """Slope (KiB per image) of the RSS each trim leaves, on the rows finished by then,
+    one intercept per daemon start, after each start's first ``warmup`` images; its 95%
+    half-width (Student's t) and how many trims went in.
+
+    The daemon hands the allocator's free pages back every few minutes, so RSS between
+    trims is a sawtooth of a few hundred MiB whose phase is set by the clock, not by the
+    images; fitted on every sample it needs thousands of images to average out. Right
+    after a trim only what the process still holds is resident, so a leak shows there
+    and the sawtooth does not."""
+    groups = []
+    for segment, events in zip(progress["segments"], trims, strict=False):
+        points = []
+        for event in events:
+            if "rss_after_mib" not in event:
+                continue
+            moment = event["timestamp"].replace("T", " ").rstrip("Z")  # UTC, as the rows
+            rows = query(run.database, "SELECT COUNT(*) FROM inspections "
+                         "WHERE finished_at <= ?", (moment,))  # fmt: skip
+            finished = int(rows[0][0]) if rows else 0
+            if finished >= segment["start_finished"] + warmup:
+                points.append((finished, event["rss_after_mib"] * 1024))
+        groups.append(points)
+    return pooled_fit(groups, t975)
 
 
 def p95(values: list[float]) -> float:
@@ -467,16 +472,12 @@ def check(run: Run, progress: dict, warmup: int, views: int) -> dict:
                 drift.append(alert)
             else:
                 delivered[alert.get("inspection_id")] += 1
-    logged_errors = 0
-    for log in run.work.glob("daemon-*.log"):
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                logged_errors += json.loads(line).get("level") in ("error", "critical")
-            except json.JSONDecodeError:
-                continue
+    logged_errors = sum(e.get("level") in ("error", "critical")
+                        for log in daemon_logs(run) for e in log_events(log))  # fmt: skip
     slope, half, samples = pooled_slope(progress["segments"], warmup)
-    trim_slope, trim_half, trims = post_trim_slope(run, progress, warmup)
-    heap_first, heap_last = trimmed_heap(run)
+    trim_log = trim_events(run)
+    trim_slope, trim_half, trims = post_trim_slope(run, progress, trim_log, warmup)
+    heap_first, heap_last = trimmed_heap(trim_log)
     done = [r for r in rows if r[2] == "done"]
     images = progress["images"]
     last = progress["segments"][-1]["samples"]
