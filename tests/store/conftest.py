@@ -8,6 +8,7 @@ cases are skipped with that reason printed by ``-ra``, or fail in CI (``CI=true`
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +24,15 @@ from tests.services import service_missing
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"
 
 
+@functools.cache
 def worker_database(url: str) -> str:
     """The URL of this test worker's own database on the server ``url`` names.
 
     The suite runs in several pytest-xdist workers, and every PostgreSQL case wipes its
     database before and after; two workers sharing one would wipe each other's tables
     mid-test. Each worker gets ``<database>_<worker>``, created on first use (the test
-    cluster's role may create databases); outside xdist the URL is used as given."""
+    cluster's role may create databases) once per process; outside xdist the URL is used
+    as given."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return url
