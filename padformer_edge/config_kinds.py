@@ -14,6 +14,7 @@ imports torch, so ``config check`` stays instant on a line PC.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 from padformer_edge.config import CONFIG_KINDS, StrictModel, load_config, read_yaml
 from padformer_edge.daemon.settings import DaemonConfig
@@ -26,9 +27,22 @@ OWNED_KINDS: tuple[type[StrictModel], ...] = (DaemonConfig, ProfileConfig)
 
 def config_kinds() -> dict[str, type[StrictModel]]:
     """Every registered top-level schema by kind name, the training recipe's included."""
-    import padformer_edge_training.config  # noqa: F401  (importing it is what registers "train")
+    # importing them is what registers "train" and "comparator"
+    import padformer_edge_training.comparator.recipe
+    import padformer_edge_training.config  # noqa: F401
 
     return CONFIG_KINDS
+
+
+def _kind_allows(cls: type[StrictModel], value: object) -> bool:
+    """Whether a file's top-level ``kind`` value (None: the file has none) fits ``cls``:
+    the training recipes share their section names and tell themselves apart by it."""
+    field = cls.model_fields.get("kind")
+    if field is None:
+        return value is None
+    if value is None:
+        return not field.is_required()
+    return value in get_args(field.annotation)
 
 
 def detect_config_kind(path: str | Path) -> str:
@@ -37,7 +51,11 @@ def detect_config_kind(path: str | Path) -> str:
     data, _ = read_yaml(path)
     keys = set(data)
     kinds = config_kinds()
-    matches = [name for name, cls in kinds.items() if keys <= set(cls.model_fields)]
+    matches = [
+        name
+        for name, cls in kinds.items()
+        if keys <= set(cls.model_fields) and _kind_allows(cls, data.get("kind"))
+    ]
     if len(matches) == 1:
         return matches[0]
     known = ", ".join(sorted(kinds)) or "none registered"

@@ -26,5 +26,6 @@ def test_every_kind_is_registered_from_its_owner_without_loading_torch() -> None
         "daemon": "padformer_edge.daemon.settings.DaemonConfig",
         "profile": "padformer_edge.profiles.schema.ProfileConfig",
         "train": "padformer_edge_training.config.TrainConfig",
+        "comparator": "padformer_edge_training.comparator.recipe.ComparatorRecipe",
     }
     assert found["torch"] is False  # checking a YAML file must stay instant on a line PC

@@ -24,6 +24,7 @@ import yaml
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.comparator_checkpoint import load_comparator
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.gpu_session import (
@@ -47,6 +48,27 @@ stages: {within_view: {epochs: 1}, cross_view: {epochs: 1}}
 checkpoint: {every_steps: 100}
 """
 
+TINY_COMPARATOR = """\
+kind: comparator
+data: {min_good: 4, max_good: 6}
+model: {input_size: 64, dim: 32, depth: 1, heads: 2, top_k: 4}
+episodes: {reference_counts: [2, 3]}
+optim: {steps: 40, batch_size: 3, warmup_steps: 1, window: 4}
+cpu_threads: 1
+"""
+
+
+def test_a_comparator_recipe_takes_steps_and_refuses_the_padformer_options(tmp_path) -> None:
+    source = REPO / "config" / "train" / "comparator.yaml"
+    target = tmp_path / "recipe.yaml"
+    write_recipe(Candidate("c", source, steps=7), target)
+    written = yaml.safe_load(target.read_text())
+    assert written["optim"]["steps"] == 7 and written["kind"] == "comparator"
+    with pytest.raises(CandidateError, match="epochs= is for PADFormer recipes"):
+        write_recipe(Candidate("c", source, epochs=(1, 2)), target)
+    with pytest.raises(CandidateError, match="steps= is for comparator recipes"):
+        write_recipe(Candidate("p", GPU_RECIPE, steps=7), target)
+
 
 def test_a_candidate_names_its_recipe_and_what_it_changes() -> None:
     spec = "no_aat=config/train/edge-synth-gpu.yaml,data=s0,epochs=3/9,workers=3,off=use_aat"
@@ -59,8 +81,11 @@ def test_a_candidate_names_its_recipe_and_what_it_changes() -> None:
         parse_candidate("config/train/edge-synth-gpu.yaml")
     with pytest.raises(CandidateError, match="cannot read 'epochs=30'; give data="):
         parse_candidate("a=r.yaml,epochs=30")
-    with pytest.raises(CandidateError, match="cannot read 'steps=9'"):
-        parse_candidate("a=r.yaml,steps=9")
+    assert parse_candidate("c=config/train/comparator.yaml,steps=9").steps == 9
+    with pytest.raises(CandidateError, match="cannot read 'steps=0'"):
+        parse_candidate("a=r.yaml,steps=0")
+    with pytest.raises(CandidateError, match="cannot read 'size=9'"):
+        parse_candidate("a=r.yaml,size=9")
 
 
 def test_the_recipe_scales_the_stages_and_switches_a_module_off(tmp_path: Path) -> None:
@@ -111,12 +136,16 @@ def _session(
 
 def test_a_session_trains_its_candidates_side_by_side_into_one_folder(tmp_path: Path) -> None:
     data = mvtec_like_tree(tmp_path / "data", {"a": 4, "b": 4}, padded=True, with_test=False)
+    render = mvtec_like_tree(tmp_path / "render", {"a": 6, "b": 6}, padded=False, size=72)
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(TINY)
+    comparator = tmp_path / "comparator.yaml"
+    comparator.write_text(TINY_COMPARATOR)
     out, work = tmp_path / "out", tmp_path / "work"
     done = _session(
         "--out", str(out), "--work", str(work), "--data", str(data),
         "--candidate", f"full={recipe}", "--candidate", f"short={recipe},epochs=1/0",
+        "--candidate", f"cmp={comparator},data={render},steps=3",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     session = json.loads((out / "session.json").read_text())
@@ -125,7 +154,12 @@ def test_a_session_trains_its_candidates_side_by_side_into_one_folder(tmp_path: 
     assert {name: (c["exit"], c["weights"]) for name, c in outcomes.items()} == {
         "full": (0, "finished"),
         "short": (0, "finished"),
+        "cmp": (0, "finished"),
     }
+    assert outcomes["cmp"]["kind"] == "comparator"
+    _, trained = load_comparator(out / "cmp.safetensors")
+    assert trained["step"] == 3  # steps= set the recipe's optim.steps
+    del outcomes["cmp"]
     # 8 views in batches of 2: 4 steps per epoch, two stages or the first alone
     assert load_checkpoint(out / "full.safetensors")[1]["global_step"] == 8
     assert load_checkpoint(out / "short.safetensors")[1]["global_step"] == 4

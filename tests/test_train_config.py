@@ -21,6 +21,22 @@ def test_shipped_recipes_validate_as_train_configs(name: str) -> None:
     assert config.data.num_refs == 4
 
 
+@pytest.mark.parametrize("path", sorted(RECIPES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_recipe_is_known_by_its_kind(path: Path) -> None:
+    """`config check` tells a comparator recipe from a PADFormer one by its ``kind`` alone
+    (their sections share names), and every recipe in config/train validates as it."""
+    kind, config = check_config(path)
+    assert kind == ("comparator" if config.kind == "comparator" else "train")
+    assert (kind == "comparator") == (path.name == "comparator.yaml")
+
+
+def test_a_kind_no_schema_has_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text("kind: detector\noptim: {}\n")
+    with pytest.raises(UserError, match="match no known config kind"):
+        check_config(path)
+
+
 def test_paper_recipe_has_the_paper_settings() -> None:
     config = load_config(RECIPES / "paper-mad-sim-4shot.yaml", TrainConfig)
     assert (config.stages.within_view.epochs, config.stages.cross_view.epochs) == (50, 250)

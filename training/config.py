@@ -124,8 +124,12 @@ class TrainCheckpointSection(StrictModel):
 
 @register_config_kind("train")
 class TrainConfig(StrictModel):
-    """A training recipe for `padformer-edge train`."""
+    """A PADFormer training recipe for `padformer-edge train` (``kind: padformer``, the
+    default; a comparator recipe says ``kind: comparator``)."""
 
+    kind: Literal["padformer"] = Field(
+        "padformer", description="what `padformer-edge train` trains: PADFormer"
+    )
     model: TrainModelSection = TrainModelSection()
     data: TrainDataSection = TrainDataSection()
     loss: TrainLossSection = TrainLossSection()

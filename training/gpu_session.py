@@ -15,6 +15,7 @@ so a new session is a new command line, not a new script:
         --candidate "no_aat=config/train/edge-synth-gpu.yaml,off=use_aat" \\
         --candidate "generic-gpu=config/train/generic-gpu.yaml,data=generic" \\
         --candidate "pointer-gpu=config/train/generic-pointer.yaml,data=generic,init=generic" \\
+        --candidate "comparator=config/train/comparator.yaml,data=comparator-train,steps=3000" \\
         --detect-speed
 
 A candidate is ``NAME=RECIPE`` with optional ``data=`` (a dataset name in the bundle, or a
@@ -23,13 +24,15 @@ over the batch size), ``workers=N`` (loader workers), ``off=SWITCH`` (a ModelCon
 switch set false, Table 3's ablation of that module; repeatable) and ``init=MODEL`` (what
 ``train --init`` takes: ``generic``, the shipped model, or a checkpoint path, checked
 before any training starts; a recipe with ``init_overrides`` fine-tunes, so it needs
-one). Into ``--out`` go ``NAME.yaml`` (the recipe as trained), ``NAME.log``,
-``NAME.safetensors`` and ``session.json`` (the card torch saw; each candidate's exit
-status, seconds, init and what became of its weights). A candidate stopped at the
-deadline sends its last weights, scaled here, marked as such: ``last.safetensors``
-itself stays as its resume point recorded it, or ``train --resume`` refuses to continue
-the run. Only the standard library is imported before the bundle is unpacked, since the
-machine's Python lacks the project's other dependencies until then.
+one). A comparator recipe (``kind: comparator``) takes ``data=`` and ``steps=N`` (its
+``optim.steps``) and none of the PADFormer options. Into ``--out`` go ``NAME.yaml`` (the
+recipe as trained), ``NAME.log``, ``NAME.safetensors`` and ``session.json`` (the card
+torch saw; each candidate's exit status, seconds, init and what became of its weights).
+A candidate stopped at the deadline sends its last weights, scaled here (a comparator's
+as they are), marked as such: ``last.safetensors`` itself stays as its resume point
+recorded it, or ``train --resume`` refuses to continue the run. Only the standard
+library is imported before the bundle is unpacked, since the machine's Python lacks the
+project's other dependencies until then.
 
 It runs by its path, as above, because a lent machine gets a bare copy of the repository
 with nothing installed, where ``python3 -m padformer_edge_training.gpu_session`` finds no
@@ -78,11 +81,15 @@ class Candidate:
     workers: int | None = None
     off: tuple[str, ...] = ()
     init: str | None = None
+    steps: int | None = None  # a comparator recipe's optim.steps
+
+
+PADFORMER_ONLY = ("epochs", "workers", "off", "init")
 
 
 def parse_candidate(spec: str) -> Candidate:
-    """``NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH...][,init=MODEL]`` as a
-    Candidate."""
+    """``NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH...][,init=MODEL]
+    [,steps=N]`` as a Candidate."""
     head, *options = spec.split(",")
     name, _, recipe = head.partition("=")
     if not name or not recipe or "/" in name:
@@ -105,12 +112,15 @@ def parse_candidate(spec: str) -> Candidate:
                 fields["off"] = (*fields["off"], value)
             elif key == "init" and value:
                 fields["init"] = value
+            elif key == "steps" and int(value) > 0:
+                fields["steps"] = int(value)
             else:
                 raise ValueError
         except ValueError:
             raise CandidateError(
                 f"--candidate {name}: cannot read {option!r}; give data=NAME_OR_FOLDER, "
-                "epochs=WITHIN/CROSS, workers=N, off=SWITCH or init=MODEL."
+                "epochs=WITHIN/CROSS, workers=N, off=SWITCH, init=MODEL or (a comparator) "
+                "steps=N."
             ) from None
     return Candidate(name, Path(recipe), **fields)
 
@@ -121,9 +131,27 @@ def write_recipe(candidate: Candidate, target: Path) -> dict[str, Any]:
     import yaml
 
     from padformer_edge.config import load_config
+    from padformer_edge_training.comparator.recipe import ComparatorRecipe
     from padformer_edge_training.config import TrainConfig
 
     recipe = yaml.safe_load(candidate.recipe.read_text(encoding="utf-8")) or {}
+    if recipe.get("kind") == "comparator":
+        given = [name for name in PADFORMER_ONLY if getattr(candidate, name) not in (None, ())]
+        if given:
+            raise CandidateError(
+                f"--candidate {candidate.name}: {given[0]}= is for PADFormer recipes; a "
+                "comparator recipe takes data= and steps=."
+            )
+        if candidate.steps is not None:
+            recipe.setdefault("optim", {})["steps"] = candidate.steps
+        target.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")
+        load_config(target, ComparatorRecipe)  # a mistyped key fails here, not on the GPU
+        return recipe
+    if candidate.steps is not None:
+        raise CandidateError(
+            f"--candidate {candidate.name}: steps= is for comparator recipes; give "
+            "epochs=WITHIN/CROSS for a PADFormer one."
+        )
     if candidate.epochs is not None:
         stages = recipe.setdefault("stages", {})
         for stage, epochs in zip(("within_view", "cross_view"), candidate.epochs, strict=True):
@@ -156,6 +184,7 @@ class Outcome:
     stopped_at_deadline: bool = False
     weights: str = "none written"
     init: str | None = None
+    kind: str = "padformer"  # the recipe's kind: what `train` trained
     notes: list[str] = field(default_factory=list)
 
 
@@ -221,8 +250,9 @@ class Session:
 
     def prepare(self, candidate: Candidate) -> Outcome:
         """Write and check the candidate's recipe and find its data, before any starts."""
-        write_recipe(candidate, self.out / f"{candidate.name}.yaml")
+        recipe = write_recipe(candidate, self.out / f"{candidate.name}.yaml")
         outcome = Outcome(candidate.name, str(candidate.recipe), str(self.data_folder(candidate)))
+        outcome.kind = str(recipe.get("kind", "padformer"))
         if candidate.init is not None:
             from padformer_edge.models import GENERIC, resolve_init
 
@@ -291,6 +321,10 @@ class Session:
             outcome.weights = "finished"
         elif (folder / "last.safetensors").is_file():
             shutil.copy2(folder / "last.safetensors", target)
+            if outcome.kind == "comparator":  # no score scales: a comparator's are learned
+                outcome.weights = "last"
+                self.say(f"{outcome.name}: weights {outcome.weights}")
+                return
             command = [
                 sys.executable,
                 "-m",
@@ -357,8 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         "--candidate",
         action="append",
         default=[],
-        help="NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH][,init=MODEL]; "
-        "repeat: all train at once. None with --detect-speed: only the timing.",
+        help="NAME=RECIPE[,data=D][,epochs=W/C][,workers=N][,off=SWITCH][,init=MODEL]"
+        "[,steps=N (comparator recipes)]; repeat: all train at once. None with "
+        "--detect-speed: only the timing.",
     )
     parser.add_argument("--data", help="Dataset of candidates without data= (name or folder).")
     parser.add_argument("--bundle", type=Path, help="A gpu_bundle pack folder to unpack first.")

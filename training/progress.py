@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -27,7 +27,9 @@ from padformer_edge.log import get_logger
 
 @dataclass
 class StepInfo:
-    """What happened in one optimizer step."""
+    """What happened in one optimizer step. A loss term a run does not have is None and is
+    left out of the logged event; ``parts`` holds the terms of a loss without an MSE (the
+    comparator's focal, dice and image terms)."""
 
     stage: str
     step: int  # optimizer steps done in this stage
@@ -35,13 +37,17 @@ class StepInfo:
     global_step: int
     epoch: int
     loss: float
-    mse: float
+    mse: float | None
     perceptual: float | None
     lr: float
     samples_per_s: float
     feature: float | None = None  # the masked-feature term (models with CNN tokens)
     match: float | None = None  # the pointer's match term (loss.match_weight > 0)
     gpu_utilization: int | None = None  # percent, on CUDA where the driver reports it
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+OPTIONAL_TERMS = ("mse", "perceptual", "feature", "match", "gpu_utilization")
 
 
 class Reporter:
@@ -72,9 +78,13 @@ class Reporter:
         due = info.step % self.log_every == 0 or info.step == info.total
         if due or now - self.last_line >= self.interval_s:
             self.last_line = now
-            fields = {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(info).items()}
-            if info.gpu_utilization is None:  # the CPU, or no driver figure: no such field
-                del fields["gpu_utilization"]
+            values = {k: v for k, v in vars(info).items() if k != "parts"} | info.parts
+            # a term the run has not (no perceptual net, the CPU's GPU figure): no such field
+            fields = {
+                k: round(v, 6) if isinstance(v, float) else v
+                for k, v in values.items()
+                if v is not None or k not in OPTIONAL_TERMS
+            }
             get_logger("train").info("train_step", **fields)
 
     def stage_finished(self, stage: str, **fields: Any) -> None:

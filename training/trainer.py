@@ -73,6 +73,7 @@ _RESUME_FREE_KEYS = {
     ("checkpoint", "out"),
     ("device",),
     ("cpu_threads",),
+    ("kind",),  # one value per schema; runs started before it existed resume
 }
 
 

@@ -20,6 +20,7 @@ from tests.train_helpers import mvtec_like_tree
 def recipe(root: Path, out: Path, steps: int = 4) -> ComparatorRecipe:
     return ComparatorRecipe.model_validate(
         {
+            "kind": "comparator",
             "data": {"root": str(root), "min_good": 4, "max_good": 6},
             "model": {"input_size": 64, "dim": 32, "depth": 1, "heads": 2, "top_k": 4},
             "episodes": {"reference_counts": [2, 3]},
@@ -48,9 +49,10 @@ def test_the_loss_prefers_the_right_cells():
 
 
 def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tree, tmp_path):
-    straight = train(recipe(tree, tmp_path / "straight"))
+    straight = train(recipe(tree, tmp_path / "straight")).checkpoint
     train(recipe(tree, tmp_path / "halves"), stop_at=2)
-    resumed = train(recipe(tree, tmp_path / "halves"), resume=True)
+    resumed = train(recipe(tree, tmp_path / "halves"), resume=True).checkpoint
+    assert straight.name == resumed.name == "model.safetensors"
     first, second = load_file(str(straight)), load_file(str(resumed))
     assert first.keys() == second.keys()
     assert all(torch.equal(first[k], second[k]) for k in first)
@@ -69,7 +71,7 @@ def test_a_run_folder_in_use_and_a_changed_recipe_are_refused(tree, tmp_path):
 
 def test_a_recipe_with_an_unknown_key_names_the_key(tmp_path):
     path = tmp_path / "recipe.yaml"
-    path.write_text("optim:\n  stepz: 3\n")
+    path.write_text("kind: comparator\noptim:\n  stepz: 3\n")
     with pytest.raises(UserError, match=r"optim\.stepz"):
         load_recipe(path)
 
@@ -131,15 +133,17 @@ def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_pat
     from padformer_edge import models
     from padformer_edge_training.comparator import ship
 
-    trained = train(recipe(tree, tmp_path / "run", steps=2))
+    trained = train(recipe(tree, tmp_path / "run", steps=2)).checkpoint
     (tree / "dataset.json").write_text(json.dumps({"classes": [{}, {}], "defect_kinds": ["X"]}))
     recipe_file = tmp_path / "recipe.yaml"
     recipe_file.write_text(recipe(tree, tmp_path / "run", steps=2).model_dump_json())
     log = tmp_path / "run.log"
-    log.write_text(
-        "2026-11-28 09:00:00 [info     ] comparator_data objects=2\n"
-        "2026-11-28 09:03:00 [info     ] comparator_step loss=1.0 step=1\n"
-        "2026-11-28 09:06:00 [info     ] comparator_step loss=1.0 step=2\n"
+    log.write_text(  # the two formats of `train`'s log: --log-format json, and the console
+        '{"event": "stage_started", "stage": "comparator", "steps": 2, '
+        '"timestamp": "2026-11-28T09:00:00.000000Z"}\n'
+        "2026-11-28T09:03:00.000000Z [info     ] train_step     global_step=1 loss=1.0 step=1\n"
+        '{"event": "train_step", "global_step": 2, "step": 2, '
+        '"timestamp": "2026-11-28T09:06:00.000000Z"}\n'
     )
     out = tmp_path / "package"
     out.mkdir()

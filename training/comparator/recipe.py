@@ -1,18 +1,27 @@
-"""The comparator's training recipe: a strict YAML schema, every key with its default."""
+"""The comparator's training recipe: a strict YAML schema, every key with its default.
+
+Registered as the ``comparator`` kind of ``padformer-edge config check`` and of the
+configuration reference; ``padformer-edge train`` reads a recipe's ``kind`` to know that it
+trains the comparator rather than PADFormer. Nothing here imports torch, so checking a
+recipe stays instant.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from padformer_edge.config import StrictModel
-from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparatorConfig
+from padformer_edge.config import StrictModel, load_config, register_config_kind
+
+if TYPE_CHECKING:
+    from padformer_edge.model.comparator import ComparatorConfig
 
 
 class ComparatorDataSection(StrictModel):
+    """The render of many procedural objects the comparator learns from."""
+
     root: Path = Path("data/comparator-train")
     min_good: int = Field(13, ge=2, description="objects with fewer good views are skipped")
     max_good: int | None = Field(
@@ -21,6 +30,8 @@ class ComparatorDataSection(StrictModel):
 
 
 class ComparatorModelSection(StrictModel):
+    """The comparator's shape (``padformer_edge.model.comparator.ComparatorConfig``)."""
+
     input_size: int = Field(192, ge=64, multiple_of=8)
     dim: int = Field(96, ge=16, multiple_of=4)
     depth: int = Field(2, ge=0)
@@ -30,10 +41,14 @@ class ComparatorModelSection(StrictModel):
     use_stn: bool = False
 
     def config(self) -> ComparatorConfig:
+        from padformer_edge.model.comparator import ComparatorConfig
+
         return ComparatorConfig(**self.model_dump())
 
 
 class ComparatorEpisodeSection(StrictModel):
+    """How often each kind of query is drawn, and the reference counts trained on."""
+
     good: float = Field(0.3, ge=0)
     rendered: float = Field(0.3, ge=0)
     synthetic: float = Field(0.4, ge=0)
@@ -41,6 +56,8 @@ class ComparatorEpisodeSection(StrictModel):
 
 
 class ComparatorOptimSection(StrictModel):
+    """AdamW with a linear warm-up and a cosine to ``min_lr``; the loss's image weight."""
+
     steps: int = Field(3000, ge=1)
     batch_size: int = Field(8, ge=1)
     lr: float = Field(3e-4, gt=0)
@@ -55,12 +72,20 @@ class ComparatorOptimSection(StrictModel):
 
 
 class ComparatorCheckpointSection(StrictModel):
+    """Where the run writes its weights, resume points and kept snapshots."""
+
     out: Path = Path("runs/comparator")
     every_steps: int = Field(50, ge=1, description="resume point every N steps")
     keep_every: int = Field(500, ge=1, description="a kept snapshot every N steps")
 
 
+@register_config_kind("comparator")
 class ComparatorRecipe(StrictModel):
+    """A comparator training recipe for `padformer-edge train` (``kind: comparator``)."""
+
+    kind: Literal["comparator"] = Field(
+        description="what `padformer-edge train` trains: this recipe trains the comparator"
+    )
     data: ComparatorDataSection = Field(default_factory=ComparatorDataSection)
     model: ComparatorModelSection = Field(default_factory=ComparatorModelSection)
     episodes: ComparatorEpisodeSection = Field(default_factory=ComparatorEpisodeSection)
@@ -68,19 +93,9 @@ class ComparatorRecipe(StrictModel):
     checkpoint: ComparatorCheckpointSection = Field(default_factory=ComparatorCheckpointSection)
     seed: int = 0
     cpu_threads: int = Field(2, ge=1)
+    device: str = Field("auto", description="auto, cpu, cuda or cuda:N; `train --device` wins")
 
 
 def load_recipe(path: Path) -> ComparatorRecipe:
-    """The recipe in ``path``, or one sentence naming the file and the bad key."""
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except OSError as err:
-        raise UserError(f"cannot read recipe {path} ({err}); check the path.") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"recipe {path} is not valid YAML ({err}); fix the file.") from None
-    try:
-        return ComparatorRecipe.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"recipe {path}: {where}: {first['msg']}; fix that key.") from None
+    """The recipe in ``path``, or one sentence naming the file, the line and the bad key."""
+    return load_config(path, ComparatorRecipe)

@@ -1,15 +1,16 @@
 """Ship a trained comparator: copy its checkpoint into the package and write its card.
 
     python -m padformer_edge_training.comparator.ship runs/comparator/step-001000.safetensors \\
-        --recipe config/comparator/comparator.yaml --log runs/comparator.log \\
+        --recipe config/train/comparator.yaml --log runs/comparator.log \\
         --machine "2-core x86_64 CPU, 2 torch threads"
 
 The card (``comparator.json``) is what ``models.locate_comparator`` checks the file
-against. Steps come from the checkpoint's own metadata, the training data from the recipe and its
-render's ``dataset.json`` (objects and the 3D defect kinds rendered), the families from
-``families``, and the wall time from the run's log (the
-seconds from its first line to the line of the kept step), so the card cannot disagree
-with the weights or the run; the machine is the trainer's to state.
+against. Steps come from the checkpoint's own metadata, the training data from the recipe
+and its render's ``dataset.json`` (objects and the 3D defect kinds rendered), the families
+from ``families``, and the wall time from the log of ``padformer-edge train`` (the seconds
+from its first event to the ``train_step`` event of the kept step, in either log format),
+so the card cannot disagree with the weights or the run; the machine is the trainer's to
+state.
 """
 
 from __future__ import annotations
@@ -30,19 +31,39 @@ from padformer_edge_training.comparator.recipe import load_recipe
 from padformer_edge_training.families import HELD_OUT_FAMILY, TRAINING_FAMILY
 
 QUALITY = "docs/research.md#comparator (benchmarks/comparator_validation.py)"
-STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
+# a console line of structlog: ISO time, [level], event, then key=value fields
+CONSOLE_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\S+)\s+\[\s*\w+\s*\]\s+(\w+)(.*)$")
+STEP_FIELD = re.compile(r"(?:^|\s)step=(\d+)(?:\s|$)")
+
+
+def _event(line: str) -> tuple[datetime, str, int | None] | None:
+    """(time, event name, step) of one log line in the JSON or console format, else None."""
+    if line.startswith("{"):
+        try:
+            event = json.loads(line)
+            stamp = datetime.fromisoformat(event["timestamp"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        step = event.get("step")
+        return stamp, str(event.get("event")), step if isinstance(step, int) else None
+    found = CONSOLE_LINE.match(line)
+    if not found:
+        return None
+    step = STEP_FIELD.search(found.group(3))
+    stamp = datetime.fromisoformat(found.group(1))
+    return stamp, found.group(2), int(step.group(1)) if step else None
 
 
 def wall_seconds(log: Path, step: int) -> float:
-    """Seconds from the log's first line to the line that logged ``step``."""
+    """Seconds from the log's first event to the ``train_step`` event of ``step``."""
     first = last = None
     for line in log.read_text().splitlines():
-        found = STAMP.match(line)
-        if not found:
+        event = _event(line.strip())
+        if event is None:
             continue
-        stamp = datetime.fromisoformat(found.group(1))
+        stamp, name, at = event
         first = first or stamp
-        if f" step={step}" in line and "comparator_step" in line:
+        if name == "train_step" and at == step:
             last = stamp
             break
     if first is None or last is None:
