@@ -90,10 +90,15 @@ class LocalFeatures(nn.Module):
     """A frozen EfficientNet-Lite up to the last tapped stage; returns [B, C, h, w]
     locally aggregated features at the stride of the first tapped stage."""
 
-    def __init__(self, stages: tuple[int, ...] = STAGES, backbone: str = DEFAULT_BACKBONE) -> None:
+    def __init__(
+        self,
+        stages: tuple[int, ...] = STAGES,
+        backbone: str = DEFAULT_BACKBONE,
+        neighbourhood: int = NEIGHBOURHOOD,
+    ) -> None:
         super().__init__()
         net = build_efficientnet(backbone, require_weights(backbone, "PatchCore"))
-        self.stages = tuple(sorted(stages))
+        self.stages, self.neighbourhood = tuple(sorted(stages)), neighbourhood
         self.stem = nn.Sequential(net.conv_stem, net.bn1)
         self.blocks = nn.ModuleList(net.blocks[: max(self.stages) + 1])
         self.requires_grad_(False).eval()
@@ -104,7 +109,8 @@ class LocalFeatures(nn.Module):
         for index, block in enumerate(self.blocks):
             x = block(x)
             if index in self.stages:
-                taps.append(F.avg_pool2d(x, NEIGHBOURHOOD, 1, NEIGHBOURHOOD // 2))
+                side = self.neighbourhood
+                taps.append(x if side == 1 else F.avg_pool2d(x, side, 1, side // 2))
         size = taps[0].shape[-2:]
         taps = [
             t if t.shape[-2:] == size else F.interpolate(t, size, mode="bilinear") for t in taps

@@ -1,0 +1,178 @@
+"""Stage A of the small-defect work: the distance alone on richer cells, against PatchCore.
+
+Each ``--cells`` configuration (``training/evaluation/cell_distance.py``: input size,
+stages, neighbourhood, projection, coreset, backbone) scores a render with the comparator's
+distance (cosine to the nearest reference cell over quarter-turned references) and no
+learned correction, beside ``--patchcore`` configurations and, with ``--shipped``, the
+shipped comparator's distance alone (its own cells) and its learned comparison. Every row
+sees the same references and test images. Rows are cached in ``--cache`` by render, kinds,
+row, references, seed and images per label, so that PatchCore's hours of CPU are spent once
+per render. Margins are paired bootstrap intervals over the test images, against the first
+``--patchcore`` row and against the shipped distance.
+
+Prints a table and one JSON line; ``--write-docs`` fills the docs block ``--section``.
+
+    python benchmarks/distance_cells.py --data data/val224-s1-held-out --shots 4 \\
+        --cells "2@448 n3" --cells "2+3@448 n3" --patchcore "2@448 turned" --shipped
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count spinning
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import (
+    add_episode_arguments,
+    markdown_table,
+    parse_and_run,
+    print_json_line,
+    update_docs_section,
+)
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.cell_distance import CellDistanceScorer, parse_cells
+from padformer_edge_training.evaluation.protocol import (
+    METRICS,
+    EvalOptions,
+    ImageResult,
+    plan_episodes,
+    run_scorer,
+    summarise,
+)
+from padformer_edge_training.evaluation.report import fmt
+from padformer_edge_training.evaluation.uncertainty import image_auroc_margin
+
+SHIPPED_DISTANCE = "shipped comparator: distance alone"
+SHIPPED_COMPARISON = "shipped comparator: learned comparison"
+
+
+def row_scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """(row label, a scorer built when the row is not cached) in table order."""
+    rows: list[tuple[str, object]] = []
+    if args.shipped:
+        rows += [(SHIPPED_DISTANCE, "distance"), (SHIPPED_COMPARISON, "comparison")]
+    rows += [(f"PatchCore {text}", ("patchcore", text)) for text in args.patchcore]
+    rows += [(f"distance {parse_cells(text).text}", ("cells", text)) for text in args.cells]
+    return rows
+
+
+def build(kind: object) -> object:
+    """The scorer a row names, built only when the row must be computed."""
+    if kind in ("distance", "comparison"):
+        from padformer_edge.model.comparator_checkpoint import load_comparator
+        from padformer_edge.models import locate_comparator
+        from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
+
+        model, _ = load_comparator(locate_comparator())
+        return ComparatorScorer(model, str(kind), correction=kind == "comparison")
+    family, text = kind  # type: ignore[misc]
+    if family == "patchcore":
+        from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
+
+        return PatchCoreScorer(*parse_config(text))
+    return CellDistanceScorer(parse_cells(text))
+
+
+def cache_key(args: argparse.Namespace, label: str) -> str:
+    kinds = ",".join(sorted(args.label)) or "all"
+    classes = ",".join(sorted(args.class_)) or "all"
+    return (
+        f"{args.data.resolve().name}|{classes}|{kinds}|{label}|refs={args.shots}|"
+        f"seed={args.seed}|per-label={args.max_per_label}"
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    index = index_dataset(args.data, categories=args.class_ or None)
+    if args.label:
+        keep = {*args.label, "good"}
+        index.records = [r for r in index.records if r.split == "train" or r.label in keep]
+    options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
+    episodes = plan_episodes(index, options)
+    records = {str(r.path): r for episode in episodes for r in episode.tests}
+    cache = json.loads(args.cache.read_text()) if args.cache.is_file() else {}
+    rows: dict[str, dict] = {}
+    for label, kind in row_scorers(args):
+        key = cache_key(args, label)
+        if key not in cache:
+            scored, cpu = run_scorer(build(kind), episodes, options)  # type: ignore[arg-type]
+            mean = summarise(scored, per_defect=False)["mean"]
+            cache[key] = {
+                **{m: mean[m] for m in METRICS},
+                "cpu_s_per_image": round(cpu, 4),
+                "scores": {str(r.record.path): float(r.score) for r in scored},
+            }
+            args.cache.parent.mkdir(parents=True, exist_ok=True)
+            args.cache.write_text(json.dumps(cache, indent=0, sort_keys=True))
+        rows[label] = cache[key]
+        print(f"{label}: { {m: rows[label][m] for m in METRICS} }", file=sys.stderr, flush=True)
+
+    def results(label: str) -> list[ImageResult]:
+        return [
+            ImageResult(records[path], score, None, None, {})  # type: ignore[arg-type]
+            for path, score in rows[label]["scores"].items()
+        ]
+
+    bars = [label for label in rows if label.startswith("PatchCore")][:1]
+    if args.shipped:
+        bars.append(SHIPPED_DISTANCE)
+    table_rows, summary = [], {}
+    for label, row in rows.items():
+        margins = [
+            image_auroc_margin(results(label), results(bar)).brief() if bar != label else "-"
+            for bar in bars
+        ]
+        table_rows.append(
+            [label, *(fmt(row[m]) for m in METRICS), f"{row['cpu_s_per_image']:.3f}", *margins]
+        )
+        summary[label] = {m: row[m] for m in (*METRICS, "cpu_s_per_image")}
+    headers = ["score", "image AUROC", "pixel AUROC", "AUPRO", "CPU s / image"]
+    headers += [f"margin over {bar}" for bar in bars]
+    table = markdown_table(headers, table_rows)
+    kinds = ", ".join(sorted({r.label for r in records.values() if not r.is_good}))
+    classes = ", ".join(sorted({r.category for r in records.values()}))
+    body = (
+        f"{len(records)} test images of {classes} in {args.data.name} ({kinds}), "
+        f"{args.shots} references drawn with seed {args.seed}; margins are image-AUROC "
+        "points with 95% paired bootstrap intervals over the test images.\n\n" + table
+    )
+    print(body)
+    print_json_line("distance_cells", {"data": args.data.name, "refs": args.shots, "rows": summary})
+    if args.write_docs:
+        update_docs_section(args.section, body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="A render (synth's layout).")
+    parser.add_argument("--label", action="append", default=[], help="Defect kinds kept.")
+    parser.add_argument(
+        "--cells",
+        action="append",
+        default=[],
+        help="A cell configuration, STAGES@SIZE[ nN][ pD][ cF][ lite2] (repeat).",
+    )
+    parser.add_argument(
+        "--patchcore", action="append", default=[], help="A PatchCore configuration (repeat)."
+    )
+    parser.add_argument(
+        "--shipped", action="store_true", help="Add the shipped comparator's two rows."
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("runs/distance-cells.json"),
+        help="Rows computed before, by render and row: PatchCore's are computed once.",
+    )
+    add_episode_arguments(parser, "distance-cells", max_per_label=15)
+    parse_and_run(parser, run)
+
+
+if __name__ == "__main__":
+    main()
