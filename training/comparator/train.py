@@ -112,6 +112,7 @@ def train(recipe: ComparatorRecipe, resume: bool = False, stop_at: int | None = 
                 result.logits,
                 cell_targets(batch.masks, batch.query_cells.shape[-1]),
                 recipe.optim.image_weight,
+                recipe.optim.image_top_k,
             )
             optimizer.zero_grad(set_to_none=True)
             terms["loss"].backward()
