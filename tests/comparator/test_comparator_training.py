@@ -17,14 +17,22 @@ from padformer_edge_training.comparator.train import train
 from tests.train_helpers import mvtec_like_tree
 
 
-def recipe(root: Path, out: Path, steps: int = 4) -> ComparatorRecipe:
+def recipe(
+    root: Path, out: Path, steps: int = 4, episodes: dict | None = None, optim: dict | None = None
+) -> ComparatorRecipe:
     return ComparatorRecipe.model_validate(
         {
             "kind": "comparator",
             "data": {"root": str(root), "min_good": 4, "max_good": 6},
             "model": {"input_size": 64, "dim": 32, "depth": 1, "heads": 2, "top_k": 4},
-            "episodes": {"reference_counts": [2, 3]},
-            "optim": {"steps": steps, "batch_size": 3, "warmup_steps": 1, "window": 4},
+            "episodes": {"reference_counts": [2, 3], **(episodes or {})},
+            "optim": {
+                "steps": steps,
+                "batch_size": 3,
+                "warmup_steps": 1,
+                "window": 4,
+                **(optim or {}),
+            },
             "checkpoint": {"out": str(out), "every_steps": 2, "keep_every": 2},
             "cpu_threads": 1,
         }
@@ -76,6 +84,60 @@ def test_a_recipe_with_an_unknown_key_names_the_key(tmp_path):
         load_recipe(path)
 
 
+def test_a_recipe_naming_no_anomaly_kinds_trains_on_the_blob_kinds_with_the_maximum():
+    from padformer_edge_training.comparator.anomalies import BLOB_KINDS
+
+    defaults = ComparatorRecipe()
+    assert tuple(defaults.episodes.synthetic_kinds) == BLOB_KINDS
+    assert defaults.optim.image_top_k == 1
+
+
+def test_a_recipe_with_an_unknown_anomaly_kind_names_it(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text("episodes:\n  synthetic_kinds: [crack, blur, crackz]\n")
+    with pytest.raises(UserError) as refused:
+        load_recipe(path)
+    message = str(refused.value)
+    assert "episodes.synthetic_kinds: 'crackz' is no image-space anomaly kind" in message
+    assert "the kinds are texture, colour, blur, contrast, curve," in message
+    assert "\n" not in message and message.endswith("; fix that key.")
+    path.write_text(
+        "episodes:\n  synthetic_kinds: [crack, crack, pasted]\noptim:\n  image_top_k: 3\n"
+    )
+    loaded = load_recipe(path)
+    assert loaded.episodes.synthetic_kinds == ["crack", "crack", "pasted"]
+    assert loaded.optim.image_top_k == 3
+
+
+def test_a_run_on_the_small_kinds_draws_them_and_trains(tree, tmp_path):
+    """Every query an image-space anomaly of the small kinds, drawn on the views at the
+    input size, and a run with the top-k image term takes its steps."""
+    from padformer_edge_training.comparator.anomalies import SMALL_KINDS
+    from padformer_edge_training.comparator.episodes import (
+        EpisodeMix,
+        EpisodeSampler,
+        load_objects,
+    )
+    from padformer_edge_training.comparator.train import fresh_model
+    from padformer_edge_training.data.layouts import index_dataset
+
+    small = {"good": 0.0, "rendered": 0.0, "synthetic": 1.0, "synthetic_kinds": [*SMALL_KINDS]}
+    run = recipe(tree, tmp_path / "run", steps=2, episodes=small, optim={"image_top_k": 2})
+    model = fresh_model(run)
+    objects = load_objects(index_dataset(tree), model, 4, 6)
+    mix = EpisodeMix(**small, reference_counts=(2,))
+    assert mix.synthetic_kinds == tuple(SMALL_KINDS)
+    sampler = EpisodeSampler(objects, model, mix, seed=0)
+    batch = sampler.batch(0, 6)
+    drawn = [m for k, m in zip(batch.kinds, batch.masks, strict=True) if k == "synthetic"]
+    assert len(drawn) >= 4
+    assert all(mask.any() for mask in drawn)
+    trained = load_file(str(train(run)))
+    assert not torch.equal(
+        trained["comparator.head.weight"], torch.zeros_like(trained["comparator.head.weight"])
+    ), "nothing was learned"
+
+
 def test_the_episodes_draw_every_kind_of_query(tree, tmp_path):
     from padformer_edge_training.comparator.episodes import (
         EpisodeMix,
@@ -117,11 +179,11 @@ def test_a_render_holding_a_held_out_family_is_refused(tmp_path):
 
 
 def test_no_image_space_anomaly_is_named_after_a_held_out_family():
-    from padformer_edge_training.comparator.anomalies import KINDS
+    from padformer_edge_training.comparator.anomalies import ALL_KINDS
     from padformer_edge_training.families import HELD_OUT_FAMILY, held_out_in
 
-    assert not held_out_in([*KINDS, *(k.capitalize() for k in KINDS)])
-    assert {k.lower() for k in HELD_OUT_FAMILY}.isdisjoint(KINDS)
+    assert not held_out_in([*ALL_KINDS, *(k.capitalize() for k in ALL_KINDS)])
+    assert {k.lower() for k in HELD_OUT_FAMILY}.isdisjoint(ALL_KINDS)
 
 
 def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_path, monkeypatch):

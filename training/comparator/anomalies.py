@@ -2,72 +2,63 @@
 
 The comparator must learn which differences between a query and its references matter
 across objects it never saw, so it needs many defects on many objects; rendering 3D
-defects is slow, and these cost a few milliseconds. Every anomaly is a blob: a thresholded
-Perlin-noise field inside the part's silhouette, opened with a disc so that no strand
-thinner than the disc survives. Inside the blob the pixels change in one of four ways:
-another surface's texture blended in, a colour shift, a blur, or a contrast change.
+defects is slow, and these cost a few milliseconds. Two families of kinds, each named:
 
-Nothing here is shaped like a held-out defect family (``families``): no separate
-object is pasted (the pasted texture is cut from inside another part's silhouette and
-fills a blob), and no thin line is drawn (the opening removes anything thinner than
-``MIN_WIDTH`` pixels). The mask is the blob's pixels that actually changed by more than
-the renderer's colour tolerance, so an invisible change is never labelled a defect.
+- the blob kinds (``BLOB_KINDS``, here): a thresholded Perlin-noise field inside the
+  part's silhouette, opened with a disc so that no strand thinner than ``MIN_WIDTH``
+  survives; inside the blob the pixels change in one of four ways: another surface's
+  texture blended in, a colour shift, a blur, or a contrast change;
+- the small kinds (``SMALL_KINDS``): thin curves, polylines, branching cracks and
+  scratches 1-3 px wide (``thin_anomalies``), and pasted bodies 3-15 px across and fine
+  noise specks (``small_bodies``), which cover a small share of each of the comparator's
+  cells they touch, as a hairline crack or a speck of grit does.
+
+Every kind changes pixels inside the part only, and its mask is exactly the pixels that
+changed by more than the renderer's colour tolerance (``anomaly_base.changed``), so an
+invisible change is never labelled a defect. A recipe picks the kinds it trains on
+(``episodes.synthetic_kinds``); the default is the four blob kinds, drawn exactly as before
+the small kinds existed, so a recipe that names none trains on the same anomalies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 import cv2
 import numpy as np
 
-KINDS = ("texture", "colour", "blur", "contrast")
+from padformer_edge_training.comparator.anomaly_base import (
+    Anomaly,
+    changed,
+    perlin,
+    silhouette,
+)
+from padformer_edge_training.comparator.small_bodies import pasted, speckle
+from padformer_edge_training.comparator.thin_anomalies import crack, curve, polyline, scratch
+
+BLOB_KINDS = ("texture", "colour", "blur", "contrast")
+DEFAULT_KINDS = BLOB_KINDS
+SmallKind = Callable[
+    [np.ndarray, np.ndarray, Sequence[np.ndarray], np.random.Generator], Anomaly | None
+]
+SMALL_KINDS: dict[str, SmallKind] = {
+    "curve": curve,
+    "polyline": polyline,
+    "crack": crack,
+    "scratch": scratch,
+    "pasted": pasted,
+    "speckle": speckle,
+}
+ALL_KINDS = (*BLOB_KINDS, *SMALL_KINDS)
 MIN_WIDTH = 5  # pixels: the opening disc; blobs keep no strand thinner than this
 MIN_AREA = 0.002  # share of the image
 MAX_AREA = 0.12
-BACKGROUND_TOLERANCE = 12  # 8-bit levels from the background colour: not the part
-CHANGE_TOLERANCE = 4  # 8-bit levels; as the renderer's masks (synth.dataset)
 MAX_DRAWS = 12
 
 
-@dataclass(frozen=True)
-class Anomaly:
-    image: np.ndarray  # H x W x 3 uint8
-    mask: np.ndarray  # H x W bool: the pixels that changed
-    kind: str
-
-
-def _fade(t: np.ndarray) -> np.ndarray:
-    return t * t * t * (t * (t * 6 - 15) + 10)
-
-
-def perlin(shape: tuple[int, int], cells: int, rng: np.random.Generator) -> np.ndarray:
-    """Gradient noise in about [-1, 1] over ``shape``, with ``cells`` lattice cells along
-    the longer side: smooth random blobs whose size is the image over ``cells``."""
-    height, width = shape
-    step = max(height, width) / cells
-    gy, gx = int(np.ceil(height / step)) + 1, int(np.ceil(width / step)) + 1
-    angles = rng.uniform(0, 2 * np.pi, size=(gy, gx))
-    gradients = np.stack([np.cos(angles), np.sin(angles)], -1)
-    y, x = np.mgrid[0:height, 0:width] / step
-    y0, x0 = np.floor(y).astype(int), np.floor(x).astype(int)
-    fy, fx = y - y0, x - x0
-
-    def corner(dy: int, dx: int) -> np.ndarray:
-        g = gradients[y0 + dy, x0 + dx]
-        return g[..., 0] * (fx - dx) + g[..., 1] * (fy - dy)
-
-    u, v = _fade(fx), _fade(fy)
-    top = corner(0, 0) * (1 - u) + corner(0, 1) * u
-    bottom = corner(1, 0) * (1 - u) + corner(1, 1) * u
-    return (top * (1 - v) + bottom * v) * np.sqrt(2)
-
-
-def silhouette(image: np.ndarray, background: Sequence[int] = (255, 255, 255)) -> np.ndarray:
-    """Pixels of the part: those farther than ``BACKGROUND_TOLERANCE`` from the background."""
-    distance = np.abs(image.astype(np.int16) - np.asarray(background, np.int16)).max(-1)
-    return distance > BACKGROUND_TOLERANCE
+def unknown_kinds(kinds: Sequence[str]) -> list[str]:
+    """The names in ``kinds`` that are no anomaly kind, in the order given, each once."""
+    return list(dict.fromkeys(k for k in kinds if k not in ALL_KINDS))
 
 
 def _disc(width: int) -> np.ndarray:
@@ -119,7 +110,7 @@ def _colour_shift(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB)
 
 
-def _changed(image: np.ndarray, kind: str, donors: Sequence[np.ndarray], rng) -> np.ndarray:
+def _replacement(image: np.ndarray, kind: str, donors: Sequence[np.ndarray], rng) -> np.ndarray:
     if kind == "texture":
         donor = donors[int(rng.integers(len(donors)))]
         return _texture_from(donor, image.shape[:2], rng)
@@ -133,15 +124,15 @@ def _changed(image: np.ndarray, kind: str, donors: Sequence[np.ndarray], rng) ->
     return np.clip((image - mean) * factor + mean + rng.uniform(-40, 40), 0, 255).astype(np.uint8)
 
 
-def make_anomaly(
+def blob_anomaly(
     image: np.ndarray,
     donors: Sequence[np.ndarray],
     rng: np.random.Generator,
-    kinds: Sequence[str] = KINDS,
+    kinds: Sequence[str] = BLOB_KINDS,
 ) -> Anomaly | None:
-    """``image`` (a good view, RGB uint8, white background) with one blob changed, or None
-    when the part leaves no room for a blob or the change is invisible. ``donors`` are good
-    views of other objects, whose surfaces the ``texture`` kind borrows."""
+    """``image`` with one blob changed in one of ``kinds`` (blob kinds only), or None when
+    the part leaves no room for a blob or the change is invisible. The blob is drawn before
+    the kind, the order every seeded draw of the blob kinds has always had."""
     part = silhouette(image)
     blob = blob_mask(part, rng)
     if blob is None:
@@ -149,12 +140,37 @@ def make_anomaly(
     kind = str(kinds[int(rng.integers(len(kinds)))])
     if kind == "texture" and not donors:
         kind = "colour"
-    changed = _changed(image, kind, donors, rng)
+    replaced = _replacement(image, kind, donors, rng)
     opacity = rng.uniform(0.6, 1.0)
     soft = cv2.GaussianBlur(blob.astype(np.float32), (0, 0), 1.0) * blob * opacity
-    mixed = image * (1 - soft[..., None]) + changed.astype(np.float32) * soft[..., None]
+    mixed = image * (1 - soft[..., None]) + replaced.astype(np.float32) * soft[..., None]
     result = np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
-    mask = np.abs(result.astype(np.int16) - image).max(-1) > CHANGE_TOLERANCE
+    mask = changed(image, result)
     if mask.mean() < MIN_AREA / 2:
         return None
     return Anomaly(result, mask, kind)
+
+
+def make_anomaly(
+    image: np.ndarray,
+    donors: Sequence[np.ndarray],
+    rng: np.random.Generator,
+    kinds: Sequence[str] = DEFAULT_KINDS,
+) -> Anomaly | None:
+    """``image`` (a good view, RGB uint8, white background) with one anomaly of one of
+    ``kinds`` (a name repeated is drawn more often), or None when the part leaves no room
+    for it or the change is too small to see. ``donors`` are good views of other objects,
+    whose surfaces the ``texture`` and ``pasted`` kinds borrow.
+
+    With blob kinds only, the draws are those of ``blob_anomaly`` (so the default and
+    every recipe written before the small kinds draw what they always drew); otherwise
+    the kind is drawn first, then its anomaly."""
+    unknown = unknown_kinds(kinds)
+    if unknown:
+        raise ValueError(f"unknown anomaly kind {unknown[0]!r}; the kinds are {ALL_KINDS}")
+    if all(k in BLOB_KINDS for k in kinds):
+        return blob_anomaly(image, donors, rng, kinds)
+    kind = str(kinds[int(rng.integers(len(kinds)))])
+    if kind in BLOB_KINDS:
+        return blob_anomaly(image, donors, rng, (kind,))
+    return SMALL_KINDS[kind](image, silhouette(image), donors, rng)

@@ -25,7 +25,7 @@ from padformer_edge.detect.comparison import TURNS
 from padformer_edge.detect.images import read_image, resize_square, to_unit_tensor
 from padformer_edge.errors import UserError
 from padformer_edge.model.comparator import ComparisonModel
-from padformer_edge_training.comparator.anomalies import make_anomaly
+from padformer_edge_training.comparator.anomalies import DEFAULT_KINDS, make_anomaly
 from padformer_edge_training.data.layouts import DatasetIndex
 from padformer_edge_training.families import refuse_held_out_dataset
 
@@ -34,12 +34,18 @@ QUERY_KINDS = ("good", "rendered", "synthetic")
 
 @dataclass(frozen=True)
 class EpisodeMix:
-    """How often each kind of query is drawn, and the reference counts trained on."""
+    """How often each kind of query is drawn, the reference counts trained on, and the
+    image-space anomaly kinds a synthetic query draws from (a name repeated is drawn more
+    often; the default is the blob kinds, as before the small kinds existed)."""
 
     good: float = 0.3
     rendered: float = 0.3
     synthetic: float = 0.4
     reference_counts: tuple[int, ...] = (4, 4, 8, 12)
+    synthetic_kinds: tuple[str, ...] = DEFAULT_KINDS
+
+    def __post_init__(self) -> None:  # a recipe's list, kept as the tuple a frozen mix holds
+        object.__setattr__(self, "synthetic_kinds", tuple(self.synthetic_kinds))
 
     def probabilities(self) -> np.ndarray:
         p = np.array([self.good, self.rendered, self.synthetic], dtype=np.float64)
@@ -191,7 +197,7 @@ class EpisodeSampler:
                 mask = obj.defect_masks[pick]
             elif kind == "synthetic":
                 donors = [self.objects[int(i)].good[0] for i in rng.choice(len(self.objects), 3)]
-                anomaly = make_anomaly(obj.good[spare], donors, rng)
+                anomaly = make_anomaly(obj.good[spare], donors, rng, self.mix.synthetic_kinds)
                 if anomaly is None:
                     kind = "good"
                     queries.append(obj.good_cells[spare, 0])

@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from padformer_edge.config import StrictModel, load_config, register_config_kind
+from padformer_edge_training.comparator.anomalies import ALL_KINDS, DEFAULT_KINDS, unknown_kinds
 
 if TYPE_CHECKING:
     from padformer_edge.model.comparator import ComparatorConfig
@@ -53,6 +55,24 @@ class ComparatorEpisodeSection(StrictModel):
     rendered: float = Field(0.3, ge=0)
     synthetic: float = Field(0.4, ge=0)
     reference_counts: list[int] = Field(default_factory=lambda: [4, 4, 8, 12], min_length=1)
+    synthetic_kinds: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_KINDS),
+        min_length=1,
+        description="image-space anomaly kinds of the synthetic queries; repeat one to draw "
+        "it more often",
+    )
+
+    @field_validator("synthetic_kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: list[str]) -> list[str]:
+        unknown = unknown_kinds(kinds)
+        if unknown:
+            raise PydanticCustomError(
+                "unknown_anomaly_kind",
+                "'{kind}' is no image-space anomaly kind; the kinds are {known}",
+                {"kind": unknown[0], "known": ", ".join(ALL_KINDS)},
+            )
+        return kinds
 
 
 class ComparatorOptimSection(StrictModel):
@@ -66,6 +86,9 @@ class ComparatorOptimSection(StrictModel):
     weight_decay: float = Field(0.05, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     image_weight: float = Field(2.0, ge=0)
+    image_top_k: int = Field(
+        1, ge=1, description="cells whose mean logit is the image's logit; 1: the maximum"
+    )
     window: int | None = Field(
         16, ge=4, description="query cells per side read per episode; null: the whole grid"
     )

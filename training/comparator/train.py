@@ -231,6 +231,7 @@ def train(
                 result.logits,
                 cell_targets(batch.masks, batch.query_cells.shape[-1]),
                 recipe.optim.image_weight,
+                recipe.optim.image_top_k,
             )
             optimizer.zero_grad(set_to_none=True)
             terms["loss"].backward()
