@@ -87,22 +87,22 @@ def test_a_recipe_with_an_unknown_key_names_the_key(tmp_path):
 def test_a_recipe_naming_no_anomaly_kinds_trains_on_the_blob_kinds_with_the_maximum():
     from padformer_edge_training.comparator.anomalies import BLOB_KINDS
 
-    defaults = ComparatorRecipe()
+    defaults = ComparatorRecipe(kind="comparator")
     assert tuple(defaults.episodes.synthetic_kinds) == BLOB_KINDS
     assert defaults.optim.image_top_k == 1
 
 
 def test_a_recipe_with_an_unknown_anomaly_kind_names_it(tmp_path):
     path = tmp_path / "recipe.yaml"
-    path.write_text("episodes:\n  synthetic_kinds: [crack, blur, crackz]\n")
+    path.write_text("kind: comparator\nepisodes:\n  synthetic_kinds: [crack, blur, crackz]\n")
     with pytest.raises(UserError) as refused:
         load_recipe(path)
     message = str(refused.value)
-    assert "episodes.synthetic_kinds: 'crackz' is no image-space anomaly kind" in message
+    assert "key 'episodes.synthetic_kinds': 'crackz' is no image-space anomaly kind" in message
     assert "the kinds are texture, colour, blur, contrast, curve," in message
-    assert "\n" not in message and message.endswith("; fix that key.")
+    assert "\n" not in message and "line 3" in message
     path.write_text(
-        "episodes:\n  synthetic_kinds: [crack, crack, pasted]\noptim:\n  image_top_k: 3\n"
+        "kind: comparator\nepisodes:\n  synthetic_kinds: [crack, crack, pasted]\noptim:\n  image_top_k: 3\n"
     )
     loaded = load_recipe(path)
     assert loaded.episodes.synthetic_kinds == ["crack", "crack", "pasted"]
@@ -132,7 +132,7 @@ def test_a_run_on_the_small_kinds_draws_them_and_trains(tree, tmp_path):
     drawn = [m for k, m in zip(batch.kinds, batch.masks, strict=True) if k == "synthetic"]
     assert len(drawn) >= 4
     assert all(mask.any() for mask in drawn)
-    trained = load_file(str(train(run)))
+    trained = load_file(str(train(run).checkpoint))
     assert not torch.equal(
         trained["comparator.head.weight"], torch.zeros_like(trained["comparator.head.weight"])
     ), "nothing was learned"
