@@ -11,8 +11,12 @@ import pytest
 from padformer_edge.errors import UserError
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.families import (
+    FAMILIES,
     HELD_OUT_FAMILY,
     TRAINING_FAMILY,
+    TRANSFER_FAMILY,
+    UNSEEN_FAMILY,
+    family_of,
     held_out_in,
     refuse_held_out,
 )
@@ -34,6 +38,17 @@ def good_tree(tmp_path: Path) -> Path:
     return mvtec_like_tree(tmp_path / "data", {"duck": 4, "mug": 4}, padded=False)
 
 
+def test_the_three_families_are_disjoint_and_held_out_is_transfer_and_unseen() -> None:
+    kinds = [k for family in FAMILIES.values() for k in family]
+    assert len(kinds) == len(set(kinds)), "a kind in two families"
+    assert list(FAMILIES) == ["training", "transfer", "unseen"]
+    assert HELD_OUT_FAMILY == TRANSFER_FAMILY + UNSEEN_FAMILY and len(UNSEEN_FAMILY) == 1
+    assert {family_of(k) for k in TRAINING_FAMILY} == {"training"}
+    assert {family_of(k) for k in TRANSFER_FAMILY} == {"transfer"}
+    assert {family_of(k) for k in UNSEEN_FAMILY} == {"unseen"}
+    assert family_of("crack") is None  # a real dataset's label belongs to no family
+
+
 def test_only_held_out_kinds_are_named_as_such() -> None:
     assert held_out_in(TRAINING_FAMILY) == []
     assert held_out_in(["Stains", *HELD_OUT_FAMILY, HELD_OUT_FAMILY[0]]) == list(HELD_OUT_FAMILY)
@@ -49,6 +64,8 @@ def test_refusal_is_one_sentence_naming_kind_source_and_fix(kind: str) -> None:
     assert "\n" not in message and message.count(". ") == 0 and message.endswith(".")
     assert f"'{kind}'" in message and "recipe train.yaml, anomalies.kinds" in message
     assert "--defects training" in message
+    family = "transfer" if kind in TRANSFER_FAMILY else "unseen"
+    assert f"of the {family} family ({', '.join(FAMILIES[family])})" in message
 
 
 @pytest.mark.parametrize("kind", HELD_OUT_FAMILY)

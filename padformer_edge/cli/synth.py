@@ -54,8 +54,9 @@ def synth(
         [],
         "--defects",
         help="Defect kinds to render, comma-separated or repeated: Burrs, Missing, Stains, "
-        "Dents, Discoloured, Foreign, Cracks, or a family word: default, training, "
-        "held-out, all. Without it: the default Burrs, Missing, Stains.",
+        "Dents, Discoloured, Foreign, Cracks, Bent, or a family word: default, training, "
+        "transfer (Foreign, Cracks), unseen (Bent), held-out (transfer and unseen), all. "
+        "Without it: the default Burrs, Missing, Stains.",
     ),
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:

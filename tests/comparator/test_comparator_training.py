@@ -215,7 +215,8 @@ def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_pat
     card = json.loads((out / "comparator.json").read_text())
     assert card["steps"] == 2 and card["wall_time"] == "6.0 min"
     assert card["data"]["objects"] == 2 and card["data"]["rendered_defects"] == ["X"]
-    assert card["families"]["held_out"] == ["Foreign", "Cracks"]
+    assert card["families"]["transfer"] == ["Foreign", "Cracks"]
+    assert card["families"]["unseen"] == ["Bent"]
     monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(out / "comparator.safetensors"))
     assert models.locate_comparator() == out / "comparator.safetensors"
     assert (out / "comparator.safetensors").read_bytes() == trained.read_bytes()

@@ -1,4 +1,5 @@
-"""Dents, Discoloured, Foreign and Cracks: real 3D changes, masked to exactly what changed."""
+"""Dents, Discoloured, Foreign, Cracks and Bent: real 3D changes, masked to exactly what
+changed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import cv2
 import numpy as np
 import pytest
 
-from padformer_edge_training.synth.camera import sample_pose
+from padformer_edge_training.synth.bent import make_bent
+from padformer_edge_training.synth.camera import pixel_size, sample_pose
 from padformer_edge_training.synth.dataset import (
     DEPTH_TOLERANCE,
     defect_mask,
@@ -131,6 +133,46 @@ def test_cracks_are_thin_dark_grooves(renderer: Renderer) -> None:
         core += int(cv2.erode(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).sum())
     assert dark > 0.9 * total, "a crack darkens the surface"
     assert core < 0.2 * total, "a crack is a line a few pixels wide, not a patch"
+
+
+@pytest.mark.parametrize("spec", ["builtin:lego", "procedural:0:3"])
+def test_a_bend_turns_one_end_about_one_axis_without_tearing(spec: str) -> None:
+    """Only some vertices move, every move is square to one axis (a turn about it), and
+    vertices at one place (a creased edge's copies) stay together: no tear opens."""
+    model, rng = load_model(spec), np.random.default_rng(7)
+    for _ in range(4):
+        pose = sample_pose(rng)
+        scene = make_bent(model, pose, rng, pixel_size(pose, 64))
+        [clean], [bent] = scene.clean, scene.defective
+        where = np.concatenate([p.vertices for p in clean.parts])
+        after = np.concatenate([p.vertices for p in bent.parts])
+        moves = after - where
+        moved = np.linalg.norm(moves, axis=1) > 0
+        # refining keeps a part's own vertices first: some of those turn, the body's stay
+        own = np.concatenate(
+            [
+                np.linalg.norm(b.vertices[: len(o.vertices)] - o.vertices, axis=1) > 0
+                for o, b in zip(model.parts, bent.parts, strict=True)
+            ]
+        )
+        assert own.any() and not own.all(), "a bend moves one end, not the whole part"
+        spread = np.linalg.svd(moves[moved], compute_uv=False)
+        assert spread[2] < 1e-9 * spread[0], "every move turns about one axis"
+        _, first, same_place = np.unique(where, axis=0, return_index=True, return_inverse=True)
+        assert np.array_equal(after, after[first][same_place.ravel()]), "a tear opened"
+
+
+def test_a_bend_moves_depth_and_colour_together(renderer: Renderer) -> None:
+    """Neither added nor painted: the bent end's pixels move with it, so both the depth
+    and the colour change inside the mask."""
+    lego = load_model("builtin:lego")
+    draws = _visible_draws(renderer, lego, "Bent", 8)
+    assert len(draws) >= 4
+    for plain, bent, mask in draws:
+        depth = np.abs(plain.depth - bent.depth) > DEPTH_TOLERANCE
+        colour = np.abs(plain.rgb.astype(int) - bent.rgb).max(axis=2) > 4
+        assert depth[mask].any() and colour[mask].any()
+    renderer.clear()
 
 
 @pytest.mark.parametrize("kind", NEWER)

@@ -28,7 +28,7 @@ from padformer_edge.digest import file_sha256
 from padformer_edge.model.comparator_checkpoint import load_comparator
 from padformer_edge.models import COMPARATOR_NAME, card_path, package_folder
 from padformer_edge_training.comparator.recipe import load_recipe
-from padformer_edge_training.families import HELD_OUT_FAMILY, TRAINING_FAMILY
+from padformer_edge_training.families import FAMILIES
 
 QUALITY = "docs/research.md#comparator (benchmarks/comparator_validation.py)"
 # a console line of structlog: ISO time, [level], event, then key=value fields
@@ -86,7 +86,7 @@ def card(checkpoint: Path, recipe_path: Path, log: Path, machine: str) -> dict[s
             "objects": len(dataset["classes"]),
             "rendered_defects": dataset["defect_kinds"],
         },
-        "families": {"training": list(TRAINING_FAMILY), "held_out": list(HELD_OUT_FAMILY)},
+        "families": {word: list(kinds) for word, kinds in FAMILIES.items()},
         "steps": step,
         "wall_time": f"{wall_seconds(log, step) / 60:.1f} min",
         "machine": machine,

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from padformer_edge.errors import UserError
-from padformer_edge_training.families import FAMILIES
+from padformer_edge_training.families import FAMILIES, HELD_OUT_FAMILY
+from padformer_edge_training.synth.bent import make_bent
 from padformer_edge_training.synth.camera import CameraPose, pixel_size
 from padformer_edge_training.synth.cracks import make_crack
 from padformer_edge_training.synth.defects import DEFECT_KINDS, GENERATORS, DefectScene
@@ -30,9 +31,10 @@ NEWER_GENERATORS: dict[str, SizedGenerator] = {
     "Discoloured": make_discoloured,
     "Foreign": make_foreign,
     "Cracks": make_crack,
+    "Bent": make_bent,  # last: older renders keep their files (frame order too) byte for byte
 }
 ALL_KINDS = (*GENERATORS, *NEWER_GENERATORS)
-KIND_WORDS = {"default": DEFECT_KINDS, **FAMILIES, "all": ALL_KINDS}
+KIND_WORDS = {"default": DEFECT_KINDS, **FAMILIES, "held-out": HELD_OUT_FAMILY, "all": ALL_KINDS}
 
 
 def make_scene(
