@@ -102,7 +102,8 @@ def test_a_recipe_with_an_unknown_anomaly_kind_names_it(tmp_path):
     assert "the kinds are texture, colour, blur, contrast, curve," in message
     assert "\n" not in message and "line 3" in message
     path.write_text(
-        "kind: comparator\nepisodes:\n  synthetic_kinds: [crack, crack, pasted]\noptim:\n  image_top_k: 3\n"
+        "kind: comparator\nepisodes:\n  synthetic_kinds: [crack, crack, pasted]\n"
+        "optim:\n  image_top_k: 3\n"
     )
     loaded = load_recipe(path)
     assert loaded.episodes.synthetic_kinds == ["crack", "crack", "pasted"]
