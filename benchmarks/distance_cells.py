@@ -4,7 +4,10 @@ Each ``--cells`` configuration (``training/evaluation/cell_distance.py``: input 
 stages, neighbourhood, projection, coreset, backbone) scores a render with the comparator's
 distance (cosine to the nearest reference cell over quarter-turned references) and no
 learned correction, beside ``--patchcore`` configurations and, with ``--shipped``, the
-shipped comparator's distance alone (its own cells) and its learned comparison. Every row
+shipped comparator's distance alone (its own cells) and its learned comparison. Each
+``--comparator-cells SIZE[ nN]`` is the distance alone on the cells a comparator of that
+input size and neighbourhood reads (its own normalisation: what a correction would be
+added to), and each ``--model PATH`` a trained comparator's learned comparison. Every row
 sees the same references and test images. Rows are cached in ``--cache`` by render, kinds,
 row, references, seed and images per label, so that PatchCore's hours of CPU are spent once
 per render. Margins are paired bootstrap intervals over the test images, against the first
@@ -35,6 +38,8 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
+from padformer_edge.digest import file_sha256
+from padformer_edge.errors import UserError
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.cell_distance import CellDistanceScorer, parse_cells
 from padformer_edge_training.evaluation.protocol import (
@@ -59,7 +64,24 @@ def row_scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
         rows += [(SHIPPED_DISTANCE, "distance"), (SHIPPED_COMPARISON, "comparison")]
     rows += [(f"PatchCore {text}", ("patchcore", text)) for text in args.patchcore]
     rows += [(f"distance {parse_cells(text).text}", ("cells", text)) for text in args.cells]
+    rows += [
+        (f"comparator cells {text}: distance alone", ("comparator-cells", text))
+        for text in args.comparator_cells
+    ]
+    rows += [(f"comparator {path.parent.name}/{path.stem}", ("model", path)) for path in args.model]
     return rows
+
+
+def comparator_cells(text: str) -> tuple[int, int]:
+    """'448 n3' -> (448, 3): a comparator's input size and neighbourhood."""
+    size, *rest = text.split()
+    try:
+        side = int(rest[0].removeprefix("n")) if rest else 1
+        if len(rest) > 1 or (rest and not rest[0].startswith("n")):
+            raise ValueError(text)
+        return int(size), side
+    except ValueError:
+        raise UserError(f"comparator cells '{text}' are not SIZE[ nN], e.g. 448 n3.") from None
 
 
 def build(kind: object) -> object:
@@ -72,6 +94,20 @@ def build(kind: object) -> object:
         model, _ = load_comparator(locate_comparator())
         return ComparatorScorer(model, str(kind), correction=kind == "comparison")
     family, text = kind  # type: ignore[misc]
+    if family in ("comparator-cells", "model"):
+        from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+        from padformer_edge.model.comparator_checkpoint import load_comparator
+        from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
+
+        if family == "model":
+            model, _ = load_comparator(text)
+            return ComparatorScorer(model, str(text))
+        size, side = comparator_cells(text)
+        fresh = ComparisonModel(
+            ComparatorConfig(input_size=size, neighbourhood=side, aligned_k=0, use_stn=False)
+        )
+        fresh.features.load_imagenet()
+        return ComparatorScorer(fresh, text, correction=False)
     if family == "patchcore":
         from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 
@@ -100,6 +136,8 @@ def run(args: argparse.Namespace) -> None:
     rows: dict[str, dict] = {}
     for label, kind in row_scorers(args):
         key = cache_key(args, label)
+        if isinstance(kind, tuple) and kind[0] == "model":  # retrained weights: another row
+            key += f"|sha256={file_sha256(kind[1])}"
         if key not in cache:
             scored, cpu = run_scorer(build(kind), episodes, options)  # type: ignore[arg-type]
             mean = summarise(scored, per_defect=False)["mean"]
@@ -160,6 +198,15 @@ def main() -> None:
     )
     parser.add_argument(
         "--patchcore", action="append", default=[], help="A PatchCore configuration (repeat)."
+    )
+    parser.add_argument(
+        "--comparator-cells",
+        action="append",
+        default=[],
+        help="SIZE[ nN]: the distance alone on a comparator's own cells (repeat).",
+    )
+    parser.add_argument(
+        "--model", type=Path, action="append", default=[], help="A trained comparator (repeat)."
     )
     parser.add_argument(
         "--shipped", action="store_true", help="Add the shipped comparator's two rows."

@@ -43,7 +43,7 @@ class CellsGraph(nn.Module):
 
     def forward(self, squares01: torch.Tensor) -> torch.Tensor:
         model = self.model
-        maps = model.features((squares01 - model.mean) / model.std).float()
+        maps = model.maps(squares01).float()
         # ``backbone.unit_cells`` with the channel count as a constant: the exporter cannot
         # take layer_norm's shape from a traced size
         channels = model.config.channels

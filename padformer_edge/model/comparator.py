@@ -57,6 +57,7 @@ class ComparatorConfig:
     selection_sigma: float = 2.0
     initial_offset: float = 0.25  # distance at which the initial logit crosses zero
     initial_temperature: float = 0.05  # distance units per logit unit at the start
+    neighbourhood: int = 1  # side of the mean over neighbouring cells before the distance
 
     @property
     def grid(self) -> int:
@@ -262,10 +263,18 @@ class ComparisonModel(nn.Module):
         self.register_buffer("mean", torch.tensor(LITE0_MEAN).view(shape), False)
         self.register_buffer("std", torch.tensor(LITE0_STD).view(shape), False)
 
+    def maps(self, squares01: torch.Tensor) -> torch.Tensor:
+        """``[B, C, h, w]`` CNN maps of ``[B, 3, S, S]`` images in [0, 1], each cell the mean
+        of its ``neighbourhood`` (as PatchCore describes a location by its surroundings: at
+        a fine grid one cell alone is a few pixels); the export's cells graph reads this."""
+        maps = self.features((squares01 - self.mean) / self.std)
+        side = self.config.neighbourhood
+        return maps if side == 1 else F.avg_pool2d(maps, side, 1, side // 2)
+
     def cells(self, squares01: torch.Tensor) -> torch.Tensor:
         """``[B, C, h, w]`` unit cells of ``[B, 3, S, S]`` images in [0, 1]."""
         with torch.no_grad():
-            return unit_cells(self.features((squares01 - self.mean) / self.std))
+            return unit_cells(self.maps(squares01))
 
     def forward(
         self,

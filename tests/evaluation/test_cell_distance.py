@@ -96,3 +96,47 @@ def test_the_benchmark_caches_its_rows_and_writes_margins(tiny_data: Path, tmp_p
     cache.write_text(json.dumps(stored))
     again = run_benchmark("distance_cells.py", *args)
     assert again.returncode == 0 and "123.000" in again.stdout
+
+
+def test_a_comparators_own_cells_read_the_mean_of_their_neighbourhood(tiny_data: Path):
+    """``neighbourhood: 3`` averages each cell with its eight neighbours before the unit
+    length (the CNN's maps, pooled), and 1 leaves the cells as a shipped comparator's."""
+    from padformer_edge.model.backbone import unit_cells
+    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+
+    index = index_dataset(tiny_data)
+    image = read_image(index.good_train()["duck"][0])
+    squares = torch.from_numpy(image).permute(2, 0, 1)[None].float() / 255
+    plain = ComparisonModel(ComparatorConfig(input_size=64, aligned_k=0, use_stn=False))
+    plain.features.load_imagenet()
+    pooled = ComparisonModel(
+        ComparatorConfig(input_size=64, aligned_k=0, use_stn=False, neighbourhood=3)
+    )
+    pooled.load_state_dict(plain.state_dict())
+    maps = plain.features((squares - plain.mean) / plain.std)
+    assert torch.equal(plain.cells(squares), unit_cells(maps))
+    centre = maps[..., 2:5, 2:5].mean((-2, -1))
+    expected = unit_cells(centre[..., None, None])[..., 0, 0]
+    torch.testing.assert_close(pooled.cells(squares)[..., 3, 3], expected)
+
+
+def test_the_benchmark_scores_a_comparators_cells_and_a_trained_model(
+    tiny_data: Path, tmp_path: Path
+):
+    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+    from padformer_edge.model.comparator_checkpoint import save_comparator
+
+    model = ComparisonModel(ComparatorConfig(input_size=64, dim=16, depth=1, heads=2, top_k=2))
+    model.features.load_imagenet()
+    save_comparator(tmp_path / "tiny.safetensors", model, {"step": 0})
+    args = ["--data", str(tiny_data), "--shots", "2", "--max-per-label", "1"]
+    args += ["--comparator-cells", "64 n3", "--model", str(tmp_path / "tiny.safetensors")]
+    done = run_benchmark("distance_cells.py", *args, "--cache", str(tmp_path / "c.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
+    assert set(rows) == {
+        "comparator cells 64 n3: distance alone",
+        f"comparator {tmp_path.name}/tiny",
+    }
+    refused = run_benchmark("distance_cells.py", *args[:6], "--comparator-cells", "64 x3")
+    assert refused.returncode != 0 and "are not SIZE[ nN]" in refused.stderr

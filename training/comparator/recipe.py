@@ -41,6 +41,18 @@ class ComparatorModelSection(StrictModel):
     top_k: int = Field(8, ge=1)
     aligned_k: int = Field(0, ge=0, description="STN-aligned keys; they need optim.window null")
     use_stn: bool = False
+    neighbourhood: int = Field(
+        1, ge=1, description="side of the mean over neighbouring cells (odd; 1: none)"
+    )
+
+    @field_validator("neighbourhood")
+    @classmethod
+    def _odd(cls, side: int) -> int:
+        if side % 2 == 0:
+            raise PydanticCustomError(
+                "even_neighbourhood", "the neighbourhood is centred on its cell: 1, 3 or 5"
+            )
+        return side
 
     def config(self) -> ComparatorConfig:
         from padformer_edge.model.comparator import ComparatorConfig
