@@ -182,3 +182,46 @@ def test_a_profile_on_the_comparison_exports_its_comparator_and_scores_the_same(
     np.testing.assert_allclose(by_line, by_torch, rtol=SCORE_RTOL, atol=0)
     threshold = exported.require_threshold()
     assert [s > threshold for s in by_line] == [s > threshold for s in by_torch]
+
+
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_a_comparator_reading_neighbourhoods_scores_the_same_on_the_line(
+    sources, runtime, monkeypatch
+):
+    """A comparator whose cells are the mean of their 3 x 3 neighbourhood (the finer grids
+    of the small-defect work): the pooling is in the exported cells graph, so the line
+    scores as torch does."""
+    import json
+    import shutil
+
+    import torch
+
+    from padformer_edge import models
+    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+    from padformer_edge.model.comparator_checkpoint import save_comparator
+
+    torch.manual_seed(0)
+    config = ComparatorConfig(
+        input_size=64, dim=16, depth=1, heads=2, top_k=2, aligned_k=0, use_stn=False,
+        neighbourhood=3,
+    )  # fmt: skip
+    model = ComparisonModel(config)
+    model.features.load_imagenet()
+    torch.nn.init.normal_(model.comparator.head.weight, std=0.5)  # a correction that shows
+    path = sources / "pooled" / "comparator.safetensors"
+    path.parent.mkdir()
+    save_comparator(path, model, {"step": 0})
+    card = json.loads(models.card_path(models.comparator_path()).read_text())
+    card |= {"sha256": file_sha256(path), "config": config.to_json()}
+    models.card_path(path).write_text(json.dumps(card))
+    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(path))
+    root = sources / "profiles"
+    compare = FAST.replace(metric="compare")
+    create_profile(
+        root, "part", sources / "edge.safetensors", sources / "references", settings=compare
+    )
+    by_torch = [d.score for d in load_profile(root, "part").build_detector().detect(queries())]
+    exported = export_profile(root, "part", runtime)
+    by_line = [d.score for d in exported.build_detector().detect(queries())]
+    np.testing.assert_allclose(by_line, by_torch, rtol=SCORE_RTOL, atol=0)
+    shutil.rmtree(path.parent)
