@@ -39,6 +39,8 @@ from padformer_edge.model.posembed import sincos_2d
 from padformer_edge.model.selection import select_top_k
 from padformer_edge.model.stn import FeatureSTN
 
+NEAREST_BLOCK = 2**27  # cosines (512 MiB of float32) computed at once by ``nearest``
+
 
 @dataclass(frozen=True)
 class ComparatorConfig:
@@ -174,10 +176,23 @@ class Comparator(nn.Module):
     def nearest(self, query: torch.Tensor, bank: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Top-k cosines ``[B, Q, k]`` (best first) and their bank indices, for unit query
         rows ``[B, Q, C]`` against unit bank rows ``[B or 1, R, C]``. No gradient: the
-        cells are frozen features, and a choice is discrete."""
+        cells are frozen features, and a choice is discrete.
+
+        The cosines of a fine grid against twelve turned references would not fit in memory
+        at once (3,136 cells of a 448-px query against 150,528 bank rows: 1.9 GB per image),
+        so the query rows are taken in blocks of at most ``NEAREST_BLOCK`` cosines; a row's
+        top-k does not depend on the other rows. An exported graph takes them whole (its
+        bank size is not known when it is traced)."""
+        k = min(self.config.top_k, bank.shape[-2])
         with torch.no_grad():
-            cosines = query @ bank.transpose(-1, -2)
-            return cosines.topk(min(self.config.top_k, bank.shape[-2]), dim=-1)
+            rows = max(1, NEAREST_BLOCK // (query.shape[0] * bank.shape[-2]))
+            if rows >= query.shape[1] or torch.jit.is_tracing():
+                return (query @ bank.transpose(-1, -2)).topk(k, dim=-1)
+            blocks = [
+                (query[:, start : start + rows] @ bank.transpose(-1, -2)).topk(k, dim=-1)
+                for start in range(0, query.shape[1], rows)
+            ]
+            return torch.cat([b[0] for b in blocks], 1), torch.cat([b[1] for b in blocks], 1)
 
     def aligned_keys(
         self, query_cells: torch.Tensor, references: torch.Tensor, rows: torch.Tensor

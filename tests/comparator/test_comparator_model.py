@@ -126,3 +126,20 @@ def test_a_window_sees_the_position_embedding_of_its_place(model):
     assert not torch.allclose(corner.correction, shifted.correction)
     with pytest.raises(ValueError, match="whole query grid"):
         trained(cells[..., 2:6, 3:7], refs.upright, refs.bank, [(2, 3)])
+
+
+def test_the_nearest_search_in_blocks_finds_what_the_whole_search_finds(model, monkeypatch):
+    """A fine grid's cosines are searched in blocks of query rows; each row's top-k is
+    its own, so blocks find the same cells with the same cosines (float32 rounding of
+    the same dot products taken by another kernel is the only freedom)."""
+    import padformer_edge.model.comparator as comparator
+
+    generator = torch.Generator().manual_seed(3)
+    query = F.normalize(torch.randn(2, 50, 40, generator=generator), dim=-1)
+    bank = F.normalize(torch.randn(2, 300, 40, generator=generator), dim=-1)
+    whole = model.comparator.nearest(query, bank)
+    monkeypatch.setattr(comparator, "NEAREST_BLOCK", 2 * 300 * 7)  # blocks of 7 query rows
+    blocked = model.comparator.nearest(query, bank)
+    assert torch.equal(blocked[1], whole[1])
+    bound = 4 * torch.finfo(torch.float32).eps * query.shape[-1]
+    assert (blocked[0] - whole[0]).abs().max() <= bound
