@@ -5,7 +5,7 @@ stages, neighbourhood, projection, coreset, backbone) scores a render with the c
 distance (cosine to the nearest reference cell over quarter-turned references) and no
 learned correction, beside ``--patchcore`` configurations and, with ``--shipped``, the
 shipped comparator's distance alone (its own cells) and its learned comparison. Each
-``--comparator-cells SIZE[ nN]`` is the distance alone on the cells a comparator of that
+``--comparator-cells SIZE[ nN][ s2+3]`` is the distance alone on the cells a comparator of that
 input size and neighbourhood reads (its own normalisation: what a correction would be
 added to), and each ``--model PATH`` a trained comparator's learned comparison. Every row
 sees the same references and test images. Rows are cached in ``--cache`` by render, kinds,
@@ -72,16 +72,24 @@ def row_scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
     return rows
 
 
-def comparator_cells(text: str) -> tuple[int, int]:
-    """'448 n3' -> (448, 3): a comparator's input size and neighbourhood."""
-    size, *rest = text.split()
+def comparator_cells(text: str) -> tuple[int, int, tuple[int, ...]]:
+    """'448 n3 s2+3' -> (448, 3, (2, 3)): a comparator's input size, neighbourhood and the
+    CNN blocks its cells stack (default block 2 alone)."""
+    size, *words = text.split()
+    side, stages = 1, (2,)
     try:
-        side = int(rest[0].removeprefix("n")) if rest else 1
-        if len(rest) > 1 or (rest and not rest[0].startswith("n")):
-            raise ValueError(text)
-        return int(size), side
+        for word in words:
+            if word.startswith("n"):
+                side = int(word[1:])
+            elif word.startswith("s"):
+                stages = tuple(int(s) for s in word[1:].split("+"))
+            else:
+                raise ValueError(word)
+        return int(size), side, stages
     except ValueError:
-        raise UserError(f"comparator cells '{text}' are not SIZE[ nN], e.g. 448 n3.") from None
+        raise UserError(
+            f"comparator cells '{text}' are not SIZE[ nN][ sSTAGES], e.g. 448 n3 s2+3."
+        ) from None
 
 
 def build(kind: object) -> object:
@@ -102,10 +110,15 @@ def build(kind: object) -> object:
         if family == "model":
             model, _ = load_comparator(text)
             return ComparatorScorer(model, str(text))
-        size, side = comparator_cells(text)
-        fresh = ComparisonModel(
-            ComparatorConfig(input_size=size, neighbourhood=side, aligned_k=0, use_stn=False)
-        )
+        from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
+
+        size, side, stages = comparator_cells(text)
+        channels = BACKBONES[DEFAULT_BACKBONE].stage_channels(stages)
+        config = ComparatorConfig(
+            channels=channels, input_size=size, neighbourhood=side, stages=stages, aligned_k=0,
+            use_stn=False,
+        )  # fmt: skip
+        fresh = ComparisonModel(config)
         fresh.features.load_imagenet()
         return ComparatorScorer(fresh, text, correction=False)
     if family == "patchcore":
@@ -203,7 +216,7 @@ def main() -> None:
         "--comparator-cells",
         action="append",
         default=[],
-        help="SIZE[ nN]: the distance alone on a comparator's own cells (repeat).",
+        help="SIZE[ nN][ s2+3]: the distance alone on a comparator's own cells (repeat).",
     )
     parser.add_argument(
         "--model", type=Path, action="append", default=[], help="A trained comparator (repeat)."

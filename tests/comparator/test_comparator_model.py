@@ -143,3 +143,39 @@ def test_the_nearest_search_in_blocks_finds_what_the_whole_search_finds(model, m
     assert torch.equal(blocked[1], whole[1])
     bound = 4 * torch.finfo(torch.float32).eps * query.shape[-1]
     assert (blocked[0] - whole[0]).abs().max() <= bound
+
+
+def test_stacked_stages_keep_the_stride8_cells_and_add_the_wider_map():
+    """``stages (2, 3)``: block 2's channels first, unchanged, then block 3's map (stride
+    16) upsampled to the same grid; a checkpoint keeps the choice."""
+    from padformer_edge.model.backbone import Stride8Features
+
+    one, two = Stride8Features(), Stride8Features(stages=(2, 3))
+    one.load_imagenet()
+    two.load_imagenet()
+    x = torch.rand(1, 3, 64, 64)
+    fine, stacked = one(x), two(x)
+    assert stacked.shape == (1, 120, 8, 8)
+    assert torch.equal(stacked[:, :40], fine)
+    wider = two.blocks[3](two.blocks[:3](two.stem(x)))
+    assert wider.shape[-1] == 4
+    upsampled = F.interpolate(wider, (8, 8), mode="bilinear", align_corners=False)
+    torch.testing.assert_close(stacked[:, 40:], upsampled)
+    with pytest.raises(ValueError, match="first tapped block"):
+        Stride8Features(stages=(3,))
+
+
+def test_a_recipe_with_stride16_cells_builds_their_channels(tmp_path):
+    from padformer_edge_training.comparator.recipe import ComparatorModelSection
+
+    section = ComparatorModelSection(stages=[3, 2], input_size=64)
+    config = section.config()
+    assert config.stages == (2, 3) and config.channels == 120
+    model = ComparisonModel(config)
+    model.features.load_imagenet()
+    save_comparator(tmp_path / "c.safetensors", model, {"step": 0})
+    loaded, _ = load_comparator(tmp_path / "c.safetensors")
+    assert loaded.config == config
+    assert loaded.cells(torch.rand(1, 3, 64, 64)).shape == (1, 120, 8, 8)
+    with pytest.raises(ValueError, match="the stages are"):
+        ComparatorModelSection(stages=[2, 4])

@@ -185,12 +185,17 @@ def test_a_profile_on_the_comparison_exports_its_comparator_and_scores_the_same(
 
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
-def test_a_comparator_reading_neighbourhoods_scores_the_same_on_the_line(
-    sources, runtime, monkeypatch
+@pytest.mark.parametrize(
+    "cells",
+    [{"neighbourhood": 3}, {"stages": (2, 3), "channels": 120}],
+    ids=["neighbourhood", "stride16"],
+)
+def test_a_comparator_reading_finer_cells_scores_the_same_on_the_line(
+    sources, runtime, cells, monkeypatch
 ):
-    """A comparator whose cells are the mean of their 3 x 3 neighbourhood (the finer grids
-    of the small-defect work): the pooling is in the exported cells graph, so the line
-    scores as torch does."""
+    """A comparator whose cells are the mean of their 3 x 3 neighbourhood, or stack the
+    stride-16 map upsampled onto the stride-8 one (the finer grids of the small-defect
+    work): both are in the exported cells graph, so the line scores as torch does."""
     import json
     import shutil
 
@@ -202,9 +207,8 @@ def test_a_comparator_reading_neighbourhoods_scores_the_same_on_the_line(
 
     torch.manual_seed(0)
     config = ComparatorConfig(
-        input_size=64, dim=16, depth=1, heads=2, top_k=2, aligned_k=0, use_stn=False,
-        neighbourhood=3,
-    )  # fmt: skip
+        input_size=64, dim=16, depth=1, heads=2, top_k=2, aligned_k=0, use_stn=False, **cells
+    )
     model = ComparisonModel(config)
     model.features.load_imagenet()
     torch.nn.init.normal_(model.comparator.head.weight, std=0.5)  # a correction that shows

@@ -130,13 +130,15 @@ def test_the_benchmark_scores_a_comparators_cells_and_a_trained_model(
     model.features.load_imagenet()
     save_comparator(tmp_path / "tiny.safetensors", model, {"step": 0})
     args = ["--data", str(tiny_data), "--shots", "2", "--max-per-label", "1"]
-    args += ["--comparator-cells", "64 n3", "--model", str(tmp_path / "tiny.safetensors")]
+    args += ["--comparator-cells", "64 n3", "--comparator-cells", "64 s2+3"]
+    args += ["--model", str(tmp_path / "tiny.safetensors")]
     done = run_benchmark("distance_cells.py", *args, "--cache", str(tmp_path / "c.json"))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
     assert set(rows) == {
         "comparator cells 64 n3: distance alone",
+        "comparator cells 64 s2+3: distance alone",
         f"comparator {tmp_path.name}/tiny",
     }
     refused = run_benchmark("distance_cells.py", *args[:6], "--comparator-cells", "64 x3")
-    assert refused.returncode != 0 and "are not SIZE[ nN]" in refused.stderr
+    assert refused.returncode != 0 and "are not SIZE[ nN][ sSTAGES]" in refused.stderr

@@ -54,10 +54,26 @@ class ComparatorModelSection(StrictModel):
             )
         return side
 
+    stages: list[int] = Field(
+        default_factory=lambda: [2],
+        min_length=1,
+        description="CNN blocks stacked into a cell: [2] (stride 8) or [2, 3] (and stride 16)",
+    )
+
+    @field_validator("stages")
+    @classmethod
+    def _known_stages(cls, stages: list[int]) -> list[int]:
+        if sorted(set(stages)) not in ([2], [2, 3]):
+            raise PydanticCustomError("stages", "the stages are [2] or [2, 3]")
+        return sorted(set(stages))
+
     def config(self) -> ComparatorConfig:
         from padformer_edge.model.comparator import ComparatorConfig
+        from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
 
-        return ComparatorConfig(**self.model_dump())
+        fields = self.model_dump() | {"stages": tuple(self.stages)}
+        channels = BACKBONES[DEFAULT_BACKBONE].stage_channels(fields["stages"])
+        return ComparatorConfig(**fields, channels=channels)
 
 
 class ComparatorEpisodeSection(StrictModel):
