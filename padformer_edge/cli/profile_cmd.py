@@ -347,7 +347,13 @@ def show(
 def test(
     name: str = typer.Argument(..., help="Profile name."),
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
-    out: Path = typer.Option(Path("heatmaps"), "--out", "-o", help="Folder for heatmap PNGs."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for heatmap PNGs (default: <state dir>/profile-test/NAME; never the "
+        "current folder).",
+    ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per image."),
@@ -358,12 +364,18 @@ def test(
     """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict.
 
     Exits 1 when any image is anomalous (unless --no-fail), so a script can gate on it."""
-    from padformer_edge.profiles.verdicts import inspect_images  # torch: only when run
+    from padformer_edge.profiles.verdicts import (  # torch: only when run
+        default_heatmap_folder,
+        inspect_images,
+    )
 
     for image in images:
         require_file(image, "image", "check the path")
+    folder = out if out is not None else default_heatmap_folder(name)
     with job_progress("testing", console=_err) as progress:
-        verdicts = inspect_images(profiles_root(root), name, images, out, device, progress.update)
+        verdicts = inspect_images(
+            profiles_root(root), name, images, folder, device, progress.update
+        )
     if as_json:
         echo_json([{**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)} for v in verdicts])
     else:

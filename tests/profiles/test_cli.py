@@ -26,8 +26,12 @@ def invoke(*args: str):
     return result.stdout
 
 
-def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
+def test_profile_commands_end_to_end(tmp_path, product, checkpoint, monkeypatch):
     root = ["--root", str(tmp_path / "profiles")]
+    state, here = tmp_path / "state", tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(state))
+    monkeypatch.chdir(here)  # a command must not write into the folder it runs in
     out = invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
                  str(product / "train" / "good"), "--shots", "3", "--passes", "3",
                  "--device", "cpu", *root)  # fmt: skip
@@ -49,13 +53,18 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
     kind, _ = check_config(tmp_path / "profiles" / "duck" / "profile.yaml")
     assert kind == "profile"
     image = product / "test" / "Missing" / "0.png"
-    shown = invoke(
-        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json",
-        "--no-fail", *root,
-    )  # fmt: skip
+    shown = invoke("profile", "test", "duck", str(image), "--json", "--no-fail", *root)
     [verdict] = json.loads(shown)
     assert verdict["anomalous"] == (verdict["score"] > config.calibration.threshold)
-    assert Path(verdict["heatmap"]).is_file()
+    # no --out: under the state folder, one folder per profile, nothing in the current one
+    assert Path(verdict["heatmap"]) == state / "profile-test" / "duck" / "0.heatmap.png"
+    assert Path(verdict["heatmap"]).is_file() and not list(here.iterdir())
+    [named] = json.loads(invoke(
+        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json",
+        "--no-fail", *root,
+    ))  # fmt: skip
+    assert Path(named["heatmap"]) == tmp_path / "hm" / "0.heatmap.png"
+    assert Path(named["heatmap"]).is_file() and named["score"] == verdict["score"]
 
 
 def test_changed_checkpoint_is_one_line_and_exit_2(tmp_path, product, checkpoint):
