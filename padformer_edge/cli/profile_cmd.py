@@ -144,7 +144,8 @@ def calibrate(
         "--yes",
         metavar="ENGINEER",
         help="With --from-reviews: apply the change shown, recorded in the profile's "
-        "history under this name; once the database has users, a user with role engineer.",
+        "history under this name: once the database has users, a user with role engineer; "
+        "before that, any name, recorded beside the shell account.",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
@@ -211,15 +212,13 @@ def _calibrate_from_reviews(
     one is given, as the daemon would read them."""
     from padformer_edge.profiles.review_calibration import (  # only when run; no torch
         apply_plan,
-        engineer_name,
         plan_from_reviews,
     )
-    from padformer_edge.store.engine import describe, resolve_url
+    from padformer_edge.store.engine import describe, reading, resolve_url
     from padformer_edge.store.schema import open_checked
-    from padformer_edge.store.users import require_engineer
+    from padformer_edge.store.signers import RECALIBRATE, check_given, signer
 
-    if engineer is not None:
-        engineer_name(engineer)  # an empty name is refused before the database is read
+    check_given(engineer, RECALIBRATE)  # an empty name is refused before the database is read
     if config is not None and root is None:
         from padformer_edge.daemon.settings import load_daemon_config
 
@@ -227,8 +226,9 @@ def _calibrate_from_reviews(
     database = database_of(db, config)
     engine = open_checked(database)
     try:
-        if engineer is not None:  # once users exist, only a named engineer applies it
-            engineer = require_engineer(engine, engineer)
+        if engineer is not None:  # the one rule for who signs (store.signers)
+            with reading(engine) as conn:
+                engineer = signer(conn, engineer, RECALIBRATE)
         plan = plan_from_reviews(profiles_root(root), name, engine, describe(resolve_url(database)))
     finally:
         engine.dispose()

@@ -7,6 +7,7 @@ approved pictures stops the refresh until it is named with ``--force``."""
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import shutil
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_refresh_grows_the_profile_and_rollback_brings_the_old_version_back(
     assert grown.config.version == 2 and len(grown.config.references) == limit
     change = grown.config.history[-1]
     assert (change.action, change.by, change.version, change.from_version, change.forced) == (
-        "refresh", "eve", 2, 1, [planted])
+        "refresh", f"eve (shell:{getpass.getuser()})", 2, 1, [planted])
     held = {i.sha256 for i in grown.config.approved if i.held_aside}
     assert held and not held & {e.sha256 for e in grown.config.references}
     assert grown.calibration is not None and grown.calibration.good.count == len(held)

@@ -5,6 +5,7 @@ plain arrays."""
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,9 @@ def test_calibrate_from_reviews_sets_the_threshold_from_stored_reviews(
     profile = load_profile(profiles, "bolt")
     assert profile.threshold == 5.5 and profile.is_anomaly(6.5) and not profile.is_anomaly(4.5)
     (change,) = profile.config.history
-    assert change.by == "Eve Engineer" and change.action == "calibrate-from-reviews"
+    # no users in this database: the typed name, beside the shell account it came from
+    assert change.by == f"Eve Engineer (shell:{getpass.getuser()})"
+    assert change.action == "calibrate-from-reviews"
     assert (change.old_threshold, change.new_threshold) == (OLD_THRESHOLD, 5.5)
     assert len(change.reviews.true_defects) == 5 and len(change.reviews.false_alarms) == 5
     assert "results.sqlite3" in change.reviews.database or "postgresql" in change.reviews.database
@@ -203,7 +206,7 @@ def test_apply_refuses_an_empty_name_and_a_profile_changed_since_the_preview(
     empty = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
                     "--root", str(profiles), "--yes", "")  # fmt: skip
     assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
-    assert "--yes needs the name" in empty.stderr
+    assert "--yes needs a name: who applies a recalibration." in empty.stderr
     stray = run_cli("profile", "calibrate", "bolt", "--good", str(profiles), "--yes", "Eve",
                     "--root", str(profiles))  # fmt: skip
     assert stray.returncode == 2 and "add --from-reviews" in stray.stderr
