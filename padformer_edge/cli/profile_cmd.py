@@ -147,6 +147,15 @@ def calibrate(
         "history under this name: once the database has users, a user with role engineer; "
         "before that, any name, recorded beside the shell account.",
     ),
+    accept_unreviewed: int | None = typer.Option(
+        None,
+        "--accept-unreviewed",
+        metavar="N",
+        min=0,
+        help="With --from-reviews --yes: pass the N unreviewed parts the current threshold "
+        "flags that the new one would clear, unreviewed (N: their count in the preview; "
+        "without it such a change is refused until they are reviewed).",
+    ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
@@ -158,12 +167,18 @@ def calibrate(
                 "--from-reviews reads the reviewed history, not image folders; "
                 "drop --good and --anomalous, or drop --from-reviews."
             )
-        _calibrate_from_reviews(name, root, db, config, yes)
+        if accept_unreviewed is not None and yes is None:
+            raise UserError(
+                "--accept-unreviewed N goes with --yes ENGINEER, which applies the change; "
+                "a preview passes nothing. Add --yes, or drop --accept-unreviewed."
+            )
+        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
         return
-    if yes is not None:
+    if yes is not None or accept_unreviewed is not None:
         raise UserError(
-            "--yes ENGINEER confirms a recalibration from reviews; add --from-reviews, or "
-            "drop --yes (calibrating from --good images asks for no confirmation)."
+            "--yes ENGINEER and --accept-unreviewed confirm a recalibration from reviews; "
+            "add --from-reviews, or drop them (calibrating from --good images asks for no "
+            "confirmation)."
         )
     if good is None:
         raise UserError(
@@ -205,7 +220,12 @@ def calibrate(
 
 
 def _calibrate_from_reviews(
-    name: str, root: Path | None, db: str | None, config: Path | None, engineer: str | None
+    name: str,
+    root: Path | None,
+    db: str | None,
+    config: Path | None,
+    engineer: str | None,
+    accepted: int | None,
 ) -> None:
     """``calibrate --from-reviews``: the preview, then the change only under ``--yes``.
     The database and, unless --root, the profiles folder come from the daemon config when
@@ -234,18 +254,43 @@ def _calibrate_from_reviews(
         engine.dispose()
     _show_plan(plan)
     if engineer is None:
+        accept = f" --accept-unreviewed {len(plan.unreviewed)}" if plan.unreviewed else ""
         _say(
             f"nothing changed. To apply this threshold, run `padformer-edge profile calibrate "
-            f"{name} --from-reviews --yes ENGINEER` (ENGINEER: your name, recorded in the "
-            "profile's history)."
+            f"{name} --from-reviews --yes ENGINEER{accept}` (ENGINEER: your name, recorded "
+            "in the profile's history)."
         )
         return
-    profile = apply_plan(profiles_root(root), plan, engineer)
+    # refused (check_accepted) after the preview, so the engineer sees which parts
+    profile = apply_plan(profiles_root(root), plan, engineer, accepted)
     change = profile.config.history[-1]
     _say(
         f"applied: profile '{name}' threshold {change.new_threshold:.6g}, recorded in "
         f"{profile.folder / 'profile.yaml'} (history: by {change.by} at {change.at})."
     )
+
+
+def _show_unreviewed(plan: ReviewPlan) -> None:
+    """The parts nobody reviewed that the current threshold flags and the new one would
+    pass, apart from the rest and first: any of them may be a real defect."""
+    if not plan.unreviewed:
+        old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
+        _say(f"no unreviewed part flagged at the current threshold ({old}) would pass.")
+        return
+    count = len(plan.unreviewed)
+    _out.print(
+        f"[bold red]{count} unreviewed parts flagged at the current threshold would pass; "
+        "any may be a real defect:[/] review them (padformer-edge results review ID "
+        f"--true-defect or --false-alarm) and preview again, or accept them with "
+        f"--accept-unreviewed {count} when applying.",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table("inspection", "camera", "score", "stored", title="unreviewed, would pass")
+    for c in plan.unreviewed:  # highest score first: the most defect-like on top
+        stored = "anomaly" if c.was_anomaly else "good"
+        table.add_row(str(c.inspection_id), c.camera, f"{c.score:.6g}", stored)
+    _out.print(table)
 
 
 def _show_plan(plan: ReviewPlan) -> None:
@@ -272,18 +317,20 @@ def _show_plan(plan: ReviewPlan) -> None:
             r.reviewed_at.isoformat(timespec="seconds"),
         )  # fmt: skip
     _out.print(used)
-    if not plan.changes:
-        _say("no stored inspection would change its verdict.")
+    _show_unreviewed(plan)
+    changes = plan.other_changes
+    if not changes:
+        _say(f"no {'other ' if plan.unreviewed else ''}stored inspection would change its verdict.")
     else:
-        passing = sum(c.newly_passing for c in plan.changes)
+        passing = sum(c.newly_passing for c in changes)
         _say(
-            f"stored verdicts that would change: {passing} would pass, "
-            f"{len(plan.changes) - passing} would be flagged (reviewed true defects that "
-            "would pass first, then reviewed false alarms, highest score first: a real "
-            "defect reviewed as a false alarm by mistake sits at the top)"
+            f"{'other ' if plan.unreviewed else ''}stored verdicts that would change: "
+            f"{passing} would pass, {len(changes) - passing} would be flagged (reviewed "
+            "true defects that would pass first, then reviewed false alarms, highest score "
+            "first: a real defect reviewed as a false alarm by mistake sits at the top)"
         )
         table = Table("inspection", "camera", "score", "stored", "new", "review")
-        for c in plan.changes:
+        for c in changes:
             review = c.review.value if c.review is not None else "-"
             if c.newly_passing and c.review is ReviewVerdict.true_defect:
                 review = f"[bold red]{review}[/]"

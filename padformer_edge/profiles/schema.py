@@ -157,6 +157,9 @@ class ProfileChange(StrictModel):
     """Stored inspections (ids) flagged when stored that pass under the new threshold."""
     newly_flagged: list[int] = Field(default_factory=list)
     """Stored inspections (ids) that passed when stored and are flagged under it."""
+    accepted_unreviewed: list[int] = Field(default_factory=list)
+    """Unreviewed inspections (ids) the old threshold flagged and the new one passes,
+    accepted by their count (``--accept-unreviewed N``) instead of reviewed."""
 
 
 class ReferenceGrowth(StrictModel):
