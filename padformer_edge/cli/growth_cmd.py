@@ -27,6 +27,7 @@ from padformer_edge.profiles.profile import load_profile
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the history
     from sqlalchemy import Engine
 
+    from padformer_edge.profiles.refresh import RefreshPlan
     from padformer_edge.store.signers import Signing
 
 app = typer.Typer()
@@ -209,30 +210,44 @@ def refresh(
 
     plan = plan_refresh(folder, name, approved, good=good, force=force,
                         max_references=max_references, device=device)  # fmt: skip
-    old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
-    _say(
-        f"profile '{name}': version {plan.profile.config.version} -> {plan.config.version}, "
-        f"{len(plan.profile.config.references)} -> {len(plan.config.references)} references, "
-        f"threshold {old} -> {plan.new_threshold:.6g} (measured on {len(plan.held)} good "
-        "images held aside)"
-    )
-    _say(f"references added: {', '.join(plan.added) or 'none'}; "
-         f"dropped: {', '.join(plan.dropped) or 'none'}")  # fmt: skip
-    for candidate, score in sorted(plan.scores.items()):
-        forced = " (forced)" if candidate in plan.forced else ""
-        _say(f"candidate {candidate}: score {score:.6g} under the current version "
-             f"(refused above {plan.limit:.6g}){forced}")  # fmt: skip
-    for warning in plan.warnings:
-        _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    _show_refresh(plan)
     if by is None:
         plan.discard()
-        _say(f"nothing changed. To install this version, run `padformer-edge profile refresh "
-             f"{name} --yes ENGINEER`.")  # fmt: skip
+        if plan.refusals:
+            _say(f"nothing changed, and `--yes` would be refused for the {len(plan.refusals)} "
+                 "reason(s) above; resolve them and preview again.")  # fmt: skip
+        else:
+            _say(f"nothing changed. To install this version, run `padformer-edge profile "
+                 f"refresh {name} --yes ENGINEER`.")  # fmt: skip
         return
     profile = apply_refresh(plan, by)
     _say(f"installed version {profile.config.version} of profile '{name}' (by {by}); the "
          f"previous one is kept: `padformer-edge profile rollback {name} --yes "
          f"{yes.strip()}`.")  # fmt: skip
+
+
+def _show_refresh(plan: RefreshPlan) -> None:
+    """The preview: the version it would install, each candidate's score, and every
+    reason it would be refused (it is shown whether or not it may be installed)."""
+    name = plan.profile.name
+    old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
+    new = "not measured" if plan.new_threshold is None else f"{plan.new_threshold:.6g}"
+    _say(
+        f"profile '{name}': version {plan.profile.config.version} -> {plan.config.version}, "
+        f"{len(plan.profile.config.references)} -> {len(plan.config.references)} references, "
+        f"threshold {old} -> {new} (measured on {len(plan.held)} good images held aside)"
+    )
+    _say(f"references added: {', '.join(plan.added) or 'none'}; "
+         f"dropped: {', '.join(plan.dropped) or 'none'}")  # fmt: skip
+    for candidate, score in sorted(plan.scores.items()):
+        forced = " (forced)" if candidate in plan.forced else ""
+        out = " (left out of this plan)" if candidate in plan.left_out else ""
+        _say(f"candidate {candidate}: score {score:.6g} under the current version "
+             f"(refused above {plan.limit:.6g}){forced}{out}")  # fmt: skip
+    for warning in plan.warnings:
+        _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    for refusal in plan.refusals:
+        _out.print(f"[bold red]would refuse:[/] {refusal}", highlight=False, soft_wrap=True)
 
 
 @app.command("rollback")
