@@ -237,6 +237,8 @@ def detail(request: Request) -> Response:
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
     with reading(app.reader()) as conn:
         past = reviews_of(conn, inspection_id)
+    # an anomaly without alerts was held back by the cooldown: say so, and after which
+    held_back = bool(row.is_anomaly) and not row.alerts
     return page(
         request,
         "detail.html",
@@ -244,6 +246,8 @@ def detail(request: Request) -> Response:
         card=fields,
         normalised=normalised,
         alerts=row.alerts,
+        held_back=held_back,
+        held_back_after=queries.alert_before(app.reader(), row) if held_back else None,
         can_retry=may_retry(request),
         review=row.review,
         reviews=past,
