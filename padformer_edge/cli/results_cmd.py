@@ -27,8 +27,10 @@ from padformer_edge.store.vocabulary import REVIEW_FILTERS, ExportFormat, GroupB
 app = typer.Typer(
     help="Query, review, export and prune the inspection history.", no_args_is_help=True
 )
-LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
-                "review", "detect_ms", "source_path"]  # fmt: skip
+LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "profile_version", "status", "score",
+                "is_anomaly", "review", "detect_ms", "source_path"]  # fmt: skip
+# Shorter headers where the field's name would widen the table; --json keeps the names.
+LIST_HEADERS = {"profile_version": "version"}
 _out = table_console()
 
 
@@ -124,10 +126,10 @@ def list_(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        headers = LIST_COLUMNS
         for r in rows:  # seconds are precise enough on screen; --json keeps the rest
             r["discovered_at"] = screen_time(r["discovered_at"])
-        _table(None, headers, [[r[h] for h in headers] for r in rows])
+        headers = [LIST_HEADERS.get(c, c) for c in LIST_COLUMNS]
+        _table(None, headers, [[r[c] for c in LIST_COLUMNS] for r in rows])
 
 
 @app.command("show")
