@@ -32,6 +32,7 @@ from padformer_edge.runtimes import GRAPH_RUNTIMES
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan
+    from padformer_edge.profiles.schema import FalseAlarmBounds
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -130,6 +131,13 @@ def calibrate(
     target_fpr: float = typer.Option(
         0.01, "--target-fpr", help="False-alarm rate wanted on good parts."
     ),
+    upper_bound: bool = typer.Option(
+        False,
+        "--upper-bound",
+        help="Set the threshold so that the target is the 95% upper bound of the false-alarm "
+        "rate it promises (exact order-statistic bound; needs at least 29 good images for "
+        "0.1, 59 for 0.05, 299 for 0.01), instead of the quantile plus its bootstrap margin.",
+    ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     from_reviews: bool = typer.Option(
@@ -161,6 +169,10 @@ def calibrate(
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate, or
     (--from-reviews) from the inspections operators reviewed."""
+    if upper_bound and from_reviews:
+        raise UserError(
+            "--upper-bound sets a threshold from good images; drop it or --from-reviews."
+        )
     if from_reviews:
         if good is not None or anomalous:
             raise UserError(
@@ -200,14 +212,23 @@ def calibrate(
             target_fpr,
             device,
             progress=progress.update,
+            rule="upper-bound" if upper_bound else "quantile",
         )
     result = report.result
-    _say(
-        f"threshold {result.threshold:.6g} = {1 - result.target_fpr:g} quantile of "
-        f"{result.good.count} good scores ({result.good_quantile:.6g}) + margin "
-        f"{result.margin:.6g} (bootstrap standard error of that quantile)"
-    )
+    if result.rule == "upper-bound":
+        _say(
+            f"threshold {result.threshold:.6g} = the lowest of {result.good.count} good scores "
+            f"whose promised false-alarm rate is at most {result.target_fpr:g} at its upper bound"
+        )
+    else:
+        _say(
+            f"threshold {result.threshold:.6g} = {1 - result.target_fpr:g} quantile of "
+            f"{result.good.count} good scores ({result.good_quantile:.6g}) + margin "
+            f"{result.margin:.6g} (bootstrap standard error of that quantile)"
+        )
     _say(f"false alarms on the calibration set: {result.observed_fpr:.2%}")
+    if result.rate_bounds is not None:
+        _say(promise_sentence(result.rate_bounds, result.target_fpr, result.rule))
     if result.anomalous is not None:
         check = result.anomalous
         _say(
@@ -217,6 +238,27 @@ def calibrate(
         )
     for warning in result.warnings:
         _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+
+
+def promise_sentence(bounds: FalseAlarmBounds, target_fpr: float, rule: str) -> str:
+    """What the threshold promises, in one sentence: the rate's bounds, what they rest
+    on, and how many images the target needs."""
+    line = (
+        f"false-alarm rate this threshold promises on good parts: {bounds.low:.2%} to "
+        f"{bounds.high:.2%} (each end holds with {bounds.confidence:.0%} confidence: exact "
+        f"order-statistic bounds from {bounds.exceeding} of {bounds.count} good scores above "
+        "it)"
+    )
+    if rule == "upper-bound":
+        return line + f"; the target {target_fpr:g} is within the upper end."
+    if bounds.high <= target_fpr:
+        return line + f"; the target {target_fpr:g} is within the upper end."
+    if bounds.count < bounds.images_needed:
+        return line + (
+            f"; promising the target {target_fpr:g} needs at least {bounds.images_needed} good "
+            "images (then --upper-bound sets the threshold for it)."
+        )
+    return line + f"; --upper-bound sets the threshold so that {target_fpr:g} is the upper end."
 
 
 def _calibrate_from_reviews(

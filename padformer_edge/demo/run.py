@@ -38,6 +38,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.native_output import import_native
 from padformer_edge.profiles.calibrate import calibrate_profile
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.schema import FalseAlarmBounds
 from padformer_edge.store.engine import fold_sqlite_journal, open_engine, resolve_url
 from padformer_edge.store.history import Filters, list_inspections, record
 from padformer_edge.store.schema import migrate_lock_path
@@ -71,6 +72,7 @@ class DemoReport:
     model: Path
     training: TrainingFacts | None  # None: a given model (the shipped one), no training step
     threshold: float
+    promise: FalseAlarmBounds | None  # the false-alarm rate the threshold promises
     rows: list[dict[str, Any]]
     alerts: list[dict[str, Any]]
     daemon_exit: int
@@ -205,9 +207,9 @@ def run_demo(
     calibration_dir.mkdir()
     for path in calibration:
         shutil.copyfile(path, calibration_dir / path.name)
-    threshold = calibrate_profile(
+    calibration = calibrate_profile(
         profiles, PRODUCT, calibration_dir, target_fpr=plan.target_fpr
-    ).result.threshold
+    ).result
 
     say(f"{next(step)}/{steps} starting the daemon and sending images as a camera would ...")
     (work / "camera").mkdir()
@@ -237,5 +239,6 @@ def run_demo(
         workdir=work, heatmaps=work / "heatmaps", database=work / "results.sqlite3",
         alerts_file=work / "alerts.jsonl", daemon_log=work / "daemon.log", model=checkpoint,
         training=facts,
-        threshold=threshold, rows=rows, alerts=alerts, daemon_exit=exit_code,
+        threshold=calibration.threshold, promise=calibration.rate_bounds, rows=rows,
+        alerts=alerts, daemon_exit=exit_code,
     )  # fmt: skip

@@ -59,7 +59,7 @@ from padformer_edge.profiles.schema import (
     ProfileConfig,
     ReferenceEntry,
 )
-from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
+from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, good_images_needed
 from padformer_edge.profiles.versions import install, next_version, now_iso
 from padformer_edge.store.candidates import Candidate
 
@@ -281,8 +281,18 @@ def plan_refresh(
         detector = staged.build_detector(device, calibrating=True)  # caches the encodings
         result = None  # nothing held aside: nothing to measure a threshold on
         if held:
+            rule = "upper-bound" if calibration.rule == "upper-bound" else "quantile"
+            if rule == "upper-bound" and len(held) < good_images_needed(calibration.target_fpr):
+                rule = "quantile"  # too few to promise: refused below, measured all the same
+                refusals.append(
+                    f"the profile's threshold is set for an upper bound (--upper-bound), and "
+                    f"{len(held)} held-aside images cannot promise a false-alarm rate of "
+                    f"{calibration.target_fpr:g}: at least "
+                    f"{good_images_needed(calibration.target_fpr)} are needed; add held-out "
+                    "good images with --good DIR."
+                )
             result = measure_calibration(staged, detector, held, [], calibration.target_fpr,
-                                         list(warnings))  # fmt: skip
+                                         list(warnings), rule=rule)  # fmt: skip
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

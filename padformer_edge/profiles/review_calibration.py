@@ -196,6 +196,7 @@ def plan_from_reviews(root: str | Path, name: str, engine: Engine, source: str) 
         # The daemon scored these rows under the scoring the profile was calibrated with
         # (it refuses any other), so that scoring still holds.
         scoring=previous.scoring,
+        rule="reviews",
     )
     changes = verdict_changes(engine, name, profile.model_sha256, chosen.value)
     unreviewed = []

@@ -56,6 +56,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
         result.stdout
     )
     assert "The model: the shipped generic model (tiny preset, 7 training steps" in result.stdout
+    assert "What the threshold rests on: " in result.stdout and "confidence)" in result.stdout
     # before anything here reads it: the database alone, no -wal, -shm or migration lock
     assert sorted(p.name for p in out.glob("results.sqlite3*")) == ["results.sqlite3"]
     assert not state.exists()  # the demo and its daemon keep to the demo's folder
