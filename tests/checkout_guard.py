@@ -4,11 +4,13 @@ as it found it (issue 51: the suite rewrote a tracked heatmap, a command wrote
 
 The comparison is before against after, never against a clean tree: CI makes its
 virtual environments inside the checkout before pytest starts, and a developer's
-checkout carries edits and scratch files. Entries under ``__pycache__`` are left out:
-Python writes byte code next to every module the tests import, the folders are
-gitignored, and a fresh clone gets them from its first import whatever the tests do.
-Every other entry counts, ignored or not: a file a test wrote into ``docs/`` or a
-``heatmaps/`` folder is a failure even where ``.gitignore`` would hide it.
+checkout carries edits and scratch files. Two caches are left out, both gitignored and
+both made by the tools rather than by a test: ``__pycache__`` (Python writes byte code
+next to every module the tests import, so a fresh clone gets them from its first
+import) and ``.pytest_cache`` (pytest's own, made by the first ``python -m pytest`` the
+README gives; CI runs with ``-p no:cacheprovider``). Every other entry counts, ignored
+or not: a file a test wrote into ``docs/`` or a ``heatmaps/`` folder is a failure even
+where ``.gitignore`` would hide it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CACHE_FOLDERS = ("__pycache__",)  # written by the interpreter, not by a test
+CACHE_FOLDERS = ("__pycache__", ".pytest_cache")  # the interpreter's and pytest's
 
 
 def _path(line: str) -> str:

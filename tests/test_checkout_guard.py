@@ -29,7 +29,7 @@ def repo(tmp_path: Path) -> Path:
     (repo / "docs").mkdir(parents=True)
     (repo / "pkg").mkdir()
     (repo / "pkg" / "m.py").write_text("VALUE = 1\n")
-    (repo / ".gitignore").write_text("__pycache__/\n.venv-ci/\n*.log\n")
+    (repo / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n.venv-ci/\n*.log\n")
     (repo / "docs" / "cli.md").write_text("reference\n")
     (repo / "README.md").write_text("readme\n")
     _git(repo, "init", "-q")
@@ -46,6 +46,8 @@ def test_an_unchanged_checkout_reports_nothing(repo: Path) -> None:
     assert before is not None and any(".venv-ci/" in entry for entry in before)
     (repo / "pkg" / "__pycache__").mkdir()  # byte code beside a module: the interpreter's
     (repo / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0")
+    (repo / ".pytest_cache").mkdir()  # pytest's own, from a first run without -p no:...
+    (repo / ".pytest_cache" / "README.md").write_text("pytest cache")
     assert changes(before, checkout_status(repo)) == []  # type: ignore[arg-type]
 
 
