@@ -48,7 +48,7 @@ class _AfterStdout:
     after what the command printed before them when both streams end in one place."""
 
     def write(self, text: str) -> int:
-        with contextlib.suppress(OSError, ValueError):  # closed or broken: no order to keep
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken, None
             sys.stdout.flush()
         return sys.stderr.write(text)
 
