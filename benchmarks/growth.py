@@ -184,6 +184,7 @@ def measure_object(args: argparse.Namespace, category: str, goods: list[Path],
             plan = plan_refresh(root, name, approved(candidates[:k], name), good=calibration_folder,
                                 max_references=args.max_references)  # fmt: skip
             try:
+                plan.require_applicable()  # what --yes would install, or the reason it would not
                 rows[f"profile {base} +{k}"] = score_profile(
                     Profile(plan.staging, plan.config), tests
                 )

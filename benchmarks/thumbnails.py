@@ -1,21 +1,23 @@
-"""What a card image costs the server: the full camera image against its thumbnail.
+"""What a picture costs the server: the detail page's full image and a card's thumbnail.
 
 Writes one camera image of ``--width`` x ``--height`` pixels (default 4000 x 3000, 12
 megapixels) as ``--suffix`` (default an uncompressed-size TIFF, what line cameras often
 save), records it as one finished inspection in a fresh SQLite file (migrated by the
 store's own Alembic migrations, the row written by the daemon's store functions), starts
 ``padformer-edge serve`` over it as a separate process, and asks on one keep-alive
-connection for: the full image (``/media/ID/image``, what the detail page shows) a few
-times, the thumbnail (``/thumbs/ID/image``, what live cards and history rows show) once
-on an empty cache, then ``--repeats`` times more. The server's CPU time is read from
-``/proc`` around each group (clock ticks of 10 ms: the cached figure is the group's
-total over its requests), the bytes are the bodies received.
+connection for: the full image (``/media/ID/image``, what the detail page shows) once
+on an empty cache, then ``--full-repeats`` times more, the thumbnail
+(``/thumbs/ID/image``, what live cards and history rows show) once on an empty cache,
+then ``--repeats`` times more. The server's CPU time is read from ``/proc`` around each
+group (clock ticks of 10 ms: a cached figure is the group's total over its requests),
+the bytes are the bodies received.
 
-Targets (issue 42): for a 12 MP TIFF, a card image of at most 50 KB and at most 20 ms
-of server CPU after the first request.
+Targets for a 12 MP TIFF: a card image of at most 50 KB and at most 20 ms of server CPU
+after the first request (issue 42), and a detail picture at most 20 ms of server CPU
+after the first (issue 51).
 
     python benchmarks/thumbnails.py [--width 4000] [--height 3000] [--suffix .tif]
-                                    [--repeats 50] [--full-repeats 3] [--write-docs]
+                                    [--repeats 50] [--full-repeats 10] [--write-docs]
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=3000)
     parser.add_argument("--suffix", default=".tif", choices=[".tif", ".png", ".jpg"])
     parser.add_argument("--repeats", type=int, default=50, help="Cached thumbnail requests.")
-    parser.add_argument("--full-repeats", type=int, default=3, help="Full image requests.")
+    parser.add_argument("--full-repeats", type=int, default=10,
+                        help="Full image requests after the first.")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
 
@@ -137,7 +140,8 @@ def main() -> None:
         process, port = start_server(db, cameras, folder / "state")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-            full = measure(conn, process.pid, "/media/1/image", args.full_repeats)
+            full = measure(conn, process.pid, "/media/1/image", 1)
+            full_cached = measure(conn, process.pid, "/media/1/image", args.full_repeats)
             first = measure(conn, process.pid, "/thumbs/1/image", 1)
             cached = measure(conn, process.pid, "/thumbs/1/image", args.repeats)
             conn.close()
@@ -151,7 +155,8 @@ def main() -> None:
     rows = [
         [name, r["requests"], r["type"], f"{r['bytes'] / 1000:,.1f} KB",
          f"{r['cpu_ms']:.1f} ms", f"{r['wall_ms']:.1f} ms"]
-        for name, r in (("full image /media/ID/image (detail page)", full),
+        for name, r in (("full image /media/ID/image (detail page), first request", full),
+                        ("full image, cached (the page opened again)", full_cached),
                         ("thumbnail /thumbs/ID/image, first request", first),
                         ("thumbnail, cached (every later card)", cached))
     ]  # fmt: skip
@@ -159,13 +164,16 @@ def main() -> None:
         [heading, "requests", "type", "body", "server CPU per request", "wall p50"], rows
     )
     met = cached["bytes"] <= TARGET_BYTES and cached["cpu_ms"] <= TARGET_CPU_MS
+    detail_met = full_cached["cpu_ms"] <= TARGET_CPU_MS
     summary = (
-        f"Target: a card image of at most {TARGET_BYTES / 1000:g} KB and at most "
+        f"Targets: a card image of at most {TARGET_BYTES / 1000:g} KB and at most "
         f"{TARGET_CPU_MS:g} ms of server CPU after the first request; measured "
         f"{cached['bytes'] / 1000:.1f} KB and {cached['cpu_ms']:.2f} ms: "
         f"{'met' if met else 'NOT met'}. The thumbnail is "
         f"{full['bytes'] / max(cached['bytes'], 1):,.0f} times smaller than the full image "
-        f"the page sent before."
+        f"the page sent before. A detail picture at most {TARGET_CPU_MS:g} ms of server "
+        f"CPU after the first request (the conversion is kept); measured "
+        f"{full_cached['cpu_ms']:.2f} ms: {'met' if detail_met else 'NOT met'}."
     )
     print(table)
     print()
@@ -179,12 +187,15 @@ def main() -> None:
             "source_bytes": source_bytes,
             "full_bytes": full["bytes"],
             "full_cpu_ms": round(full["cpu_ms"], 2),
+            "full_cached_cpu_ms": round(full_cached["cpu_ms"], 3),
+            "full_repeats": args.full_repeats,
             "first_cpu_ms": round(first["cpu_ms"], 2),
             "thumb_bytes": cached["bytes"],
             "cached_cpu_ms": round(cached["cpu_ms"], 3),
             "cached_wall_ms": round(cached["wall_ms"], 3),
             "repeats": args.repeats,
             "target_met": met,
+            "detail_target_met": detail_met,
         },
     )
     if args.write_docs:

@@ -2,12 +2,22 @@
 
 A person at a terminal gets coloured key=value lines; anything else (systemd's journal,
 a pipe, a file) gets one JSON object per line so that logs can be searched and shipped
-without parsing prose.
+without parsing prose. One exception (issue 51): a one-shot command whose stdout and
+stderr are one stream that is no terminal (``2>&1 | tee``, a CI log) is read by a
+person, and JSON objects between its tables and sentences only get in the way, so its
+log lines are plain key=value lines there; the services (``watch``, ``serve``) keep JSON,
+since systemd gives them one stream for the journal.
+
+Every log line first flushes stdout, so that in such a merged stream a line comes after
+whatever the command printed before it, never ahead of a buffered table.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import os
 import sys
 from typing import Literal
 
@@ -16,10 +26,41 @@ import structlog
 LogFormat = Literal["auto", "console", "json"]
 
 
-def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
-    """Route structlog (and stdlib logging) to stderr in the chosen format."""
+def one_stream() -> bool:
+    """Whether stdout and stderr are the same file, pipe or socket (``2>&1``)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False  # a stream with no file behind it (a test's capture)
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
+def auto_format(service: bool = False) -> LogFormat:
+    """``console`` at a terminal, and for a one-shot command whose two streams are one;
+    ``json`` everywhere else (see the module docstring)."""
+    if sys.stderr.isatty() or (not service and one_stream()):
+        return "console"
+    return "json"
+
+
+class _AfterStdout:
+    """stderr, written to only once stdout's buffer is out: log lines keep their place
+    after what the command printed before them when both streams end in one place."""
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken, None
+            sys.stdout.flush()
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def configure_logging(fmt: LogFormat = "auto", level: str = "INFO", service: bool = False) -> None:
+    """Route structlog (and stdlib logging) to stderr in the chosen format; ``service``
+    (``watch``, ``serve``) keeps ``auto`` at JSON on a merged stream."""
     if fmt == "auto":
-        fmt = "console" if sys.stderr.isatty() else "json"
+        fmt = auto_format(service)
     numeric_level = logging.getLevelName(level.upper())
     if not isinstance(numeric_level, int):
         numeric_level = logging.INFO
@@ -41,7 +82,7 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
     )
     # Third-party libraries log through stdlib logging and warn through ``warnings``;
     # both are rendered like our own events (JSON off a terminal), not as loose text.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_AfterStdout())  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
@@ -58,12 +99,13 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO") -> None:
 
 
 def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:
-    """Write to whatever ``sys.stderr`` is when the event is logged, not when configured.
+    """Write to whatever ``sys.stderr`` is when the event is logged, not when configured
+    (after flushing stdout, ``_AfterStdout``).
 
     Test runners and the daemon's supervisor may swap the stream; a logger bound to the
     old object would write into a closed file.
     """
-    return structlog.PrintLogger(file=sys.stderr)
+    return structlog.PrintLogger(file=_AfterStdout())  # type: ignore[arg-type]
 
 
 def get_logger(name: str | None = None) -> structlog.typing.FilteringBoundLogger:

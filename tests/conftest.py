@@ -1,5 +1,6 @@
-"""Shared pytest set-up: keep torch to one thread so tests behave the same on 2 cores, and
-the one fixture every package's tests use for a migrated SQLite file."""
+"""Shared pytest set-up: keep torch to one thread so tests behave the same on 2 cores,
+fail a run that changed the checkout, and the one fixture every package's tests use for a
+migrated SQLite file."""
 
 import os
 import signal
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.checkout_guard import changes, checkout_status
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -38,6 +41,42 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+CHECKOUT_BEFORE = pytest.StashKey[frozenset[str] | None]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the checkout's state once, in the process that runs the session (never in an
+    xdist worker: two workers would each see the other's files come and go)."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[CHECKOUT_BEFORE] = checkout_status()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a test wrote, changed or removed a file in the checkout (tests
+    write under tmp_path; see tests/checkout_guard.py for what is compared)."""
+    before = session.config.stash.get(CHECKOUT_BEFORE, None)
+    if hasattr(session.config, "workerinput") or before is None:
+        return
+    after = checkout_status()
+    found = changes(before, after) if after is not None else []
+    if not found:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [
+        "this test run changed the checkout (git status --ignored --porcelain, before "
+        "and after); a test must write under tmp_path:",
+        *found,
+    ]
+    if reporter is not None:
+        reporter.write_line("")  # after the progress dots
+        reporter.write_sep("=", "checkout changed", red=True)
+        for line in lines:
+            reporter.write_line(line)
+    else:
+        print("\n".join(lines))
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 SIGNALS_A_TEST_MAY_HANDLE = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT)

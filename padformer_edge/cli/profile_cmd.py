@@ -32,6 +32,7 @@ from padformer_edge.runtimes import GRAPH_RUNTIMES
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan
+    from padformer_edge.profiles.schema import FalseAlarmBounds
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -130,6 +131,13 @@ def calibrate(
     target_fpr: float = typer.Option(
         0.01, "--target-fpr", help="False-alarm rate wanted on good parts."
     ),
+    upper_bound: bool = typer.Option(
+        False,
+        "--upper-bound",
+        help="Set the threshold so that the target is the 95% upper bound of the false-alarm "
+        "rate it promises (exact order-statistic bound; needs at least 29 good images for "
+        "0.1, 59 for 0.05, 299 for 0.01), instead of the quantile plus its bootstrap margin.",
+    ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     from_reviews: bool = typer.Option(
@@ -144,25 +152,45 @@ def calibrate(
         "--yes",
         metavar="ENGINEER",
         help="With --from-reviews: apply the change shown, recorded in the profile's "
-        "history under this name; once the database has users, a user with role engineer.",
+        "history under this name: once the database has users, a user with role engineer; "
+        "before that, any name, recorded beside the shell account.",
+    ),
+    accept_unreviewed: int | None = typer.Option(
+        None,
+        "--accept-unreviewed",
+        metavar="N",
+        min=0,
+        help="With --from-reviews --yes: pass the N unreviewed parts the current threshold "
+        "flags that the new one would clear, unreviewed (N: their count in the preview; "
+        "without it such a change is refused until they are reviewed).",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate, or
     (--from-reviews) from the inspections operators reviewed."""
+    if upper_bound and from_reviews:
+        raise UserError(
+            "--upper-bound sets a threshold from good images; drop it or --from-reviews."
+        )
     if from_reviews:
         if good is not None or anomalous:
             raise UserError(
                 "--from-reviews reads the reviewed history, not image folders; "
                 "drop --good and --anomalous, or drop --from-reviews."
             )
-        _calibrate_from_reviews(name, root, db, config, yes)
+        if accept_unreviewed is not None and yes is None:
+            raise UserError(
+                "--accept-unreviewed N goes with --yes ENGINEER, which applies the change; "
+                "a preview passes nothing. Add --yes, or drop --accept-unreviewed."
+            )
+        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
         return
-    if yes is not None:
+    if yes is not None or accept_unreviewed is not None:
         raise UserError(
-            "--yes ENGINEER confirms a recalibration from reviews; add --from-reviews, or "
-            "drop --yes (calibrating from --good images asks for no confirmation)."
+            "--yes ENGINEER and --accept-unreviewed confirm a recalibration from reviews; "
+            "add --from-reviews, or drop them (calibrating from --good images asks for no "
+            "confirmation)."
         )
     if good is None:
         raise UserError(
@@ -184,14 +212,23 @@ def calibrate(
             target_fpr,
             device,
             progress=progress.update,
+            rule="upper-bound" if upper_bound else "quantile",
         )
     result = report.result
-    _say(
-        f"threshold {result.threshold:.6g} = {1 - result.target_fpr:g} quantile of "
-        f"{result.good.count} good scores ({result.good_quantile:.6g}) + margin "
-        f"{result.margin:.6g} (bootstrap standard error of that quantile)"
-    )
+    if result.rule == "upper-bound":
+        _say(
+            f"threshold {result.threshold:.6g} = the lowest of {result.good.count} good scores "
+            f"whose promised false-alarm rate is at most {result.target_fpr:g} at its upper bound"
+        )
+    else:
+        _say(
+            f"threshold {result.threshold:.6g} = {1 - result.target_fpr:g} quantile of "
+            f"{result.good.count} good scores ({result.good_quantile:.6g}) + margin "
+            f"{result.margin:.6g} (bootstrap standard error of that quantile)"
+        )
     _say(f"false alarms on the calibration set: {result.observed_fpr:.2%}")
+    if result.rate_bounds is not None:
+        _say(promise_sentence(result.rate_bounds, result.target_fpr, result.rule))
     if result.anomalous is not None:
         check = result.anomalous
         _say(
@@ -203,23 +240,47 @@ def calibrate(
         _err.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 
 
+def promise_sentence(bounds: FalseAlarmBounds, target_fpr: float, rule: str) -> str:
+    """What the threshold promises, in one sentence: the rate's bounds, what they rest
+    on, and how many images the target needs."""
+    line = (
+        f"false-alarm rate this threshold promises on good parts: {bounds.low:.2%} to "
+        f"{bounds.high:.2%} (each end holds with {bounds.confidence:.0%} confidence: exact "
+        f"order-statistic bounds from {bounds.exceeding} of {bounds.count} good scores above "
+        "it)"
+    )
+    if rule == "upper-bound":
+        return line + f"; the target {target_fpr:g} is within the upper end."
+    if bounds.high <= target_fpr:
+        return line + f"; the target {target_fpr:g} is within the upper end."
+    if bounds.count < bounds.images_needed:
+        return line + (
+            f"; promising the target {target_fpr:g} needs at least {bounds.images_needed} good "
+            "images (then --upper-bound sets the threshold for it)."
+        )
+    return line + f"; --upper-bound sets the threshold so that {target_fpr:g} is the upper end."
+
+
 def _calibrate_from_reviews(
-    name: str, root: Path | None, db: str | None, config: Path | None, engineer: str | None
+    name: str,
+    root: Path | None,
+    db: str | None,
+    config: Path | None,
+    engineer: str | None,
+    accepted: int | None,
 ) -> None:
     """``calibrate --from-reviews``: the preview, then the change only under ``--yes``.
     The database and, unless --root, the profiles folder come from the daemon config when
     one is given, as the daemon would read them."""
     from padformer_edge.profiles.review_calibration import (  # only when run; no torch
         apply_plan,
-        engineer_name,
         plan_from_reviews,
     )
-    from padformer_edge.store.engine import describe, resolve_url
+    from padformer_edge.store.engine import describe, reading, resolve_url
     from padformer_edge.store.schema import open_checked
-    from padformer_edge.store.users import require_engineer
+    from padformer_edge.store.signers import RECALIBRATE, check_given, signer
 
-    if engineer is not None:
-        engineer_name(engineer)  # an empty name is refused before the database is read
+    check_given(engineer, RECALIBRATE)  # an empty name is refused before the database is read
     if config is not None and root is None:
         from padformer_edge.daemon.settings import load_daemon_config
 
@@ -227,25 +288,51 @@ def _calibrate_from_reviews(
     database = database_of(db, config)
     engine = open_checked(database)
     try:
-        if engineer is not None:  # once users exist, only a named engineer applies it
-            engineer = require_engineer(engine, engineer)
+        if engineer is not None:  # the one rule for who signs (store.signers)
+            with reading(engine) as conn:
+                engineer = signer(conn, engineer, RECALIBRATE)
         plan = plan_from_reviews(profiles_root(root), name, engine, describe(resolve_url(database)))
     finally:
         engine.dispose()
     _show_plan(plan)
     if engineer is None:
+        accept = f" --accept-unreviewed {len(plan.unreviewed)}" if plan.unreviewed else ""
         _say(
             f"nothing changed. To apply this threshold, run `padformer-edge profile calibrate "
-            f"{name} --from-reviews --yes ENGINEER` (ENGINEER: your name, recorded in the "
-            "profile's history)."
+            f"{name} --from-reviews --yes ENGINEER{accept}` (ENGINEER: your name, recorded "
+            "in the profile's history)."
         )
         return
-    profile = apply_plan(profiles_root(root), plan, engineer)
+    # refused (check_accepted) after the preview, so the engineer sees which parts
+    profile = apply_plan(profiles_root(root), plan, engineer, accepted)
     change = profile.config.history[-1]
     _say(
         f"applied: profile '{name}' threshold {change.new_threshold:.6g}, recorded in "
         f"{profile.folder / 'profile.yaml'} (history: by {change.by} at {change.at})."
     )
+
+
+def _show_unreviewed(plan: ReviewPlan) -> None:
+    """The parts nobody reviewed that the current threshold flags and the new one would
+    pass, apart from the rest and first: any of them may be a real defect."""
+    if not plan.unreviewed:
+        old = "none" if plan.old_threshold is None else f"{plan.old_threshold:.6g}"
+        _say(f"no unreviewed part flagged at the current threshold ({old}) would pass.")
+        return
+    count = len(plan.unreviewed)
+    _out.print(
+        f"[bold red]{count} unreviewed parts flagged at the current threshold would pass; "
+        "any may be a real defect:[/] review them (padformer-edge results review ID "
+        f"--true-defect or --false-alarm) and preview again, or accept them with "
+        f"--accept-unreviewed {count} when applying.",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table("inspection", "camera", "score", "stored", title="unreviewed, would pass")
+    for c in plan.unreviewed:  # highest score first: the most defect-like on top
+        stored = "anomaly" if c.was_anomaly else "good"
+        table.add_row(str(c.inspection_id), c.camera, f"{c.score:.6g}", stored)
+    _out.print(table)
 
 
 def _show_plan(plan: ReviewPlan) -> None:
@@ -272,18 +359,20 @@ def _show_plan(plan: ReviewPlan) -> None:
             r.reviewed_at.isoformat(timespec="seconds"),
         )  # fmt: skip
     _out.print(used)
-    if not plan.changes:
-        _say("no stored inspection would change its verdict.")
+    _show_unreviewed(plan)
+    changes = plan.other_changes
+    if not changes:
+        _say(f"no {'other ' if plan.unreviewed else ''}stored inspection would change its verdict.")
     else:
-        passing = sum(c.newly_passing for c in plan.changes)
+        passing = sum(c.newly_passing for c in changes)
         _say(
-            f"stored verdicts that would change: {passing} would pass, "
-            f"{len(plan.changes) - passing} would be flagged (reviewed true defects that "
-            "would pass first, then reviewed false alarms, highest score first: a real "
-            "defect reviewed as a false alarm by mistake sits at the top)"
+            f"{'other ' if plan.unreviewed else ''}stored verdicts that would change: "
+            f"{passing} would pass, {len(changes) - passing} would be flagged (reviewed "
+            "true defects that would pass first, then reviewed false alarms, highest score "
+            "first: a real defect reviewed as a false alarm by mistake sits at the top)"
         )
         table = Table("inspection", "camera", "score", "stored", "new", "review")
-        for c in plan.changes:
+        for c in changes:
             review = c.review.value if c.review is not None else "-"
             if c.newly_passing and c.review is ReviewVerdict.true_defect:
                 review = f"[bold red]{review}[/]"
@@ -347,7 +436,13 @@ def show(
 def test(
     name: str = typer.Argument(..., help="Profile name."),
     images: list[Path] = typer.Argument(..., metavar="IMAGE", help="Image files to inspect."),
-    out: Path = typer.Option(Path("heatmaps"), "--out", "-o", help="Folder for heatmap PNGs."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for heatmap PNGs (default: <state dir>/profile-test/NAME; never the "
+        "current folder).",
+    ),
     device: str | None = choice_option(None, "--device", DEVICES, help=DEVICE_HELP),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per image."),
@@ -358,12 +453,18 @@ def test(
     """Inspect IMAGE files with NAME exactly as the daemon would: score and verdict.
 
     Exits 1 when any image is anomalous (unless --no-fail), so a script can gate on it."""
-    from padformer_edge.profiles.verdicts import inspect_images  # torch: only when run
+    from padformer_edge.profiles.verdicts import (  # torch: only when run
+        default_heatmap_folder,
+        inspect_images,
+    )
 
     for image in images:
         require_file(image, "image", "check the path")
+    folder = out if out is not None else default_heatmap_folder(name)
     with job_progress("testing", console=_err) as progress:
-        verdicts = inspect_images(profiles_root(root), name, images, out, device, progress.update)
+        verdicts = inspect_images(
+            profiles_root(root), name, images, folder, device, progress.update
+        )
     if as_json:
         echo_json([{**asdict(v), "path": str(v.path), "heatmap": str(v.heatmap)} for v in verdicts])
     else:

@@ -7,7 +7,6 @@ refuses one whose schema is not at head. Tables are for terminals; ``--json`` an
 
 from __future__ import annotations
 
-import getpass
 import json
 import sys
 from datetime import UTC, datetime
@@ -28,8 +27,10 @@ from padformer_edge.store.vocabulary import REVIEW_FILTERS, ExportFormat, GroupB
 app = typer.Typer(
     help="Query, review, export and prune the inspection history.", no_args_is_help=True
 )
-LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "status", "score", "is_anomaly",
-                "review", "detect_ms", "source_path"]  # fmt: skip
+LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "profile_version", "status", "score",
+                "is_anomaly", "review", "detect_ms", "source_path"]  # fmt: skip
+# Shorter headers where the field's name would widen the table; --json keeps the names.
+LIST_HEADERS = {"profile_version": "version"}
 _out = table_console()
 
 
@@ -42,14 +43,6 @@ def review_option() -> str | None:
         help="Only rows reviewed as true_defect or false_alarm, or any (reviewed), or none.",
         refusal="{flag} '{value}' is not a review filter",
     )
-
-
-def login_name() -> str:
-    """Who runs the command, for a review's reviewer when ``--by`` is not given."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name and no $USER: a bare container
-        return "cli"
 
 
 def _when(text: str | None, option: str) -> datetime | None:
@@ -133,10 +126,10 @@ def list_(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        headers = LIST_COLUMNS
         for r in rows:  # seconds are precise enough on screen; --json keeps the rest
             r["discovered_at"] = screen_time(r["discovered_at"])
-        _table(None, headers, [[r[h] for h in headers] for r in rows])
+        headers = [LIST_HEADERS.get(c, c) for c in LIST_COLUMNS]
+        _table(None, headers, [[r[c] for c in LIST_COLUMNS] for r in rows])
 
 
 @app.command("show")
@@ -288,8 +281,10 @@ def review(
     by: str | None = typer.Option(
         None,
         "--by",
-        help="Who reviewed; default: the login name running the command. Once the "
-        "database has users (padformer-edge users), one of their names.",
+        metavar="NAME",
+        help="Who reviewed: once the database has users (padformer-edge users), one of "
+        "them (required); before that, any name, recorded beside the shell account "
+        "(default: the shell account).",
     ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
@@ -299,15 +294,22 @@ def review(
         raise UserError("give exactly one of --true-defect or --false-alarm.")
     from padformer_edge.log import get_logger
     from padformer_edge.store import schema  # SQLAlchemy: only when run
-    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.engine import open_engine, reading
     from padformer_edge.store.models import ReviewVerdict
     from padformer_edge.store.reviews import save_review
+    from padformer_edge.store.signers import REVIEW, check_given, signer
 
     verdict = ReviewVerdict.true_defect if true_defect else ReviewVerdict.false_alarm
+    check_given(by, REVIEW)  # a slip costs nothing: before the database is read
     database = database_of(db, config)
-    schema.open_checked(database)  # exists and is at head, checked without taking the write lock
+    checked = schema.open_checked(database)  # exists and is at head, without the write lock
+    try:
+        with reading(checked) as conn:
+            reviewer = signer(conn, by, REVIEW)
+    finally:
+        checked.dispose()
     saved = save_review(open_engine(database), inspection_id, verdict,
-                        reviewer=by or login_name(), note=note)  # fmt: skip
+                        reviewer=reviewer, note=note)  # fmt: skip
     get_logger("results").info(
         "review.saved", inspection=inspection_id, verdict=verdict.value, reviewer=saved.reviewer,
         replaced=saved.replaced.value if saved.replaced else None, via="cli",

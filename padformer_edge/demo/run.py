@@ -38,8 +38,10 @@ from padformer_edge.errors import UserError
 from padformer_edge.native_output import import_native
 from padformer_edge.profiles.calibrate import calibrate_profile
 from padformer_edge.profiles.create import create_profile
-from padformer_edge.store.engine import open_engine
+from padformer_edge.profiles.schema import FalseAlarmBounds
+from padformer_edge.store.engine import fold_sqlite_journal, open_engine, resolve_url
 from padformer_edge.store.history import Filters, list_inspections, record
+from padformer_edge.store.schema import migrate_lock_path
 
 if TYPE_CHECKING:
     from padformer_edge_training.config import TrainConfig
@@ -70,6 +72,7 @@ class DemoReport:
     model: Path
     training: TrainingFacts | None  # None: a given model (the shipped one), no training step
     threshold: float
+    promise: FalseAlarmBounds | None  # the false-alarm rate the threshold promises
     rows: list[dict[str, Any]]
     alerts: list[dict[str, Any]]
     daemon_exit: int
@@ -153,6 +156,15 @@ def _camera_images(class_dir: Path, plan: DemoPlan) -> tuple[list[Path], list[tu
     return calibration, sorted(shots, key=lambda item: (int(item[1].stem), item[0]))
 
 
+def _tidy_database(database: Path) -> None:
+    """Leave the database file alone in the demo's folder: the daemon has stopped and
+    the last reader was read-only, so the write-ahead log, its index and the migration
+    lock would otherwise stay beside it (issue 51)."""
+    fold_sqlite_journal(database)
+    # nobody holds the lock: the daemon has exited
+    migrate_lock_path(resolve_url(str(database))).unlink(missing_ok=True)
+
+
 def run_demo(
     out: Path | None,
     plan: DemoPlan,
@@ -195,9 +207,9 @@ def run_demo(
     calibration_dir.mkdir()
     for path in calibration:
         shutil.copyfile(path, calibration_dir / path.name)
-    threshold = calibrate_profile(
+    calibration = calibrate_profile(
         profiles, PRODUCT, calibration_dir, target_fpr=plan.target_fpr
-    ).result.threshold
+    ).result
 
     say(f"{next(step)}/{steps} starting the daemon and sending images as a camera would ...")
     (work / "camera").mkdir()
@@ -222,9 +234,11 @@ def run_demo(
         alerts = list_alerts(engine, limit=10 * len(shots))
     finally:
         engine.dispose()
+    _tidy_database(work / "results.sqlite3")
     return DemoReport(
         workdir=work, heatmaps=work / "heatmaps", database=work / "results.sqlite3",
         alerts_file=work / "alerts.jsonl", daemon_log=work / "daemon.log", model=checkpoint,
         training=facts,
-        threshold=threshold, rows=rows, alerts=alerts, daemon_exit=exit_code,
+        threshold=calibration.threshold, promise=calibration.rate_bounds, rows=rows,
+        alerts=alerts, daemon_exit=exit_code,
     )  # fmt: skip

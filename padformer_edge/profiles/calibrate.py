@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -26,10 +27,13 @@ from padformer_edge.image_stats import image_statistics, statistics_table
 from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import now_iso
+from padformer_edge.profiles.fpr_bounds import rate_bounds, upper_bound_threshold
 from padformer_edge.profiles.profile import Profile, load_profile
-from padformer_edge.profiles.schema import CalibrationResult, ScoreSummary
+from padformer_edge.profiles.schema import CalibrationResult, FalseAlarmBounds, ScoreSummary
 from padformer_edge.profiles.thresholds import (
+    COVERAGE_CONFIDENCE,
     MIN_GOOD_IMAGES,
+    Threshold,
     anomaly_check,
     false_alarm_threshold,
     good_images_needed,
@@ -38,6 +42,7 @@ from padformer_edge.profiles.thresholds import (
 from padformer_edge.profiles.versions import save_profile, version_for
 
 Progress = Callable[[int, int], None]
+Rule = Literal["quantile", "upper-bound"]
 
 
 @dataclass(frozen=True)
@@ -120,8 +125,11 @@ def calibrate_profile(
     target_fpr: float = 0.01,
     device: str | None = None,
     progress: Progress | None = None,
+    rule: Rule = "quantile",
 ) -> CalibrationReport:
-    """Set the profile's threshold from good images so false alarms run at ``target_fpr``."""
+    """Set the profile's threshold from good images so false alarms run at ``target_fpr``
+    (``rule`` quantile), or so that ``target_fpr`` is the upper bound of the rate the
+    threshold promises (``rule`` upper-bound, which refuses too few images up front)."""
     if not 0.0 < target_fpr < 0.5:
         raise UserError(
             f"--target-fpr {target_fpr} is outside (0, 0.5); give a false-alarm rate such as 0.01."
@@ -141,17 +149,24 @@ def calibrate_profile(
     bad_paths = anomalous_files(anomalous) if anomalous else []
     warnings = []
     needed = good_images_needed(target_fpr)
+    if len(good_paths) < needed and rule == "upper-bound":
+        raise UserError(
+            f"--upper-bound: {len(good_paths)} good images cannot promise a false-alarm rate "
+            f"of {target_fpr:g} with {COVERAGE_CONFIDENCE:.0%} confidence, whatever the "
+            f"threshold; give at least {needed} held-out good images, or drop --upper-bound."
+        )
     if len(good_paths) < needed:
         warnings.append(
             f"{len(good_paths)} good images are too few for a false-alarm rate of "
             f"{target_fpr:g}: at least {needed} are needed for a 95% chance that one of "
-            "them lies in the tail the threshold cuts; the real rate may be higher."
+            "them lies in the tail the threshold cuts; the real rate may be higher "
+            "(the rate this threshold promises is reported with it)."
         )
     if skipped:
         warnings.append(f"{len(skipped)} good images are references and were left out.")
     detector = profile.build_detector(device, calibrating=True)
     result = measure_calibration(
-        profile, detector, good_paths, bad_paths, target_fpr, warnings, progress
+        profile, detector, good_paths, bad_paths, target_fpr, warnings, progress, rule
     )
     if load_profile(root, name).config.model != profile.config.model:
         raise UserError(
@@ -175,6 +190,7 @@ def measure_calibration(
     target_fpr: float,
     warnings: list[str],
     progress: Progress | None = None,
+    rule: Rule = "quantile",
 ) -> CalibrationResult:
     """The calibration of ``profile`` run by ``detector``: held-out good images set the
     threshold, labelled anomalous ones (if any) report recall at it. Shared by
@@ -188,7 +204,8 @@ def measure_calibration(
     good_statistics: list[tuple[float, ...]] = []
     good_scores = score_files(detector, good_paths, report(0), good_statistics)
     bad_scores = score_files(detector, bad_paths, report(len(good_paths)))
-    threshold = false_alarm_threshold(good_scores, target_fpr)
+    threshold = choose_threshold(good_scores, target_fpr, rule)
+    bounds = rate_bounds(good_scores, threshold.value, COVERAGE_CONFIDENCE)
     everything = np.concatenate([good_scores, bad_scores])
     return CalibrationResult(
         threshold=threshold.value,
@@ -206,7 +223,27 @@ def measure_calibration(
         good_scores=np.sort(good_scores).tolist(),
         good_image_stats=statistics_table(good_statistics),
         scoring=detector.scoring,
+        rule=rule,
+        rate_bounds=FalseAlarmBounds(
+            count=bounds.count, exceeding=bounds.exceeding, low=bounds.low, high=bounds.high,
+            confidence=bounds.confidence, images_needed=good_images_needed(target_fpr),
+        ),
     )
+
+
+def choose_threshold(good: np.ndarray, target_fpr: float, rule: Rule) -> Threshold:
+    """The threshold by ``rule``: quantile plus margin (``false_alarm_threshold``), or
+    the lowest good score whose promised rate is within ``target_fpr`` at its upper
+    bound (``fpr_bounds.upper_bound_threshold``; no margin: the bound is the margin)."""
+    if rule == "quantile":
+        return false_alarm_threshold(good, target_fpr)
+    value = upper_bound_threshold(good, target_fpr, COVERAGE_CONFIDENCE)
+    if value is None:
+        raise UserError(
+            f"--upper-bound: {good.size} good scores cannot promise a false-alarm rate of "
+            f"{target_fpr:g}; give at least {good_images_needed(target_fpr)} good images."
+        )
+    return Threshold(value, value, 0.0)
 
 
 def scoring_of(profile: Profile) -> Signature:

@@ -2,9 +2,10 @@
 candidates, a threshold measured on good images held aside, a new version.
 
 The pool is the current references plus every approved candidate of the profile (their
-pictures copied into ``approved/``, so the profile carries them). Before anything is
-chosen, each approved picture is scored by the current version: one scored *far above*
-the threshold is refused, with the whole refresh, unless ``--force`` names it. Far
+pictures copied into ``approved/`` when the refresh is installed, so the profile carries
+them). Before anything is chosen, each approved picture is scored by the current
+version: one scored *far above* the threshold refuses the whole refresh unless
+``--force`` names it. Far
 above means beyond ``threshold + FAR_ABOVE * (threshold - median good score)``: the
 calibration's own spread of good parts, so the rule needs no scale of its own. A good
 part just over the threshold is the false alarm an operator rightly reviews as good, and
@@ -24,16 +25,26 @@ validation (docs/research.md#growth-limit): re-choosing a full profile's referen
 to the ones it had, while a small profile re-chosen whole did better than one whose
 references were kept and added to. The encodings are cached in the new version's cache
 file.
+
+Planning writes nothing in the profile's folder (issue 51: a refused preview left copies
+of the approved pictures in ``approved/``): the new version is staged in a temporary
+folder elsewhere and the pictures are read where the line keeps them. A plan is always
+made, refusals included: a far-above candidate is left out of it (what rejecting it would
+give) and too few held-aside images still measure a threshold, each reason kept in
+``RefreshPlan.refusals``, so one preview shows what the refresh would do and every
+reason it would refuse; only ``apply_refresh`` refuses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from padformer_edge.atomic import write_atomic
 from padformer_edge.detect.images import list_images, read_image
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
@@ -48,7 +59,7 @@ from padformer_edge.profiles.schema import (
     ProfileConfig,
     ReferenceEntry,
 )
-from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES
+from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, good_images_needed
 from padformer_edge.profiles.versions import install, next_version, now_iso
 from padformer_edge.store.candidates import Candidate
 
@@ -73,7 +84,8 @@ def far_above_limit(calibration: CalibrationResult) -> float:
 
 @dataclass
 class RefreshPlan:
-    """A refresh worked out in a staging folder, not yet installed."""
+    """A refresh worked out in a staging folder outside the profile, not yet installed;
+    ``refusals`` says why it may not be (empty: it may)."""
 
     profile: Profile
     config: ProfileConfig
@@ -85,46 +97,82 @@ class RefreshPlan:
     added: list[str]
     dropped: list[str]
     held: list[Path]
+    sources: dict[str, Path]
+    """Where each approved picture's bytes are now (``approved/`` or the state folder),
+    by its file name in ``approved/``; copied in when the plan is installed."""
     warnings: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    left_out: list[int] = field(default_factory=list)
+    """Approved candidates scored far above the threshold and not forced: not in the plan."""
 
     @property
     def old_threshold(self) -> float | None:
         return self.profile.threshold
 
     @property
-    def new_threshold(self) -> float:
-        assert self.config.calibration is not None
-        return self.config.calibration.threshold
+    def new_threshold(self) -> float | None:
+        """The threshold measured on the held-aside images; None when none was held."""
+        calibration = self.config.calibration
+        return None if calibration is None else calibration.threshold
+
+    def require_applicable(self) -> None:
+        """Refuse in one message naming every reason, if there is any."""
+        if self.refusals:
+            raise UserError(
+                f"profile '{self.profile.name}' is not refreshed: " + " Also: ".join(self.refusals)
+            )
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
+def _approved_name(candidate: Candidate) -> str:
+    return f"approved-{candidate.id}-{candidate.sha256[:12]}{candidate.path.suffix}"
+
+
 def take_in(
     profile: Profile, approved: Sequence[Candidate], warnings: list[str]
-) -> list[ApprovedImage]:
-    """The approved candidates' pictures in the profile's ``approved/`` folder (copied
-    from the state folder when not there yet, and checked against their sha256)."""
+) -> list[tuple[ApprovedImage, Path]]:
+    """The approved candidates' pictures, each with where its bytes are now: the copy in
+    the profile's ``approved/`` folder when there is one, else the candidate's picture in
+    the state folder, checked against its sha256. Nothing is copied here."""
     folder = profile.folder / APPROVED_DIR
-    folder.mkdir(exist_ok=True)
     taken = []
     for candidate in approved:
-        name = f"approved-{candidate.id}-{candidate.sha256[:12]}{candidate.path.suffix}"
-        target = folder / name
-        if not target.is_file():
-            try:
-                shutil.copyfile(candidate.path, target)
-            except OSError as err:
-                warnings.append(f"candidate {candidate.id}: its picture cannot be read ({err}).")
-                continue
-        if file_sha256(target) != candidate.sha256:
-            target.unlink()
+        name = _approved_name(candidate)
+        source = folder / name if (folder / name).is_file() else candidate.path
+        try:
+            digest = file_sha256(source)
+        except OSError as err:
+            warnings.append(f"candidate {candidate.id}: its picture cannot be read ({err}).")
+            continue
+        if digest != candidate.sha256:
             warnings.append(f"candidate {candidate.id}: its picture changed since it was "
                             "proposed; left out.")  # fmt: skip
             continue
-        taken.append(ApprovedImage(candidate=candidate.id, file=name, sha256=candidate.sha256,
-                                   held_aside=held_aside(candidate.sha256)))  # fmt: skip
+        image = ApprovedImage(candidate=candidate.id, file=name, sha256=candidate.sha256,
+                              held_aside=held_aside(candidate.sha256))  # fmt: skip
+        taken.append((image, source))
     return taken
+
+
+def copy_in(profile: Profile, images: Iterable[ApprovedImage], sources: dict[str, Path]) -> None:
+    """Copy the pictures of ``images`` not yet in ``approved/`` there, each written to a
+    temporary sibling and renamed, their bytes checked against the recorded sha256."""
+    folder = profile.folder / APPROVED_DIR
+    folder.mkdir(exist_ok=True)
+    for image in images:
+        target = folder / image.file
+        if target.is_file():
+            continue
+        data = sources[image.file].read_bytes()
+        if hashlib.sha256(data).hexdigest() != image.sha256:
+            raise UserError(
+                f"candidate {image.candidate}'s picture {sources[image.file]} changed while the "
+                f"refresh was worked out; run `padformer-edge profile refresh "
+                f"{profile.name}` again."
+            )
+        write_atomic(target, data)
 
 
 def choose(profile: Profile, pool: Sequence[Path], count: int, own: int) -> list[int]:
@@ -142,16 +190,20 @@ def choose(profile: Profile, pool: Sequence[Path], count: int, own: int) -> list
     return select_references(model, [read_image(p) for p in pool], count)
 
 
-def _refuse_far(scored: dict[int, float], limit: float, force: Iterable[int], name: str) -> None:
+def far_refusal(scored: dict[int, float], limit: float, force: Iterable[int], name: str
+                ) -> tuple[list[int], str | None]:  # fmt: skip
+    """The unforced candidates scored far above the threshold, and the sentence refusing
+    the refresh for them (None when there are none)."""
     far = {i: s for i, s in scored.items() if s > limit and i not in set(force)}
-    if far:
-        listed = ", ".join(f"{i} (score {s:.6g})" for i, s in sorted(far.items()))
-        raise UserError(
-            f"approved candidates {listed} of profile '{name}' score far above the threshold "
-            f"(above {limit:.6g}): a defect approved as good would teach the profile that its "
-            f"kind of defect is normal; reject them (`padformer-edge profile reject {name} ID "
-            "--yes ENGINEER`) or, if they are good, name each with --force ID."
-        )
+    if not far:
+        return [], None
+    listed = ", ".join(f"{i} (score {s:.6g})" for i, s in sorted(far.items()))
+    return sorted(far), (
+        f"approved candidates {listed} of profile '{name}' score far above the threshold "
+        f"(above {limit:.6g}): a defect approved as good would teach the profile that its "
+        f"kind of defect is normal; reject them (`padformer-edge profile reject {name} ID "
+        "--yes ENGINEER`) or, if they are good, name each with --force ID."
+    )
 
 
 def plan_refresh(
@@ -165,8 +217,8 @@ def plan_refresh(
     device: str | None = None,
 ) -> RefreshPlan:
     """Work out the refresh of ``name`` from its ``approved`` candidates (the caller read
-    them from the history database); the profile itself is not changed, except that the
-    approved pictures are copied into its ``approved/`` folder."""
+    them from the history database); nothing in the profile's folder is written. The
+    reasons the refresh may not be installed are in the plan's ``refusals``."""
     profile = load_profile(root, name)
     calibration = profile.calibration
     if calibration is None:
@@ -176,26 +228,29 @@ def plan_refresh(
     if unknown:
         raise UserError(f"--force {unknown[0]} names no approved candidate of profile '{name}'; "
                         f"`padformer-edge profile candidates {name}` lists them.")  # fmt: skip
+    good_paths = image_files(good, "good") if good is not None else []  # before torch
     warnings: list[str] = []
-    images = take_in(profile, approved, warnings)
-    folder = profile.folder / APPROVED_DIR
+    refusals: list[str] = []
+    taken = take_in(profile, approved, warnings)
+    sources = {image.file: source for image, source in taken}
     detector = profile.build_detector(device)
-    paths = [folder / image.file for image in images]
-    scored = dict(zip([i.candidate for i in images], score_files(detector, paths).tolist(),
+    scored = dict(zip([i.candidate for i, _ in taken],
+                      score_files(detector, [s for _, s in taken]).tolist(),
                       strict=True))  # fmt: skip
     del detector
     limit = far_above_limit(calibration)
-    _refuse_far(scored, limit, force, name)
+    left_out, refusal = far_refusal(scored, limit, force, name)
+    if refusal is not None:
+        refusals.append(refusal)
     reference_shas = {e.sha256 for e in profile.config.references}
     # a picture that is already a reference stays one: it is not aside, whatever its hash
     images = [i.model_copy(update={"held_aside": i.held_aside and i.sha256 not in reference_shas})
-              for i in images]  # fmt: skip
-    held = [folder / i.file for i in images if i.held_aside]
-    if good is not None:
-        held += [p for p in image_files(good, "good") if file_sha256(p) not in reference_shas]
+              for i, _ in taken if i.candidate not in left_out]  # fmt: skip
+    held = [sources[i.file] for i in images if i.held_aside]
+    held += [p for p in good_paths if file_sha256(p) not in reference_shas]
     if len(held) < MIN_GOOD_IMAGES:
-        raise UserError(
-            f"profile '{name}' has {len(held)} good images held aside for calibration; at least "
+        refusals.append(
+            f"it has {len(held)} good images held aside for calibration; at least "
             f"{MIN_GOOD_IMAGES} are needed: approve more candidates (about one in "
             f"{HELD_ASIDE_EVERY} is held aside) or add held-out good images with --good DIR."
         )
@@ -203,12 +258,12 @@ def plan_refresh(
         (e.file, p, e.sha256)
         for e, p in zip(profile.config.references, profile.reference_paths, strict=True)
     ]
-    grown = [(i.file, folder / i.file, i.sha256) for i in images
+    grown = [(i.file, sources[i.file], i.sha256) for i in images
              if not i.held_aside and i.sha256 not in reference_shas]  # fmt: skip
     pool = own + grown
     count = max_references or profile.config.growth.max_references
     chosen = [pool[i] for i in choose(profile, [p for _, p, _ in pool], count, len(own))]
-    staging = Path(tempfile.mkdtemp(prefix=".refresh-", dir=profile.folder))
+    staging = Path(tempfile.mkdtemp(prefix="padformer-edge-refresh-"))  # never the profile's
     try:
         (staging / REFERENCES_DIR).mkdir()
         entries = []
@@ -224,8 +279,20 @@ def plan_refresh(
         )
         staged = Profile(staging, config)
         detector = staged.build_detector(device, calibrating=True)  # caches the encodings
-        result = measure_calibration(staged, detector, held, [], calibration.target_fpr,
-                                     list(warnings))  # fmt: skip
+        result = None  # nothing held aside: nothing to measure a threshold on
+        if held:
+            rule = "upper-bound" if calibration.rule == "upper-bound" else "quantile"
+            if rule == "upper-bound" and len(held) < good_images_needed(calibration.target_fpr):
+                rule = "quantile"  # too few to promise: refused below, measured all the same
+                refusals.append(
+                    f"the profile's threshold is set for an upper bound (--upper-bound), and "
+                    f"{len(held)} held-aside images cannot promise a false-alarm rate of "
+                    f"{calibration.target_fpr:g}: at least "
+                    f"{good_images_needed(calibration.target_fpr)} are needed; add held-out "
+                    "good images with --good DIR."
+                )
+            result = measure_calibration(staged, detector, held, [], calibration.target_fpr,
+                                         list(warnings), rule=rule)  # fmt: skip
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -233,15 +300,19 @@ def plan_refresh(
     after = {e.file for e in entries}
     return RefreshPlan(
         profile, config.model_copy(update={"calibration": result}), staging, scored, limit,
-        sorted(set(force)), sorted(after - before), sorted(before - after), held, warnings,
+        sorted(set(force)), sorted(after - before), sorted(before - after), held, sources,
+        warnings, refusals, left_out,
     )  # fmt: skip
 
 
 def apply_refresh(plan: RefreshPlan, by: str) -> Profile:
     """Install ``plan`` as the profile's new version, recorded in its history under
-    ``by``; refused when the profile changed while the plan was worked out."""
+    ``by``; refused for the plan's own refusals and when the profile changed while the
+    plan was worked out."""
     name = plan.profile.name
     try:
+        plan.require_applicable()
+        assert plan.new_threshold is not None  # measured: enough held aside, no refusal
         current = load_profile(plan.profile.folder.parent, name)
         if current.config != plan.profile.config:
             raise UserError(f"profile '{name}' changed while the refresh was worked out; run "
@@ -253,9 +324,10 @@ def apply_refresh(plan: RefreshPlan, by: str) -> Profile:
             candidates_used=[i.candidate for i in plan.config.approved], forced=plan.forced,
         )  # fmt: skip
         config = plan.config.model_copy(update={"history": [*current.config.history, change]})
+        copy_in(current, plan.config.approved, plan.sources)
         cache = plan.staging / CACHE_FILE
         if cache.is_file():  # keyed by the new references: valid in the profile folder
-            cache.replace(current.folder / CACHE_FILE)
+            write_atomic(current.folder / CACHE_FILE, cache.read_bytes())
         sources = {p.name: p for p in list_images(plan.staging / REFERENCES_DIR)}
         installed = install(current, config, sources)
     finally:

@@ -7,6 +7,12 @@ recalibrate. The plan (``plan_from_reviews``) reads and writes nothing on disk; 
 engineer sees the old and new threshold, the reviews used and every stored inspection
 whose verdict would flip, and ``apply_plan`` writes the new calibration together with
 a ``history`` entry in ``profile.yaml`` saying who, when and from which reviews.
+
+A threshold raised from reviews also clears parts nobody reviewed, and any of them may
+be a real defect (issue 51: a preview passed 5 unreviewed defects among 13 parts, mixed
+with the false alarms). Those the current threshold flags are listed apart, and the
+change is applied only once they are reviewed or the engineer accepts them by their
+count (``--accept-unreviewed N``), so none passes without someone having said so.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from padformer_edge.profiles.thresholds import anomaly_check, summarise
 from padformer_edge.profiles.versions import save_profile, version_for
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.reviews import MAX_REVIEWER_CHARS, ReviewedInspection
-from padformer_edge.store.verdict_changes import VerdictChange
+from padformer_edge.store.verdict_changes import VerdictChange, unreviewed_cleared
 
 MIN_REVIEWS_EACH = 5
 """Reviews of each verdict below which ``--from-reviews`` refuses: with fewer, one odd
@@ -89,6 +95,9 @@ class ReviewPlan:
     used: list[ReviewedInspection]
     other_model: int
     changes: list[VerdictChange] = field(default_factory=list)
+    unreviewed: list[VerdictChange] = field(default_factory=list)
+    """Unreviewed parts the current threshold flags and the new one would pass, highest
+    score first: each may be a defect, so they are shown apart and must be accepted."""
 
     @property
     def old_threshold(self) -> float | None:
@@ -104,6 +113,12 @@ class ReviewPlan:
 
     def ids(self, verdict: ReviewVerdict) -> list[int]:
         return [r.inspection_id for r in self.used if r.verdict is verdict]
+
+    @property
+    def other_changes(self) -> list[VerdictChange]:
+        """The verdict changes not among ``unreviewed`` (those are listed on their own)."""
+        apart = {c.inspection_id for c in self.unreviewed}
+        return [c for c in self.changes if c.inspection_id not in apart]
 
 
 def _refuse_short(name: str, source: str, defects: int, alarms: int, other: int) -> None:
@@ -181,9 +196,44 @@ def plan_from_reviews(root: str | Path, name: str, engine: Engine, source: str) 
         # The daemon scored these rows under the scoring the profile was calibrated with
         # (it refuses any other), so that scoring still holds.
         scoring=previous.scoring,
+        rule="reviews",
     )
     changes = verdict_changes(engine, name, profile.model_sha256, chosen.value)
-    return ReviewPlan(profile, source, result, used, other, sorted(changes, key=change_order))
+    unreviewed = []
+    if profile.threshold is not None:  # a calibrated profile: always, checked above
+        unreviewed = unreviewed_cleared(
+            engine, name, profile.model_sha256, profile.threshold, chosen.value
+        )
+    ordered = sorted(changes, key=change_order)
+    return ReviewPlan(profile, source, result, used, other, ordered, unreviewed)
+
+
+def check_accepted(plan: ReviewPlan, accepted: int | None) -> None:
+    """Refuse to apply ``plan`` while it would pass unreviewed parts the current threshold
+    flags, unless ``accepted`` names exactly how many (a count, not a yes: a count seen in
+    an older preview no longer matches once more such parts arrive)."""
+    count = len(plan.unreviewed)
+    name = plan.profile.name
+    if count == 0:
+        if accepted not in (None, 0):
+            raise UserError(
+                f"--accept-unreviewed {accepted} does not match: this recalibration of "
+                f"profile '{name}' passes no unreviewed part the current threshold flags; "
+                "drop --accept-unreviewed."
+            )
+        return
+    if accepted == count:
+        return
+    ids = ", ".join(str(c.inspection_id) for c in plan.unreviewed[:10])
+    more = f" and {count - 10} more" if count > 10 else ""
+    told = "" if accepted is None else f" (--accept-unreviewed {accepted} does not match)"
+    raise UserError(
+        f"this recalibration of profile '{name}' would pass {count} unreviewed parts the "
+        f"current threshold flags (inspections {ids}{more}), and any may be a defect"
+        f"{told}; review them (padformer-edge results review ID --true-defect or "
+        f"--false-alarm) and preview again, or pass them unreviewed with "
+        f"--accept-unreviewed {count}."
+    )
 
 
 def now_iso() -> str:
@@ -204,12 +254,17 @@ def engineer_name(given: str) -> str:
     return name
 
 
-def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
+def apply_plan(
+    root: str | Path, plan: ReviewPlan, engineer: str, accepted_unreviewed: int | None = None
+) -> Profile:
     """Write ``plan``'s calibration and a history entry naming ``engineer``.
 
     Refused when the profile file changed since the plan was made (another calibration
-    or a new model): the preview would no longer describe what is written."""
+    or a new model): the preview would no longer describe what is written; and while
+    it would pass unreviewed flagged parts not accepted by their count (``check_accepted``).
+    """
     by = engineer_name(engineer)
+    check_accepted(plan, accepted_unreviewed)
     name = plan.profile.name
     current = load_profile(root, name)
     if current.config != plan.profile.config:
@@ -232,6 +287,7 @@ def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
         ),
         newly_passing=sorted(c.inspection_id for c in plan.changes if c.newly_passing),
         newly_flagged=sorted(c.inspection_id for c in plan.changes if not c.newly_passing),
+        accepted_unreviewed=sorted(c.inspection_id for c in plan.unreviewed),
         version=version,
         from_version=current.config.version,
     )
@@ -245,5 +301,6 @@ def apply_plan(root: str | Path, plan: ReviewPlan, engineer: str) -> Profile:
         true_defects=len(plan.ids(ReviewVerdict.true_defect)),
         false_alarms=len(plan.ids(ReviewVerdict.false_alarm)),
         newly_passing=len(entry.newly_passing),
+        accepted_unreviewed=len(entry.accepted_unreviewed),
     )  # fmt: skip
     return load_profile(root, name)

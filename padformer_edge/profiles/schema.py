@@ -64,6 +64,20 @@ class AnomalyCheck(StrictModel):
     f1_optimal: float
 
 
+class FalseAlarmBounds(StrictModel):
+    """The false-alarm rate the threshold promises on good parts, from the calibration's
+    own good scores (``profiles.fpr_bounds``): at least ``low`` and at most ``high``, each
+    with ``confidence``, from ``exceeding`` of ``count`` scores above the threshold."""
+
+    count: int = Field(ge=1)
+    exceeding: int = Field(ge=0)
+    low: float = Field(ge=0.0, le=1.0)
+    high: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(gt=0.0, lt=1.0)
+    images_needed: int = Field(ge=1)
+    """Good images the target needs before any threshold can promise it."""
+
+
 class CalibrationResult(StrictModel):
     """The threshold and the evidence it was set from."""
 
@@ -95,6 +109,15 @@ class CalibrationResult(StrictModel):
     each job's mix and readout); a line of text in files calibrated by earlier versions,
     None in files calibrated before it was recorded. A threshold only holds for the same
     scoring."""
+    rule: Literal["quantile", "upper-bound", "reviews"] = "quantile"
+    """How the threshold was set: the good scores' ``1 - target`` quantile plus a
+    bootstrap margin, or (``--upper-bound``) the lowest good score whose promised rate's
+    upper bound is within the target, or from reviewed inspections (``--from-reviews``).
+    A refresh measures on good images again, by the rule of the calibration it replaces
+    (``quantile`` after one from reviews)."""
+    rate_bounds: FalseAlarmBounds | None = None
+    """The rate the threshold promises; None in files calibrated before it was recorded
+    and in recalibrations from reviews (reviews are no sample of good parts)."""
 
 
     @field_validator("good_image_stats")
@@ -157,6 +180,9 @@ class ProfileChange(StrictModel):
     """Stored inspections (ids) flagged when stored that pass under the new threshold."""
     newly_flagged: list[int] = Field(default_factory=list)
     """Stored inspections (ids) that passed when stored and are flagged under it."""
+    accepted_unreviewed: list[int] = Field(default_factory=list)
+    """Unreviewed inspections (ids) the old threshold flagged and the new one passes,
+    accepted by their count (``--accept-unreviewed N``) instead of reviewed."""
 
 
 class ReferenceGrowth(StrictModel):

@@ -1,5 +1,8 @@
 """``profile test``: inspect image files with a profile exactly as the daemon does, and
-write each image's heatmap, so an operator can check a profile before it goes live."""
+write each image's heatmap, so an operator can check a profile before it goes live.
+
+Without a folder named, the heatmaps go under the state folder, never the current one:
+a command run from a checkout or a home folder must not leave files there (issue 51)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,15 @@ from padformer_edge.detect.images import read_image
 from padformer_edge.detect.service import heatmap_names
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.store.locations import state_dir
+
+TEST_HEATMAPS_DIR = "profile-test"  # <state dir>/profile-test/<profile>/: apart from the daemon's
+
+
+def default_heatmap_folder(name: str) -> Path:
+    """Where ``profile test NAME`` writes heatmaps when not told: one folder per profile
+    under the state folder, next to (not inside) the daemon's ``heatmaps/``."""
+    return state_dir() / TEST_HEATMAPS_DIR / name
 
 
 @dataclass(frozen=True)

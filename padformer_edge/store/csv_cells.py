@@ -8,26 +8,48 @@ in the spreadsheet of whoever opens it. Every CSV the project writes (``/history
 cell gets a leading apostrophe, which spreadsheets show as text and do not evaluate.
 Only ``str`` values are touched; scores, ids and sizes are numbers and stay numbers
 (a negative score is written as ``-0.5``, not defused).
+
+A line break inside a cell is a second way in (issue 51's audit): a note ``ok<CR>=cmd|...``
+written with ``lineterminator="\n"`` left the lone carriage return unquoted, and a
+spreadsheet, which breaks records on CR too, started a new record at ``=cmd``. Even
+quoted, a reader that splits lines first sees a line beginning ``=cmd``. So inside a text
+cell every line break (CRLF, CR or LF) becomes one LF, and every line of the cell, not
+only its first, is defused the same way; a cell holding an LF is always quoted, because
+the writer insists on a terminator containing LF.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping
 from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _defused(line: str) -> str:
+    return "'" + line if line.startswith(FORMULA_STARTS) else line
 
 
 def safe_cell(value: Any) -> Any:
-    """``value`` with an apostrophe in front when it is text a spreadsheet would evaluate."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
+    """``value`` with its line breaks made LF and an apostrophe in front of each of its
+    lines a spreadsheet would evaluate, when it is text; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    return "\n".join(_defused(line) for line in LINE_BREAK.split(value))
 
 
 class SafeDictWriter(csv.DictWriter):
-    """``csv.DictWriter`` whose rows pass through ``safe_cell``."""
+    """``csv.DictWriter`` whose rows pass through ``safe_cell``, with a line terminator
+    that holds LF (``\n`` or the default ``\r\n``), so the csv module quotes every cell
+    with a line break in it."""
+
+    def __init__(self, f: Any, fieldnames: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(f, fieldnames, *args, **kwargs)
+        if "\n" not in self.writer.dialect.lineterminator:
+            raise ValueError("SafeDictWriter needs a line terminator holding LF")
 
     def writerow(self, rowdict: Mapping[str, Any]) -> Any:
         return super().writerow({k: safe_cell(v) for k, v in rowdict.items()})

@@ -158,6 +158,27 @@ def open_engine(
     return engine
 
 
+def fold_sqlite_journal(path: Path) -> None:
+    """Fold the write-ahead log back into ``path`` and let SQLite delete its side files.
+
+    The last connection to close a WAL database does this, unless it was read-only: a
+    ``mode=ro`` reader (every CLI history query) must leave ``-wal`` and ``-shm`` behind,
+    since it may not write. A program that read last and owns the folder (the demo)
+    calls this once nobody else has the file open, so the folder holds the database
+    alone. A connection of its own, not the engine's: the engine's pool could still hold
+    connections, and then SQLite would keep the files for them.
+    """
+    import sqlite3  # the standard library's: one plain connection, opened and closed
+
+    if not path.is_file():
+        return
+    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+
+
 def _postgres_read_only(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, inspect, text
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
 from padformer_edge.atomic import atomic_path
@@ -220,6 +221,14 @@ def backup(engine: Engine, destination: Path | None = None) -> Path:
     return destination
 
 
+def migrate_lock_path(url: URL) -> Path:
+    """The file two daemons starting at once lock to migrate one at a time: beside a
+    SQLite file, in the state folder for a server. It stays after the lock is released
+    (deleting it would let a waiting process lock a file no newcomer sees)."""
+    path = sqlite_path(url)
+    return path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"
+
+
 def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
     """What the daemon calls before it takes work: lock, back up if behind, upgrade.
 
@@ -229,9 +238,7 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
     from filelock import FileLock  # only the daemon migrates; readers never lock
 
     path = sqlite_path(engine.url)
-    lock_path = (
-        path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"
-    )
+    lock_path = migrate_lock_path(engine.url)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(lock_path):
         current, head = current_revision(engine), head_revision()

@@ -153,20 +153,3 @@ def reviewer_of(conn: Connection, name: str) -> str:
             f"named users once any exists ({LIST_FIX})."
         )
     return user.name
-
-
-def require_engineer(engine: Engine, name: str) -> str:
-    """The stored name of engineer ``name`` when users exist (``name`` as given when
-    none does: a line without users names its engineer freely, as before)."""
-    with reading(engine) as conn:
-        if not any_users(conn):
-            return name
-        user = find_user(conn, name)
-    if user is None:
-        raise UserError(f"'{name}' is not a user of this database; name an engineer ({LIST_FIX}).")
-    if user.role is not Role.engineer:
-        raise UserError(
-            f"user '{user.name}' is an {user.role.value}; only an engineer applies a "
-            f"recalibration: name one ({LIST_FIX})."
-        )
-    return user.name

@@ -54,9 +54,13 @@ register_url_convertor("row_id", RowId())
 
 
 class CachedStatic(StaticFiles):
-    """The package's script and style sheet, cacheable for five minutes."""
+    """The package's script and style sheet, cacheable for five minutes. A name with a
+    control character is no file of ours: 404 before the file system is asked (issue 51:
+    ``/static/%00`` reached ``os.stat``, whose ValueError answered 500)."""
 
     async def get_response(self, path: str, scope: Scope) -> Response:
+        if any(ord(c) < 32 or ord(c) == 127 for c in path):
+            raise HTTPException(404)
         response = await super().get_response(path, scope)
         if response.status_code == 200:
             response.headers["Cache-Control"] = "public, max-age=300"

@@ -53,7 +53,10 @@ PUBLIC_PATHS = ("/login",)
 
 
 class Headers:
-    """Adds the security headers to every HTTP response."""
+    """Adds the security headers to every HTTP response, a failure's too: an exception
+    nothing inside handled (the routes' own are turned into a sentence by ``guarded``)
+    is answered here, logged once, rather than by Starlette's outermost error layer,
+    which would send its 500 without them."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -62,9 +65,12 @@ class Headers:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = False
 
         async def with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     headers[name] = value
@@ -72,7 +78,15 @@ class Headers:
                     headers["Cache-Control"] = "no-store"
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception as err:
+            if started:  # half a response is out: nothing to answer with, let it end
+                raise
+            log.error("web.error", path=scope.get("path", ""),
+                      error=f"{type(err).__name__}: {err}", exc_info=err)  # fmt: skip
+            answer = text(500, "internal error; the server log has details.")
+            await answer(scope, receive, with_headers)
 
 
 class Gate:

@@ -237,6 +237,8 @@ def detail(request: Request) -> Response:
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
     with reading(app.reader()) as conn:
         past = reviews_of(conn, inspection_id)
+    # an anomaly without alerts was held back by the cooldown: say so, and after which
+    held_back = bool(row.is_anomaly) and not row.alerts
     return page(
         request,
         "detail.html",
@@ -244,6 +246,8 @@ def detail(request: Request) -> Response:
         card=fields,
         normalised=normalised,
         alerts=row.alerts,
+        held_back=held_back,
+        held_back_after=queries.alert_before(app.reader(), row) if held_back else None,
         can_retry=may_retry(request),
         review=row.review,
         reviews=past,
@@ -272,7 +276,8 @@ def media(request: Request) -> Response:
     if found is None:
         return error(request, 404, "there is no such page.")
     kind, recorded = found
-    picture = web_app(request).media.read(recorded)
+    app = web_app(request)
+    picture = app.media.read(recorded, app.conversions)
     if picture is None:
         inspection_id = request.path_params["inspection_id"]
         return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
@@ -427,7 +432,9 @@ def candidate_image(request: Request) -> Response:
     """A candidate's picture, from the copy in the state folder the row names."""
     app, candidate_id = web_app(request), request.path_params["candidate_id"]
     found = get_candidate(app.reader(), candidate_id)
-    picture = app.candidate_media.read(found.image_path) if found is not None else None
+    picture = (
+        app.candidate_media.read(found.image_path, app.conversions) if found is not None else None
+    )
     if picture is None:
         return text(404, f"no picture can be shown for candidate {candidate_id}.")
     return Response(picture.data, media_type=picture.content_type,

@@ -145,6 +145,26 @@ def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
     return store_get_inspection(engine, inspection_id)
 
 
+def alert_before(engine: Engine, row: Inspection) -> int | None:
+    """The latest inspection before ``row`` of its camera and profile that raised an
+    anomaly alert: for an anomaly without alerts, the one whose alert started the
+    cooldown that held this one back (the only reason the daemon raises none). ``None``
+    when no such inspection is kept."""
+    statement = (
+        select(func.max(Inspection.id))
+        .join(Alert, Alert.inspection_id == Inspection.id)
+        .where(
+            Inspection.camera == row.camera,
+            Inspection.product == row.product,
+            Inspection.id < row.id,
+            Inspection.is_anomaly.is_(True),
+        )
+    )
+    with Session(engine) as session:
+        found = session.scalar(statement)
+    return None if found is None else int(found)
+
+
 def unindexed(column: Any) -> Any:
     """``column || ''``: the same value, but not a column SQLite can take an index for.
 

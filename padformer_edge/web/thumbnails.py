@@ -7,26 +7,22 @@ A thumbnail is the picture scaled down to ``EDGE`` pixels on its longer side (ar
 averaging) and encoded as JPEG at ``QUALITY``; the first request for a file pays for the
 decode, and the result is kept in memory, so every later card showing it is a lookup.
 
-The cache is keyed by the file's resolved path, modification time and size (a file
-replaced under the same name is made again) and bounded by ``MAX_BYTES`` in all, the
-least recently shown thumbnail leaving first. The detail page still shows the full
-image (``media``); only the cards and history rows use these.
+The cache (``file_cache.FileCache``) is keyed by the file's resolved path, modification
+time and size (a file replaced under the same name is made again) and bounded by
+``MAX_BYTES`` in all, the least recently shown thumbnail leaving first. The detail page
+still shows the full image (``media``); only the cards and history rows use these.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
-from pathlib import Path
-
 import cv2
 import numpy as np
+
+from padformer_edge.web.file_cache import FileCache
 
 EDGE = 320
 QUALITY = 80
 MAX_BYTES = 32 * 1024 * 1024  # ~1,500 thumbnails of ~20 KB: several screens of history
-Key = tuple[str, int, int]
 
 
 def make_thumbnail(data: bytes, edge: int = EDGE, quality: int = QUALITY) -> bytes | None:
@@ -44,44 +40,8 @@ def make_thumbnail(data: bytes, edge: int = EDGE, quality: int = QUALITY) -> byt
     return jpeg.tobytes() if ok else None
 
 
-class Thumbnails:
-    """Thumbnails by file, least recently used dropped past ``max_bytes``; thread-safe."""
+class Thumbnails(FileCache):
+    """Thumbnails by file (``FileCache``), ``MAX_BYTES`` in all unless told."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._kept: OrderedDict[Key, bytes] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.made = 0  # thumbnails made (cache misses), for tests and the benchmark
-
-    @property
-    def size_bytes(self) -> int:
-        with self._lock:
-            return self._bytes
-
-    def get(self, real: Path, read: Callable[[Path], bytes | None]) -> bytes | None:
-        """The thumbnail of the file ``real`` (already checked by ``media``), made from
-        ``read(real)``'s bytes on a miss; ``None`` when the file is gone or no image."""
-        try:
-            info = real.stat()
-        except OSError:
-            return None
-        key = (str(real), info.st_mtime_ns, info.st_size)
-        with self._lock:
-            kept = self._kept.get(key)
-            if kept is not None:
-                self._kept.move_to_end(key)
-                return kept
-        data = read(real)
-        thumb = make_thumbnail(data) if data is not None else None
-        if thumb is None:
-            return None
-        with self._lock:
-            self.made += 1
-            if key not in self._kept and len(thumb) <= self.max_bytes:
-                self._kept[key] = thumb
-                self._bytes += len(thumb)
-                while self._bytes > self.max_bytes:
-                    _, old = self._kept.popitem(last=False)
-                    self._bytes -= len(old)
-        return thumb
+        super().__init__(make_thumbnail, max_bytes)

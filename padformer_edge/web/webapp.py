@@ -21,7 +21,7 @@ from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import read_heartbeat
 from padformer_edge.store.schema import open_checked
 from padformer_edge.web.config import is_loopback
-from padformer_edge.web.media import MediaRoots
+from padformer_edge.web.media import MediaRoots, conversions
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.page_cache import TTL_S, PageCache
 from padformer_edge.web.people import People
@@ -67,6 +67,7 @@ class WebApp:
         self.page_cache = PageCache(page_cache_s)
         self.proxies = TrustedProxies(trusted_proxies or [])
         self.thumbnails = Thumbnails()
+        self.conversions = conversions()  # TIFFs as PNG for the detail page, made once
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._reader: Engine | None = None

@@ -45,8 +45,9 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     shipped: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "demo"
-    result = _demo("--quick", "--shots", "3", "--out", str(out), env={models.ENV_VAR: str(shipped)})
+    out, state = tmp_path / "demo", tmp_path / "user-state"
+    env = {models.ENV_VAR: str(shipped), "PADFORMER_EDGE_STATE_DIR": str(state)}
+    result = _demo("--quick", "--shots", "3", "--out", str(out), env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "the profile took 3 reference views" in result.stdout
     assert "training the" not in result.stdout and "How briefly" not in result.stdout
@@ -55,6 +56,10 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
         result.stdout
     )
     assert "The model: the shipped generic model (tiny preset, 7 training steps" in result.stdout
+    assert "What the threshold rests on: " in result.stdout and "confidence)" in result.stdout
+    # before anything here reads it: the database alone, no -wal, -shm or migration lock
+    assert sorted(p.name for p in out.glob("results.sqlite3*")) == ["results.sqlite3"]
+    assert not state.exists()  # the demo and its daemon keep to the demo's folder
     _check_the_line(out, result.stdout)
     profile = (out / "profiles" / "demo-part" / "profile.yaml").read_text()
     assert str(shipped) in profile

@@ -4,6 +4,7 @@ subprocess that cannot import torch (``tests.line.runner``)."""
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def test_recalibration_from_reviews_runs_without_torch(line_site: Path) -> None:
     new = (old + 1.4 + old + 10) / 2  # midway: highest false alarm, lowest true defect
     assert after["calibration"]["threshold"] == new
     (change,) = after["history"]
-    assert change["by"] == "Eve" and change["old_threshold"] == old
+    assert change["by"] == f"Eve (shell:{getpass.getuser()})" and change["old_threshold"] == old
     alarms = sorted(i for s, i in ids.items() if s < old + 10)
     assert change["reviews"]["false_alarms"] == alarms
     assert change["newly_passing"] == alarms

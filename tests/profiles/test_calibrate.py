@@ -106,8 +106,11 @@ def test_warns_when_the_good_set_cannot_show_the_tail(made, product):
     assert report.result.warnings == [
         "40 good images are too few for a false-alarm rate of 0.01: at least 299 are needed "
         "for a 95% chance that one of them lies in the tail the threshold cuts; the real rate "
-        "may be higher."
+        "may be higher (the rate this threshold promises is reported with it)."
     ]
+    bounds = report.result.rate_bounds  # what "may be higher" comes to: the rate's bounds
+    assert bounds is not None and bounds.images_needed == 299 and bounds.count == 40
+    assert bounds.high > 0.01 and bounds.low <= report.result.observed_fpr <= bounds.high
 
 
 def test_changed_checkpoint_stops_calibration(made, product, checkpoint):

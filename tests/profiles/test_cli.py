@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
 from padformer_edge.config_kinds import check_config
+from padformer_edge.errors import UserError
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.schema import ProfileConfig
 from tests.profiles.conftest import write_checkpoint
 
@@ -26,8 +28,12 @@ def invoke(*args: str):
     return result.stdout
 
 
-def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
+def test_profile_commands_end_to_end(tmp_path, product, checkpoint, monkeypatch):
     root = ["--root", str(tmp_path / "profiles")]
+    state, here = tmp_path / "state", tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(state))
+    monkeypatch.chdir(here)  # a command must not write into the folder it runs in
     out = invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
                  str(product / "train" / "good"), "--shots", "3", "--passes", "3",
                  "--device", "cpu", *root)  # fmt: skip
@@ -49,13 +55,56 @@ def test_profile_commands_end_to_end(tmp_path, product, checkpoint):
     kind, _ = check_config(tmp_path / "profiles" / "duck" / "profile.yaml")
     assert kind == "profile"
     image = product / "test" / "Missing" / "0.png"
-    shown = invoke(
-        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json",
-        "--no-fail", *root,
-    )  # fmt: skip
+    shown = invoke("profile", "test", "duck", str(image), "--json", "--no-fail", *root)
     [verdict] = json.loads(shown)
     assert verdict["anomalous"] == (verdict["score"] > config.calibration.threshold)
-    assert Path(verdict["heatmap"]).is_file()
+    # no --out: under the state folder, one folder per profile, nothing in the current one
+    assert Path(verdict["heatmap"]) == state / "profile-test" / "duck" / "0.heatmap.png"
+    assert Path(verdict["heatmap"]).is_file() and not list(here.iterdir())
+    [named] = json.loads(invoke(
+        "profile", "test", "duck", str(image), "-o", str(tmp_path / "hm"), "--json",
+        "--no-fail", *root,
+    ))  # fmt: skip
+    assert Path(named["heatmap"]) == tmp_path / "hm" / "0.heatmap.png"
+    assert Path(named["heatmap"]).is_file() and named["score"] == verdict["score"]
+
+
+def test_calibrate_reports_the_rate_it_promises_and_can_set_the_upper_bound(
+    tmp_path, product, checkpoint
+):
+    """Issue 51: a threshold now comes with the false-alarm rate it promises (exact
+    order-statistic bounds from its own good scores), and --upper-bound sets it so that
+    the target is that rate's upper end, refusing too few images before any scoring."""
+    root = ["--root", str(tmp_path / "profiles")]
+    invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
+           str(product / "train" / "good"), "--shots", "3", "--passes", "3",
+           "--device", "cpu", *root)  # fmt: skip
+    good = ("--good", str(product / "test" / "good"))
+    shown = invoke("profile", "calibrate", "duck", *good, "--target-fpr", "0.1", *root)
+    stored = load_profile(tmp_path / "profiles", "duck").calibration
+    assert stored is not None and stored.rule == "quantile" and stored.rate_bounds is not None
+    bounds = stored.rate_bounds
+    assert (bounds.count, bounds.images_needed, bounds.confidence) == (40, 29, 0.95)
+    assert f"promises on good parts: {bounds.low:.2%} to {bounds.high:.2%}" in shown
+    assert f"from {bounds.exceeding} of 40 good scores above it" in shown
+
+    shown = invoke("profile", "calibrate", "duck", *good, "--target-fpr", "0.1",
+                   "--upper-bound", *root)  # fmt: skip
+    stored = load_profile(tmp_path / "profiles", "duck").calibration
+    assert stored is not None and stored.rule == "upper-bound"
+    assert stored.rate_bounds is not None and stored.rate_bounds.high <= 0.1
+    assert stored.margin == 0.0 and stored.threshold in stored.good_scores
+    assert "the lowest of 40 good scores whose promised false-alarm rate is at most 0.1" in shown
+    assert "the target 0.1 is within the upper end." in shown
+
+    result = CliRunner().invoke(app, ["profile", "calibrate", "duck", *good, "--target-fpr",
+                                      "0.01", "--upper-bound", *root])  # fmt: skip
+    assert isinstance(result.exception, UserError)
+    assert "40 good images cannot promise a false-alarm rate of 0.01 with 95% confidence" in (
+        str(result.exception)
+    )
+    assert "give at least 299 held-out good images" in str(result.exception)
+    assert load_profile(tmp_path / "profiles", "duck").calibration == stored  # unchanged
 
 
 def test_changed_checkpoint_is_one_line_and_exit_2(tmp_path, product, checkpoint):

@@ -7,6 +7,7 @@ approved pictures stops the refresh until it is named with ``--force``."""
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import shutil
 from pathlib import Path
@@ -65,6 +66,12 @@ def reviewed_good(database: Path, pictures: list[Path], camera: Path) -> list[in
     return ids
 
 
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` with its bytes: what "writes nothing" means."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
 def planted_defect(product: Path, target: Path) -> Path:
     """A good view with its colours inverted: a part of the wrong finish, a gross defect
     that even the random-weight test model scores far above the threshold (checked by
@@ -99,22 +106,39 @@ def test_refresh_grows_the_profile_and_rollback_brings_the_old_version_back(
     candidates = [c["id"] for c in yaml.safe_load(listed)]
     assert len(candidates) == len(good) + 1
     planted = max(candidates)  # the last one reviewed
-    invoke("profile", "approve", "duck", *map(str, candidates), "--yes", "eve", *db)
+    profile_folder = tmp_path / "profiles" / "duck"
+    files = folder_bytes(profile_folder)
+    first = sorted(set(candidates) - {planted})[:3]  # good ones: too few to hold ten aside
+    approved = invoke("profile", "approve", "duck", *map(str, first), "--yes", "eve", *db)
+    assert "approved candidates" in approved and "only an engineer" not in approved
+    few = invoke("profile", "refresh", "duck", *root, *db)  # too few held aside: a preview
+    assert "would refuse: it has " in few and "good images held aside for calibration" in few
+    assert "`--yes` would be refused for the 1 reason(s) above" in few
+    assert folder_bytes(profile_folder) == files  # a preview writes nothing
 
+    rest = sorted(set(candidates) - set(first))
+    invoke("profile", "approve", "duck", *map(str, rest), "--yes", "eve", *db)
+    shown = invoke("profile", "refresh", "duck", *root, *db)  # the plant: previewed all the same
+    assert f"would refuse: approved candidates {planted} (score" in shown
+    assert f"candidate {planted}: score" in shown and "(left out of this plan)" in shown
+    assert "version 1 -> 2" in shown and "would refuse: it has" not in shown
+    assert folder_bytes(profile_folder) == files  # approved/ included: nothing copied
     message = refused("profile", "refresh", "duck", "--yes", "eve", *root, *db)
-    assert f"approved candidates {planted} (score" in message and "--force ID" in message
-    assert load_profile(tmp_path / "profiles", "duck").config == before.config
+    assert message.startswith(f"profile 'duck' is not refreshed: approved candidates {planted}")
+    assert "--force ID" in message
+    assert folder_bytes(profile_folder) == files
 
     shown = invoke("profile", "refresh", "duck", "--force", str(planted), *root, *db)
     assert "version 1 -> 2" in shown and "nothing changed" in shown
-    assert load_profile(tmp_path / "profiles", "duck").config == before.config
+    assert "would refuse" not in shown and "(forced)" in shown
+    assert folder_bytes(profile_folder) == files
     invoke("profile", "refresh", "duck", "--force", str(planted), "--yes", "eve", *root, *db)
     grown = load_profile(tmp_path / "profiles", "duck")
     limit = before.config.growth.max_references  # more pictures than the limit were offered
     assert grown.config.version == 2 and len(grown.config.references) == limit
     change = grown.config.history[-1]
     assert (change.action, change.by, change.version, change.from_version, change.forced) == (
-        "refresh", "eve", 2, 1, [planted])
+        "refresh", f"eve (shell:{getpass.getuser()})", 2, 1, [planted])
     held = {i.sha256 for i in grown.config.approved if i.held_aside}
     assert held and not held & {e.sha256 for e in grown.config.references}
     assert grown.calibration is not None and grown.calibration.good.count == len(held)

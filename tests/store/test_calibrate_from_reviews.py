@@ -5,6 +5,7 @@ plain arrays."""
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,9 @@ def test_calibrate_from_reviews_sets_the_threshold_from_stored_reviews(
     profile = load_profile(profiles, "bolt")
     assert profile.threshold == 5.5 and profile.is_anomaly(6.5) and not profile.is_anomaly(4.5)
     (change,) = profile.config.history
-    assert change.by == "Eve Engineer" and change.action == "calibrate-from-reviews"
+    # no users in this database: the typed name, beside the shell account it came from
+    assert change.by == f"Eve Engineer (shell:{getpass.getuser()})"
+    assert change.action == "calibrate-from-reviews"
     assert (change.old_threshold, change.new_threshold) == (OLD_THRESHOLD, 5.5)
     assert len(change.reviews.true_defects) == 5 and len(change.reviews.false_alarms) == 5
     assert "results.sqlite3" in change.reviews.database or "postgresql" in change.reviews.database
@@ -170,13 +173,18 @@ def test_a_defect_reviewed_as_a_false_alarm_is_named_first_and_nothing_is_writte
     # then the other reviewed false alarms (highest first), then the unreviewed ones
     assert [c.score for c in plan.changes] == [WRONGLY_REVIEWED, *sorted(DEMO_ALARMS)[::-1],
                                                63.4, 62.9]  # fmt: skip
+    # the unreviewed ones are also listed apart: nobody said they are good
+    assert [c.score for c in plan.unreviewed] == [63.4, 62.9]
     assert (root / "bolt" / "profile.yaml").read_text() == before
 
     preview = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
                       "--root", str(root))  # fmt: skip
     assert preview.returncode == 0, preview.stderr
     assert f"threshold {DEMO_OLD:g} -> {plan.result.threshold:.6g}" in preview.stdout
-    assert "8 would pass, 0 would be flagged" in preview.stdout
+    assert "2 unreviewed parts flagged at the current threshold would pass" in preview.stdout
+    assert "other stored verdicts that would change: 6 would pass, 0 would be flagged" in (
+        preview.stdout
+    )
     table = preview.stdout[preview.stdout.index("stored verdicts that would change") :]
     first_row = next(line for line in table.splitlines() if line.strip(" │|").startswith(
         tuple("0123456789")))  # fmt: skip
@@ -203,7 +211,7 @@ def test_apply_refuses_an_empty_name_and_a_profile_changed_since_the_preview(
     empty = run_cli("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
                     "--root", str(profiles), "--yes", "")  # fmt: skip
     assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
-    assert "--yes needs the name" in empty.stderr
+    assert "--yes needs a name: who applies a recalibration." in empty.stderr
     stray = run_cli("profile", "calibrate", "bolt", "--good", str(profiles), "--yes", "Eve",
                     "--root", str(profiles))  # fmt: skip
     assert stray.returncode == 2 and "add --from-reviews" in stray.stderr
@@ -236,3 +244,73 @@ def test_once_users_exist_yes_names_an_engineer_among_them(
     applied = run_cli(*args, "EVE")
     assert applied.returncode == 0, applied.stderr
     assert load_profile(profiles, "bolt").config.history[-1].by == "eve"
+
+
+def test_unreviewed_flagged_parts_never_pass_unless_reviewed_or_accepted_by_count(
+    db_url: str, engine: Engine, profiles: Path
+) -> None:
+    """Issue 51: a preview listed 5 unreviewed real defects among 13 parts it would pass,
+    mixed with the false alarms. Planted here: unreviewed parts the current threshold
+    (2.0) flags and the new one (5.75) would pass, one of them a defect (5.5), one stored
+    as good under an older, higher threshold (2.5 at 3.0); others the change leaves
+    alone (1.5 already passes, 7.0 stays flagged)."""
+    sha = load_profile(profiles, "bolt").model_sha256
+    td, fa = ReviewVerdict.true_defect, ReviewVerdict.false_alarm
+    alarms = (2.2, 2.6, 3.1, 4.5, 5.0)
+    _store(engine, sha, [(6.5 + i, td) for i in range(5)] + [(s, fa) for s in alarms])
+    defect, alarm, left = _store(engine, sha, [(5.5, None), (3.0, None), (1.5, None)])
+    (older,) = _store(engine, sha, [(2.5, None)], threshold=3.0)
+    _store(engine, sha, [(7.0, None)])
+    plan = plan_from_reviews(profiles, "bolt", engine, "the test database")
+    assert plan.result.threshold == (5.0 + 6.5) / 2
+    assert [c.inspection_id for c in plan.unreviewed] == [defect, alarm, older]  # highest first
+    assert [c.was_anomaly for c in plan.unreviewed] == [True, True, False]
+    assert left not in {c.inspection_id for c in plan.changes}
+
+    profile_file = profiles / "bolt" / "profile.yaml"
+    before = profile_file.read_bytes()
+    args = ("profile", "calibrate", "bolt", "--from-reviews", "--db", db_url,
+            "--root", str(profiles))  # fmt: skip
+    preview = run_cli(*args)
+    assert preview.returncode == 0, preview.stderr
+    shown = preview.stdout
+    assert "3 unreviewed parts flagged at the current threshold would pass; any may be a " \
+        "real defect" in shown  # fmt: skip
+    apart = shown[shown.index("unreviewed, would pass") : shown.index("other stored verdicts")]
+    assert [_first_cell(line) for line in apart.splitlines() if _first_cell(line)] == [
+        str(defect), str(alarm), str(older)
+    ]  # fmt: skip
+    assert "--yes ENGINEER --accept-unreviewed 3`" in shown
+    for extra, told in (((), ""), (("--accept-unreviewed", "2"), " (--accept-unreviewed 2 "
+                                   "does not match)")):  # fmt: skip
+        refused = run_cli(*args, "--yes", "eve", *extra)
+        assert refused.returncode == 2, refused.stderr
+        # the preview's warnings, then one error line
+        (line,) = [e for e in refused.stderr.splitlines() if e.startswith("error:")]
+        assert line == (
+            f"error: this recalibration of profile 'bolt' would pass 3 unreviewed parts the "
+            f"current threshold flags (inspections {defect}, {alarm}, {older}), and any may "
+            f"be a defect{told}; review them (padformer-edge results review ID --true-defect "
+            "or --false-alarm) and preview again, or pass them unreviewed with "
+            "--accept-unreviewed 3."
+        )
+        assert profile_file.read_bytes() == before
+    lone = run_cli(*args, "--accept-unreviewed", "3")  # a preview passes nothing
+    assert lone.returncode == 2 and "goes with --yes ENGINEER" in lone.stderr
+
+    # the defect reviewed: the threshold now keeps it flagged, two parts remain to accept
+    save_review(engine, defect, td, reviewer="ann")
+    applied = run_cli(*args, "--yes", "eve", "--accept-unreviewed", "2")
+    assert applied.returncode == 0, applied.stderr
+    profile = load_profile(profiles, "bolt")
+    assert profile.threshold == (5.0 + 5.5) / 2 and profile.is_anomaly(5.5)
+    (change,) = profile.config.history
+    assert change.accepted_unreviewed == sorted([alarm, older])
+    again = run_cli(*args, "--yes", "eve", "--accept-unreviewed", "2")  # nothing left
+    assert again.returncode == 2 and "passes no unreviewed part" in again.stderr
+
+
+def _first_cell(line: str) -> str | None:
+    """The first cell of a table row when it is an inspection id, else None."""
+    cells = line.strip(" │|").split()
+    return cells[0] if cells and cells[0].isdigit() else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import getpass
 import io
 import json
 import sys
@@ -13,7 +14,8 @@ from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import head_revision
+from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
+from padformer_edge.store.schema import head_revision, upgrade
 from tests.cli_process import run_cli
 
 from .seed import Seeded, seed_history
@@ -127,7 +129,8 @@ def test_review_list_and_export_by_review(seeded_db: tuple[str, Seeded], tmp_pat
     done = run_cli("results", "review", str(defect), "--true-defect", "--note", "crack",
                    "--by", "ann", "--db", db)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"inspection {defect} reviewed as true_defect by ann"
+    shell = f"shell:{getpass.getuser()}"  # no users: the shell account signs, marked
+    assert done.stdout.strip() == f"inspection {defect} reviewed as true_defect by ann ({shell})"
     first = run_cli("results", "review", str(alarm), "--true-defect", "--db", db)
     assert first.returncode == 0, first.stderr
     again = run_cli("results", "review", str(alarm), "--false-alarm", "--note", "glare",
@@ -148,7 +151,28 @@ def test_review_list_and_export_by_review(seeded_db: tuple[str, Seeded], tmp_pat
     assert exported.stdout.strip() == f"exported 2 inspections to {out}"
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert [(int(r["id"]), r["review"], r["reviewed_by"]) for r in rows] == [
-        (defect, "true_defect", "ann"),
-        (alarm, "false_alarm", rows[1]["reviewed_by"]),
+        (defect, "true_defect", f"ann ({shell})"),
+        (alarm, "false_alarm", shell),  # no --by: the shell account alone
     ]
-    assert rows[1]["reviewed_by"]  # the login name running the command
+
+
+def test_the_list_table_shows_the_profile_version_that_scored_each_row(tmp_path: Path) -> None:
+    """Issue 51: after a refresh or a rollback, which version scored a row is the first
+    thing an engineer asks; the table has it (as ``version``), not only --json."""
+    db = str(tmp_path / "versions.sqlite3")
+    engine = open_engine(db)
+    upgrade(engine)
+    for n, version in enumerate((7, 8)):
+        row = enqueue(engine, camera="cam", product="bolt", source_path=f"/cams/{n}.png",
+                      sha256=str(n) * 64, size_bytes=1)  # fmt: skip
+        claim_batch(engine, 1)
+        complete(engine, row.id, DetectionOutcome(score=0.5, threshold=1.0, heatmap_path=None,
+                                                  model_sha256="0" * 64, detect_ms=1.0,
+                                                  profile_version=version))  # fmt: skip
+    engine.dispose()
+    table = run_cli("results", "list", "--db", db, env={"COLUMNS": "200"}).stdout
+    rows = [[c.strip() for c in line.strip("│┃").split(line[0])] for line in table.splitlines()
+            if line[:1] in "│┃"]  # fmt: skip
+    header, *cells = rows
+    at = header.index("version")
+    assert header[at - 1] == "product" and [r[at] for r in cells] == ["8", "7"]  # newest first

@@ -1,6 +1,6 @@
 """Named users and signed reviews in the store, on every configured backend: tokens kept
 only as salted hashes, names unique whatever their case, reviews signed by a user once
-one exists, every verdict kept, and an engineer named for a recalibration."""
+one exists, and every verdict kept (who signs what: test_signers)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from padformer_edge.store.users import (
     authenticate,
     list_users,
     remove_user,
-    require_engineer,
     reset_token,
 )
 from padformer_edge.store.vocabulary import Role
@@ -118,17 +117,6 @@ def test_a_changed_verdict_is_a_new_row_and_the_latest_is_shown(engine: Engine, 
     with reading(engine) as conn:
         assert reviews_of(conn, row) == []
         assert conn.execute(select(func.count()).select_from(review_history)).scalar() == 0
-
-
-def test_only_an_engineer_applies_a_recalibration_once_users_exist(engine: Engine) -> None:
-    assert require_engineer(engine, "Whoever") == "Whoever"  # no users: as before
-    add_user(engine, "ann", Role.operator)
-    add_user(engine, "bob", Role.engineer)
-    assert require_engineer(engine, "BOB") == "bob"
-    with pytest.raises(UserError, match="user 'ann' is an operator; only an engineer"):
-        require_engineer(engine, "ann")
-    with pytest.raises(UserError, match="'carl' is not a user of this database"):
-        require_engineer(engine, "carl")
 
 
 def test_the_users_migration_keeps_every_review_as_history(db_url: str, tmp_path: Path) -> None:

@@ -5,12 +5,15 @@ capture it) and only its hash stored, the list without tokens, removal asked for
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
+from padformer_edge.store.drift import record_drift
 from padformer_edge.store.engine import reading
+from padformer_edge.store.tables import drift_events
 from padformer_edge.store.users import authenticate
 from tests.cli_process import run_cli
 
@@ -52,7 +55,61 @@ def test_results_review_is_signed_by_a_user_once_users_exist(
     assert run_cli("users", "add", "ann", *db).returncode == 0
     stranger = run_cli("results", "review", str(row), "--false-alarm", "--by", "someone", *db)
     assert stranger.returncode == 2
-    assert "reviewer 'someone' is not a user of this database" in stranger.stderr
+    assert "'someone' is not a user of this database; --by must name one" in stranger.stderr
+    unnamed = run_cli("results", "review", str(row), "--false-alarm", *db)  # never the login
+    assert unnamed.returncode == 2
+    assert "this database has users: name who reviews an inspection with --by USER" in (
+        unnamed.stderr
+    )
     signed = run_cli("results", "review", str(row), "--false-alarm", "--by", "Ann", *db)
     assert signed.returncode == 0, signed.stderr
     assert signed.stdout.strip() == f"inspection {row} reviewed as false_alarm by ann"
+
+
+def test_alerts_ack_signs_by_the_same_rule_as_a_review(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Issue 51: ``alerts ack`` recorded the login name (``root``, no user) where
+    ``results review`` refused anyone but a user. Both now follow store.signers."""
+    row = seed_history(engine, tmp_path / "heatmaps").anomaly_ids[0]
+    first, second = (_drift(engine, row) for _ in range(2))
+    db = ("--db", db_url)
+    acked = run_cli("alerts", "ack", str(first), *db)  # no users: the shell account, marked
+    assert acked.returncode == 0, acked.stderr
+    assert acked.stdout.strip().endswith(f"as shell:{getpass.getuser()}.")
+    assert run_cli("users", "add", "ola", *db).returncode == 0  # an operator acknowledges
+    for args, refusal in (
+        ((), "this database has users: name who acknowledges a drift with --by USER"),
+        (("--by", "root"), "'root' is not a user of this database; --by must name one"),
+    ):
+        refused = run_cli("alerts", "ack", str(second), *args, *db)
+        assert refused.returncode == 2 and refusal in refused.stderr, refused.stderr
+    signed = run_cli("alerts", "ack", str(second), "--by", "OLA", *db)
+    assert signed.returncode == 0, signed.stderr
+    with reading(engine) as conn:
+        by = dict(conn.execute(select(drift_events.c.id, drift_events.c.acknowledged_by)).all())
+    assert by == {first: f"shell:{getpass.getuser()}", second: "ola"}
+
+
+def test_an_operator_is_refused_each_engineers_act_in_its_own_words(
+    db_url: str, engine: Engine
+) -> None:
+    db = ("--db", db_url)
+    assert run_cli("users", "add", "ann", *db).returncode == 0
+    for command, act in (
+        (("profile", "approve", "duck", "1"), "approves candidates"),
+        (("profile", "reject", "duck", "1"), "rejects candidates"),
+    ):  # (calibrate --from-reviews: test_calibrate_from_reviews; the rest: test_signers)
+        refused = run_cli(*command, "--yes", "ann", *db)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip() == (
+            f"error: user 'ann' is an operator; only an engineer {act}: name one with "
+            "--yes ('padformer-edge users list' shows them)."
+        )
+
+
+def _drift(engine: Engine, inspection: int) -> int:
+    return record_drift(
+        engine, camera="cam0", product="bolt", kind="binomial", statistic=9.0, p_value=1e-4,
+        level=1e-3, window_size=10, reason="planted", inspection_id=inspection, requests=[],
+    )  # fmt: skip

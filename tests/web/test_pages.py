@@ -17,14 +17,19 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import Cooldown, plan_alerts
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.history import RECORD_COLUMNS, Filters, list_inspections, record
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
+from padformer_edge.store.schema import upgrade
+from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.media import MediaRoots
-from padformer_edge.web.server import WebServer
+from padformer_edge.web.server import WebServer, make_server
 from tests.cli_process import REPO
 from tests.web.client import request
 from tests.web.site import PROFILE_VERSION, THRESHOLD, Site
@@ -101,6 +106,44 @@ def test_detail_shows_scores_threshold_times_and_alert_states(
     failed = request(server.url, f"/inspections/{site.failed}").text  # never scored
     assert 'id="profile-version">not recorded<' in failed
     assert request(server.url, "/inspections/999999").status == 404
+
+
+def test_an_anomaly_the_cooldown_held_back_says_so_not_no_alerts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 51: an anomaly whose alert the cooldown held back said "No alerts" on its
+    detail page. Three results planned as the worker plans them, through one cooldown:
+    an anomaly that alerts, one held back, and a good part."""
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(tmp_path / "state"))
+    db = str(tmp_path / "held.sqlite3")
+    engine = open_engine(db)
+    upgrade(engine)
+    cooldown, config, ids = Cooldown(3600.0), AlertsConfig(), []
+    for n, score in enumerate((2.0, 3.0, 0.5)):
+        row = enqueue(engine, camera="cam", product="bolt", source_path=f"/cams/{n}.png",
+                      sha256=f"{n}" * 64, size_bytes=1)  # fmt: skip
+        claim_batch(engine, 1)
+        requests = plan_alerts(config, cooldown=cooldown, camera="cam", product="bolt",
+                               score=score, threshold=1.0, reason="over")  # fmt: skip
+        complete(engine, row.id, DetectionOutcome(score=score, threshold=1.0, heatmap_path=None,
+                                                  model_sha256="0" * 64, detect_ms=1.0,
+                                                  alerts=requests))  # fmt: skip
+        ids.append(row.id)
+    engine.dispose()
+    alerted, held, good = ids
+    server = make_server(HttpConfig(port=0), db, [tmp_path]).start()
+    try:
+        first = request(server.url, f"/inspections/{alerted}").text
+        assert 'id="alerts"' in first and "held-back" not in first
+        page = request(server.url, f"/inspections/{held}").text
+        assert "No alerts." not in page and 'id="held-back"' in page
+        assert "the alert cooldown (<code>alerts.cooldown_s</code>" in page
+        link = f'<a href="/inspections/{alerted}">inspection {alerted}</a>'
+        assert f"after the alert of {link}" in page
+        assert "<p>No alerts.</p>" in request(server.url, f"/inspections/{good}").text
+    finally:
+        server.stop()
+        server.app.close()
 
 
 def test_health_reports_cameras_queue_failures_outbox_and_heartbeat(

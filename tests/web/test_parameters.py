@@ -94,8 +94,9 @@ def _path(template: str, rng: random.Random, site: Site) -> str:
     return path
 
 
-def _send(base: str, method: str, path: str, headers: dict[str, str], body: bytes | None) -> int:
-    """The status of one request; an event stream is hung up on once its head arrives."""
+def _send(base: str, method: str, path: str, headers: dict[str, str],
+          body: bytes | None) -> tuple[int, dict[str, str]]:  # fmt: skip
+    """The status and headers of one request; an event stream is hung up on at its head."""
     parts = urlsplit(base)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     try:
@@ -110,7 +111,7 @@ def _send(base: str, method: str, path: str, headers: dict[str, str], body: byte
         reply = conn.getresponse()
         if "event-stream" not in reply.getheader("content-type", ""):
             reply.read()
-        return reply.status
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}
     finally:
         conn.close()
 
@@ -153,8 +154,8 @@ def test_a_seeded_fuzz_of_every_route_and_parameter_finds_no_500(
                 headers["Origin"] = rng.choice([token_server.url, "http://evil.example", "null"])
                 form = {k: rng.choice(values) for k in rng.sample(FORM_NAMES, rng.randrange(0, 5))}
                 body = urlencode(form).encode()
-            status = _send(token_server.url, method, path + (f"?{query}" if query else ""),
-                           headers, body)  # fmt: skip
+            status, _ = _send(token_server.url, method, path + (f"?{query}" if query else ""),
+                              headers, body)  # fmt: skip
             statuses[status] = statuses.get(status, 0) + 1
             if status >= 500:
                 failures.append(f"{status} {method} {path}?{query}")
@@ -163,3 +164,68 @@ def test_a_seeded_fuzz_of_every_route_and_parameter_finds_no_500(
     assert failures == [] and errors == [], (failures[:5], errors[:3])
     assert {200, 400, 404}.issubset(statuses), statuses  # it reached handlers and refusals
     assert elapsed < FUZZ_BUDGET_S, f"the fuzz took {elapsed:.0f} s"
+
+
+# -- every path segment -------------------------------------------------------------------
+# Issue 51's audit: GET /static/%00 answered 500 without a login, without the security
+# headers, and logged an ERROR each time. Each segment of each route, literal or
+# parameter, is replaced in turn by hostile segments: NUL and every other C0 control
+# character, DEL, bytes that are no UTF-8, dot segments and encoded separators.
+HOSTILE_SEGMENTS = ["%00", "a%00b", "%00.css", "%7f", "%ff", "%c0%ae", "%e2%80%ae", "..",
+                    "%2e%2e", "%2f", "%5c", "%", "%zz", ";x", "%20", "x" * 300, "style.css%00",
+                    "%f0%9f%98%80"]  # fmt: skip
+CONTROLS = [f"%{code:02x}" for code in range(1, 32)]
+SEGMENT_DRAWS = 6  # hostile segments per position, NUL always among them
+
+
+def _filled(template: str, site: Site) -> str:
+    """``template`` with every parameter given a value its route accepts."""
+    for name, value in (("{inspection_id:row_id}", str(site.good[0])),
+                        ("{alert_id:row_id}", str(site.dead_alert)),
+                        ("{candidate_id:row_id}", "1"), ("{kind}", "image"),
+                        ("{fmt}", "csv"), ("{path}", "style.css")):  # fmt: skip
+        template = template.replace(name, value)
+    return template
+
+
+def _hostile_paths(routes: list[tuple[str, str]], site: Site, rng: random.Random
+                   ) -> list[tuple[str, str]]:  # fmt: skip
+    """(method, path) with one segment of a route replaced by a hostile one, for every
+    segment of every route: NUL, one other control character and a draw of the rest."""
+    found = []
+    for method, template in routes:
+        segments = _filled(template, site).split("/")[1:]
+        for at in range(len(segments)):
+            drawn = ["%00", rng.choice(CONTROLS), *rng.sample(HOSTILE_SEGMENTS, SEGMENT_DRAWS - 2)]
+            found += [(method, "/" + "/".join([*segments[:at], hostile, *segments[at + 1 :]]))
+                      for hostile in drawn]  # fmt: skip
+    return found
+
+
+def test_a_seeded_fuzz_of_every_path_segment_finds_no_500(
+    token_server: WebServer, site: Site
+) -> None:
+    token_server.app.throttle.max_failures = 10**9
+    rng = random.Random(SEED)
+    routes = [(m, t.replace("/{kind}", "/{path}")) if t.startswith("/static") else (m, t)
+              for m, t in _routes(token_server)]  # fmt: skip
+    assert ("GET", "/static/{path}") in routes
+    paths = _hostile_paths(routes, site, rng)
+    assert len(paths) >= SEGMENT_DRAWS * len(routes)
+    failures: list[str] = []
+    unguarded: list[str] = []
+    with capture_logs() as logs:
+        for method, path in paths:
+            headers = dict(BEARER) if rng.random() < 0.5 else {}  # also without a login
+            body = None
+            if method == "POST":
+                headers["Origin"] = token_server.url
+                body = b"verdict=false_alarm&reviewer=ann"
+            status, answer = _send(token_server.url, method, path, headers, body)
+            if status >= 500:
+                failures.append(f"{status} {method} {path}")
+            if answer.get("x-content-type-options") != "nosniff":
+                unguarded.append(f"{status} {method} {path}")
+    errors = [e for e in logs if e.get("log_level") == "error"]
+    assert failures == [] and errors == [], (failures[:5], errors[:3])
+    assert unguarded == [], unguarded[:5]  # every answer carries the security headers

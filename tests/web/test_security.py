@@ -4,16 +4,20 @@ the single write endpoint and the token rule for binding beyond this machine."""
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import quote
 
 import pytest
 from markupsafe import escape
 from sqlalchemy import select
+from starlette.types import Message, Receive, Scope, Send
+from structlog.testing import capture_logs
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Alert, AlertState
 from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.middleware import Headers
 from padformer_edge.web.server import WebServer, make_server
 from tests.cli_process import run_cli
 from tests.web.client import request
@@ -146,6 +150,40 @@ def test_every_response_forbids_inline_script_and_framing(server: WebServer) -> 
         assert "script-src 'self'" in headers["content-security-policy"]
         assert "frame-ancestors 'none'" in headers["content-security-policy"]
         assert headers["x-frame-options"] == "DENY"
+
+
+def test_an_unhandled_failure_is_a_500_with_the_headers_logged_once() -> None:
+    """Defence in depth behind issue 51's ``/static/%00``: whatever escapes the routes is
+    answered inside ``Headers``, so even a 500 forbids inline script and framing."""
+
+    async def broken(scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("a bug")
+
+    async def half_sent(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("a bug after the head")
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope: Scope = {"type": "http", "method": "GET", "path": "/x", "headers": []}
+    with capture_logs() as logs:
+        asyncio.run(Headers(broken)(scope, receive, send))
+    start = sent[0]
+    headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    assert start["status"] == 500 and headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert sent[1]["body"] == b"internal error; the server log has details.\n"
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["web.error"]
+    sent.clear()
+    with pytest.raises(RuntimeError, match="after the head"):  # nothing left to answer with
+        asyncio.run(Headers(half_sent)(scope, receive, send))
+    assert [m["status"] for m in sent] == [200]
 
 
 def _state(site: Site, alert_id: int) -> AlertState:

@@ -25,5 +25,7 @@ def test_the_thumbnail_benchmark_runs_and_reports_both_images() -> None:
     assert report["benchmark"] == "thumbnails" and report["repeats"] == 3
     assert 0 < report["thumb_bytes"] < report["full_bytes"]
     assert report["cached_cpu_ms"] >= 0 and report["first_cpu_ms"] >= 0
+    assert report["full_cached_cpu_ms"] >= 0 and report["full_repeats"] == 1
     assert "| thumbnail, cached (every later card) | 3 | image/jpeg |" in result.stdout
-    assert "800 x 600 TIF" in result.stdout and "Target:" in result.stdout
+    assert "| full image, cached (the page opened again) | 1 | image/png |" in result.stdout
+    assert "800 x 600 TIF" in result.stdout and "Targets:" in result.stdout
