@@ -230,7 +230,7 @@ def main() -> None:
         default=Path("runs/distance-cells.json"),
         help="Rows computed before, by render and row: PatchCore's are computed once.",
     )
-    add_episode_arguments(parser, "distance-cells", max_per_label=15)
+    add_episode_arguments(parser, "distance-cells-transfer-4", max_per_label=15)
     parse_and_run(parser, run)
 
 
