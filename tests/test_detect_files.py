@@ -199,6 +199,9 @@ def test_a_5_megapixel_overlay_is_stored_at_1024_px_with_its_small_defect(tmp_pa
     assert distance.min() <= 2  # the region's own outline
     assert ring - 2 <= distance.max() <= ring + 4  # and its ring, thickness 4 at this size
     assert np.load(raw).shape == (2048, 2448)
+    calm = write_heatmap(tmp_path / "calm.png", image, np.minimum(anomaly_map, 1.0), 1.0,
+                         threshold=1.0)  # fmt: skip
+    assert not outline_pixels(cv2.imread(str(calm))).any()  # nothing above: no outline
 
 
 @pytest.mark.parametrize("size", [224, 1024])

@@ -113,8 +113,16 @@ def overlay_shape(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def _shrunk(array: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``array`` resized to (height, width) ``size`` by area averaging (no aliasing)."""
-    if array.shape[:2] == size:
+    """``array`` resized to (height, width) ``size`` by area averaging (no aliasing).
+
+    Halved first while it is at least twice the size: OpenCV averages 2 x 2 blocks on a
+    fast path, where one area resize by a factor like 2.39 (a 5-megapixel camera's to
+    1024 px) took three times as long for the same box average."""
+    height, width = array.shape[:2]
+    while height >= 2 * size[0] and width >= 2 * size[1] and height % 2 == 0 and width % 2 == 0:
+        height, width = height // 2, width // 2
+        array = cv2.resize(array, (width, height), interpolation=cv2.INTER_AREA)
+    if (height, width) == size:
         return array
     return cv2.resize(array, (size[1], size[0]), interpolation=cv2.INTER_AREA)
 
@@ -154,6 +162,8 @@ def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, 
     Compared at the map's own size and then shrunk, with any covered pixel kept: a
     region of a pixel or two above the threshold stays on the smaller overlay, where
     shrinking the map first would average it away."""
+    if anomaly_map.shape != size and not float(anomaly_map.max()) > threshold:
+        return np.zeros(size, np.uint8)  # most images: nothing above, nothing to shrink
     above = (anomaly_map > threshold).astype(np.uint8)
     if above.shape == size:
         return above
