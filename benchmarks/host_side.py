@@ -66,7 +66,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "read and decode": ("worker.py:load",),
     "heatmap": ("heatmap.py:write_heatmap",),
     "image statistics": ("worker.py:image_statistics",),
-    "commit (store, alerts, drift, log)": ("worker.py:commit",),
+    "commit (store, alerts, drift, log)": ("worker.py:commit_all",),
 }
 """Each stage by the functions that do it (``file:function`` of cProfile's keys, any
 line); their cumulative CPU, summed over threads, is the stage's."""

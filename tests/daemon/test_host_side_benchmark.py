@@ -23,7 +23,7 @@ def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Pat
     assert run["detect_ms_max"] == 0.0  # every row answered by the stored detections
     assert run["cpu_ms_per_image"] > 0 and run["images_per_s"] > 0
     shares = run["stage_share"]
-    assert all(shares[stage] > 0 for stage in ("intake", "read and decode", "heatmap"))
+    assert all(share > 0 for share in shares.values()), shares  # every stage found
     assert sum(shares.values()) <= 1.0
     assert (tmp_path / "prof" / "png-224.prof").stat().st_size > 0
     assert "| 224 px PNG (224x224) | 20 |" in done.stdout
