@@ -157,6 +157,11 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
 
 def _processing(session: Session, inspection_id: int) -> Inspection:
     row = session.get(Inspection, inspection_id, with_for_update=True)
+    return _still_processing(row, inspection_id)
+
+
+def _still_processing(row: Inspection | None, inspection_id: int) -> Inspection:
+    """``row`` if it exists and is ``processing``; else the error that says which not."""
     if row is None:
         raise LookupError(f"inspection {inspection_id} does not exist")
     if row.status != Status.processing:
@@ -177,10 +182,14 @@ def complete_many(
     a batch this way: on small images a transaction per image was among the largest
     host-side costs (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     now = utc_now()
+    ids = [inspection_id for inspection_id, _ in results]
     with _session(engine) as session, session.begin():
+        # one query for the batch (a get per row was most of the transaction's cost)
+        query = select(Inspection).where(Inspection.id.in_(ids)).with_for_update()
+        found = {row.id: row for row in session.scalars(query)}
         rows = []
         for inspection_id, outcome in results:
-            row = _processing(session, inspection_id)
+            row = _still_processing(found.get(inspection_id), inspection_id)
             row.status, row.finished_at, row.error = Status.done, now, None
             row.score, row.threshold, row.is_anomaly = (
                 outcome.score,
