@@ -33,6 +33,13 @@ its docs block is rendered from that file, never from a CPU run:
     python3 benchmarks/daemon_throughput.py --device cuda --model shipped --images 2000 \
         --batch 8 --burst-max-batch 64 --json-out $OUT/daemon_burst.json
     python benchmarks/daemon_throughput.py --from-json daemon_burst.json --write-docs
+
+``--stored-maps`` measures the daemon's host side alone (``host_side.py``): the real
+daemon with a detector that returns stored real detections of the same images, on 224-px
+PNG and 5-megapixel JPEG and PNG images, with ``--profile`` each stage's share:
+
+    python benchmarks/daemon_throughput.py --stored-maps --passes 2 --metric rgb \
+        --images 200 --camera-images 40 --profile --write-docs
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
-from benchmarks.process_stats import cpu_seconds, rss_mib
+from benchmarks.process_stats import rss_mib, tree_cpu_seconds
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
@@ -73,6 +80,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 def png(image: np.ndarray) -> bytes:
     return cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))[1].tobytes()
+
+
+def encoded(image: np.ndarray, suffix: str) -> bytes:
+    """``image`` (RGB) as a camera writes it: PNG, or JPEG at quality 90."""
+    if suffix == ".png":
+        return png(image)
+    params = [cv2.IMWRITE_JPEG_QUALITY, 90]
+    return cv2.imencode(suffix, cv2.cvtColor(image, cv2.COLOR_RGB2BGR), params)[1].tobytes()
 
 
 def make_profile(
@@ -168,11 +183,17 @@ def run_daemon(
     rate: float = 0.0,
     max_wait_ms: int = 100,
     burst_max_batch: int | None = None,
+    suffix: str = ".png",
+    profiles: Path | None = None,
+    launcher: list[str] | None = None,
 ):
     """(wall s, CPU s, latencies s from file closed, latencies s from counted complete,
     resident MiB once a quarter of the images are done and at the end, GPU bytes
-    reserved) of the daemon inspecting ``payloads``: written at once, or ``rate`` per
-    second."""
+    reserved) of the daemon inspecting ``payloads`` (``suffix`` files): written at once,
+    or ``rate`` per second. CPU is the daemon's and every process below it. ``launcher``
+    starts the daemon's command line instead of ``python -m padformer_edge`` (the
+    stored-map detector's, ``stored_maps.py``); ``profiles`` is the profiles root
+    (default ``work/profiles``)."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)
@@ -183,7 +204,7 @@ def run_daemon(
         worker["burst_max_batch"] = burst_max_batch
     config = {
         "database": str(database),
-        "profiles_dir": str(work / "profiles"),
+        "profiles_dir": str(profiles or work / "profiles"),
         "heatmaps": str(work / "heatmaps"),
         "cameras": [{"name": f.name, "path": str(f), "profile": "bench"} for f in folders],
         "intake": {"stable_ms": 100},
@@ -200,18 +221,10 @@ def run_daemon(
     }
     env.pop("NOTIFY_SOCKET", None)
     log = work / "daemon.log"
+    command = ["--log-format", "json", "watch", "--config", str(work / "daemon.yaml")]
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "padformer_edge",
-                "--log-format",
-                "json",
-                "watch",
-                "--config",
-                str(work / "daemon.yaml"),
-            ],
+            [*(launcher or [sys.executable, "-m", "padformer_edge"]), *command],
             cwd=REPO,
             env=env,
             stdout=handle,
@@ -219,13 +232,13 @@ def run_daemon(
         )
     try:
         wait_log(log, "daemon.ready", process, 600)
-        cpu_before = cpu_seconds(process.pid)
+        cpu_before = tree_cpu_seconds(process.pid)
         closed: dict[str, float] = {}
         began = time.monotonic()
         for index, data in enumerate(payloads):
             if rate > 0:  # a steady offered rate: file i is due i / rate after the first
                 time.sleep(max(0.0, began + index / rate - time.monotonic()))
-            path = folders[index % cameras] / f"{index:05d}.png"
+            path = folders[index % cameras] / f"{index:05d}{suffix}"
             path.write_bytes(data)
             closed[str(path)] = time.time()
         warm_rss = None
@@ -235,7 +248,7 @@ def run_daemon(
             if warm_rss is None and len(rows) >= len(payloads) // 4:
                 warm_rss = rss_mib(process.pid)
             time.sleep(0.05)
-        cpu = cpu_seconds(process.pid) - cpu_before
+        cpu = tree_cpu_seconds(process.pid) - cpu_before
         end_rss = rss_mib(process.pid)
         gpu_bytes = gpu_reserved_bytes(port)
     finally:
@@ -388,6 +401,36 @@ def cpu_table(run: dict) -> tuple[str, str]:
     return table, summary
 
 
+def host_side(args: argparse.Namespace) -> None:
+    """``--stored-maps``: the daemon's host side per image (``host_side.py``)."""
+    from benchmarks import host_side as host
+
+    if args.device != "cpu" or args.model != "random" or args.rate:
+        raise SystemExit("--stored-maps runs on the CPU with a burst; leave out --device, "
+                         "--model and --rate.")  # fmt: skip
+    unknown = sorted(set(args.sets) - set(host.SET_KEYS))
+    if unknown:
+        raise SystemExit(
+            f"--sets: {', '.join(unknown)} unknown; choose of {', '.join(host.SET_KEYS)}."
+        )
+    run = host.measure(args)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(run, indent=1))
+    write_host_side(run, args.write_docs)
+
+
+def write_host_side(run: dict, write_docs: bool) -> None:
+    """Print a ``--stored-maps`` run's tables, and write its docs block if asked, with
+    the command that measured it (also when rendered from its JSON)."""
+    from benchmarks import host_side as host
+
+    body = host.render(run)
+    print(body)
+    print_json_line("daemon_host_side", run)
+    if write_docs:
+        update_docs_section("daemon-host-side", body, run["command"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="small", help="random weights of this preset")
@@ -411,6 +454,28 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0,
                         help="images offered per second; 0: a burst written at once")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--stored-maps",
+        action="store_true",
+        help="the host side alone: the daemon with a detector that returns stored real "
+        "detections (benchmarks/host_side.py), on 224-px PNG and 5 MP JPEG and PNG images",
+    )
+    parser.add_argument(
+        "--camera-images", type=int, default=40, help="--stored-maps: images per 5 MP set"
+    )
+    parser.add_argument(
+        "--sets", default="224-png,5mp-jpeg,5mp-png", type=lambda text: text.split(","),
+        help="--stored-maps: the image sets, of 224-png, 5mp-jpeg, 5mp-png",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", action="store_true", help="--stored-maps: each set again under cProfile"
+    )
+    parser.add_argument(
+        "--top", type=int, default=8, help="--profile: functions listed by their own CPU"
+    )
+    parser.add_argument(
+        "--profile-dir", type=Path, help="--profile: keep each set's cProfile file here"
+    )
     parser.add_argument("--json-out", type=Path, help="save the run here")
     parser.add_argument("--from-json", type=Path, action="append",
                         help="render saved GPU runs (repeat) instead of running")  # fmt: skip
@@ -423,6 +488,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.from_json:
         runs = [json.loads(path.read_text()) for path in args.from_json]
+        if len(runs) == 1 and "sets" in runs[0]:  # a --stored-maps run
+            torch.set_num_threads(runs[0].get("threads", 1))  # the machine line says it
+            write_host_side(runs[0], args.write_docs)
+            return
         if any(run["device"] != "cuda" for run in runs):
             raise SystemExit("--from-json renders GPU runs; a CPU run writes its own table.")
         table, summary = render_runs(runs)
@@ -435,6 +504,9 @@ def main() -> None:
         return
     args.size = args.size or (224 if args.model == "shipped" else 256)
     torch.set_num_threads(args.threads)
+    if args.stored_maps:
+        host_side(args)
+        return
     run = measure(args)
     if args.json_out:
         args.json_out.write_text(json.dumps(run, indent=1))

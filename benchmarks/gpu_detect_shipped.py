@@ -4,9 +4,11 @@ precisions and images per call, each setting checked against the CPU's detection
 Used by ``benchmarks/gpu_detect_speed.py --model shipped``; split off because it is a grid
 of its own with a parity check, while the preset table is one row per precision.
 
-Precisions: ``fp32`` is what a profile runs (torch's defaults: float32 matrix products,
-cuDNN convolutions in TF32), ``tf32`` lets the matrix products use TF32 too
-(``torch.backends.cuda.matmul.allow_tf32``), ``bf16`` is the profile's bf16 autocast. The
+Precisions: ``fp32`` is what a profile runs (float32 throughout: the detector turns torch's
+TF32 switches off, ``detect/device.py``), ``tf32`` is what the daemon's
+``worker.allow_tf32`` runs (cuDNN's convolutions and the matrix products in TF32), ``bf16``
+is the profile's bf16 autocast. Every ``fp32`` row must lie within ``PARITY_RTOL``:
+``broken_fp32_rows`` names the rows that do not, and the script fails on them. The
 parity check scores the same ``parity`` images on the CPU (float32) and on the device in
 one call, and reports the largest gap in units of each CPU map's maximum
 (``detect/parity.py``: within parity at most ``PARITY_RTOL``) and whether every verdict
@@ -28,16 +30,34 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 @contextmanager
-def matmul_precision(precision: str) -> Iterator[None]:
-    """TF32 matrix products for ``tf32`` only, as torch had them before afterwards."""
-    import torch
+def float32_mode(precision: str, device: str) -> Iterator[None]:
+    """TF32 for ``tf32`` only, chosen the daemon's way (``detect.tf32``, applied when the
+    detector resolves its device); the process's choice and torch's switches as they were
+    afterwards."""
+    from padformer_edge.detect.device import apply_float32
+    from padformer_edge.detect.tf32 import allow_tf32, tf32_allowed
 
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    before = tf32_allowed()
+    allow_tf32(precision == "tf32")
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+        allow_tf32(before)
+        apply_float32(device)
+
+
+def broken_fp32_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """One line for each ``fp32`` row outside the parity bound: fp32 on CUDA must be the
+    CPU's float32 within ``PARITY_RTOL``; only ``tf32`` and ``bf16`` may trade it away."""
+    from padformer_edge.detect.parity import PARITY_RTOL
+
+    return [
+        f"fp32 row outside the parity bound: {r['references']} references, metric "
+        f"{r['metric']}, {r['per_call']} images per call, gap {r['parity_gap']:.3g} > "
+        f"PARITY_RTOL {PARITY_RTOL:g}"
+        for r in rows
+        if r["precision"] == "fp32" and not r["parity_gap"] <= PARITY_RTOL
+    ]
 
 
 def build(
@@ -123,7 +143,7 @@ def measure_grid(
             cpu = cpu_detector.detect(checked)
             del cpu_detector
             for precision in precisions:
-                with matmul_precision(precision):
+                with float32_mode(precision, device):
                     detector = build(model, refs, metric, precision, passes, device, model_batch)
                     agreement = parity(cpu, detector.detect(checked))
                     for n in per_call:

@@ -20,6 +20,10 @@ written here from that file, so no figure is typed by hand, and never from a CPU
     python3 benchmarks/gpu_detect_speed.py --json-out $OUT/gpu_detect_speed.json
     python3 benchmarks/gpu_detect_speed.py --model shipped --json-out $OUT/gpu_detect_shipped.json
     python benchmarks/gpu_detect_speed.py --from-json gpu_detect_shipped.json --write-docs
+
+An fp32 row of the shipped grid outside ``PARITY_RTOL`` fails the run (exit 1, one line on
+stderr naming each such row) once its JSON is saved and its table printed or written:
+fp32 on CUDA must be the CPU's float32 within the bound.
 """
 
 from __future__ import annotations
@@ -266,6 +270,9 @@ def main() -> None:
     print()
     print(summary)
     print_json_line("gpu_detect_speed", payload)
+    broken = broken_rows(payload)
+    for line in broken:
+        print(line, file=sys.stderr)
     if args.write_docs:
         if payload["device"] == DRY_RUN:
             raise SystemExit("a CPU dry run is no GPU measurement; --write-docs renders GPU runs.")
@@ -277,6 +284,18 @@ def main() -> None:
             update_docs_section(args.section, f"{table}\n\n{summary}", command, machine)
         else:
             update_docs_section("gpu_detect_speed", f"{table}\n\n{summary}", command, machine)
+    if broken:  # after the JSON and the table are kept: the run is a record either way
+        raise SystemExit(f"{len(broken)} fp32 row(s) outside the parity bound (above).")
+
+
+def broken_rows(payload: dict) -> list[str]:
+    """The shipped grid's fp32 rows outside ``PARITY_RTOL`` (``broken_fp32_rows``); the
+    random presets' table has no parity check."""
+    if payload.get("model") != "shipped":
+        return []
+    from benchmarks.gpu_detect_shipped import broken_fp32_rows
+
+    return broken_fp32_rows(payload["rows"])
 
 
 if __name__ == "__main__":

@@ -35,3 +35,43 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a live process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name (which may hold spaces): field 3 onwards."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes below ``pid`` (children, their children...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int(_stat_fields(int(entry.name))[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        parents.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every process below it: the live ones'
+    own, and (``cutime``/``cstime``) those of children that ended and were waited for. A
+    daemon that starts helpers (a probe, an alert command) is charged for them too."""
+    ticks = 0
+    for member in [pid, *descendants(pid)]:
+        try:
+            fields = _stat_fields(member)
+        except OSError:
+            if member == pid:
+                raise
+            continue  # a helper that ended between the listing and this read
+        ticks += sum(int(fields[index]) for index in (11, 12, 13, 14))
+    return ticks / os.sysconf("SC_CLK_TCK")

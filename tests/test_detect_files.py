@@ -5,12 +5,17 @@ import numpy as np
 import pytest
 
 from padformer_edge.detect.heatmap import (
+    LABEL_FONT,
+    MAX_OVERLAY_SIDE,
+    MIN_MARK_SHARE,
     OUTLINE_BGR,
     colour_indices,
+    label_layout,
     render_overlay,
     write_heatmap,
 )
 from padformer_edge.detect.images import ImageReadError, read_image
+from padformer_edge.numbers import plain
 from tests.detect_images import product_image
 
 
@@ -77,7 +82,10 @@ def colour_of(overlay: np.ndarray, image: np.ndarray) -> np.ndarray:
     return 2 * overlay.astype(int) - base
 
 
-LABEL_ROWS = 20  # the score label's black box at the top; not part of the colour layer
+def label_rows(image: np.ndarray) -> int:
+    """The rows of the score label's black box at the top (``decoded_heatmap`` draws score
+    1 at threshold 1, the taller of its labels); not part of the colour layer."""
+    return label_layout(("score 1", "threshold 1"), image.shape).height + 1
 
 
 def hot_pixels(overlay: np.ndarray, image: np.ndarray) -> np.ndarray:
@@ -85,7 +93,7 @@ def hot_pixels(overlay: np.ndarray, image: np.ndarray) -> np.ndarray:
     the rows of the score label never count."""
     colour = colour_of(overlay, image)
     hot = colour[..., 2] - colour[..., 0] > 16
-    hot[:LABEL_ROWS] = False
+    hot[: label_rows(image)] = False
     return hot
 
 
@@ -161,3 +169,65 @@ def test_a_region_of_a_pixel_or_two_is_ringed_so_it_can_be_found(tmp_path):
     distance = np.hypot(rows - 60, cols - 70)
     assert (distance >= 4).sum() > 20  # a ring of radius 5 (5 % of 100 px), not one dot
     assert distance.max() <= 6
+
+
+def camera_image(tmp_path, height: int, width: int, suffix: str) -> np.ndarray:
+    """A camera picture as the daemon gets it: written by OpenCV, decoded from the file."""
+    path = tmp_path / f"camera{suffix}"
+    assert cv2.imwrite(str(path), cv2.cvtColor(product_image(height, width), cv2.COLOR_RGB2BGR))
+    return read_image(path)
+
+
+def test_a_5_megapixel_overlay_is_stored_at_1024_px_with_its_small_defect(tmp_path):
+    """A 2448 x 2048 camera image's overlay is 1024 px on its longer side, the aspect
+    kept to within the rounding of a pixel; a defect of two pixels above the threshold is
+    still outlined on it (the comparison is made at full size), and the raw map keeps the
+    image's size for tools."""
+    image = camera_image(tmp_path, 2048, 2448, ".jpg")
+    anomaly_map = np.full((2048, 2448), 0.5, np.float32)
+    anomaly_map[1000, 1200:1202] = 1.2
+    png, raw = tmp_path / "5mp.png", tmp_path / "5mp.npy"
+    write_heatmap(png, image, anomaly_map, 1.2, threshold=1.0, raw_path=raw)
+    overlay = cv2.imread(str(png))
+    height, width = overlay.shape[:2]
+    assert width == MAX_OVERLAY_SIDE
+    assert abs(height - 2048 * MAX_OVERLAY_SIDE / 2448) <= 0.5
+    rows, cols = np.nonzero(outline_pixels(overlay))
+    factor = MAX_OVERLAY_SIDE / 2448
+    distance = np.hypot(rows - 1000 * factor, cols - 1200.5 * factor)
+    ring = MIN_MARK_SHARE * min(height, width)
+    assert distance.min() <= 2  # the region's own outline
+    assert ring - 2 <= distance.max() <= ring + 4  # and its ring, thickness 4 at this size
+    assert np.load(raw).shape == (2048, 2448)
+    calm = write_heatmap(tmp_path / "calm.png", image, np.minimum(anomaly_map, 1.0), 1.0,
+                         threshold=1.0)  # fmt: skip
+    assert not outline_pixels(cv2.imread(str(calm))).any()  # nothing above: no outline
+
+
+@pytest.mark.parametrize("size", [224, 1024])
+def test_an_image_up_to_1024_px_keeps_its_size(tmp_path, size):
+    image = camera_image(tmp_path, size, size - 24, ".png")
+    path = write_heatmap(tmp_path / "h.png", image, np.zeros(image.shape[:2], np.float32), 0.1)
+    assert cv2.imread(str(path)).shape == image.shape
+
+
+@pytest.mark.parametrize("score, threshold", [(0.0001235, 0.00009877), (11080.0, 9876.0)])
+def test_a_224_px_label_is_whole_inside_the_image(tmp_path, score, threshold):
+    """The label "score ... / threshold ..." at its longest numbers, on a 224-px camera
+    image: every line it is drawn as, measured with OpenCV at the font scale used, lies
+    inside the picture with its margins, and together the lines say all of it."""
+    image = camera_image(tmp_path, 224, 224, ".png")
+    parts = (f"score {plain(score)}", f"threshold {plain(threshold)}")
+    label = label_layout(parts, image.shape)
+    assert " ".join(label.lines).replace(" / ", " ") == " ".join(parts)
+    assert label.scale >= 0.3  # still legible
+    heights = []
+    for line in label.lines:
+        (width, height), baseline = cv2.getTextSize(line, LABEL_FONT, label.scale, label.thickness)
+        assert width + 2 * label.margin <= 224
+        heights.append(height + baseline)
+    assert sum(heights) + (len(heights) + 1) * label.margin <= label.height <= 224
+    assert label.width <= 224
+    overlay = render_overlay(image, np.zeros((224, 224), np.float32), score, threshold=threshold)
+    white = np.all(overlay[: label.height + 1] > 200, axis=-1)  # the label's text
+    assert white[:, : label.width].any() and not white[:, label.width + 1 :].any()

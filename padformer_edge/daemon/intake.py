@@ -42,7 +42,7 @@ from padformer_edge.log import get_logger
 from padformer_edge.store.engine import reading
 from padformer_edge.store.locations import stored_path
 from padformer_edge.store.models import Inspection
-from padformer_edge.store.queue import enqueue
+from padformer_edge.store.queue import QueuedFile, enqueue_many
 
 log = get_logger("intake")
 
@@ -101,6 +101,16 @@ class Settling:
     camera: Camera
     size: int
     changed_at: float
+
+
+@dataclass(frozen=True)
+class Found:
+    """A settled file, hashed, with the row it is queued as."""
+
+    path: Path
+    camera: Camera
+    info: os.stat_result
+    row: QueuedFile
 
 
 class _Events(FileSystemEventHandler):
@@ -208,21 +218,25 @@ class Intake:
             self.scan()
         with self.lock:
             candidates = list(self.settling.items())
-        queued = 0
+        ready: list[Found] = []
         for path, entry in candidates:
             try:
                 verdict = self._verdict(path, entry, now)
                 if verdict is None:
                     continue
-                if verdict and self._queue(path, entry.camera):
-                    queued += 1
-                elif verdict:
-                    continue  # the database refused for now; try again next step
+                if verdict:
+                    found = self._found(path, entry.camera)
+                    if found is not None:
+                        ready.append(found)
+                        continue  # queued below, with every other file settled now
             except Exception as err:  # one odd entry (permissions, a name too long)
                 self.report_once("intake.entry_failed", path, error=f"{type(err).__name__}: {err}")
-            with self.lock:
-                self.settling.pop(path, None)
-        return queued
+            self._forget(path)
+        return self._queue(ready)
+
+    def _forget(self, path: Path) -> None:
+        with self.lock:
+            self.settling.pop(path, None)
 
     def _verdict(self, path: Path, entry: Settling, now: float) -> bool | None:
         """True: queue it; False: forget it; None: let it settle longer."""
@@ -244,32 +258,45 @@ class Intake:
             return True
         return True if quiet >= self.config.settle_timeout_s else None
 
-    def _queue(self, path: Path, camera: Camera) -> bool:
+    def _found(self, path: Path, camera: Camera) -> Found | None:
+        """A settled file's row to queue, hashed; None if it vanished meanwhile."""
         try:
             info = os.lstat(path)
             sha256, size = fingerprint(path, self.max_bytes)
         except OSError:
-            return True  # vanished while hashing; nothing to record
+            return None  # vanished while hashing; nothing to record
         name, exact = stored_name(path)
+        row = QueuedFile(camera.name, camera.product, name, sha256, size,
+                         refused=None if exact else NOT_UTF8)  # fmt: skip
+        return Found(path, camera, info, row)
+
+    def _queue(self, ready: list[Found]) -> int:
+        """Queue ``ready`` in one transaction; if it fails, each file on its own, so one
+        file the database refuses never holds the others back. A file the database
+        refuses stays settling and is tried again next step. Returns how many were queued."""
+        if not ready:
+            return 0
         try:
-            row = enqueue(
-                self.engine,
-                camera=camera.name,
-                product=camera.product,
-                source_path=name,
-                sha256=sha256,
-                size_bytes=size,
-                refused=None if exact else NOT_UTF8,
-            )
-        except Exception as err:  # a locked or unreachable database must not kill intake
-            self.report_once("intake.enqueue_failed", path, error=f"{type(err).__name__}: {err}")
-            return False
-        self.known.add(file_key(path, info))
-        if not exact:
-            self.report_once("intake.refused", path, id=row.id, reason=NOT_UTF8)
-        self.on_queued()
-        log.debug("intake.queued", path=name, id=row.id, camera=camera.name)
-        return True
+            queued = list(zip(ready, enqueue_many(self.engine, [f.row for f in ready]),
+                              strict=True))  # fmt: skip
+        except Exception:
+            queued = []
+            for found in ready:
+                try:
+                    queued.append((found, enqueue_many(self.engine, [found.row])[0]))
+                except Exception as err:  # a locked or unreachable database: not intake's end
+                    self.report_once("intake.enqueue_failed", found.path,
+                                     error=f"{type(err).__name__}: {err}")  # fmt: skip
+        for found, row in queued:
+            self.known.add(file_key(found.path, found.info))
+            if found.row.refused is not None:
+                self.report_once("intake.refused", found.path, id=row.id, reason=NOT_UTF8)
+            log.debug("intake.queued", path=found.row.source_path, id=row.id,
+                      camera=found.camera.name)  # fmt: skip
+            self._forget(found.path)
+        if queued:
+            self.on_queued()
+        return len(queued)
 
     # -- reconciliation --------------------------------------------------------------
     def scan(self) -> int:

@@ -32,6 +32,7 @@ from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
+from padformer_edge.detect.tf32 import allow_tf32
 from padformer_edge.gpu_gauges import follow_devices
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
@@ -79,6 +80,7 @@ class Daemon:
             failed=failed,
             stale_temporaries=stale,
         )
+        allow_tf32(self.config.worker.allow_tf32)  # before any detector resolves its device
         shared: dict[str, Inspector] = {
             name: build_inspector(
                 profile,

@@ -85,7 +85,8 @@ class WorkerConfig(StrictModel):
     ``device`` overrides every profile's own device setting when set (a line PC whose GPU
     is gone can be kept running on the CPU without editing each profile); ``runtime``
     does the same for the runtime (a line moved to a torch-free install, or to OpenVINO,
-    with every profile already exported for it).
+    with every profile already exported for it). ``allow_tf32`` is here rather than in a
+    profile because torch's TF32 switches are process-wide (``detect.tf32``).
     """
 
     max_batch: int = Field(
@@ -123,6 +124,15 @@ class WorkerConfig(StrictModel):
             "Overrides every profile's detection.runtime when set (torch, onnxruntime or "
             "openvino); a graph runtime needs each profile exported for it (profile export "
             "NAME --runtime RUNTIME)."
+        ),
+    )
+    allow_tf32: bool = Field(
+        False,
+        description=(
+            "Let torch on a CUDA GPU run float32 convolutions and matrix products in TF32: "
+            "faster, but maps then miss the CPU's by more than the parity bound (set it "
+            "only where benchmarks/gpu_detect_speed.py --model shipped shows the bound "
+            "held). One setting for the whole daemon: torch's switch is process-wide."
         ),
     )
 

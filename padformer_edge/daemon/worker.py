@@ -6,11 +6,12 @@ one's heatmaps and commits them, in order. ``run_batch`` alone finishes its batc
 it returns.
 
 Every row it claims ends in exactly one of: ``done`` (result and alerts committed
-together after the heatmap file is in place), ``failed`` (a refusal, immediately, or an
-error that used up its attempts), ``skipped`` (older than the overload deadline, with an
-operator alert) or back to ``pending`` (a retryable error). A crash between the heatmap
-and the commit leaves the row ``processing``; the next start requeues it and the retry
-rewrites the same heatmap name, so a file never gets two results or two heatmaps.
+together after the heatmap file is in place; a batch's rows in one transaction),
+``failed`` (a refusal, immediately, or an error that used up its attempts), ``skipped``
+(older than the overload deadline, with an operator alert) or back to ``pending`` (a
+retryable error). A crash between the heatmaps and the commit leaves the rows
+``processing``; the next start requeues them and each retry rewrites the same heatmap
+name, so a file never gets two results or two heatmaps.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -57,6 +59,7 @@ from padformer_edge.store.queue import (
     DetectionOutcome,
     claim_batch,
     complete,
+    complete_many,
     fail,
     requeue_interrupted,
     skip,
@@ -68,6 +71,17 @@ IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
 Decoded = list[tuple[Inspection, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A detected row with its heatmap in place, waiting for its batch's commit."""
+
+    row: Inspection
+    detection: Detection
+    heatmap: Path
+    statistics: tuple[float, ...] | None
+    notices: list[AlertRequest]
 
 
 def out_of_memory_errors() -> tuple[type[BaseException], ...]:
@@ -402,12 +416,8 @@ class Worker:
             return
 
         def finish_group() -> None:
-            for index, ((row, image), detection) in enumerate(zip(group, detections, strict=True)):
-                try:
-                    self.finish(row, image, detection, inspector, notices if index == 0 else [])
-                except Exception as err:
-                    reason = f"storing the result failed: {type(err).__name__}: {err}"
-                    self.record_failure(row, reason)
+            items = [(row, image, d) for (row, image), d in zip(group, detections, strict=True)]
+            self.finish_all(items, inspector, notices)
 
         if wait:
             self.finishing.drain()  # batches handed over earlier commit first
@@ -470,31 +480,69 @@ class Worker:
         inspector: Inspector,
         notices: list[AlertRequest] | None = None,
     ) -> None:
-        """Write the heatmap, then commit the result with its alerts (and ``notices``,
-        alerts planned for this row by something other than its score). The heatmap's
-        encoding, the slow part, runs outside ``shared``."""
-        heatmap = heatmap_path(self.heatmaps, row.id)
-        write_heatmap(
-            heatmap,
-            image,
-            detection.anomaly_map,
-            detection.score,
-            threshold=inspector.threshold,  # one colour scale per profile, not per image
-        )
-        statistics = self.image_statistics(image, inspector)  # of the image, outside the lock
-        with self.shared:
-            self.commit(row, detection, inspector, heatmap, notices, statistics)
+        """One row's heatmap and commit (``finish_all`` of one)."""
+        self.finish_all([(row, image, detection)], inspector, notices or [])
 
-    def commit(
+    def finish_all(
         self,
-        row: Inspection,
-        detection: Detection,
+        items: list[tuple[Inspection, np.ndarray, Detection]],
         inspector: Inspector,
-        heatmap: Path,
-        notices: list[AlertRequest] | None,
-        statistics: tuple[float, ...] | None,
+        notices: list[AlertRequest],
     ) -> None:
-        """The result with its alerts in one transaction, then drift and counters."""
+        """Write each row's heatmap, then commit every result with its alerts in one
+        transaction (``notices``, alerts planned by something other than a score, go
+        with the first row). The heatmaps' encoding, the slow part, runs outside
+        ``shared``. Every heatmap is in place before the transaction that records it,
+        so a kill in between leaves the rows ``processing`` for the next start, whose
+        retry rewrites the same heatmap names. A row whose heatmap fails is recorded as
+        failed alone; so is a row the batch's transaction cannot take (it is then
+        retried row by row)."""
+        ready: list[Finished] = []
+        for index, (row, image, detection) in enumerate(items):
+            try:
+                heatmap = heatmap_path(self.heatmaps, row.id)
+                write_heatmap(
+                    heatmap,
+                    image,
+                    detection.anomaly_map,
+                    detection.score,
+                    threshold=inspector.threshold,  # one colour scale per profile
+                )
+                statistics = self.image_statistics(image, inspector)  # outside the lock
+            except Exception as err:
+                self.record_failure(row, f"storing the result failed: {type(err).__name__}: {err}")
+                continue
+            ready.append(Finished(row, detection, heatmap, statistics,
+                                  notices if index == 0 else []))  # fmt: skip
+        if ready:
+            with self.shared:
+                self.commit_all(ready, inspector)
+
+    def commit_all(self, ready: list[Finished], inspector: Inspector) -> None:
+        """The results with their alerts in one transaction, then drift and counters for
+        each; if the transaction fails, each row is committed (or failed) on its own."""
+        planned = [(item, self.outcome(item, inspector)) for item in ready]
+        try:
+            complete_many(self.engine, [(item.row.id, outcome) for item, outcome in planned])
+            committed = planned
+        except Exception as err:
+            log.warning("worker.batch_commit_failed", rows=len(planned),
+                        error=f"{type(err).__name__}: {err}")  # fmt: skip
+            committed = []
+            for item, outcome in planned:
+                try:
+                    complete(self.engine, item.row.id, outcome)
+                except Exception as row_err:
+                    reason = f"storing the result failed: {type(row_err).__name__}: {row_err}"
+                    self.record_failure(item.row, reason)
+                    continue
+                committed.append((item, outcome))
+        for item, outcome in committed:
+            self.committed(item.row, item.detection, inspector, outcome, item.statistics)
+
+    def outcome(self, item: Finished, inspector: Inspector) -> DetectionOutcome:
+        """A row's result and the alerts its score plans (with its notices)."""
+        row, detection = item.row, item.detection
         alerts = plan_alerts(
             self.alerts,
             cooldown=self.cooldown,
@@ -504,22 +552,32 @@ class Worker:
             threshold=inspector.threshold,
             reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
             source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
-            heatmap_path=str(heatmap),
+            heatmap_path=str(item.heatmap),
             extra={"inspection_id": row.id},
-        ) + list(notices or [])
-        outcome = DetectionOutcome(
+        ) + list(item.notices)
+        return DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,
-            heatmap_path=stored_path(heatmap),  # relative under the state folder
+            heatmap_path=stored_path(item.heatmap),  # relative under the state folder
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
             alerts=alerts,
             profile_version=inspector.version,
         )
-        complete(self.engine, row.id, outcome)
+
+    def committed(
+        self,
+        row: Inspection,
+        detection: Detection,
+        inspector: Inspector,
+        outcome: DetectionOutcome,
+        statistics: tuple[float, ...] | None,
+    ) -> None:
+        """After a row's commit: its candidate proposal, the alert wake-up, drift and
+        the counters."""
         if inspector.auto_limit is not None and detection.score <= inspector.auto_limit:
             self.propose_confident(row, inspector)
-        if alerts:
+        if outcome.alerts:
             self.on_alert()
         findings = self.drift.observe(
             row.camera, row.product, detection.score, outcome.is_anomaly,
@@ -544,9 +602,7 @@ class Worker:
             ms=round(outcome.detect_ms, 1),
         )
 
-    def image_statistics(
-        self, image: np.ndarray, inspector: Inspector
-    ) -> tuple[float, ...] | None:
+    def image_statistics(self, image: np.ndarray, inspector: Inspector) -> tuple[float, ...] | None:
         """The drift watch's luminance percentiles of the image already decoded for this
         result (well under a millisecond, ``image_stats``); None where nothing would test
         them (drift off, or a profile calibrated before they were kept)."""

@@ -7,6 +7,10 @@ filter flips pixels near its median) in ways a float32 calibration does not expe
 CPUs run float32. Scoring
 always runs in float32 because squared LAB differences of nearby colours lose their
 digits in 16-bit floats.
+
+On CUDA, fp32 means fp32: torch's TF32 switches for cuDNN's convolutions (on by default)
+and for the matrix products are set off when a CUDA device is resolved for detection,
+unless the process chose TF32 (``detect.tf32``; the daemon's ``worker.allow_tf32``).
 """
 
 from __future__ import annotations
@@ -17,25 +21,42 @@ from collections.abc import Iterator
 import torch
 
 from padformer_edge.detect.settings import DEVICES, PRECISIONS
+from padformer_edge.detect.tf32 import tf32_allowed
 from padformer_edge.errors import UserError
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` picks the first CUDA GPU when one is visible, else the CPU."""
+    """``auto`` picks the first CUDA GPU when one is visible, else the CPU. A CUDA device
+    gets the process's float32 mode (``apply_float32``) before anything runs on it."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    if name == "cuda":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    elif name == "cpu":
+        device = torch.device("cpu")
+    elif name == "cuda":
         if not torch.cuda.is_available():
             raise UserError(
                 "device 'cuda' was requested but no CUDA GPU is visible; use "
                 "--device cpu or check the GPU driver."
             )
-        return torch.device("cuda")
-    raise UserError(f"device '{name}' is unknown; choose one of {', '.join(DEVICES)}.")
+        device = torch.device("cuda")
+    else:
+        raise UserError(f"device '{name}' is unknown; choose one of {', '.join(DEVICES)}.")
+    apply_float32(device)
+    return device
+
+
+def apply_float32(device: torch.device | str) -> None:
+    """Set torch's TF32 switches (cuDNN's convolutions, the matrix products) for work on
+    ``device``: off, so float32 is float32 and CUDA stays within ``PARITY_RTOL`` of the
+    CPU, unless the process chose TF32 (``tf32.allow_tf32``). Nothing changes for a CPU:
+    the switches are process-wide and a CPU detector must not undo a GPU's choice."""
+    if torch.device(device).type != "cuda":
+        return
+    allowed = tf32_allowed()
+    torch.backends.cudnn.allow_tf32 = allowed
+    torch.backends.cuda.matmul.allow_tf32 = allowed
 
 
 def check_precision(precision: str, device: torch.device) -> None:

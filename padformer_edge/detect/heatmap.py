@@ -2,11 +2,17 @@
 
 Files are written to a temporary name in the destination folder and moved into place
 with ``os.replace``, so a viewer, a sync job or a crashed run never sees half a PNG.
+
+The overlay is drawn and stored at most ``MAX_OVERLAY_SIDE`` pixels on its longer side:
+a person looks at it on a screen, and encoding a camera's 5 megapixels as PNG cost the
+daemon more CPU than the rest of an image's host-side work. The raw map (for tools)
+keeps the image's full size.
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -27,6 +33,98 @@ HOT_FACTOR = 2.0
 CALM_SHARE = 0.5  # the part of the colour map below the threshold
 OUTLINE_BGR = (255, 0, 255)  # magenta: a colour JET never draws, so the outline reads as one
 MIN_MARK_SHARE = 0.05  # radius of the ring around a tiny region, as a share of the short side
+MAX_OVERLAY_SIDE = 1024
+"""The overlay's longest side in pixels: a screen's worth (the page scales it over the
+camera image); larger camera images are shrunk before drawing."""
+
+LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
+MIN_LABEL_SCALE = 0.3
+"""Below this font scale a one-line label is split into its score and threshold lines."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """How the score label is drawn: its lines, font scale and thickness, and the black
+    box behind it (from the top-left corner), all inside the picture."""
+
+    lines: tuple[str, ...]
+    scale: float
+    thickness: int
+    margin: int
+    line_height: int  # one line's ascent plus descent (baseline) in pixels
+    width: int
+    height: int
+
+
+def _measure(lines: tuple[str, ...], scale: float) -> tuple[int, int, int, int]:
+    """(widest line, one line's height with its baseline, thickness, margin) at ``scale``."""
+    thickness = max(1, round(scale * 2))
+    sizes = [cv2.getTextSize(line, LABEL_FONT, scale, thickness) for line in lines]
+    widest = max(width for (width, _), _ in sizes)
+    tallest = max(height + baseline for (_, height), baseline in sizes)
+    return widest, tallest, thickness, max(1, int(4 * scale))
+
+
+def label_layout(parts: tuple[str, ...], shape: tuple[int, ...]) -> Label:
+    """The label of ``parts`` (score, and threshold when there is one) for a picture of
+    ``shape``: one line at the font scale the picture's size asks for, shrunk until it fits
+    the width; where that would make it smaller than ``MIN_LABEL_SCALE``, the parts go on
+    lines of their own. A small picture (224 px) therefore shows the whole label instead
+    of cutting it off at the right edge."""
+    height, width = shape[:2]
+    wanted = max(0.4, min(height, width) / 400.0)
+    layouts = [(" / ".join(parts),)] + ([parts] if len(parts) > 1 else [])
+    for index, lines in enumerate(layouts):
+        scale = wanted
+        widest, line, thickness, margin = _measure(lines, scale)
+        while widest > width - 2 * margin and scale > 0.01:
+            # the glyphs' thickness and rounding do not follow the scale exactly: shrink
+            # by the ratio, and a little more, until it is measured to fit
+            scale *= min(0.98, max(width - 2 * margin, 1) / widest)
+            widest, line, thickness, margin = _measure(lines, scale)
+        if scale >= MIN_LABEL_SCALE or index == len(layouts) - 1:
+            break
+    box_height = len(lines) * line + (len(lines) + 1) * margin
+    return Label(lines, scale, thickness, margin, line, widest + 2 * margin, box_height)
+
+
+def draw_label(overlay: np.ndarray, parts: tuple[str, ...]) -> Label:
+    """White text on a black box in the top-left corner of ``overlay`` (in place)."""
+    label = label_layout(parts, overlay.shape)
+    cv2.rectangle(overlay, (0, 0), (label.width, label.height), (0, 0, 0), -1)
+    for row, text in enumerate(label.lines):
+        baseline_y = label.margin + row * (label.line_height + label.margin) + label.line_height
+        _, descent = cv2.getTextSize(text, LABEL_FONT, label.scale, label.thickness)
+        origin = (label.margin, baseline_y - descent)
+        cv2.putText(overlay, text, origin, LABEL_FONT, label.scale, (255, 255, 255),
+                    label.thickness, cv2.LINE_AA)  # fmt: skip
+    return label
+
+
+def overlay_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(height, width) of the overlay of a picture of ``shape``: the same, or shrunk
+    (aspect kept) so that the longer side is ``MAX_OVERLAY_SIDE``."""
+    height, width = shape[:2]
+    longer = max(height, width)
+    if longer <= MAX_OVERLAY_SIDE:
+        return height, width
+    factor = MAX_OVERLAY_SIDE / longer
+    return max(1, round(height * factor)), max(1, round(width * factor))
+
+
+def _shrunk(array: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``array`` resized to (height, width) ``size`` by area averaging (no aliasing).
+
+    Halved first while it is at least twice the size: OpenCV averages 2 x 2 blocks on a
+    fast path, where one area resize by a factor like 2.39 (a 5-megapixel camera's to
+    1024 px) took three times as long for the same box average."""
+    height, width = array.shape[:2]
+    while height >= 2 * size[0] and width >= 2 * size[1] and height % 2 == 0 and width % 2 == 0:
+        height, width = height // 2, width // 2
+        array = cv2.resize(array, (width, height), interpolation=cv2.INTER_AREA)
+    if (height, width) == size:
+        return array
+    return cv2.resize(array, (size[1], size[0]), interpolation=cv2.INTER_AREA)
 
 
 def colour_indices(
@@ -58,15 +156,29 @@ def colour_indices(
     return np.floor(scaled * 255.999).astype(np.uint8)
 
 
-def draw_outline(overlay: np.ndarray, anomaly_map: np.ndarray, threshold: float) -> int:
-    """Draw the outline of ``anomaly_map > threshold`` on ``overlay`` in place; return how
-    many separate regions it has. The outline keeps a defect findable where its colour is
-    small or the image behind it is busy. A region smaller than ``MIN_MARK_SHARE`` of the
-    picture (a score just above the threshold often passes it at a pixel or two) is also
-    ringed by a circle of that radius, because its own outline would be a dot."""
+def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, int]) -> np.ndarray:
+    """Where ``anomaly_map > threshold``, as a ``uint8`` mask of (height, width) ``size``.
+
+    Compared at the map's own size and then shrunk, with any covered pixel kept: a
+    region of a pixel or two above the threshold stays on the smaller overlay, where
+    shrinking the map first would average it away."""
+    if anomaly_map.shape != size and not float(anomaly_map.max()) > threshold:
+        return np.zeros(size, np.uint8)  # most images: nothing above, nothing to shrink
     above = (anomaly_map > threshold).astype(np.uint8)
+    if above.shape == size:
+        return above
+    return (_shrunk(above * np.uint8(255), size) > 0).astype(np.uint8)
+
+
+def draw_outline(overlay: np.ndarray, above: np.ndarray) -> int:
+    """Draw the outline of the ``above`` mask (``above_threshold``) on ``overlay`` in
+    place; return how many separate regions it has. The outline keeps a defect findable
+    where its colour is small or the image behind it is busy. A region smaller than
+    ``MIN_MARK_SHARE`` of the picture (a score just above the threshold often passes it at
+    a pixel or two) is also ringed by a circle of that radius, because its own outline
+    would be a dot."""
     contours, _ = cv2.findContours(above, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    side = min(anomaly_map.shape)
+    side = min(above.shape)
     thickness = max(1, round(side / 200))
     cv2.drawContours(overlay, contours, -1, OUTLINE_BGR, thickness, cv2.LINE_8)
     smallest = max(3.0, MIN_MARK_SHARE * side)
@@ -86,39 +198,25 @@ def render_overlay(
     threshold: float | None = None,
 ) -> np.ndarray:
     """A BGR ``uint8`` picture: the map in the JET colour map blended on the image,
-    with the score (and threshold, when given) printed in the top-left corner.
+    with the score (and threshold, when given) printed in the top-left corner; at most
+    ``MAX_OVERLAY_SIDE`` pixels on its longer side (``overlay_shape``).
 
     ``vmax`` fixes the value drawn as full red so that overlays of several images can be
     compared; without it and without ``threshold`` each map is scaled to its own maximum.
     With ``threshold`` (a profile's) the scale is anchored to it (``colour_indices``) and
     the region above it is outlined in magenta.
     """
-    colour = cv2.applyColorMap(colour_indices(anomaly_map, vmax, threshold), cv2.COLORMAP_JET)
-    base = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    size = overlay_shape(image.shape)
+    small_map = _shrunk(anomaly_map.astype(np.float32, copy=False), size)
+    colour = cv2.applyColorMap(colour_indices(small_map, vmax, threshold), cv2.COLORMAP_JET)
+    base = cv2.cvtColor(_shrunk(image, size), cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
-    text = f"score {plain(score)}"
+    parts = (f"score {plain(score)}",)
     if threshold is not None:
-        text += f" / threshold {plain(threshold)}"
-    scale = max(0.4, min(image.shape[:2]) / 400.0)
-    thickness = max(1, round(scale * 2))
-    (width, height), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
-    margin = int(4 * scale)
-    origin = (margin, height + margin)
-    cv2.rectangle(
-        overlay, (0, 0), (width + 2 * margin, height + baseline + 2 * margin), (0, 0, 0), -1
-    )
-    cv2.putText(
-        overlay,
-        text,
-        origin,
-        cv2.FONT_HERSHEY_SIMPLEX,
-        scale,
-        (255, 255, 255),
-        thickness,
-        cv2.LINE_AA,
-    )
+        parts += (f"threshold {plain(threshold)}",)
+    draw_label(overlay, parts)
     if threshold is not None:  # last, so the score label never hides part of the outline
-        draw_outline(overlay, anomaly_map, threshold)
+        draw_outline(overlay, above_threshold(anomaly_map, threshold, size))
     return overlay
 
 
@@ -132,8 +230,9 @@ def write_heatmap(
     threshold: float | None = None,
     raw_path: str | Path | None = None,
 ) -> Path:
-    """Write the overlay PNG to ``path`` and, if asked, the float32 map as ``.npy``;
-    ``vmax`` and ``threshold`` as in ``render_overlay``."""
+    """Write the overlay PNG to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
+    side) and, if asked, the float32 map at the image's size as ``.npy``; ``vmax`` and
+    ``threshold`` as in ``render_overlay``."""
     if anomaly_map.shape != image.shape[:2]:
         raise ValueError(f"map {anomaly_map.shape} does not match image {image.shape[:2]}")
     ok, encoded = cv2.imencode(".png", render_overlay(image, anomaly_map, score, vmax, threshold))

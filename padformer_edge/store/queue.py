@@ -73,32 +73,59 @@ def enqueue(
     ``refused`` records a file intake already knows can never be inspected (a name that
     is not UTF-8) as ``failed`` with that reason, so the worker never claims it.
     """
-    now = discovered_at or utc_now()
-    values = dict(
-        camera=camera,
-        product=product,
-        source_path=source_path,
-        sha256=sha256,
-        size_bytes=size_bytes,
-        status=Status.pending if refused is None else Status.failed,
-        attempts=0,
-        discovered_at=now,
-    )
-    if refused is not None:
-        values.update(error=refused, finished_at=now)
+    found = QueuedFile(camera, product, source_path, sha256, size_bytes, discovered_at, refused)
+    return enqueue_many(engine, [found])[0]
+
+
+@dataclass(frozen=True)
+class QueuedFile:
+    """One file for ``enqueue_many``: ``enqueue``'s arguments."""
+
+    camera: str
+    product: str
+    source_path: str
+    sha256: str
+    size_bytes: int
+    discovered_at: datetime | None = None
+    refused: str | None = None
+
+
+def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection]:
+    """``enqueue`` for several files in one transaction (intake queues every file that
+    settled in one step this way: on small images a transaction per file was among the
+    largest host-side costs); their rows in order, all of them or none."""
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
-    statement = (
-        dialect.insert(Inspection)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["source_path", "sha256"])
-    )
     with _session(engine) as session, session.begin():
-        session.execute(statement)
-        return session.scalars(
-            select(Inspection).where(
-                Inspection.source_path == source_path, Inspection.sha256 == sha256
+        rows = []
+        for found in files:
+            now = found.discovered_at or utc_now()
+            values = dict(
+                camera=found.camera,
+                product=found.product,
+                source_path=found.source_path,
+                sha256=found.sha256,
+                size_bytes=found.size_bytes,
+                status=Status.pending if found.refused is None else Status.failed,
+                attempts=0,
+                discovered_at=now,
             )
-        ).one()
+            if found.refused is not None:
+                values.update(error=found.refused, finished_at=now)
+            statement = (
+                dialect.insert(Inspection)
+                .values(**values)
+                .on_conflict_do_nothing(index_elements=["source_path", "sha256"])
+            )
+            session.execute(statement)
+            rows.append(
+                session.scalars(
+                    select(Inspection).where(
+                        Inspection.source_path == found.source_path,
+                        Inspection.sha256 == found.sha256,
+                    )
+                ).one()
+            )
+        return rows
 
 
 def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
@@ -130,6 +157,11 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
 
 def _processing(session: Session, inspection_id: int) -> Inspection:
     row = session.get(Inspection, inspection_id, with_for_update=True)
+    return _still_processing(row, inspection_id)
+
+
+def _still_processing(row: Inspection | None, inspection_id: int) -> Inspection:
+    """``row`` if it exists and is ``processing``; else the error that says which not."""
     if row is None:
         raise LookupError(f"inspection {inspection_id} does not exist")
     if row.status != Status.processing:
@@ -139,22 +171,39 @@ def _processing(session: Session, inspection_id: int) -> Inspection:
 
 def complete(engine: Engine, inspection_id: int, outcome: DetectionOutcome) -> Inspection:
     """Store a result and queue its alerts in one transaction."""
+    return complete_many(engine, [(inspection_id, outcome)])[0]
+
+
+def complete_many(
+    engine: Engine, results: Sequence[tuple[int, DetectionOutcome]]
+) -> list[Inspection]:
+    """Store several results and queue their alerts in one transaction: all of them or,
+    when any row is not ``processing`` (or the database fails), none. The worker commits
+    a batch this way: on small images a transaction per image was among the largest
+    host-side costs (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     now = utc_now()
+    ids = [inspection_id for inspection_id, _ in results]
     with _session(engine) as session, session.begin():
-        row = _processing(session, inspection_id)
-        row.status, row.finished_at, row.error = Status.done, now, None
-        row.score, row.threshold, row.is_anomaly = (
-            outcome.score,
-            outcome.threshold,
-            outcome.is_anomaly,
-        )
-        row.heatmap_path, row.model_sha256 = outcome.heatmap_path, outcome.model_sha256
-        row.profile_version = outcome.profile_version
-        row.detect_ms = outcome.detect_ms
-        if row.started_at is not None:
-            row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)
-        session.add_all(_outbox(row.id, outcome.alerts, now))
-        return row
+        # one query for the batch (a get per row was most of the transaction's cost)
+        query = select(Inspection).where(Inspection.id.in_(ids)).with_for_update()
+        found = {row.id: row for row in session.scalars(query)}
+        rows = []
+        for inspection_id, outcome in results:
+            row = _still_processing(found.get(inspection_id), inspection_id)
+            row.status, row.finished_at, row.error = Status.done, now, None
+            row.score, row.threshold, row.is_anomaly = (
+                outcome.score,
+                outcome.threshold,
+                outcome.is_anomaly,
+            )
+            row.heatmap_path, row.model_sha256 = outcome.heatmap_path, outcome.model_sha256
+            row.profile_version = outcome.profile_version
+            row.detect_ms = outcome.detect_ms
+            if row.started_at is not None:
+                row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)
+            session.add_all(_outbox(row.id, outcome.alerts, now))
+            rows.append(row)
+        return rows
 
 
 def _outbox(inspection_id: int, alerts: Sequence[AlertRequest], now: datetime) -> list[Alert]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, event, func, select
 
 from padformer_edge.daemon import worker as worker_module
 from padformer_edge.daemon.alerts.config import AlertsConfig
@@ -25,6 +25,7 @@ from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.daemon.worker import Worker, heatmap_path
 from padformer_edge.detect.detection import Detection
 from padformer_edge.store.models import Inspection, Status
+from padformer_edge.store.queue import claim_batch
 from tests.daemon.harness import queued_images
 
 BOUND_S = 60.0  # how long a stand-in waits for what the overlap promises before failing
@@ -148,6 +149,7 @@ def test_a_commit_the_finisher_cannot_record_gives_the_rows_back(
     def away(*_: object, **__: object) -> None:
         raise RuntimeError("database is away (simulated)")
 
+    monkeypatch.setattr(worker_module, "complete_many", away)
     monkeypatch.setattr(worker_module, "complete", away)
     monkeypatch.setattr(worker_module, "fail", away)
     assert worker.run_batch(wait=False) == BATCH
@@ -160,3 +162,66 @@ def test_a_commit_the_finisher_cannot_record_gives_the_rows_back(
     rows = statuses(engine)
     engine.dispose()
     assert [status for _, status in rows] == [Status.pending] * BATCH
+
+
+def claimed(tmp_path: Path, count: int) -> tuple[Engine, Worker, list]:
+    """``count`` rows claimed and decoded by a worker, with a detection each (score by
+    mean pixel, a calm map): what ``finish_all`` gets after a detector call."""
+    engine, worker, _ = burst(tmp_path, count)
+    decoded = worker.prepare(claim_batch(engine, count))
+    items = [
+        (row, image, Detection(float(image.mean()) / 255, np.zeros(image.shape[:2], np.float32),
+                               [], [], {"total": 0.0}))
+        for row, image in decoded
+    ]  # fmt: skip
+    return engine, worker, items
+
+
+def commits(engine: Engine) -> list[int]:
+    """A list that grows by one at every transaction the engine commits."""
+    seen: list[int] = []
+    event.listen(engine, "commit", lambda _conn: seen.append(1))
+    return seen
+
+
+def test_a_batchs_results_are_committed_in_one_transaction(tmp_path: Path) -> None:
+    """Every heatmap is in place, then one transaction records the whole batch."""
+    engine, worker, items = claimed(tmp_path, BATCH)
+    seen = commits(engine)
+    worker.finish_all(items, worker.inspectors["c"], [])
+    assert len(seen) == 1
+    assert [status for _, status in statuses(engine)] == [Status.done] * BATCH
+    assert all(heatmap_path(tmp_path / "heat", row.id).is_file() for row, _, _ in items)
+    engine.dispose()
+
+
+def test_a_row_whose_heatmap_cannot_be_written_fails_alone(tmp_path: Path) -> None:
+    """The others of its batch are committed together; it goes back for another try."""
+    engine, worker, items = claimed(tmp_path, BATCH)
+    blocked = items[1][0].id
+    heatmap_path(tmp_path / "heat", blocked).mkdir(parents=True)  # no file can go there
+    seen = commits(engine)
+    worker.finish_all(items, worker.inspectors["c"], [])
+    assert len(seen) == 2  # the failure, then the batch
+    rows = dict(statuses(engine))
+    assert rows.pop(blocked) == Status.pending
+    assert set(rows.values()) == {Status.done}
+    engine.dispose()
+
+
+def test_a_batch_the_store_refuses_is_committed_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the batch's transaction fails, each row is tried in a transaction of its own,
+    so one row the store cannot take never costs the others their results."""
+
+    def refused(*_: object, **__: object) -> None:
+        raise RuntimeError("the batch's transaction failed (simulated)")
+
+    monkeypatch.setattr(worker_module, "complete_many", refused)
+    engine, worker, items = claimed(tmp_path, BATCH)
+    seen = commits(engine)
+    worker.finish_all(items, worker.inspectors["c"], [])
+    assert len(seen) == BATCH
+    assert [status for _, status in statuses(engine)] == [Status.done] * BATCH
+    engine.dispose()

@@ -12,10 +12,13 @@ from padformer_edge.store.models import Alert, AlertState, Inspection, Status
 from padformer_edge.store.queue import (
     AlertRequest,
     DetectionOutcome,
+    QueuedFile,
     claim_batch,
     complete,
+    complete_many,
     due_alerts,
     enqueue,
+    enqueue_many,
     fail,
     mark_alert_failed,
     mark_alert_sent,
@@ -179,3 +182,28 @@ def test_skip_queues_its_alerts_in_the_same_transaction(engine: Engine) -> None:
     assert [(a.inspection_id, a.sink, a.state) for a in alerts] == [
         (row.id, "log", AlertState.pending)
     ]
+
+
+def test_a_batch_completes_whole_or_not_at_all(engine: Engine) -> None:
+    """The worker's batch: every result and alert in one transaction; a row that is not
+    ``processing`` any more refuses the whole batch, and nothing of it is written."""
+    rows = [_enqueue(engine, f"{i}.png") for i in range(3)]
+    claimed = claim_batch(engine, 3)
+    alert = AlertRequest(sink="log", payload={"kind": "anomaly"})
+    done = complete_many(engine, [(claimed[0].id, _outcome(2.0, [alert])),
+                                  (claimed[1].id, _outcome(0.5))])  # fmt: skip
+    assert [r.status for r in done] == [Status.done, Status.done]
+    assert _count(engine, Alert) == 1
+    with pytest.raises(ValueError, match="not processing"):
+        complete_many(engine, [(claimed[2].id, _outcome(0.1)), (rows[0].id, _outcome(0.1))])
+    with Session(engine) as session:
+        assert session.get(Inspection, claimed[2].id).status == Status.processing
+    assert _count(engine, Alert) == 1
+
+
+def test_files_queued_together_are_queued_once_each(engine: Engine) -> None:
+    files = [QueuedFile("cam", "bolt", f"/cams/{i}.png", digest(str(i)), 10) for i in range(3)]
+    first = enqueue_many(engine, files)
+    again = enqueue_many(engine, files[1:])  # a rescan meeting two of them again
+    assert [r.id for r in again] == [r.id for r in first[1:]]
+    assert _count(engine, Inspection) == 3

@@ -1,0 +1,308 @@
+"""The daemon's host side per image: ``daemon_throughput.py --stored-maps``.
+
+The real daemon (``watch``, a subprocess) inspects bursts of camera images with a detector
+that costs nothing (``stored_maps.py``: the real detections of the same images, made
+beforehand by the profile's real detector and stored), so all the CPU it spends is the
+host side's: intake (finding, hashing and queueing files), reading and decoding, heatmaps,
+the store, alerts, drift and logging. Three image sets, each in a daemon of its own: the
+224-px PNG renders every earlier benchmark used, and 5-megapixel camera images (2448 x
+2048, a smooth scene with fine texture and sensor noise) as JPEG (quality 90) and as PNG.
+Each set is ten distinct images cycled over the burst, the threshold set between the two
+highest stored scores, so one image in ten is an anomaly (a 10 % alert rate); the profile's
+calibration keeps the ten scores and image statistics as a real one does, so the drift
+watch runs its tests.
+
+CPU is read from /proc over the daemon and every process below it, from READY until the
+last row is committed. With ``--profile`` each set runs a second time with every thread
+of the daemon profiled by cProfile on its own CPU clock; the profile's share of each stage
+(by the functions that do it) is reported beside the unprofiled figures, since cProfile
+itself slows the Python it watches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pstats
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import markdown_table
+
+DISTINCT = 10
+"""Distinct images per set: the burst cycles through them; one scores above the threshold."""
+CAMERA_SIZE = (2048, 2448)  # height, width: a 5-megapixel machine-vision sensor
+STORED_MAPS = Path(__file__).resolve().with_name("stored_maps.py")
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    key: str
+    name: str
+    height: int
+    width: int
+    suffix: str
+
+
+SETS = (
+    ImageSet("224-png", "224 px PNG", 224, 224, ".png"),
+    ImageSet("5mp-jpeg", "5 MP JPEG", *CAMERA_SIZE, ".jpg"),
+    ImageSet("5mp-png", "5 MP PNG", *CAMERA_SIZE, ".png"),
+)
+SET_KEYS = tuple(image_set.key for image_set in SETS)
+
+STAGES: dict[str, tuple[str, ...]] = {
+    "intake": ("intake.py:step", "intake.py:on_any_event"),
+    "claim and backlog": ("queue.py:claim_batch", "worker.py:backlog"),
+    "read and decode": ("worker.py:load",),
+    "heatmap": ("heatmap.py:write_heatmap",),
+    "image statistics": ("worker.py:image_statistics",),
+    "commit (store, alerts, drift, log)": ("worker.py:commit_all",),
+}
+"""Each stage by the functions that do it (``file:function`` of cProfile's keys, any
+line); their cumulative CPU, summed over threads, is the stage's."""
+
+
+def camera_photo(height: int, width: int, seed: int) -> np.ndarray:
+    """An RGB camera picture: a smooth scene, texture at 16-pixel scale and sensor noise
+    (sigma 3 levels), so PNG and JPEG cost what they cost on a real camera's images,
+    which a smooth render alone would not (PNG compresses it to almost nothing)."""
+    rng = np.random.default_rng(seed)
+    scene = cv2.resize(rng.uniform(0, 255, (6, 6, 3)).astype(np.float32), (width, height),
+                       interpolation=cv2.INTER_CUBIC)  # fmt: skip
+    texture = rng.uniform(-20, 20, (max(1, height // 16), max(1, width // 16), 3))
+    scene += cv2.resize(texture.astype(np.float32), (width, height),
+                        interpolation=cv2.INTER_LINEAR)  # fmt: skip
+    scene += rng.normal(0.0, 3.0, (height, width, 3)).astype(np.float32)
+    return scene.clip(0, 255).astype(np.uint8)
+
+
+def stage_seconds(stats: pstats.Stats) -> tuple[dict[str, float], float]:
+    """(CPU seconds per stage, all CPU seconds the profile saw), from merged statistics."""
+    table = stats.stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in table.values())  # every function's own time
+    stages = dict.fromkeys(STAGES, 0.0)
+    for (filename, _, function), entry in table.items():
+        key = f"{Path(filename).name}:{function}"
+        for stage, names in STAGES.items():
+            if key in names:
+                stages[stage] += entry[3]  # cumulative: what it called included
+    return stages, total
+
+
+def portable(name: str) -> str:
+    """A function's cProfile name without this machine's folders: from the package or
+    the site-packages folder on, or the file's name for the standard library."""
+    for marker in ("site-packages/", "padformer_edge/"):
+        if marker in name:
+            start = name.index(marker) + (len(marker) if marker == "site-packages/" else 0)
+            return name[start:]
+    return name if name.startswith("{") else Path(name.split(":")[0]).name + name[name.find(":") :]
+
+
+def top_functions(stats: pstats.Stats, count: int) -> list[tuple[str, float]]:
+    """The ``count`` functions with the most CPU of their own (seconds), waits excluded
+    (they cost no CPU on the thread clock)."""
+    table = stats.stats  # type: ignore[attr-defined]
+    ranked = sorted(table.items(), key=lambda item: item[1][2], reverse=True)[:count]
+    return [(pstats.func_std_string(key), entry[2]) for key, entry in ranked]
+
+
+def store_detections(
+    work: Path, image_set: ImageSet, payloads: list[bytes]
+) -> tuple[Path, list[float]]:
+    """Detect the set's distinct images (decoded as the daemon decodes them) and the
+    profile's first reference (the daemon's warm-up image) with the profile's real
+    detector; store them for ``stored_maps.py``. Returns the store and the set's scores."""
+    from benchmarks.stored_maps import save_store
+    from padformer_edge.daemon.files import decode
+    from padformer_edge.detect.images import read_image
+    from padformer_edge.profiles.profile import load_profile
+
+    profile = load_profile(work / "profiles", "bench")
+    detector = profile.build_detector("cpu", calibrating=True)
+    images = [decode(data, image_set.suffix) for data in payloads]
+    detections = [detector.detect([image])[0] for image in images]
+    reference = read_image(profile.reference_paths[0])
+    store = work / f"stored-{image_set.suffix[1:]}-{image_set.width}.npz"
+    pairs = [*zip(images, detections, strict=True), (reference, detector.detect([reference])[0])]
+    save_store(store, pairs)
+    calibrate(work, [d.score for d in detections], images)
+    return store, [d.score for d in detections]
+
+
+def calibrate(work: Path, scores: list[float], images: list[np.ndarray]) -> float:
+    """Set the profile's threshold between the two highest scores (one image in ten
+    above it) and keep the scores and image statistics as a calibration does, with that
+    share as the expected false-alarm rate, so the drift watch runs and stays quiet."""
+    from padformer_edge.image_stats import image_statistics, statistics_table
+    from padformer_edge.profiles.profile import load_profile
+    from padformer_edge.profiles.schema import CalibrationResult
+    from padformer_edge.profiles.versions import save_profile
+
+    profile = load_profile(work / "profiles", "bench")
+    ranked = sorted(scores)
+    threshold = (ranked[-1] + ranked[-2]) / 2
+    assert profile.calibration is not None
+    calibration = CalibrationResult.model_validate({
+        **profile.calibration.model_dump(),
+        "threshold": threshold,
+        "target_fpr": 1 / len(scores),
+        "good_scores": ranked,
+        "good_image_stats": statistics_table([image_statistics(i) for i in images]),
+    })  # fmt: skip
+    save_profile(profile, profile.config.model_copy(update={"calibration": calibration}))
+    return threshold
+
+
+def recorded(database: Path) -> tuple[float, float]:
+    """(share of the done rows flagged anomalous, the largest detection time a row
+    records in ms: 0 when every row was answered by the stored-map detector)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        flagged, total, slowest = conn.execute(
+            "SELECT SUM(is_anomaly), COUNT(*), MAX(detect_ms) FROM inspections "
+            "WHERE status = 'done'"
+        ).fetchone()
+    finally:
+        conn.close()
+    return flagged / total, slowest
+
+
+def measure_set(args: argparse.Namespace, work: Path, image_set: ImageSet, images: int) -> dict:
+    """One set: its payloads, the stored detections, a daemon run (and a profiled one)."""
+    from benchmarks.daemon_throughput import encoded, run_daemon
+
+    distinct = [
+        encoded(camera_photo(image_set.height, image_set.width, 2000 + i), image_set.suffix)
+        for i in range(DISTINCT)
+    ]
+    store, _ = store_detections(work, image_set, distinct)
+    payloads = [distinct[i % DISTINCT] for i in range(images)]
+    runs = {}
+    for profiled in (False, True) if args.profile else (False,):
+        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
+        prof = run_dir / "daemon.prof"
+        launcher = [sys.executable, str(STORED_MAPS), str(store)]
+        launcher += ["--profile-out", str(prof)] if profiled else []
+        wall, cpu, *_ = run_daemon(
+            run_dir, payloads, args.cameras, args.batch, args.threads, "cpu",
+            max_wait_ms=args.max_wait_ms, burst_max_batch=args.burst_max_batch,
+            suffix=image_set.suffix, profiles=work / "profiles", launcher=[*launcher, "--"],
+        )  # fmt: skip
+        share, detect_ms = recorded(run_dir / "results.sqlite3")
+        runs[profiled] = (wall, cpu, share, prof, detect_ms)
+    wall, cpu, share, _, detect_ms = runs[False]
+    result = {
+        "set": image_set.name,
+        "width": image_set.width,
+        "height": image_set.height,
+        "format": image_set.suffix[1:],
+        "file_mib": float(np.mean([len(p) for p in distinct])) / 2**20,
+        "images": images,
+        "images_per_s": images / wall,
+        "cpu_ms_per_image": 1000 * cpu / images,
+        "anomaly_share": share,
+        "detect_ms_max": detect_ms,
+    }
+    if args.profile:
+        if args.profile_dir:
+            args.profile_dir.mkdir(parents=True, exist_ok=True)
+            kept = args.profile_dir / f"{image_set.suffix[1:]}-{image_set.width}.prof"
+            shutil.copyfile(runs[True][3], kept)
+        stats = pstats.Stats(str(runs[True][3]))
+        stages, total = stage_seconds(stats)
+        result["profiled_cpu_ms_per_image"] = 1000 * runs[True][1] / images
+        result["profile_seconds"] = total
+        result["stage_share"] = {name: seconds / total for name, seconds in stages.items()}
+        result["top_functions"] = [
+            (name, seconds / total) for name, seconds in top_functions(stats, args.top)
+        ]
+    return result
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Every set in ``SETS`` with the profile ``daemon_throughput.make_profile`` makes."""
+    from benchmarks.daemon_throughput import make_profile
+
+    began = time.process_time()
+    with tempfile.TemporaryDirectory(prefix="host-side-") as tmp:
+        work = Path(tmp)
+        make_profile(work, args.preset, args.passes, 224, "cpu", None, args.metric,
+                     args.model_batch)  # fmt: skip
+        sets = []
+        for image_set in (s for s in SETS if s.key in args.sets):
+            count = args.images if image_set.width <= 224 else args.camera_images
+            sets.append(measure_set(args, work, image_set, count))
+    return {
+        "command": "python " + shlex.join(sys.argv),
+        "preset": args.preset,
+        "cameras": args.cameras,
+        "threads": args.threads,
+        "batch": args.batch,
+        "burst_max_batch": args.burst_max_batch,
+        "max_wait_ms": args.max_wait_ms,
+        "passes": args.passes,
+        "metric": args.metric,
+        "profiled": args.profile,
+        "sets": sets,
+        "benchmark_cpu_s": time.process_time() - began,
+    }
+
+
+def render(run: dict) -> str:
+    """The docs block: one row per image set; with a profile, its stage shares and the
+    functions with the most CPU of their own."""
+    sets = run["sets"]
+    headers = ["images", "file MiB", "images/s (burst)", "host CPU ms per image", "alerts"]
+    rows = [
+        [f"{s['set']} ({s['width']}x{s['height']})", s["images"], s["file_mib"],
+         s["images_per_s"], s["cpu_ms_per_image"], f"{s['anomaly_share']:.0%}"]
+        for s in sets
+    ]  # fmt: skip
+    parts = [markdown_table(["set", *headers], rows)]
+    if run["profiled"]:
+        stages = list(STAGES)
+        share_rows = [
+            [s["set"], *[f"{s['stage_share'][name]:.0%}" for name in stages],
+             f"{1 - sum(s['stage_share'].values()):.0%}"]
+            for s in sets
+        ]  # fmt: skip
+        parts.append(markdown_table(["share of profiled CPU", *stages, "other"], share_rows))
+        largest = sets[-1]
+        function_rows = [
+            [f"`{portable(name)}`", f"{share:.1%}"] for name, share in largest["top_functions"]
+        ]
+        parts.append(
+            markdown_table([f"{largest['set']}: most CPU of its own", "share"], function_rows)
+        )
+    growth = f", growing to {run['burst_max_batch']}" if run["burst_max_batch"] else ""
+    parts.append(
+        f"The real daemon with the stored-map detector (`stored_maps.py`: detection costs "
+        f"nothing; the maps stored were made by the {run['preset']} preset's detector, "
+        f"random weights, metric {run['metric']}, {run['passes']} passes), "
+        f"{run['cameras']} camera folders, worker batch {run['batch']}{growth}, "
+        f"max_wait_ms {run['max_wait_ms']}; each set a burst of its ten distinct images "
+        "cycled, one of them above the threshold. Host CPU: the daemon and every process "
+        "below it, from READY to the last row committed, per image. "
+        + (
+            "Shares: the same burst again under cProfile on each thread's CPU clock, each "
+            "stage by the functions that do it (cumulative, so a stage includes what it "
+            "calls); 'other' is the rest (the worker's loop, threads, SQLAlchemy sessions "
+            "outside the stages). "
+            if run["profiled"]
+            else ""
+        )
+    )
+    return "\n\n".join(parts).rstrip()

@@ -1,0 +1,35 @@
+"""``benchmarks/daemon_throughput.py --stored-maps``: the real daemon with a detector that
+returns stored real detections, on the 224-px set at its smallest, profiled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.benchmark_process import run_benchmark
+
+
+def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Path) -> None:
+    out = tmp_path / "host.json"
+    done = run_benchmark(
+        "daemon_throughput.py", "--stored-maps", "--sets", "224-png", "--images", "20",
+        "--preset", "tiny", "--passes", "2", "--metric", "rgb", "--profile",
+        "--profile-dir", str(tmp_path / "prof"), "--json-out", str(out), timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    (run,) = json.loads(out.read_text())["sets"]
+    assert run["set"] == "224 px PNG" and run["images"] == 20
+    assert run["anomaly_share"] == 2 / 20  # one of the ten distinct images, cycled twice
+    assert run["detect_ms_max"] == 0.0  # every row answered by the stored detections
+    assert run["cpu_ms_per_image"] > 0 and run["images_per_s"] > 0
+    shares = run["stage_share"]
+    assert all(share > 0 for share in shares.values()), shares  # every stage found
+    assert sum(shares.values()) <= 1.0
+    assert (tmp_path / "prof" / "png-224.prof").stat().st_size > 0
+    assert "| 224 px PNG (224x224) | 20 |" in done.stdout
+
+
+def test_an_unknown_image_set_is_refused_in_one_sentence() -> None:
+    done = run_benchmark("daemon_throughput.py", "--stored-maps", "--sets", "4k-tiff")
+    assert done.returncode != 0
+    assert "--sets: 4k-tiff unknown" in done.stderr
