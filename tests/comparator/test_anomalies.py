@@ -234,3 +234,13 @@ def test_the_noise_is_smooth_and_spans_both_signs():
     field = perlin((64, 64), 4, np.random.default_rng(0))
     assert field.min() < -0.2 and field.max() > 0.2
     assert np.abs(np.diff(field, axis=0)).max() < 0.25
+
+
+def test_the_light_list_of_kinds_names_every_kind_drawn() -> None:
+    """`config check` validates a recipe's kinds from ``anomaly_kinds`` (no OpenCV there):
+    its names are exactly the kinds ``anomalies`` draws."""
+    from padformer_edge_training.comparator import anomaly_kinds
+    from padformer_edge_training.comparator.anomalies import BLOB_KINDS, SMALL_KINDS
+
+    assert tuple(SMALL_KINDS) == anomaly_kinds.SMALL_KIND_NAMES
+    assert (*BLOB_KINDS, *SMALL_KINDS) == anomaly_kinds.ALL_KINDS

@@ -33,11 +33,15 @@ from padformer_edge_training.comparator.anomaly_base import (
     perlin,
     silhouette,
 )
+from padformer_edge_training.comparator.anomaly_kinds import (
+    ALL_KINDS,
+    BLOB_KINDS,
+    DEFAULT_KINDS,
+    unknown_kinds,
+)
 from padformer_edge_training.comparator.small_bodies import pasted, speckle
 from padformer_edge_training.comparator.thin_anomalies import crack, curve, polyline, scratch
 
-BLOB_KINDS = ("texture", "colour", "blur", "contrast")
-DEFAULT_KINDS = BLOB_KINDS
 SmallKind = Callable[
     [np.ndarray, np.ndarray, Sequence[np.ndarray], np.random.Generator], Anomaly | None
 ]
@@ -49,16 +53,10 @@ SMALL_KINDS: dict[str, SmallKind] = {
     "pasted": pasted,
     "speckle": speckle,
 }
-ALL_KINDS = (*BLOB_KINDS, *SMALL_KINDS)
 MIN_WIDTH = 5  # pixels: the opening disc; blobs keep no strand thinner than this
 MIN_AREA = 0.002  # share of the image
 MAX_AREA = 0.12
 MAX_DRAWS = 12
-
-
-def unknown_kinds(kinds: Sequence[str]) -> list[str]:
-    """The names in ``kinds`` that are no anomaly kind, in the order given, each once."""
-    return list(dict.fromkeys(k for k in kinds if k not in ALL_KINDS))
 
 
 def _disc(width: int) -> np.ndarray:

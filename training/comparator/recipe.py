@@ -15,7 +15,11 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from padformer_edge.config import StrictModel, load_config, register_config_kind
-from padformer_edge_training.comparator.anomalies import ALL_KINDS, DEFAULT_KINDS, unknown_kinds
+from padformer_edge_training.comparator.anomaly_kinds import (
+    ALL_KINDS,
+    DEFAULT_KINDS,
+    unknown_kinds,
+)
 
 if TYPE_CHECKING:
     from padformer_edge.model.comparator import ComparatorConfig
