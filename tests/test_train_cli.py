@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import structlog
 
 from padformer_edge.model.checkpoint import load_checkpoint
-from tests.train_helpers import mvtec_like_tree
+from tests.train_helpers import mvtec_like_tree, signal_once_resumable
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = """\
@@ -82,15 +81,8 @@ def test_ctrl_c_leaves_a_resume_point_that_the_cli_continues(setup, tmp_path: Pa
     cmd = [sys.executable, "-c", sigint, "--log-format", "json", "train"]
     cmd += ["--config", str(recipe), "--data", str(data), "--out", str(run)]
 
-    with subprocess.Popen(
-        cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
-        deadline = time.monotonic() + 120
-        while not (run / "last.resume.pt").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr[-2000:]
+    status, stdout, stderr = signal_once_resumable(cmd, _env(), run, signal.SIGINT, 120)
+    assert status == 130, stderr[-2000:]
     assert "resume point written at step" in stdout and "--resume" in stdout
     stopped = [e for e in _events(stderr) if e["event"] == "train_stopped"]
     assert len(stopped) == 1 and 0 < stopped[0]["global_step"] < 80

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import cv2
@@ -96,3 +99,19 @@ def visa_like_tree(root: Path) -> Path:
         writer.writerow(["object", "split", "label", "image", "mask"])
         writer.writerows(rows)
     return root
+
+
+def signal_once_resumable(
+    cmd: list[str], env: dict[str, str], run: Path, sig: signal.Signals, timeout: float
+) -> tuple[int, str, str]:
+    """Start a training ``cmd``, send ``sig`` once ``run`` holds its first resume point
+    (so the stop lands mid-run), and return its exit status, stdout and stderr."""
+    with subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        deadline = time.monotonic() + timeout
+        while not (run / "last.resume.pt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=timeout)
+    return proc.returncode, stdout, stderr

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import structlog
 import torch
 from safetensors.torch import load_file
 
-from tests.train_helpers import mvtec_like_tree
+from tests.train_helpers import mvtec_like_tree, signal_once_resumable
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = """\
@@ -76,19 +75,10 @@ def test_sigterm_then_resume_ends_with_the_weights_of_an_uninterrupted_run(
     assert "mse" not in steps[-1]  # a term the comparator's loss has not is left out
 
     run = tmp_path / "halves"
-    with subprocess.Popen(
-        _command(recipe, run),
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        deadline = time.monotonic() + 240
-        while not (run / "last.resume.pt").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=240)
-    assert proc.returncode == 130, stderr[-2000:]
+    status, stdout, stderr = signal_once_resumable(
+        _command(recipe, run), _env(), run, signal.SIGTERM, timeout=240
+    )
+    assert status == 130, stderr[-2000:]
     assert "resume point written at step" in stdout and "--resume" in stdout
     ended = [e for e in _events(stderr) if e["event"] == "comparator_stopped"]
     assert len(ended) == 1 and 0 < ended[0]["step"] < 40, "SIGTERM came after the last step"
