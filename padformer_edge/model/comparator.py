@@ -185,7 +185,8 @@ class Comparator(nn.Module):
         The cosines of a fine grid against twelve turned references would not fit in memory
         at once (3,136 cells of a 448-px query against 150,528 bank rows: 1.9 GB per image),
         so the query rows are taken in blocks of at most ``NEAREST_BLOCK`` cosines; a row's
-        top-k does not depend on the other rows. An exported graph takes them whole (its
+        top-k does not depend on the other rows (a 192-px comparator with twelve references
+        is split only in batches of more than eight images). An exported graph takes them whole (its
         bank size is not known when it is traced)."""
         k = min(self.config.top_k, bank.shape[-2])
         with torch.no_grad():
