@@ -115,3 +115,29 @@ def signal_once_resumable(
         proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=timeout)
     return proc.returncode, stdout, stderr
+
+
+def refused_train_command(argv: list[str], monkeypatch, capsys) -> str:
+    """Run `padformer-edge train ARGV` in this process, as a user would type it, and return
+    its stderr after checking the command refused it as a user's mistake should be: exit
+    status 2, one line, no traceback, and the SIGTERM handler it installs put back."""
+    import signal
+    import sys
+
+    import pytest
+    import structlog
+
+    from padformer_edge.cli.app import main
+
+    monkeypatch.setattr(sys, "argv", ["padformer-edge", "train", *argv])
+    sigterm_before = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    finally:
+        structlog.reset_defaults()  # main() bound logging to capsys's stream, closed after
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert signal.getsignal(signal.SIGTERM) is sigterm_before  # the command put it back
+    return err
