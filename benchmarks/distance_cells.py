@@ -7,11 +7,13 @@ learned correction, beside ``--patchcore`` configurations and, with ``--shipped`
 shipped comparator's distance alone (its own cells) and its learned comparison. Each
 ``--comparator-cells SIZE[ nN][ s2+3]`` is the distance alone on the cells a comparator of that
 input size and neighbourhood reads (its own normalisation: what a correction would be
-added to), and each ``--model PATH`` a trained comparator's learned comparison. Every row
+added to), and each ``--model PATH`` a trained comparator's learned comparison; each
+``--readout`` (stage C: ``comparator_readouts``) reads those rows another way. Every row
 sees the same references and test images. Rows are cached in ``--cache`` by render, kinds,
 row, references, seed and images per label, so that PatchCore's hours of CPU are spent once
 per render. Margins are paired bootstrap intervals over the test images, against the first
-``--patchcore`` row and against the shipped distance.
+``--patchcore`` row and against the shipped distance; with several ``--data`` renders (the
+test seeds) every figure is the mean over them and the intervals redraw the renders too.
 
 Prints a table and one JSON line; ``--write-docs`` fills the docs block ``--section``.
 
@@ -26,6 +28,9 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # CPU time must not count spinning
 
@@ -42,6 +47,10 @@ from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.cell_distance import CellDistanceScorer, parse_cells
+from padformer_edge_training.evaluation.comparator_readouts import (
+    ComparatorReadout,
+    parse_readout,
+)
 from padformer_edge_training.evaluation.protocol import (
     METRICS,
     EvalOptions,
@@ -51,7 +60,10 @@ from padformer_edge_training.evaluation.protocol import (
     summarise,
 )
 from padformer_edge_training.evaluation.report import fmt
-from padformer_edge_training.evaluation.uncertainty import image_auroc_margin
+from padformer_edge_training.evaluation.uncertainty import (
+    image_auroc_margin,
+    margin_over_renders,
+)
 
 SHIPPED_DISTANCE = "shipped comparator: distance alone"
 SHIPPED_COMPARISON = "shipped comparator: learned comparison"
@@ -64,11 +76,17 @@ def row_scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
         rows += [(SHIPPED_DISTANCE, "distance"), (SHIPPED_COMPARISON, "comparison")]
     rows += [(f"PatchCore {text}", ("patchcore", text)) for text in args.patchcore]
     rows += [(f"distance {parse_cells(text).text}", ("cells", text)) for text in args.cells]
-    rows += [
-        (f"comparator cells {text}: distance alone", ("comparator-cells", text))
-        for text in args.comparator_cells
-    ]
-    rows += [(f"comparator {path.parent.name}/{path.stem}", ("model", path)) for path in args.model]
+    for word in args.readout or ["s2"]:
+        readout = parse_readout(word)
+        tag = "" if readout == ComparatorReadout() else f" [{readout.text}]"
+        rows += [
+            (f"comparator cells {text}: distance alone{tag}", ("comparator-cells", text, readout))
+            for text in args.comparator_cells
+        ]
+        rows += [
+            (f"comparator {path.parent.name}/{path.stem}{tag}", ("model", path, readout))
+            for path in args.model
+        ]
     return rows
 
 
@@ -101,15 +119,16 @@ def build(kind: object) -> object:
 
         model, _ = load_comparator(locate_comparator())
         return ComparatorScorer(model, str(kind), correction=kind == "comparison")
-    family, text = kind  # type: ignore[misc]
+    family, text, *rest = kind  # type: ignore[misc]
     if family in ("comparator-cells", "model"):
+        readout = rest[0]
         from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
         from padformer_edge.model.comparator_checkpoint import load_comparator
         from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
         if family == "model":
             model, _ = load_comparator(text)
-            return ComparatorScorer(model, str(text))
+            return ComparatorScorer(model, str(text), readout=readout)
         from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
 
         size, side, stages = comparator_cells(text)
@@ -120,7 +139,7 @@ def build(kind: object) -> object:
         )  # fmt: skip
         fresh = ComparisonModel(config)
         fresh.features.load_imagenet()
-        return ComparatorScorer(fresh, text, correction=False)
+        return ComparatorScorer(fresh, text, correction=False, readout=readout)
     if family == "patchcore":
         from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 
@@ -128,17 +147,32 @@ def build(kind: object) -> object:
     return CellDistanceScorer(parse_cells(text))
 
 
-def cache_key(args: argparse.Namespace, label: str) -> str:
+def cache_key(args: argparse.Namespace, data: Path, label: str) -> str:
     kinds = ",".join(sorted(args.label)) or "all"
     classes = ",".join(sorted(args.class_)) or "all"
     return (
-        f"{args.data.resolve().name}|{classes}|{kinds}|{label}|refs={args.shots}|"
+        f"{data.resolve().name}|{classes}|{kinds}|{label}|refs={args.shots}|"
         f"seed={args.seed}|per-label={args.max_per_label}"
     )
 
 
-def run(args: argparse.Namespace) -> None:
-    index = index_dataset(args.data, categories=args.class_ or None)
+class Render(NamedTuple):
+    """One render's test images and every row's cached results on them."""
+
+    name: str
+    records: dict[str, Any]  # image path -> its ImageRecord
+    rows: dict[str, dict]
+
+    def results(self, label: str) -> list[ImageResult]:
+        return [
+            ImageResult(self.records[path], score, None, None, {})  # type: ignore[arg-type]
+            for path, score in self.rows[label]["scores"].items()
+        ]
+
+
+def score_render(args: argparse.Namespace, data: Path) -> Render:
+    """Every row on one render: from the cache, or computed once and cached."""
+    index = index_dataset(data, categories=args.class_ or None)
     if args.label:
         keep = {*args.label, "good"}
         index.records = [r for r in index.records if r.split == "train" or r.label in keep]
@@ -148,12 +182,13 @@ def run(args: argparse.Namespace) -> None:
     cache = json.loads(args.cache.read_text()) if args.cache.is_file() else {}
     rows: dict[str, dict] = {}
     for label, kind in row_scorers(args):
-        key = cache_key(args, label)
+        key = cache_key(args, data, label)
         if isinstance(kind, tuple) and kind[0] == "model":  # retrained weights: another row
             key += f"|sha256={file_sha256(kind[1])}"
         if key not in cache:
             scored, cpu = run_scorer(build(kind), episodes, options)  # type: ignore[arg-type]
             mean = summarise(scored, per_defect=False)["mean"]
+            cache = json.loads(args.cache.read_text()) if args.cache.is_file() else {}
             cache[key] = {
                 **{m: mean[m] for m in METRICS},
                 "cpu_s_per_image": round(cpu, 4),
@@ -162,46 +197,90 @@ def run(args: argparse.Namespace) -> None:
             args.cache.parent.mkdir(parents=True, exist_ok=True)
             args.cache.write_text(json.dumps(cache, indent=0, sort_keys=True))
         rows[label] = cache[key]
-        print(f"{label}: { {m: rows[label][m] for m in METRICS} }", file=sys.stderr, flush=True)
+        print(
+            f"{data.name} {label}: { {m: rows[label][m] for m in METRICS} }",
+            file=sys.stderr,
+            flush=True,
+        )
+    return Render(data.name, records, rows)
 
-    def results(label: str) -> list[ImageResult]:
-        return [
-            ImageResult(records[path], score, None, None, {})  # type: ignore[arg-type]
-            for path, score in rows[label]["scores"].items()
-        ]
 
-    bars = [label for label in rows if label.startswith("PatchCore")][:1]
+def run(args: argparse.Namespace) -> None:
+    renders = [score_render(args, data) for data in args.data]
+    labels = list(renders[0].rows)
+    bars = [label for label in labels if label.startswith("PatchCore")][:1]
     if args.shipped:
         bars.append(SHIPPED_DISTANCE)
+
+    def margin(label: str, bar: str) -> str:
+        if label == bar:
+            return "-"
+        if len(renders) == 1:
+            return image_auroc_margin(renders[0].results(label), renders[0].results(bar)).brief()
+        pairs = [(render.results(label), render.results(bar)) for render in renders]
+        return margin_over_renders(pairs).brief()
+
     table_rows, summary = [], {}
-    for label, row in rows.items():
-        margins = [
-            image_auroc_margin(results(label), results(bar)).brief() if bar != label else "-"
-            for bar in bars
-        ]
+    for label in labels:
+        mean = {
+            m: float(np.mean([r.rows[label][m] for r in renders]))
+            for m in (*METRICS, "cpu_s_per_image")
+        }
         table_rows.append(
-            [label, *(fmt(row[m]) for m in METRICS), f"{row['cpu_s_per_image']:.3f}", *margins]
+            [
+                label,
+                *(fmt(mean[m]) for m in METRICS),
+                f"{mean['cpu_s_per_image']:.3f}",
+                *(margin(label, bar) for bar in bars),
+            ]
         )
-        summary[label] = {m: row[m] for m in (*METRICS, "cpu_s_per_image")}
-    headers = ["score", "image AUROC", "pixel AUROC", "AUPRO", "CPU s / image"]
+        if len(renders) > 1:
+            table_rows[-1].insert(2, " / ".join(fmt(r.rows[label]["image_auroc"]) for r in renders))
+        summary[label] = mean
+    headers = ["score", "image AUROC"]
+    if len(renders) > 1:
+        headers.append("per render")
+    headers += ["pixel AUROC", "AUPRO", "CPU s / image"]
     headers += [f"margin over {bar}" for bar in bars]
     table = markdown_table(headers, table_rows)
-    kinds = ", ".join(sorted({r.label for r in records.values() if not r.is_good}))
-    classes = ", ".join(sorted({r.category for r in records.values()}))
+    records = [record for render in renders for record in render.records.values()]
+    kinds = ", ".join(sorted({r.label for r in records if not r.is_good}))
+    classes = ", ".join(sorted({r.category for r in records}))
+    names = ", ".join(render.name for render in renders)
+    if len(renders) == 1:
+        sample = f"{len(records)} test images of {classes} in {names} ({kinds})"
+        spread = "95% paired bootstrap intervals over the test images"
+    else:
+        sample = (
+            f"the mean over {len(renders)} renders ({names}; {len(records)} test images of "
+            f"{classes} in all: {kinds})"
+        )
+        spread = (
+            "95% intervals of a two-level bootstrap (renders redrawn, then each render's "
+            "test images)"
+        )
     body = (
-        f"{len(records)} test images of {classes} in {args.data.name} ({kinds}), "
-        f"{args.shots} references drawn with seed {args.seed}; margins are image-AUROC "
-        "points with 95% paired bootstrap intervals over the test images.\n\n" + table
+        f"{sample}, {args.shots} references drawn with seed {args.seed}; margins are "
+        f"image-AUROC points with {spread}.\n\n" + table
     )
     print(body)
-    print_json_line("distance_cells", {"data": args.data.name, "refs": args.shots, "rows": summary})
+    print_json_line(
+        "distance_cells",
+        {"data": [r.name for r in renders], "refs": args.shots, "rows": summary},
+    )
     if args.write_docs:
         update_docs_section(args.section, body)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, help="A render (synth's layout).")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        required=True,
+        help="A render (synth's layout); repeat for the mean over several (test seeds).",
+    )
     parser.add_argument("--label", action="append", default=[], help="Defect kinds kept.")
     parser.add_argument(
         "--cells",
@@ -220,6 +299,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--model", type=Path, action="append", default=[], help="A trained comparator (repeat)."
+    )
+    parser.add_argument(
+        "--readout",
+        action="append",
+        default=[],
+        help="How --model and --comparator-cells rows read their cell maps: sS, topK, "
+        "shift4-mean|max|filter (repeat; default s2, the product's).",
     )
     parser.add_argument(
         "--shipped", action="store_true", help="Add the shipped comparator's two rows."

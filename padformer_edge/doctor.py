@@ -125,16 +125,25 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
 
 
 def earlier_score(profile: Profile) -> str:
-    """For a profile that scores with an earlier metric than the learned comparison, the
-    sentence naming it and the two commands that move it; empty otherwise."""
+    """For a profile that scores with an earlier metric than the learned comparison, or
+    with an earlier comparator than the shipped default, the sentence naming it and the
+    two commands that move it; empty otherwise."""
+    from padformer_edge.models import comparator_label, comparator_path, comparator_sha256
+
     metric = profile.detection.metric
-    if metric == "compare":
+    move = (
+        f"`padformer-edge profile set-model {profile.name} --metric compare` then "
+        f"`padformer-edge profile calibrate {profile.name} --good DIR` move it"
+    )
+    if metric != "compare":
+        return f"; it scores with metric '{metric}', not the learned comparison: {move}"
+    default = comparator_sha256(comparator_path())
+    recorded = profile.detection.comparator
+    if recorded is None or default is None or recorded == default:
         return ""
     return (
-        f"; it scores with metric '{metric}', not the learned comparison: `padformer-edge "
-        f"profile set-model "
-        f"{profile.name} --metric compare` then `padformer-edge profile calibrate "
-        f"{profile.name} --good DIR` move it"
+        f"; it scores with the earlier {comparator_label(recorded)}, not the shipped "
+        f"{comparator_label(default)}: {move}"
     )
 
 

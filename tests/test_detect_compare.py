@@ -173,3 +173,81 @@ def test_scoring_settings_under_compare_are_refused_not_ignored() -> None:
     with pytest.raises(UserError, match="metric compare reads none of them"):
         detection_settings(params)
     assert detection_settings({**params, "metric": "fused"}).scoring.map.sigma == 4
+
+
+def earlier_sha256() -> str:
+    return models.read_card(models.package_folder() / models.EARLIER_COMPARATORS[0])["sha256"]
+
+
+def test_the_default_comparator_is_shipped_beside_the_earlier_one(monkeypatch) -> None:
+    """Without the variable: the default is the package's newest comparator, checked
+    against its card, and the earlier one is found by the sha256 a profile records."""
+    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
+    default = models.locate_comparator()
+    assert default == models.package_folder() / models.COMPARATOR_NAME
+    net, metadata = load_comparator(default)
+    card = models.read_card(default)
+    assert ComparatorConfig(**card["config"]) == net.config and card["steps"] == metadata["step"]
+    earlier = models.locate_comparator(earlier_sha256())
+    assert earlier.name == models.EARLIER_COMPARATORS[0] and earlier != default
+    with pytest.raises(UserError, match="profile set-model NAME --metric compare"):
+        models.locate_comparator("0" * 64)
+
+
+def test_a_profile_keeps_the_comparator_it_was_made_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, references
+) -> None:
+    """A ``compare`` profile records its comparator's sha256 and scores with it after a
+    newer default ships; ``doctor`` names the move, and ``set-model`` makes it."""
+    from padformer_edge.doctor import earlier_score
+
+    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
+    root = make_sources(tmp_path, references)
+    on_earlier = SETTINGS.replace(comparator=earlier_sha256())
+    profile = create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=on_earlier
+    ).profile
+    pin_threshold(profile, 0.3)
+    profile = load_profile(root / "profiles", "part")
+    assert profile.detection.comparator == earlier_sha256()
+    assert profile.build_detector().metric.sha256 == earlier_sha256()  # threshold accepted
+    hint = earlier_score(profile)
+    assert "earlier comparator (192 px)" in hint and "set-model part --metric compare" in hint
+    moved = set_model(root / "profiles", "part", None, "compare")
+    default = file_sha256(models.locate_comparator())
+    assert moved.detection.comparator == default != earlier_sha256()
+    assert moved.threshold is None and earlier_score(moved) == ""
+    fresh = create_profile(
+        root / "profiles", "new", root / "model.safetensors", root / "refs", settings=SETTINGS
+    ).profile
+    assert fresh.detection.comparator == default  # made now: the default, named
+
+
+def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, references
+) -> None:
+    """Profiles written before comparators were named were made with the earlier one
+    (or the one their calibration names): that is what they load with."""
+    import yaml
+
+    from padformer_edge.profiles.schema import ProfileConfig
+
+    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
+    root = make_sources(tmp_path, references)
+    create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
+    )
+    file = root / "profiles/part/profile.yaml"
+    written = yaml.safe_load(file.read_text())
+    del written["detection"]["comparator"]
+    file.write_text(yaml.safe_dump(written))
+    assert load_profile(root / "profiles", "part").detection.comparator == earlier_sha256()
+    calibrated = {**written, "calibration": {"scoring": {"comparator": "a" * 64}}}
+    assert ProfileConfig._name_the_comparator(calibrated)["detection"]["comparator"] == "a" * 64
+    fused = {**written, "detection": {**written["detection"], "metric": "fused"}}
+    assert "comparator" not in ProfileConfig._name_the_comparator(fused)["detection"]
+
+
+def test_a_comparator_under_another_metric_is_refused() -> None:
+    with pytest.raises(ValueError, match="read by metric compare only"):
+        DetectionSettings(metric="fused", comparator="a" * 64)

@@ -80,7 +80,9 @@ def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, A
     from padformer_edge.detect.scoring import resolve_metric
     from padformer_edge.detect.signature import scoring_signature
 
-    name, metric = resolve_metric(settings.metric, model, None, settings.scoring)
+    name, metric = resolve_metric(
+        settings.metric, model, None, settings.scoring, settings.comparator
+    )
     if name not in ("lab", "rgb", "fused", "distance"):
         raise UserError(
             f"metric '{name}' has no line runtime (it needs the torch encoder per pass); "
@@ -188,12 +190,13 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
 
 
 def export_compared(settings: DetectionSettings, out: Path) -> dict[str, str]:
-    """``export_line`` for the ``compare`` metric: the shipped comparator's graphs
-    (``compare_export``), with IR beside them for openvino."""
+    """``export_line`` for the ``compare`` metric: the graphs of the comparator the
+    settings name (``compare_export``), with IR beside them for openvino."""
     from padformer_edge.deploy.compare_export import export_compare
     from padformer_edge.detect.comparison import load_compare_metric
 
-    written = export_compare(load_compare_metric(torch.device("cpu"), None), settings, out)
+    metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)
+    written = export_compare(metric, settings, out)
     digests = {name: file_sha256(out / name) for name in written}
     if settings.runtime == "openvino":
         from padformer_edge.deploy.openvino_export import convert_to_ir

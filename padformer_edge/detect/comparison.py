@@ -6,9 +6,10 @@ quarter turns (a part seen from any side is seen at any roll), exactly as the di
 bank (``reference_distance.reference_banks``) is built, so with the correction at zero
 the comparator's score is the distance alone.
 
-``CompareMetric`` is the detector's ``compare`` metric: the shipped comparator
-(``models.locate_comparator``) read like the ``distance`` metric, with no reconstruction
-pass, so the daemon, ``detect``, profiles and ``eval`` use it by name.
+``CompareMetric`` is the detector's ``compare`` metric: a shipped comparator (the
+default, or the one a profile records: ``models.locate_comparator``) read like the
+``distance`` metric, with no reconstruction pass, so the daemon, ``detect``, profiles
+and ``eval`` use it by name.
 """
 
 from __future__ import annotations
@@ -114,13 +115,14 @@ class CompareMetric:
 
 
 def load_compare_metric(
-    device: torch.device, references01: list[torch.Tensor] | None
+    device: torch.device, references01: list[torch.Tensor] | None, sha256: str | None = None
 ) -> CompareMetric:
-    """The ``compare`` metric on the shipped comparator (checked against its card)."""
+    """The ``compare`` metric on the shipped comparator of ``sha256`` (None: the default),
+    checked against its card."""
     from padformer_edge.digest import file_sha256
     from padformer_edge.model.comparator_checkpoint import load_comparator
     from padformer_edge.models import locate_comparator
 
-    path = locate_comparator()
+    path = locate_comparator(sha256)
     model, _ = load_comparator(path, str(device))
     return CompareMetric(model, file_sha256(path), references01)

@@ -124,7 +124,7 @@ class Detector(GroupedDetection):
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
-                settings.metric, self.model, references01, settings.scoring
+                settings.metric, self.model, references01, settings.scoring, settings.comparator
             )
 
     @property

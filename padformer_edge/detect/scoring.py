@@ -37,17 +37,19 @@ def build_metric(
     model: PADFormer,
     references01: list[torch.Tensor] | None = None,
     scoring: ScoringConfig | None = None,
+    comparator: str | None = None,
 ) -> ErrorMetric:
     """The metric called ``name``; an unknown name is a user error. ``references01``
     (``[3, H, W]`` each, in [0, 1]) are the references, for a metric that reads them
     itself; without them the metric can still name its scoring (``scoring_signature``).
-    ``scoring`` is the fused settings given for this detection, over the model's own."""
+    ``scoring`` is the fused settings given for this detection, over the model's own;
+    ``comparator`` the sha256 of the comparator ``compare`` reads (None: the default)."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
     if name == "compare":  # the comparator brings its own frozen CNN: any model will do
         from padformer_edge.detect.comparison import load_compare_metric
 
-        return load_compare_metric(model.mean.device, references01)
+        return load_compare_metric(model.mean.device, references01, comparator)
     cnn = model.config.cnn_tokens
     if name == "feature":
         return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
@@ -72,10 +74,11 @@ def resolve_metric(
     model: PADFormer,
     references01: list[torch.Tensor] | None = None,
     scoring: ScoringConfig | None = None,
+    comparator: str | None = None,
 ) -> tuple[str, ErrorMetric]:
     """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
     name = default_metric(model) if setting == "auto" else setting
-    return name, build_metric(name, model, references01, scoring)
+    return name, build_metric(name, model, references01, scoring, comparator)
 
 
 @dataclass

@@ -74,6 +74,14 @@ class DetectionSettings(StrictModel):
             "export, scored in numpy with no torch needed"
         ),
     )
+    comparator: str | None = Field(
+        None,
+        description=(
+            "the sha256 of the comparator the compare metric reads: a profile records the "
+            "shipped default when it is made, so a later default leaves its scores as they "
+            "were (doctor says how to move it); none: the shipped default"
+        ),
+    )
     scoring: ScoringConfig = Field(
         default_factory=ScoringConfig,
         description=(
@@ -94,6 +102,11 @@ class DetectionSettings(StrictModel):
         ``compare`` metric (which reads none), and runtimes asked for more than their
         graphs do (the exported graphs are float32, and OpenVINO runs them on the CPU
         only; onnxruntime also on a CUDA GPU, through onnxruntime-gpu)."""
+        if self.comparator is not None and self.metric != "compare":
+            raise ValueError(
+                f"a comparator is read by metric compare only, not {self.metric}: leave "
+                "comparator out, or choose metric compare"
+            )
         if self.metric == "compare" and self.scoring.changes():
             raise ValueError(
                 "the scoring settings tune the fused and distance metrics; metric compare "

@@ -27,7 +27,11 @@ CHECKPOINT_NAME = "generic.safetensors"
 CARD_NAME = "generic.json"
 GENERIC = "generic"  # the name ``train --init`` accepts for the shipped model
 COMPARATOR_ENV_VAR = "PADFORMER_EDGE_COMPARATOR"
-COMPARATOR_NAME = "comparator.safetensors"  # the ``compare`` metric's shipped weights
+COMPARATOR_NAME = "comparator-320.safetensors"  # the ``compare`` metric's default weights
+EARLIER_COMPARATORS = ("comparator.safetensors",)
+"""Comparators shipped before the default, kept so that a profile made with one keeps its
+scores (it records the sha256 of the weights it reads); the first is what a ``compare``
+profile that recorded none was made with."""
 CARD_FIELDS = ("data", "steps", "wall_time", "machine", "sha256", "quality")
 
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256 checked
@@ -83,19 +87,63 @@ def locate_generic_model() -> Path:
 
 
 def comparator_path() -> Path:
-    """Where the shipped comparator should be: $PADFORMER_EDGE_COMPARATOR or the package."""
+    """Where the default comparator should be: $PADFORMER_EDGE_COMPARATOR or the package."""
     override = os.environ.get(COMPARATOR_ENV_VAR)
     return Path(override) if override else package_folder() / COMPARATOR_NAME
 
 
-def locate_comparator() -> Path:
-    """The shipped comparator (the ``compare`` metric's weights), checked against its card."""
-    return locate_shipped(
-        comparator_path(),
-        COMPARATOR_ENV_VAR,
-        "comparator",
-        "choose --metric fused or distance (or reinstall padformer-edge)",
-    )
+def shipped_comparators() -> list[Path]:
+    """Every comparator this install can score with, the default first: the one
+    $PADFORMER_EDGE_COMPARATOR names, else the package's default and earlier ones."""
+    if os.environ.get(COMPARATOR_ENV_VAR):
+        return [comparator_path()]
+    return [package_folder() / name for name in (COMPARATOR_NAME, *EARLIER_COMPARATORS)]
+
+
+def comparator_sha256(path: Path) -> str | None:
+    """The sha256 a comparator's card records, None when the card cannot be read."""
+    try:
+        return str(read_card(path)["sha256"])
+    except UserError:
+        return None
+
+
+def earliest_comparator_sha256() -> str | None:
+    """The sha256 of the comparator a ``compare`` profile that recorded none was made
+    with (the first earlier one shipped), None in an install without it."""
+    if os.environ.get(COMPARATOR_ENV_VAR) or not EARLIER_COMPARATORS:
+        return None
+    return comparator_sha256(package_folder() / EARLIER_COMPARATORS[0])
+
+
+def locate_comparator(sha256: str | None = None) -> Path:
+    """The comparator whose card records ``sha256`` (None: the default), checked against
+    its card. A profile names its comparator by sha256, so an upgrade that ships a new
+    default leaves the profile's scores, and its threshold, as they were."""
+    instead = "choose --metric fused or distance (or reinstall padformer-edge)"
+    if sha256 is not None:
+        matches = [p for p in shipped_comparators() if comparator_sha256(p) == sha256]
+        if not matches:
+            raise UserError(
+                f"the comparator with sha256 {sha256[:12]} is not in this install; move the "
+                "profile to the shipped one with `padformer-edge profile set-model NAME "
+                "--metric compare`, then calibrate it again."
+            )
+        return locate_shipped(matches[0], COMPARATOR_ENV_VAR, "comparator", instead)
+    return locate_shipped(comparator_path(), COMPARATOR_ENV_VAR, "comparator", instead)
+
+
+def comparator_label(sha256: str | None) -> str:
+    """A person's name for the comparator of ``sha256``: its card's name and input size."""
+    for path in shipped_comparators():
+        try:
+            card = read_card(path)
+        except UserError:
+            continue
+        if sha256 is None or card["sha256"] == sha256:
+            size = card.get("config", {}).get("input_size")
+            return f"{card.get('name', path.stem)}" + (f" ({size} px)" if size else "")
+    return f"comparator {sha256[:12]}" if sha256 else "comparator"
 
 
 def locate_shipped(path: Path, env_var: str, what: str, instead: str) -> Path:

@@ -252,7 +252,9 @@ def scoring_of(profile: Profile) -> Signature:
 
     model, _ = load_checkpoint(profile.model_path)
     detection = profile.detection
-    return scoring_signature(*resolve_metric(detection.metric, model, None, detection.scoring))
+    return scoring_signature(
+        *resolve_metric(detection.metric, model, None, detection.scoring, detection.comparator)
+    )
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:

@@ -51,6 +51,17 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def with_comparator(settings: DetectionSettings) -> DetectionSettings:
+    """``settings`` with the comparator a ``compare`` profile reads named by its sha256
+    (the shipped default unless one is named), so that a later default leaves the
+    profile's scores as they were; other metrics read none."""
+    if settings.metric != "compare":
+        return settings.replace(comparator=None) if settings.comparator else settings
+    from padformer_edge.models import locate_comparator
+
+    return settings.replace(comparator=file_sha256(locate_comparator(settings.comparator)))
+
+
 def create_profile(
     root: str | Path,
     name: str,
@@ -64,7 +75,7 @@ def create_profile(
     With more images than ``shots`` the references are chosen to cover the most
     viewpoints (``selection.select_references``); without ``shots`` all are used.
     """
-    root, settings = Path(root), settings or DetectionSettings()
+    root, settings = Path(root), with_comparator(settings or DetectionSettings())
     final = root / check_name(name)
     if final.exists():
         raise UserError(
@@ -120,7 +131,8 @@ def set_model(
     root: str | Path, name: str, checkpoint: str | Path | None, metric: str | None = None
 ) -> Profile:
     """Point a profile at another checkpoint and/or another metric (``compare``: the
-    learned comparison); its threshold is dropped because scores of another model or
+    learned comparison with the shipped default comparator, which also moves a profile
+    made with an earlier one); its threshold is dropped because scores of another model or
     metric are on another scale, and the reference cache rebuilds on next use. Graphs
     exported before are dropped too: a profile on onnxruntime or openvino then says to
     run ``profile export`` rather than score the old way."""
@@ -131,12 +143,10 @@ def set_model(
         load_checkpoint(checkpoint)  # a file that does not load must not be adopted
         sha = file_sha256(checkpoint)
         update["model"] = ProfileModelRef(path=stored_path(checkpoint), sha256=sha)
-    if metric is not None:
-        if metric == "compare":
-            from padformer_edge.models import locate_comparator
-
-            locate_comparator()  # an install without the comparator says so now
-        update["detection"] = profile.detection.replace(metric=metric)
+    if metric is not None:  # compare: the shipped default comparator, named by its sha256
+        update["detection"] = with_comparator(
+            profile.detection.replace(metric=metric, comparator=None)
+        )
     config = profile.config.model_copy(update=update)
     save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
     get_logger("profiles").info(

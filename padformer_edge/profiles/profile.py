@@ -243,7 +243,8 @@ class Profile:
             if self.detection.metric == "compare":
                 from padformer_edge.models import locate_comparator
 
-                checked += f", comparator {locate_comparator()} matches its card"
+                path = locate_comparator(self.detection.comparator)
+                checked += f", comparator {path} matches its card"
         else:
             from padformer_edge.deploy.line_detector import verify_files
 

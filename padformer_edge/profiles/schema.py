@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel, register_config_kind
 from padformer_edge.detect.settings import DetectionSettings
@@ -236,3 +236,24 @@ class ProfileConfig(StrictModel):
     growth: ReferenceGrowth = Field(default_factory=ReferenceGrowth)
     approved: list[ApprovedImage] = Field(default_factory=list)
     """Approved candidates taken in by the last refresh."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_the_comparator(cls, data: Any) -> Any:
+        """A ``compare`` profile written before profiles named their comparator was made
+        with the first comparator shipped: record it (the one its calibration names, when
+        it names one), so that a newer default does not change its scores."""
+        detection = data.get("detection") if isinstance(data, dict) else None
+        if not isinstance(detection, dict) or detection.get("metric") != "compare":
+            return data
+        if detection.get("comparator") is not None:
+            return data
+        from padformer_edge.models import earliest_comparator_sha256
+
+        calibration = data.get("calibration")
+        scoring = calibration.get("scoring") if isinstance(calibration, dict) else None
+        recorded = scoring.get("comparator") if isinstance(scoring, dict) else None
+        sha256 = recorded if isinstance(recorded, str) else earliest_comparator_sha256()
+        if sha256 is None:
+            return data
+        return {**data, "detection": {**detection, "comparator": sha256}}

@@ -179,3 +179,31 @@ def test_a_recipe_with_stride16_cells_builds_their_channels(tmp_path):
     assert loaded.cells(torch.rand(1, 3, 64, 64)).shape == (1, 120, 8, 8)
     with pytest.raises(ValueError, match="the stages are"):
         ComparatorModelSection(stages=[2, 4])
+
+
+def test_the_two_step_top_k_finds_what_one_top_k_finds():
+    """``top_k_cosines``: the best cosine of each group of bank rows, the best groups,
+    then the best cosines inside them; the same values at the same indices as one top-k
+    over the whole row (random cosines have no ties)."""
+    from padformer_edge.model.comparator import TOP_K_GROUP, top_k_cosines
+
+    generator = torch.Generator().manual_seed(5)
+    cosines = torch.rand(2, 30, 20 * 8 * TOP_K_GROUP, generator=generator)
+    cosines[0, 0, :8] = 1.0 + torch.arange(8.0)  # the best all in one group
+    values, index = top_k_cosines(cosines, 8)
+    whole = cosines.topk(8, dim=-1)
+    assert torch.equal(values, whole.values) and torch.equal(index, whole.indices)
+
+
+def test_queries_sharing_one_bank_find_what_each_finds_alone(model):
+    """Queries against one bank are searched as one block of rows; each query's top-k
+    is its own (the rounding of the same dot products taken by another kernel aside)."""
+    generator = torch.Generator().manual_seed(4)
+    query = F.normalize(torch.randn(3, 50, 40, generator=generator), dim=-1)
+    bank = F.normalize(torch.randn(1, 300, 40, generator=generator), dim=-1)
+    together = model.comparator.nearest(query, bank)
+    bound = 4 * torch.finfo(torch.float32).eps * query.shape[-1]
+    for i in range(3):
+        alone = model.comparator.nearest(query[i : i + 1], bank)
+        assert torch.equal(together[1][i], alone[1][0])
+        assert (together[0][i] - alone[0][0]).abs().max() <= bound

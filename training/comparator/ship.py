@@ -1,16 +1,19 @@
 """Ship a trained comparator: copy its checkpoint into the package and write its card.
 
-    python -m padformer_edge_training.comparator.ship runs/comparator/step-001000.safetensors \\
-        --recipe config/train/comparator.yaml --log runs/comparator.log \\
-        --machine "2-core x86_64 CPU, 2 torch threads"
+    python -m padformer_edge_training.comparator.ship \\
+        runs/comparator-fine/step-000400.safetensors \\
+        --recipe config/train/comparator-fine.yaml --log runs/comparator-fine.log \\
+        --machine "2-core x86_64 CPU, 1 torch thread"
 
-The card (``comparator.json``) is what ``models.locate_comparator`` checks the file
-against. Steps come from the checkpoint's own metadata, the training data from the recipe
-and its render's ``dataset.json`` (objects and the 3D defect kinds rendered), the families
-from ``families``, and the wall time from the log of ``padformer-edge train`` (the seconds
-from its first event to the ``train_step`` event of the kept step, in either log format),
-so the card cannot disagree with the weights or the run; the machine is the trainer's to
-state.
+It ships as the default comparator (``models.COMPARATOR_NAME``); the comparators shipped
+before stay beside it (``models.EARLIER_COMPARATORS``), so profiles made with them keep
+their scores. The card (``comparator-320.json``) is what ``models.locate_comparator``
+checks the file against. Steps come from the checkpoint's own metadata, the training
+data from the recipe and its render's ``dataset.json`` (objects and the 3D defect kinds
+rendered), the families from ``families``, and the wall time from the log of
+``padformer-edge train`` (the seconds from its first event to the ``train_step`` event
+of the kept step, in either log format), so the card cannot disagree with the weights or
+the run; the machine is the trainer's to state.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from padformer_edge.models import COMPARATOR_NAME, card_path, package_folder
 from padformer_edge_training.comparator.recipe import load_recipe
 from padformer_edge_training.families import FAMILIES
 
-QUALITY = "docs/research.md#comparator (benchmarks/comparator_validation.py)"
+QUALITY = "docs/research.md#small-defects (benchmarks/distance_cells.py)"
 # a console line of structlog: ISO time, [level], event, then key=value fields
 CONSOLE_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\S+)\s+\[\s*\w+\s*\]\s+(\w+)(.*)$")
 STEP_FIELD = re.compile(r"(?:^|\s)step=(\d+)(?:\s|$)")
@@ -71,13 +74,16 @@ def wall_seconds(log: Path, step: int) -> float:
     return (last - first).total_seconds()
 
 
-def card(checkpoint: Path, recipe_path: Path, log: Path, machine: str) -> dict[str, Any]:
+def card(
+    checkpoint: Path, recipe_path: Path, log: Path, machine: str, name: str = COMPARATOR_NAME
+) -> dict[str, Any]:
+    """The card of ``checkpoint`` shipped as the file ``name``."""
     model, metadata = load_comparator(checkpoint)
     recipe = load_recipe(recipe_path)
     step = int(metadata["step"])
     dataset = json.loads((recipe.data.root / "dataset.json").read_text())
     return {
-        "name": "comparator",
+        "name": Path(name).stem,
         "config": model.config.to_json(),
         "backbone": model.backbone,
         "data": {
@@ -103,9 +109,14 @@ def main() -> None:
     parser.add_argument("--log", type=Path, required=True, help="The run's log.")
     parser.add_argument("--machine", required=True, help="What it was trained on, in words.")
     parser.add_argument("--out", type=Path, default=package_folder())
+    parser.add_argument(
+        "--name",
+        default=COMPARATOR_NAME,
+        help="The file it ships as (default: the default comparator's; earlier ones stay).",
+    )
     args = parser.parse_args()
-    fields = card(args.checkpoint, args.recipe, args.log, args.machine)
-    target = args.out / COMPARATOR_NAME
+    fields = card(args.checkpoint, args.recipe, args.log, args.machine, args.name)
+    target = args.out / args.name
     with atomic_path(target) as tmp:
         shutil.copyfile(args.checkpoint, tmp)
     with atomic_path(card_path(target)) as tmp:
