@@ -200,7 +200,7 @@ def test_the_packages_are_the_three_installed_names() -> None:
         "padformer_edge_migrations",
         "padformer_edge_training",
     ]
-    assert "padformer_edge_training.evaluation.sweep" in module_files()
+    assert "padformer_edge_training.evaluation.protocol" in module_files()
 
 
 def test_the_runtime_package_never_imports_migrations() -> None:
@@ -277,7 +277,7 @@ def test_no_test_imports_benchmarks() -> None:
 def test_the_benchmark_import_finder_sees_every_form() -> None:
     tree = ast.parse(
         "import benchmarks.common\nfrom benchmarks import quality\n"
-        "from benchmarks.tune_validation import x\nimportlib.import_module('benchmarks.a')\n"
+        "from benchmarks.quality import x\nimportlib.import_module('benchmarks.a')\n"
         "__import__('benchmarks')\nimport benchmarking\nfrom .benchmarks import y\n"
         "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
     )

@@ -229,49 +229,6 @@ def test_fused_metric_is_refused_for_pixel_models():
         build_metric("fused", build_model("tiny"))
 
 
-def test_fusion_sweep_matches_the_detector_for_each_setting(model):
-    from padformer_edge.detect.paper_metrics import Readout
-    from padformer_edge_training.evaluation.fusion import FusedSetting, FusionSweepScorer
-
-    references = [product_image(64, 64, seed=s) for s in range(3)]
-    query = with_defect(product_image(96, 64, seed=1), (20, 20, 10, 10))  # not model size
-    readouts = (Readout(True, 0.0), Readout(False, 3.0))
-    model.score_scales.copy_(torch.tensor([5.0, 0.5]))
-    try:
-        sweep = FusionSweepScorer(
-            model, (0.0, 1.0), readouts, (0.0, 10.0), passes=4, reference_zooms=(1, 2),
-            reference_turns=(False, True),
-        )  # fmt: skip
-        sweep.prepare(references)
-        sweep.score([query])
-        fused = DetectionSettings(passes=4, metric="fused", device="cpu")
-        detector = Detector(model, references, fused)
-        refs01 = _unit(references)
-        for setting in sweep.settings:
-            given = both(
-                lab_weight=setting.lab_weight,
-                reference_weight=setting.reference_weight,
-                reference_zoom=setting.reference_zoom,
-                reference_turns=setting.reference_turns,
-                consistency_filter=setting.readout.consistency_filter,
-                sigma=setting.readout.sigma,
-            )
-            metric = FusedMetric(model, given, refs01)
-            detector.metric = metric
-            (expected,) = detector.detect([query])
-            (got,) = sweep.results[setting]
-            scale = float(np.abs(expected.anomaly_map).max())
-            np.testing.assert_allclose(got.anomaly_map, expected.anomaly_map, atol=1e-5 * scale)
-            assert got.score == pytest.approx(expected.score, rel=1e-5)
-        # a reference weight of 0 is swept once, at zoom 1 upright; weight 10 at zooms 1
-        # and 2, upright and turned
-        assert len(sweep.settings) == 2 * (1 + 2 * 2) * 2
-        assert FusedSetting(1.0, 10.0, readouts[1]) in sweep.results
-        assert FusedSetting(1.0, 10.0, readouts[1], 2, True) in sweep.results
-    finally:
-        model.score_scales.fill_(1.0)
-
-
 def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
     """With two weights the map is the first weight's map and the score the maximum of the
     second weight's map, each exactly what a single-weight detector gives."""

@@ -121,10 +121,11 @@ def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -
         fused_from_validation(validation)
     partial = {**chosen, "score": {"lab_weight": 0.0}}
     validation.write_text(json.dumps({"generic_scoring": partial}))
-    with pytest.raises(UserError, match=r"sets no score\.reference_weight; run benchmarks"):
+    fix = r"pass benchmarks/validation\.json"
+    with pytest.raises(UserError, match=rf"sets no score\.reference_weight; {fix}"):
         fused_from_validation(validation)
     validation.write_text(json.dumps({"generic_fused_lab_weight": 0.0}))
-    with pytest.raises(UserError, match="has no generic_scoring; run benchmarks"):
+    with pytest.raises(UserError, match=rf"has no generic_scoring; {fix}"):
         fused_from_validation(validation)
 
 
