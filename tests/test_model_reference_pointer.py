@@ -154,8 +154,8 @@ def test_export_carries_the_references_features_to_the_query_graph(
     features from onnxruntime follow the references the runner was given (the float32
     parity itself is tests/deploy/export_parity_cases.py's)."""
     from padformer_edge.deploy.export import export_onnx
-    from padformer_edge.deploy.graphs import mask_indices
     from padformer_edge.deploy.onnx_runner import OnnxRunner
+    from padformer_edge.detect.masks import mask_indices
 
     manifest = export_onnx(model, tmp_path / "graphs")
     assert manifest["reference_outputs"] == ["features", "ref_targets"]

@@ -3,7 +3,8 @@
 A safetensors file is plain bytes with a JSON header, so the line runtime reads and
 writes the same ``reference_cache.safetensors`` the torch detector does, through
 safetensors' numpy API; the key in its metadata names what the encodings were made from
-(``cache_key``) whichever runtime made them.
+(``cache_key``) whichever runtime made them. The file is a profile's, but it lives here,
+beside the line runtime that reads it: profiles build on this package, never the reverse.
 """
 
 from __future__ import annotations
