@@ -1,9 +1,10 @@
 """fp32 on CUDA means fp32: the TF32 switches set where a device is resolved for detection.
 
 torch's switches can be set and read without a GPU, so the function that applies them is
-checked here on a CPU-only torch with a CUDA device named; ``resolve_device`` is checked
+checked here on a CPU-only torch with a CUDA device named; ``detection_device`` is checked
 through ``auto`` with ``torch.cuda.is_available`` answering yes, the one part of a GPU this
-machine cannot supply.
+machine cannot supply. Which device a name means is ``runtimes.resolve_device``'s
+(tests/test_device_choice.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 import yaml
 
 from padformer_edge.daemon.settings import load_daemon_config
-from padformer_edge.detect.device import apply_float32, resolve_device
+from padformer_edge.detect.device import apply_float32, detection_device
 from padformer_edge.detect.tf32 import allow_tf32, tf32_allowed
 
 
@@ -61,7 +62,7 @@ def test_a_cpu_device_leaves_the_switches_as_they_are(value: bool) -> None:
     set_switches(value)
     allow_tf32(not value)
     apply_float32("cpu")
-    assert resolve_device("cpu").type == "cpu"
+    assert detection_device("cpu").type == "cpu"
     assert switches() == (value, value)
 
 
@@ -70,10 +71,10 @@ def test_resolving_a_cuda_device_applies_the_mode(monkeypatch: pytest.MonkeyPatc
     CUDA (``detect``, ``profile`` commands, the daemon) never runs with cuDNN's TF32."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     set_switches(True)
-    assert resolve_device("auto").type == "cuda"
+    assert detection_device("auto").type == "cuda"
     assert switches() == (False, False)
     allow_tf32(True)
-    assert resolve_device("cuda").type == "cuda"
+    assert detection_device("cuda").type == "cuda"
     assert switches() == (True, True)
 
 

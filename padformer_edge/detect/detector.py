@@ -25,8 +25,8 @@ from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
     check_precision,
+    detection_device,
     model_precision,
-    resolve_device,
     synchronize,
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
@@ -128,7 +128,7 @@ class Detector(GroupedDetection):
             raise UserError(graphs_needed(settings.runtime))
         if runner is not None and not onnx:
             raise ValueError("a graph runner runs with runtime onnxruntime or openvino only")
-        self.device = resolve_device("cpu" if onnx else settings.device)
+        self.device = detection_device("cpu" if onnx else settings.device)
         check_precision(settings.precision, self.device)
         self.precision = settings.precision
         self.model = model.to(self.device).eval()
