@@ -24,7 +24,7 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge_training.release.gpu_bundle import stride8_only, unpack
 from padformer_edge_training.synth import ViewCounts, render_dataset
 from tests.benchmark_process import run_benchmark
-from tests.test_train_edge import TINY_EDGE
+from tests.training.test_train_edge import TINY_EDGE
 
 
 def test_stride8_weights_keep_the_token_source_and_poison_the_rest(tmp_path: Path):

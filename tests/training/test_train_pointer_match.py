@@ -21,10 +21,10 @@ from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.losses import pointer_match_loss, reference_cosines
 from padformer_edge_training.progress import QuietReporter, StepInfo
 from padformer_edge_training.trainer import run_training
-from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree, object_image, tiny_edge_recipe
+from tests.training.test_train_edge import TINY_EDGE
 
-RECIPES = Path(__file__).resolve().parent.parent / "config" / "train"
+RECIPES = Path(__file__).resolve().parents[2] / "config" / "train"
 
 
 class Recorder(QuietReporter):

@@ -18,7 +18,7 @@ from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli, run_cli_modules
 
 HEAVY = {"torch", "timm", "kornia", "cv2"}
-RECIPE = Path(__file__).resolve().parents[1] / "config" / "train" / "small-synth.yaml"
+RECIPE = Path(__file__).resolve().parents[2] / "config" / "train" / "small-synth.yaml"
 
 
 def one_error_line(result) -> str:

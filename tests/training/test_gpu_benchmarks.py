@@ -1,6 +1,6 @@
 """The GPU benchmarks' refusals. Their CPU paths at tiny sizes, and that a dry run never
 becomes a docs table, are checked where the one prepared GPU call runs them
-(``tests/test_gpu_session.py``): one run of each script serves both."""
+(``tests/training/test_gpu_session.py``): one run of each script serves both."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from padformer_edge.detect.signature import scoring_signature, signature_text
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
-from tests.test_model_edge import SMALL_EDGE
+from tests.model.test_model_edge import SMALL_EDGE
 
 PASSES = 4
 # A pass mean of PASSES equal float32 maps is the map itself up to the rounding of the sum

@@ -11,7 +11,7 @@ from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
 from padformer_edge_training.config import TrainConfig
 
-RECIPES = Path(__file__).resolve().parent.parent / "config" / "train"
+RECIPES = Path(__file__).resolve().parents[2] / "config" / "train"
 
 
 @pytest.mark.parametrize("name", ["paper-mad-sim-4shot.yaml", "small-synth.yaml"])

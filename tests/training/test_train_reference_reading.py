@@ -10,8 +10,8 @@ from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.score_scales import parse_change, rescale_checkpoint
 from padformer_edge_training.trainer import run_training
-from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
+from tests.training.test_train_edge import TINY_EDGE
 
 DESIGN = {
     "isolate_masked": True,

@@ -27,7 +27,7 @@ from padformer_edge.detect.reference_distance import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
-from tests.test_model_edge import SMALL_EDGE
+from tests.model.test_model_edge import SMALL_EDGE
 
 CHANNELS = 40
 # A cosine of two unit float32 vectors of C channels, summed in any order, is within

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from padformer_edge.detect.scoring_config import PRODUCT_SCORING, ScoringConfig
 
-CHOICES = Path(__file__).resolve().parent.parent / "benchmarks" / "validation.json"
+CHOICES = Path(__file__).resolve().parents[2] / "benchmarks" / "validation.json"
 
 
 def test_fused_settings_are_the_validated_ones():

@@ -14,7 +14,7 @@ import pytest
 from padformer_edge.model.checkpoint import load_checkpoint
 from tests.train_helpers import mvtec_like_tree, refused_train_command, signal_once_resumable
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECIPE = """\
 model: {preset: tiny}
 data: {num_refs: 2, num_workers: 0}

@@ -15,7 +15,7 @@ from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.model.encoder import shuffle_ids
 from padformer_edge.model.padformer import ReferenceCache, build_model
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _old_model_and_io():

@@ -34,10 +34,10 @@ from padformer_edge_training.gpu_session import (
     write_recipe,
 )
 from tests.benchmark_process import run_benchmark
-from tests.test_train_edge import TINY_EDGE
 from tests.train_helpers import mvtec_like_tree
+from tests.training.test_train_edge import TINY_EDGE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GPU_RECIPE = REPO / "config" / "train" / "edge-synth-gpu.yaml"
 TINY = """\
 model: {preset: tiny}

@@ -15,7 +15,7 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 from tests.detect_images import product_image, with_defect
-from tests.test_model_edge import SMALL_EDGE, check_fused_detection
+from tests.model.test_model_edge import SMALL_EDGE, check_fused_detection
 
 LITE2 = "efficientnet-lite2"
 LITE2_MODULE = BACKBONES[LITE2].module
@@ -183,8 +183,8 @@ def test_training_a_lite2_model_keeps_its_cnn_and_stores_it(tmp_path):
     """The trainer (not a hand-written step) leaves the Lite2 CNN as ImageNet's, and the
     checkpoint it writes rebuilds a Lite2 model."""
     from padformer_edge_training.trainer import run_training
-    from tests.test_train_edge import TINY_EDGE
     from tests.train_helpers import mvtec_like_tree, tiny_edge_recipe
+    from tests.training.test_train_edge import TINY_EDGE
 
     overrides = {**TINY_EDGE, "token_source": LITE2}
     root = mvtec_like_tree(tmp_path / "data", {"a": 6}, padded=False, size=64)

@@ -80,7 +80,7 @@ def test_a_continued_run_ships_with_its_whole_training_on_the_card(tmp_path: Pat
 
 
 def test_ship_stores_the_validated_fused_settings_in_the_model(tmp_path: Path) -> None:
-    from tests.test_model_edge import SMALL_EDGE
+    from tests.model.test_model_edge import SMALL_EDGE
 
     source = tmp_path / "run" / "model.safetensors"
     save_checkpoint(source, build_model("edge", **SMALL_EDGE), {"global_step": 7})
