@@ -202,6 +202,7 @@ def runtime_rows(args: argparse.Namespace) -> None:
     in CPU seconds, so the table shows how much of the time the runtime can move at all.
     """
     from padformer_edge.deploy.openvino_export import export_openvino
+    from padformer_edge.deploy.runners import open_runner
     from padformer_edge.detect.images import to_unit_tensor
 
     torch.manual_seed(0)
@@ -218,7 +219,10 @@ def runtime_rows(args: argparse.Namespace) -> None:
             torch.set_num_threads(threads)
             detectors = {
                 runtime: Detector(
-                    model, references, settings.replace(runtime=runtime), exported=exported
+                    model,
+                    references,
+                    settings.replace(runtime=runtime),
+                    runner=None if runtime == "torch" else open_runner(model, runtime, exported),
                 )
                 for runtime in RUNTIMES
             }
@@ -303,6 +307,7 @@ def graph_profile_rows(args: argparse.Namespace) -> None:
     from padformer_edge.deploy.graphs import QUERY_GRAPH
     from padformer_edge.deploy.onnx_runner import query_feeds
     from padformer_edge.deploy.openvino_export import export_openvino, ir_name
+    from padformer_edge.deploy.runners import open_runner
 
     torch.manual_seed(0)
     model = build_model(args.preset).eval()
@@ -318,7 +323,8 @@ def graph_profile_rows(args: argparse.Namespace) -> None:
     rows, records = [], []
     for refs in args.reference_counts:
         references = [smooth_photo(size, seed) for seed in range(refs)]
-        detector = Detector(model, references, settings, exported=exported)
+        runner = open_runner(model, settings.runtime, exported)
+        detector = Detector(model, references, settings, runner=runner)
         assert detector.runner is not None and detector.mask_ids is not None
         passes = np.zeros(args.passes, dtype=np.int64)  # every row is the one query
         model_in = detector.to_model_input(query).unsqueeze(0).numpy()[passes]

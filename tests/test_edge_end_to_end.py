@@ -12,7 +12,7 @@ from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.synth import ViewCounts, render_dataset
 from padformer_edge_training.trainer import run_training
 from tests.cli_process import run_cli
-from tests.test_train_edge import TINY_EDGE
+from tests.training.test_train_edge import TINY_EDGE
 
 
 @pytest.fixture(scope="module")

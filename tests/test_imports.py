@@ -9,9 +9,15 @@ inside the function that needs them, and these tests keep it so:
 - no module of the runtime package defines a module-level ``__getattr__``;
 - the modules of ``padformer_edge``, ``padformer_edge_training`` and
   ``padformer_edge_migrations`` (the folders ``training/`` and ``migrations/``, under the
-  import names pyproject's ``package-dir`` gives them) form no import circle. An import
-  inside a function counts (it ties the modules together just the same, only later); one
-  under ``if TYPE_CHECKING:`` does not, since it never runs;
+  import names pyproject's ``package-dir`` gives them) form no import circle, and neither
+  do their packages (each subpackage and loose module of ``padformer_edge``, and the two
+  other installed packages). An import inside a function counts (it ties the modules
+  together just the same, only later), and so does one under ``if TYPE_CHECKING:``: it
+  never runs, but a reader, a type checker and the next refactoring follow it all the same;
+- no import points up the layers ``LAYERS`` lists, which docs/architecture.md#layers
+  shows (a test keeps the page and the list equal): a package builds on the ones below
+  it, so a change low down is never undone by one above, and each layer can be read and
+  tested without those above;
 - the three packages themselves form no circle either: training and migrations build on
   ``padformer_edge``, so the runtime package never imports the migrations (the store
   finds Alembic's folder by location) and imports the training package only inside the
@@ -22,6 +28,7 @@ inside the function that needs them, and these tests keep it so:
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,19 +186,111 @@ def test_no_module_defines_a_getattr_facade() -> None:
     assert facades == [], "import names from the module that defines them instead"
 
 
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("padformer_edge", "errors", "log", "atomic", "digest", "numbers", "config",
+              "anomaly", "allocator", "decode", "runtimes", "native_output", "gpu_gauges",
+              "gpu_probe", "image_stats", "findings")),
+    ("weights and records", ("model", "models", "store")),
+    ("scoring", ("detect",)),
+    ("export", ("deploy",)),
+    ("profiles and pages", ("profiles", "web", "padformer_edge_migrations")),
+    ("the line and the workstation", ("daemon", "padformer_edge_training")),
+    ("checks and tools", ("config_kinds", "demo", "device_check", "doctor", "state_copy")),
+    ("commands", ("cli", "__main__")),
+)  # fmt: skip
+"""The layers, the lowest first, each a name and its units: a subpackage or loose module
+of ``padformer_edge`` by its name there (``padformer_edge`` itself for its ``__init__``),
+the other installed packages by theirs. A unit imports units of its own layer or below."""
+
+
+def unit_of(module: str) -> str:
+    """The unit of ``LAYERS`` a module belongs to."""
+    parts = module.split(".")
+    if parts[0] != "padformer_edge":
+        return parts[0]
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded into units (``unit_of``)."""
+    folded: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        unit = unit_of(module)
+        folded.setdefault(unit, set()).update(unit_of(t) for t in targets)
+        folded[unit].discard(unit)
+    return folded
+
+
+def upward_imports(
+    graph: dict[str, set[str]], layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS
+) -> list[str]:
+    """Each ``module -> target`` whose target's unit lies in a higher layer than the
+    module's own."""
+    level = {unit: index for index, (_, units) in enumerate(layers) for unit in units}
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if level[unit_of(target)] > level[unit_of(module)]
+    )
+
+
 def test_the_project_modules_import_one_another_without_a_circle() -> None:
-    graph = import_graph()
-    assert "padformer_edge.cli.app" in graph and graph["padformer_edge.config_kinds"]
-    assert import_circles(graph) == []
-
-
-def test_the_runtime_package_has_no_circle_even_through_type_only_imports() -> None:
     graph = import_graph(type_only=True)
-    runtime = {m: {t for t in ts if t.startswith("padformer_edge.")}
-               for m, ts in graph.items() if m.startswith("padformer_edge.")}  # fmt: skip
+    assert "padformer_edge.cli.app" in graph and graph["padformer_edge.config_kinds"]
     # The web package's middleware names the app's type only for its hints: counted here.
-    assert "padformer_edge.web.webapp" in runtime["padformer_edge.web.middleware"]
-    assert import_circles(runtime) == [], "move the shared type into a module of its own"
+    assert "padformer_edge.web.webapp" in graph["padformer_edge.web.middleware"]
+    assert import_circles(graph) == [], "move the shared piece into the lower module"
+
+
+def test_the_packages_import_one_another_without_a_circle() -> None:
+    units = unit_graph(import_graph(type_only=True))
+    assert {"detect", "deploy", "profiles"} <= units["cli"]
+    assert import_circles(units) == [], "give the shared piece one home in the lower package"
+
+
+def test_every_package_and_loose_module_has_one_layer() -> None:
+    placed = [unit for _, units in LAYERS for unit in units]
+    assert len(placed) == len(set(placed)), "a unit is in two layers"
+    assert sorted(placed) == sorted(unit_graph(import_graph())), "name each new one's layer"
+
+
+def test_no_import_points_up_the_layers() -> None:
+    assert upward_imports(import_graph(type_only=True)) == [], (
+        "move the shared piece down, or hand it in from above (a Protocol, a callable)"
+    )
+
+
+def test_the_layer_check_finds_an_import_pointing_up() -> None:
+    layers = (("low", ("errors", "detect")), ("high", ("deploy",)))
+    graph = {
+        "padformer_edge.detect.detector": {"padformer_edge.deploy.graphs"},
+        "padformer_edge.deploy.graphs": {"padformer_edge.detect.masks", "padformer_edge.errors"},
+        "padformer_edge.detect.masks": {"padformer_edge.errors"},
+        "padformer_edge.errors": set(),
+    }
+    assert upward_imports(graph, layers) == [
+        "padformer_edge.detect.detector -> padformer_edge.deploy.graphs"
+    ]
+    assert import_circles(unit_graph(graph)) == [["deploy", "detect"]]
+
+
+LAYER_LINE = re.compile(r"^(\d+)\. \*\*([^*]+)\*\*: (.+?)(?: -- |$)")
+
+
+def page_layers(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The layers the architecture page's ``## Layers`` section lists, lowest first: lines
+    ``N. **name**: `unit`, `unit` -- what the layer is for``."""
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    found = [LAYER_LINE.match(line) for line in section.splitlines()]
+    rows = [(int(m[1]), m[2], tuple(re.findall(r"`([^`]+)`", m[3]))) for m in found if m]
+    assert [number for number, _, _ in rows] == list(range(1, len(rows) + 1))
+    return tuple((name, units) for _, name, units in rows)
+
+
+def test_the_architecture_page_lists_these_layers() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert page_layers(text) == LAYERS, "write the same layers in docs/architecture.md"
 
 
 def test_the_packages_are_the_three_installed_names() -> None:
@@ -200,7 +299,7 @@ def test_the_packages_are_the_three_installed_names() -> None:
         "padformer_edge_migrations",
         "padformer_edge_training",
     ]
-    assert "padformer_edge_training.evaluation.sweep" in module_files()
+    assert "padformer_edge_training.evaluation.protocol" in module_files()
 
 
 def test_the_runtime_package_never_imports_migrations() -> None:
@@ -277,7 +376,7 @@ def test_no_test_imports_benchmarks() -> None:
 def test_the_benchmark_import_finder_sees_every_form() -> None:
     tree = ast.parse(
         "import benchmarks.common\nfrom benchmarks import quality\n"
-        "from benchmarks.tune_validation import x\nimportlib.import_module('benchmarks.a')\n"
+        "from benchmarks.quality import x\nimportlib.import_module('benchmarks.a')\n"
         "__import__('benchmarks')\nimport benchmarking\nfrom .benchmarks import y\n"
         "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
     )

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from padformer_edge.errors import UserError
+# resolve_device is the package's one device rule (training/comparator imports it from here)
+from padformer_edge.runtimes import resolve_device
 
 
 @dataclass(frozen=True)
@@ -32,21 +33,6 @@ class DistContext:
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
-
-
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    """'auto' picks this process's GPU when there is one, else the CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise UserError(
-                f"device '{name}' was asked for but no CUDA GPU is visible; use --device cpu."
-            )
-        return torch.device(name if ":" in name else f"cuda:{local_rank}")
-    if name != "cpu":
-        raise UserError(f"unknown device '{name}'; use auto, cpu, cuda or cuda:N.")
-    return torch.device("cpu")
 
 
 def init_distributed(device_name: str) -> DistContext:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -134,6 +135,13 @@ def detect(
         require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
     from padformer_edge.detect.service import detect_files  # torch: load late
 
+    open_graphs = None
+    if runtime != "torch":  # the runner is opened on the model detect_files loads
+        from padformer_edge.deploy.runners import open_runner
+
+        device = settings.device
+        open_graphs = partial(open_runner, runtime=runtime, exported=exported, device=device)
+
     with job_progress("detecting", console=Console(stderr=True)) as progress:
         results = detect_files(
             model,
@@ -144,7 +152,7 @@ def detect(
             raw,
             heatmap_max,
             progress.update,
-            exported=exported,
+            open_graphs=open_graphs,
             threshold=threshold,
         )
     verdicts = [None if threshold is None else is_anomalous(r.score, threshold) for r in results]

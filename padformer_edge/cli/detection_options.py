@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.detect.scoring_config import scoring_changes
 from padformer_edge.detect.settings import (
-    DEVICES,
     MASK_SCHEDULES,
     METRIC_CHOICES,
     PRECISIONS,
@@ -24,7 +23,7 @@ from padformer_edge.detect.settings import (
     DetectionSettings,
 )
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import RUNTIMES
+from padformer_edge.runtimes import DEVICES, RUNTIMES
 
 _DEFAULT = DetectionSettings()
 OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ

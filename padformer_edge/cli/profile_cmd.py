@@ -18,7 +18,7 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.detect.settings import DEVICES, METRIC_CHOICES
+from padformer_edge.detect.settings import METRIC_CHOICES
 from padformer_edge.errors import UserError
 from padformer_edge.models import resolve_model
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
@@ -28,7 +28,7 @@ from padformer_edge.profiles.profile import (
     list_profile_names,
     load_profile,
 )
-from padformer_edge.runtimes import GRAPH_RUNTIMES
+from padformer_edge.runtimes import DEVICES, GRAPH_RUNTIMES
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan

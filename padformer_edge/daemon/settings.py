@@ -13,7 +13,6 @@ writes, so folders on the command line would be ambiguous and are refused.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -21,7 +20,7 @@ from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import RuntimeName
+from padformer_edge.runtimes import DeviceName, RuntimeName
 from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig
 
@@ -115,7 +114,7 @@ class WorkerConfig(StrictModel):
         600.0, gt=0, description="Images queued longer are skipped with an operator alert."
     )
     max_attempts: int = Field(3, ge=1, description="A file failing this often is 'failed'.")
-    device: Literal["auto", "cpu", "cuda"] | None = Field(
+    device: DeviceName | None = Field(
         None, description="Overrides every profile's device when set."
     )
     runtime: RuntimeName | None = Field(

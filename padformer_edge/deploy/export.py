@@ -32,11 +32,11 @@ from padformer_edge.deploy.graphs import (
     QueryGraph,
     ReferenceGraph,
     TermsGraph,
-    mask_indices,
     reference_outputs,
     term_names,
 )
 from padformer_edge.deploy.names import MANIFEST
+from padformer_edge.detect.masks import mask_indices
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import tensors_sha256

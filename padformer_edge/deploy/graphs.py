@@ -3,18 +3,17 @@
 A ``PADFormer`` mixes graph work with Python decisions (argsort of the mask, shape checks,
 the ``rows`` index); each wrapper here keeps only the tensor work, so the exported graph
 computes what the model computes for inputs the runtime prepares the same way
-(``mask_indices``). They call the model's own submodules, never copies of them, so a change
-to the model reaches the export with no second place to edit.
+(``detect.masks.mask_indices``). They call the model's own submodules, never copies of
+them, so a change to the model reaches the export with no second place to edit.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
 from padformer_edge.deploy.names import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
-from padformer_edge.model.encoder import blank_masked_patches, shuffle_ids
+from padformer_edge.model.encoder import blank_masked_patches
 from padformer_edge.model.padformer import PADFormer
 
 __all__ = ["QUERY_GRAPH", "REFERENCE_GRAPH", "TERMS_GRAPH"]
@@ -122,11 +121,3 @@ class QueryGraph(nn.Module):
             key_values = next(flat) if cfg.use_selection else None
             grouped.append(LayerReferenceTerms(stn, key_values))
         return tuple(grouped)
-
-
-def mask_indices(masks: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(ids_keep [P, V], ids_restore [P, M]) as int64 arrays for bool masks [P, M]: the
-    model's own ``shuffle_ids``, computed once per mask schedule outside the graph (a
-    stable argsort has no ONNX operator)."""
-    ids_shuffle, ids_restore, visible = shuffle_ids(masks.cpu())
-    return ids_shuffle[:, :visible].numpy(), ids_restore.numpy()

@@ -18,6 +18,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from padformer_edge.deploy import arrays
+from padformer_edge.deploy.cache_files import read_encodings, write_encodings
 from padformer_edge.deploy.line_scoring import (
     LineScore,
     QueryTargets,
@@ -194,8 +195,6 @@ class LineDetector(GroupedDetection):
         """The reference graph's outputs by name (encoder features [1, N, M, E] and, for a
         pointer model, ``ref_targets`` [1, N, M, F]) from the cache when it holds them
         under its key, else from the reference graph (and then written to the cache)."""
-        from padformer_edge.profiles.cache_files import read_encodings, write_encodings
-
         wanted = self.reference_outputs
         if cache is not None:
             stored = read_encodings(*cache, with_targets="ref_targets" in wanted)

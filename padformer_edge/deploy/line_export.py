@@ -24,7 +24,6 @@ from torch import nn
 
 from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.export import OPSET, export_onnx
-from padformer_edge.deploy.graphs import mask_indices
 from padformer_edge.deploy.names import (
     CELLS_GRAPH,
     FEATURES_GRAPH,
@@ -33,6 +32,7 @@ from padformer_edge.deploy.names import (
     SCHEDULE_FIELDS,
     SCORING_FILE,
 )
+from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
@@ -132,8 +132,6 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
     returns ``{file name: sha256}`` of every file written, for the profile to record.
     For ``settings.runtime`` openvino every graph is also converted to IR beside its
     ONNX file (``openvino_export.convert_to_ir``), so the folder serves both runtimes."""
-    from padformer_edge.detect.masks import hidden_weights, make_masks
-
     out = Path(out_dir)
     if settings.metric == "compare":
         return export_compared(settings, out)

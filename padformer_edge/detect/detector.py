@@ -16,23 +16,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from padformer_edge.allocator import retain_freed_memory
-from padformer_edge.deploy.graphs import mask_indices
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
     check_precision,
+    detection_device,
     model_precision,
-    resolve_device,
     synchronize,
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
-from padformer_edge.detect.masks import hidden_weights, make_masks
+from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.paper_metrics import MIN_SIDE
 from padformer_edge.detect.scoring import (
     call_inputs,
@@ -44,10 +42,6 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceCache
-
-if TYPE_CHECKING:
-    from padformer_edge.deploy.onnx_runner import OnnxRunner
-    from padformer_edge.deploy.openvino_runner import OpenVinoRunner
 
 
 class EncodingStore(Protocol):
@@ -66,6 +60,41 @@ class EncodingStore(Protocol):
         ...
 
 
+class GraphRunner(Protocol):
+    """A model's exported graphs in a runtime (``deploy.runners.open_runner`` opens the
+    onnxruntime or OpenVINO one), as the detector runs them in place of the torch model.
+
+    Declared here and handed in, so scoring never imports the export package that builds
+    on it: the packages stay in one direction (docs/architecture.md, the layers)."""
+
+    def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
+        references' CNN features for a model that reads them, else None)."""
+        ...
+
+    def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
+        """Compute the reference terms of these encodings for every later query."""
+        ...
+
+    def reconstruct(
+        self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """One batch of masked passes -> (normalised pixels, predicted features or None)."""
+        ...
+
+
+def graphs_needed(runtime: str) -> str:
+    """The sentence for a runtime that runs exported graphs when none were given: how to
+    make them for a model, and how to store them in a profile."""
+    fmt = "openvino" if runtime == "openvino" else "onnx"
+    wanted = " --runtime openvino" if runtime == "openvino" else ""
+    return (
+        f"runtime {runtime} needs the model's exported graphs; run padformer-edge export "
+        f"MODEL --format {fmt} --out DIR and pass detect --exported DIR, or store them in a "
+        f"profile with padformer-edge profile export NAME{wanted}."
+    )
+
+
 class Detector(GroupedDetection):
     """Scores query images with a PADFormer and N cached good references.
 
@@ -76,10 +105,10 @@ class Detector(GroupedDetection):
     it otherwise.
 
     With ``settings.runtime`` ``onnxruntime`` or ``openvino`` the reference encoding and
-    the passes run the graphs in ``exported`` (``padformer-edge export``) instead of the
-    torch model;
-    preparing the inputs and scoring stay the same torch code, so both runtimes differ
-    only by the model's float32 rounding.
+    the passes run the exported graphs in ``runner`` (``deploy.runners.open_runner`` on
+    the folder ``padformer-edge export`` wrote) instead of the torch model; preparing the
+    inputs and scoring stay the same torch code, so both runtimes differ only by the
+    model's float32 rounding.
     """
 
     def __init__(
@@ -89,13 +118,17 @@ class Detector(GroupedDetection):
         settings: DetectionSettings | None = None,
         *,
         encodings: EncodingStore | None = None,
-        exported: str | Path | None = None,
+        runner: GraphRunner | None = None,
     ) -> None:
         settings = DetectionSettings() if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
         onnx = settings.runtime != "torch"  # the exported graphs, in either runtime
-        self.device = resolve_device("cpu" if onnx else settings.device)
+        if onnx and runner is None:
+            raise UserError(graphs_needed(settings.runtime))
+        if runner is not None and not onnx:
+            raise ValueError("a graph runner runs with runtime onnxruntime or openvino only")
+        self.device = detection_device("cpu" if onnx else settings.device)
         check_precision(settings.precision, self.device)
         self.precision = settings.precision
         self.model = model.to(self.device).eval()
@@ -109,9 +142,7 @@ class Detector(GroupedDetection):
             settings.seed,
         ).to(self.device)
         self.pass_weights = hidden_weights(self.masks)  # for models scoring hidden patches
-        self.runner = (
-            open_runner(settings.runtime, exported, self.model, settings.device) if onnx else None
-        )
+        self.runner = runner
         self.mask_ids = mask_indices(self.masks) if onnx else None
         self.encodings, self.cache_hit = encodings, False
         self.cache = self.load_references(references)
@@ -280,31 +311,6 @@ class Detector(GroupedDetection):
                 )
             )
         return detections
-
-
-def open_runner(
-    runtime: str, exported: str | Path | None, model: PADFormer, device: str = "cpu"
-) -> OnnxRunner | OpenVinoRunner:
-    """The ``runtime``'s runner for ``model``'s exported graphs, or the sentence saying
-    why there is none (no folder given, the runtime missing, graphs of other weights).
-    ``device`` is where the graphs run (onnxruntime may use a CUDA GPU); the torch steps
-    around them stay on the CPU."""
-    fmt = "openvino" if runtime == "openvino" else "onnx"
-    wanted = " --runtime openvino" if runtime == "openvino" else ""
-    where = f", or store them in a profile with padformer-edge profile export NAME{wanted}"
-    if exported is None:
-        raise UserError(
-            f"runtime {runtime} needs the model's exported graphs; run padformer-edge "
-            f"export MODEL --format {fmt} --out DIR and pass detect --exported DIR{where}."
-        )
-    threads = torch.get_num_threads()
-    if runtime == "openvino":
-        from padformer_edge.deploy.openvino_runner import OpenVinoRunner  # load late
-
-        return OpenVinoRunner(exported, model, threads=threads, device=device)
-    from padformer_edge.deploy.onnx_runner import OnnxRunner  # onnxruntime: load late
-
-    return OnnxRunner(exported, model, threads=threads, device=device)
 
 
 def mean_image(passes: torch.Tensor) -> np.ndarray:

@@ -8,8 +8,9 @@ CPUs run float32. Scoring
 always runs in float32 because squared LAB differences of nearby colours lose their
 digits in 16-bit floats.
 
+Which device a name means is ``runtimes.resolve_device``'s rule, shared with training.
 On CUDA, fp32 means fp32: torch's TF32 switches for cuDNN's convolutions (on by default)
-and for the matrix products are set off when a CUDA device is resolved for detection,
+and for the matrix products are set off when a CUDA device is chosen for detection,
 unless the process chose TF32 (``detect.tf32``; the daemon's ``worker.allow_tf32``).
 """
 
@@ -20,29 +21,19 @@ from collections.abc import Iterator
 
 import torch
 
-from padformer_edge.detect.settings import DEVICES, PRECISIONS
+from padformer_edge.detect.settings import PRECISIONS
 from padformer_edge.detect.tf32 import tf32_allowed
 from padformer_edge.errors import UserError
+from padformer_edge.runtimes import resolve_device
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def resolve_device(name: str) -> torch.device:
-    """``auto`` picks the first CUDA GPU when one is visible, else the CPU. A CUDA device
-    gets the process's float32 mode (``apply_float32``) before anything runs on it."""
-    if name == "auto":
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    elif name == "cpu":
-        device = torch.device("cpu")
-    elif name == "cuda":
-        if not torch.cuda.is_available():
-            raise UserError(
-                "device 'cuda' was requested but no CUDA GPU is visible; use "
-                "--device cpu or check the GPU driver."
-            )
-        device = torch.device("cuda")
-    else:
-        raise UserError(f"device '{name}' is unknown; choose one of {', '.join(DEVICES)}.")
+def detection_device(name: str) -> torch.device:
+    """Where a detection runs: ``runtimes.resolve_device``'s choice, with the process's
+    float32 mode applied to a CUDA device (``apply_float32``) before anything runs on it.
+    Training takes the same choice without it: its precision is the recipe's."""
+    device = resolve_device(name)
     apply_float32(device)
     return device
 

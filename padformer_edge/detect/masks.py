@@ -11,10 +11,12 @@ hidden patches per pass.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from padformer_edge.detect.settings import MASK_SCHEDULES
 from padformer_edge.errors import UserError
+from padformer_edge.model.encoder import shuffle_ids
 
 
 def masked_per_pass(num_patches: int, mask_ratio: float) -> int:
@@ -74,3 +76,12 @@ def hidden_weights(masks: torch.Tensor) -> torch.Tensor:
     passes = masks.shape[0]
     hidden_in = masks.sum(dim=0, keepdim=True).clamp_min(1).to(torch.float32)
     return masks.to(torch.float32) * (passes / hidden_in)
+
+
+def mask_indices(masks: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(ids_keep [P, V], ids_restore [P, M]) as int64 arrays for bool masks [P, M]: the
+    model's own ``shuffle_ids``, computed once per mask schedule outside the graph (a
+    stable argsort has no ONNX operator). The detector's exported runtimes and the
+    export's line schedule both feed the graphs these, so they live with the masks."""
+    ids_shuffle, ids_restore, visible = shuffle_ids(masks.cpu())
+    return ids_shuffle[:, :visible].numpy(), ids_restore.numpy()

@@ -6,8 +6,9 @@ different things), so ``ScoringConfig`` holds one ``JobScoring`` per job. Its va
 in layers, each setting only what it changes (a field left out, or null, is taken from
 the layer below):
 
-1. the product's (``PRODUCT_SCORING``, chosen on the validation render by
-   ``benchmarks/tune_validation.py`` for the best AUPRO and image AUROC);
+1. the product's (``PRODUCT_SCORING``, chosen on the validation render by the validation
+   sweep for the best AUPRO and image AUROC; docs/research.md names the commit with its
+   script);
 2. the model's own, stored in its checkpoint's header (a model that inspects objects it
    never saw, such as the shipped generic one, can want another mix than one trained on
    its test objects, so the choice travels with the weights);
@@ -152,9 +153,10 @@ PRODUCT_SCORING = ScoringConfig(
         sigma=0.0,
     ),
 )
-"""The product's fused score, chosen on the validation render (seed 1) by
-``benchmarks/tune_validation.py``, never on the test render (``benchmarks/validation.json``
-holds it as ``edge_scoring``, and a test keeps the two equal).
+"""The product's fused score, chosen on the validation render (seed 1) by the validation
+sweep, never on the test render (``benchmarks/validation.json`` holds it as
+``edge_scoring``, and a test keeps the two equal; the sweep's script left the tree, and
+docs/research.md names the commit that has it).
 
 The map adds a quarter of colour to the feature error and a light nearest-reference term,
 and reads the plain pass mean, smoothed: the paper's consistency filter zeroes at least

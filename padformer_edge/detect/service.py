@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,10 @@ from padformer_edge.detect.images import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+
+if TYPE_CHECKING:
+    from padformer_edge.detect.detector import GraphRunner
+    from padformer_edge.model.padformer import PADFormer
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,15 @@ def detect_files(
     heatmap_max: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     *,
-    exported: str | Path | None = None,
+    open_graphs: Callable[[PADFormer], GraphRunner] | None = None,
     threshold: float | None = None,
 ) -> list[FileResult]:
-    """Score ``images`` against the references with the checkpoint's model (run from its
-    ``exported`` graphs when the settings ask for onnxruntime); ``progress`` hears (done,
-    total) after each image. With ``threshold`` the heatmaps' colour scale is anchored to it
-    and the region above it outlined, as the daemon draws a profile's heatmaps."""
+    """Score ``images`` against the references with the checkpoint's model, run from the
+    exported graphs ``open_graphs`` opens for it when the settings ask for onnxruntime or
+    OpenVINO (the command passes ``deploy.runners.open_runner`` on its folder: this package
+    cannot import the export package, which builds on it). ``progress`` hears (done,
+    total) after each image. With ``threshold`` the heatmaps' colour scale is anchored to
+    it and the region above it outlined, as the daemon draws a profile's heatmaps."""
     # torch: imported when a checkpoint runs, so a line install can name heatmaps
     from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.paper_metrics import MIN_SIDE
@@ -96,7 +103,8 @@ def detect_files(
         check_rgb_array(image, f"image {path}", MIN_SIDE)
     reference_images = load_references(references)
     model, _ = load_checkpoint(checkpoint)
-    detector = Detector(model, reference_images, settings, exported=exported)
+    runner = None if open_graphs is None else open_graphs(model)
+    detector = Detector(model, reference_images, settings, runner=runner)
     named = zip(paths, heatmap_names(paths), queries, strict=True)
     results = []
     for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2]):

@@ -16,17 +16,15 @@ from pydantic import ConfigDict, Field, field_serializer, model_validator
 
 from padformer_edge.config import StrictModel
 from padformer_edge.detect.scoring_config import ScoringConfig
-from padformer_edge.runtimes import RuntimeName
+from padformer_edge.runtimes import DeviceName, RuntimeName
 
 MaskSchedule = Literal["random", "balanced"]
 ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance", "compare"]
 MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance", "compare"]
-DeviceName = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
 ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
 METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
-DEVICES: tuple[str, ...] = get_args(DeviceName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 PRODUCT_METRIC = "compare"

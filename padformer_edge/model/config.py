@@ -243,8 +243,8 @@ SMALL = ModelConfig(
 )
 """CPU training preset: 128 px, patch 16 -> 8x8 grid, encoder 192x4, decoder 256x4.
 
-Chosen with ``benchmarks/small_preset_candidates.py`` (one training step = forward,
-backward, AdamW; batch 8, N=4, 2 threads; 5 round-robin steps per candidate on the
+Chosen with ``benchmarks/small_preset_candidates.py`` at commit 535e14d (one training step
+= forward, backward, AdamW; batch 8, N=4, 2 threads; 5 round-robin steps per candidate on the
 shared 2-core development machine, 25 Nov 2026, README table). This preset took 1.15
 CPU-seconds per step of 8 samples (0.14 CPU-s per sample): ~25k samples per hour at the
 load other jobs put on the machine then, up to ~50k with both cores free. Relative speed

@@ -135,7 +135,7 @@ class Profile:
 
     def reference_key(self) -> str:
         """The cache key for the model and the reference files, checked unchanged."""
-        from padformer_edge.profiles.cache_files import cache_key
+        from padformer_edge.deploy.cache_files import cache_key
 
         return cache_key(self.model_sha256, self.verify_references(), self.detection.precision)
 

@@ -11,8 +11,8 @@ from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import save_checkpoint
 from tests.cli_process import run_cli
 from tests.deploy.parity import tiny_model
+from tests.detect.test_detect_cli import write_png
 from tests.detect_images import product_image, with_defect
-from tests.test_detect_cli import write_png
 
 
 @pytest.fixture(scope="module")

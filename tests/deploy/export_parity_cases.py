@@ -12,11 +12,13 @@ import pytest
 import torch
 
 from padformer_edge.deploy.export import MANIFEST, export_onnx
-from padformer_edge.deploy.graphs import QUERY_GRAPH, mask_indices
+from padformer_edge.deploy.graphs import QUERY_GRAPH
 from padformer_edge.deploy.onnx_runner import OnnxRunner
 from padformer_edge.deploy.openvino_export import export_openvino
 from padformer_edge.deploy.openvino_runner import OpenVinoRunner
+from padformer_edge.deploy.runners import open_runner
 from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.masks import mask_indices
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from tests.deploy.parity import CASES, float32_bound, relative_error, tiny_model
@@ -116,7 +118,8 @@ def test_detector_scores_and_verdicts_match_torch(exported, runtime):
     settings = DetectionSettings(passes=3, max_batch=4, device="cpu")
     by_torch = Detector(model, references, settings).detect(queries)
     onnx_settings = settings.replace(runtime=runtime)
-    by_onnx = Detector(model, references, onnx_settings, exported=folder).detect(queries)
+    runner = open_runner(model, runtime, folder)
+    by_onnx = Detector(model, references, onnx_settings, runner=runner).detect(queries)
     torch_scores = np.array([d.score for d in by_torch])
     onnx_scores = np.array([d.score for d in by_onnx])
     np.testing.assert_allclose(onnx_scores, torch_scores, rtol=SCORE_RTOL, atol=0)

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from padformer_edge.model.padformer import PADFormer, build_model
-from tests.test_model_edge import SMALL_EDGE
-from tests.test_train_edge import TINY_EDGE
+from tests.model.test_model_edge import SMALL_EDGE
+from tests.training.test_train_edge import TINY_EDGE
 
 CASES = {
     "tiny": ("tiny", {}),

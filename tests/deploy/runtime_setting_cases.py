@@ -5,6 +5,8 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from padformer_edge.deploy.export import export_onnx
+from padformer_edge.deploy.runners import open_runner
 from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
@@ -34,9 +36,8 @@ def test_a_missing_runtime_is_one_sentence_with_the_install_command(
     runtime, module, extra, monkeypatch, tmp_path
 ):
     monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError
-    settings = DetectionSettings(passes=2, runtime=runtime)
     with pytest.raises(UserError) as err:
-        Detector(tiny_model("tiny"), [product_image(64, 64)], settings, exported=tmp_path)
+        open_runner(tiny_model("tiny"), runtime, tmp_path)
     message = str(err.value)
     assert f"pip install 'padformer-edge[{extra}]'" in message
     assert "\n" not in message
@@ -50,9 +51,22 @@ def test_a_missing_runtime_is_one_sentence_with_the_install_command(
     ],
 )
 def test_a_runtime_without_exported_graphs_says_how_to_make_them(runtime, export, profile_export):
-    """Also what a profile set to an exported runtime hears at start-up without graphs."""
+    """Also what a profile set to an exported runtime hears at start-up without graphs:
+    the detector given no runner and the opener given no folder say the same sentence."""
     settings = DetectionSettings(passes=2, runtime=runtime)
     with pytest.raises(UserError) as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
     assert f"padformer-edge {export}" in str(err.value)
     assert f"padformer-edge {profile_export}" in str(err.value)
+    with pytest.raises(UserError) as opened:
+        open_runner(tiny_model("tiny"), runtime, None)
+    assert str(opened.value) == str(err.value)
+
+
+def test_a_runner_with_the_torch_runtime_is_refused(tmp_path):
+    """A runner handed to a torch detector would be silently ignored; it is refused."""
+    model = tiny_model("tiny")
+    export_onnx(model, tmp_path)
+    runner = open_runner(model, "onnxruntime", tmp_path)
+    with pytest.raises(ValueError, match="onnxruntime or openvino only"):
+        Detector(model, [product_image(64, 64)], DetectionSettings(passes=2), runner=runner)

@@ -15,8 +15,9 @@ demo shows one of them) are the trainer's to state. A run continued from other w
 that record; the steps behind those weights are stated with ``--earlier-steps`` and
 added to the card's ``steps`` (``steps_this_run`` keeps the run's own count).
 ``--validation benchmarks/validation.json`` stores the fused metric's settings chosen for
-this model on validation objects it never saw (``tune_validation.py --generic`` writes them
-as ``generic_scoring``, a ``ScoringConfig``: the LAB weight, nearest-reference weight and
+this model on validation objects it never saw (the validation sweep,
+``tune_validation.py --generic`` as commit 535e14d holds it, wrote them as
+``generic_scoring``, a ``ScoringConfig``: the LAB weight, nearest-reference weight and
 readout of its map and of its image score) in the shipped file's header, where the
 detector reads them, and on the card.
 """
@@ -160,7 +161,7 @@ def fused_card(scoring: ScoringConfig) -> dict[str, dict[str, Any]]:
 
 
 def fused_from_validation(path: Path) -> ScoringConfig:
-    """The generic model's fused settings that ``tune_validation.py --generic`` chose
+    """The generic model's fused settings that the validation sweep chose
     (``generic_scoring``), read from its validation.json."""
     try:
         choices = json.loads(path.read_text(encoding="utf-8"))
@@ -168,8 +169,8 @@ def fused_from_validation(path: Path) -> ScoringConfig:
         raise UserError(f"--validation {path} cannot be read as JSON: {err}") from None
     if "generic_scoring" not in choices:
         raise UserError(
-            f"--validation {path} has no generic_scoring; run benchmarks/tune_validation.py "
-            "--generic first."
+            f"--validation {path} has no generic_scoring; pass benchmarks/validation.json, "
+            "which holds the validation sweep's choices."
         )
     scoring = scoring_from_json(choices["generic_scoring"], f"--validation {path}")
     if not scoring.is_complete:
@@ -180,8 +181,8 @@ def fused_from_validation(path: Path) -> ScoringConfig:
             if value is None
         ]
         raise UserError(
-            f"--validation {path}: generic_scoring sets no {missing[0]}; run "
-            "benchmarks/tune_validation.py --generic again."
+            f"--validation {path}: generic_scoring sets no {missing[0]}; pass "
+            "benchmarks/validation.json, which holds the validation sweep's choices."
         )
     return scoring
 
