@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-# resolve_device is the package's one device rule (training/comparator imports it from here)
+# resolve_device is the package's one device rule
 from padformer_edge.runtimes import resolve_device
 
 

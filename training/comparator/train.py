@@ -25,6 +25,7 @@ from padformer_edge.log import get_logger
 from padformer_edge.model.backbone import require_weights
 from padformer_edge.model.comparator import ComparisonModel
 from padformer_edge.model.comparator_checkpoint import load_comparator, save_comparator
+from padformer_edge.runtimes import resolve_device
 from padformer_edge_training.comparator.episodes import (
     Batch,
     EpisodeMix,
@@ -34,7 +35,6 @@ from padformer_edge_training.comparator.episodes import (
 from padformer_edge_training.comparator.loss import cell_targets, comparator_loss
 from padformer_edge_training.comparator.recipe import ComparatorRecipe
 from padformer_edge_training.data.layouts import index_dataset
-from padformer_edge_training.distributed import resolve_device
 from padformer_edge_training.progress import Reporter, StepInfo
 from padformer_edge_training.resume import capture_rng, load_resume, restore_rng, save_resume
 from padformer_edge_training.schedule import WarmupCosine
