@@ -1,0 +1,123 @@
+"""Stage C's readouts of the comparator's cell map, and the benchmark's readout rows and
+its mean over several renders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from padformer_edge.detect.comparison import compare, read_score, reference_cells, squares
+from padformer_edge.detect.images import read_image, to_unit_tensor
+from padformer_edge.errors import UserError
+from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+from padformer_edge.model.comparator_checkpoint import save_comparator
+from padformer_edge_training.data.layouts import index_dataset
+from padformer_edge_training.evaluation.comparator_readouts import (
+    ComparatorReadout,
+    moved,
+    moved_back,
+    parse_readout,
+    pass_offsets,
+    readout_maps,
+)
+from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
+from tests.benchmark_process import run_benchmark
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def model() -> ComparisonModel:
+    torch.manual_seed(0)
+    net = ComparisonModel(ComparatorConfig(input_size=64, dim=16, depth=1, heads=2, top_k=2))
+    net.features.load_imagenet()
+    torch.nn.init.normal_(net.comparator.head.weight, std=0.5)  # a correction that is not 0
+    return net.eval()
+
+
+def test_a_readout_reads_back_from_its_word() -> None:
+    assert parse_readout("s2") == ComparatorReadout()  # the product's
+    for word in ("s0", "s1.5", "top4", "shift4-filter", "shift9-max"):
+        assert parse_readout(word).text == word
+    for bad in ("s9", "top0", "shift3-mean", "shift4-median", "max"):
+        with pytest.raises(UserError, match="is not sS"):
+            parse_readout(bad)
+
+
+def test_a_pass_moved_and_moved_back_lands_where_it_was() -> None:
+    """Half-cell passes start at the query itself; a map moved back from a moved query
+    is the original away from the edge the move repeated."""
+    assert pass_offsets(4) == [(0, 0), (0, 4), (4, 0), (4, 4)]
+    assert len(set(pass_offsets(9))) == 9 and pass_offsets(9)[0] == (0, 0)
+    image = torch.arange(2 * 3 * 16 * 16, dtype=torch.float32).view(2, 3, 16, 16)
+    there = moved(image, 4, 3)
+    assert torch.equal(there[..., 4:, 3:], image[..., :12, :13])
+    back = moved_back(there[:, :1], 4, 3)
+    assert torch.equal(back[..., :12, :13], image[:, :1, :12, :13])
+
+
+def test_the_default_readout_is_the_products(model, tiny_data: Path) -> None:
+    """``s2`` reads the cell scores exactly as the detector does (one computation)."""
+    index = index_dataset(tiny_data)
+    refs = [read_image(p) for p in index.good_train()["duck"][:2]]
+    query = read_image(index.good_train()["duck"][2])
+    scorer = ComparatorScorer(model, "x")
+    scorer.prepare(refs)
+    found = scorer.score([query])[0]
+    cells = reference_cells(model, [to_unit_tensor(r, CPU) for r in refs])
+    score = compare(model, [to_unit_tensor(query, CPU)], cells).score[0]
+    amap = read_score(score, query.shape[:2], model.config.input_size)
+    np.testing.assert_array_equal(found.anomaly_map, amap.numpy())
+    assert found.score == float(amap.max())
+    top = ComparatorScorer(model, "x", readout=parse_readout("top3"))
+    top.prepare(refs)
+    expected = float(score.flatten().topk(3).values.mean())
+    assert top.score([query])[0].score == pytest.approx(expected)
+
+
+def test_passes_combine_as_named(model, tiny_data: Path) -> None:
+    """Four passes: the mean, the maximum, and the mean where the passes' variance is
+    above its median, of the same four moved-back maps."""
+    index = index_dataset(tiny_data)
+    refs = reference_cells(
+        model, [to_unit_tensor(read_image(p), CPU) for p in index.good_train()["lego"][:2]]
+    )
+    query = squares(model, [to_unit_tensor(read_image(index.good_train()["lego"][3]), CPU)])
+    maps = {
+        c: readout_maps(model, query, refs, parse_readout(f"shift4-{c}"), True)[0]
+        for c in ("mean", "max", "filter")
+    }
+    assert maps["mean"].shape == (1, 64, 64)
+    assert torch.all(maps["max"] >= maps["mean"] - 1e-6)
+    kept = maps["filter"] != 0
+    assert 0 < int(kept.sum()) <= 64 * 64 // 2  # at most half above the median
+    torch.testing.assert_close(maps["filter"][kept], maps["mean"][kept])
+    single, cells = readout_maps(model, query, refs, ComparatorReadout(), False)
+    assert torch.equal(single, cells)  # one pass: its cells, read as the product reads them
+
+
+def test_the_benchmark_reads_rows_several_ways_and_averages_renders(
+    model, tiny_data: Path, tmp_path: Path
+) -> None:
+    save_comparator(tmp_path / "tiny.safetensors", model, {"step": 0})
+    other = tmp_path / "second-render"
+    shutil.copytree(tiny_data, other)
+    args = ["--shots", "2", "--max-per-label", "1", "--cache", str(tmp_path / "c.json")]
+    args += ["--model", str(tmp_path / "tiny.safetensors"), "--readout", "s2", "--readout", "top2"]
+    done = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
+    name = f"comparator {tmp_path.name}/tiny"
+    assert set(rows) == {name, f"{name} [top2]"}
+    both = run_benchmark("distance_cells.py", "--data", str(tiny_data), "--data", str(other), *args)
+    assert both.returncode == 0, both.stderr[-2000:]
+    line = json.loads(both.stdout.strip().splitlines()[-1])
+    assert line["data"] == [tiny_data.name, other.name] and "| per render |" in both.stdout
+    # the same images twice: the mean of two equal renders is each one's figure
+    assert line["rows"][name]["image_auroc"] == pytest.approx(rows[name]["image_auroc"])
+    assert "the mean over 2 renders" in both.stdout
