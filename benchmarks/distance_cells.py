@@ -4,16 +4,17 @@ Each ``--cells`` configuration (``training/evaluation/cell_distance.py``: input 
 stages, neighbourhood, projection, coreset, backbone) scores a render with the comparator's
 distance (cosine to the nearest reference cell over quarter-turned references) and no
 learned correction, beside ``--patchcore`` configurations and, with ``--shipped``, the
-shipped comparator's distance alone (its own cells) and its learned comparison. Each
-``--comparator-cells SIZE[ nN][ s2+3]`` is the distance alone on the cells a comparator of that
-input size and neighbourhood reads (its own normalisation: what a correction would be
-added to), and each ``--model PATH`` a trained comparator's learned comparison; each
-``--readout`` (stage C: ``comparator_readouts``) reads those rows another way. Every row
-sees the same references and test images. Rows are cached in ``--cache`` by render, kinds,
-row, references, seed and images per label, so that PatchCore's hours of CPU are spent once
-per render. Margins are paired bootstrap intervals over the test images, against the first
-``--patchcore`` row and against the shipped distance; with several ``--data`` renders (the
-test seeds) every figure is the mean over them and the intervals redraw the renders too.
+earlier 192-px comparator's distance alone (its own cells) and its learned comparison (the
+product's score before the 320-px default). Each ``--comparator-cells SIZE[ nN][ s2+3]`` is
+the distance alone on the cells a comparator of that input size and neighbourhood reads (its
+own normalisation: what a correction would be added to), and each ``--model PATH`` a trained
+comparator's learned comparison; each ``--readout`` (stage C: ``comparator_readouts``) reads
+those rows another way. Every row sees the same references and test images. Rows are cached
+in ``--cache`` by render, kinds, row, references, seed and images per label, so that
+PatchCore's hours of CPU are spent once per render. Margins are paired bootstrap intervals
+over the test images, against the first ``--patchcore`` row and against the 192-px distance
+(or the rows ``--bar`` names); with several ``--data`` renders (the test seeds) every figure
+is the mean over them and the intervals redraw the renders too.
 
 Prints a table and one JSON line; ``--write-docs`` fills the docs block ``--section``.
 
@@ -65,8 +66,8 @@ from padformer_edge_training.evaluation.uncertainty import (
     margin_over_renders,
 )
 
-SHIPPED_DISTANCE = "shipped comparator: distance alone"
-SHIPPED_COMPARISON = "shipped comparator: learned comparison"
+SHIPPED_DISTANCE = "192-px comparator: distance alone"
+SHIPPED_COMPARISON = "192-px comparator: learned comparison"
 
 
 def row_scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
@@ -114,10 +115,10 @@ def build(kind: object) -> object:
     """The scorer a row names, built only when the row must be computed."""
     if kind in ("distance", "comparison"):
         from padformer_edge.model.comparator_checkpoint import load_comparator
-        from padformer_edge.models import locate_comparator
+        from padformer_edge.models import earliest_comparator_sha256, locate_comparator
         from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
-        model, _ = load_comparator(locate_comparator())
+        model, _ = load_comparator(locate_comparator(earliest_comparator_sha256()))
         return ComparatorScorer(model, str(kind), correction=kind == "comparison")
     family, text, *rest = kind  # type: ignore[misc]
     if family in ("comparator-cells", "model"):
@@ -211,6 +212,12 @@ def run(args: argparse.Namespace) -> None:
     bars = [label for label in labels if label.startswith("PatchCore")][:1]
     if args.shipped:
         bars.append(SHIPPED_DISTANCE)
+    if args.bar:
+        named = {bar: [label for label in labels if label.startswith(bar)] for bar in args.bar}
+        for bar, found in named.items():
+            if not found:
+                raise UserError(f"--bar '{bar}' starts no row's label; rows: {', '.join(labels)}.")
+        bars = [found[0] for found in named.values()]
 
     def margin(label: str, bar: str) -> str:
         if label == bar:
@@ -308,7 +315,14 @@ def main() -> None:
         "shift4-mean|max|filter (repeat; default s2, the product's).",
     )
     parser.add_argument(
-        "--shipped", action="store_true", help="Add the shipped comparator's two rows."
+        "--shipped", action="store_true", help="Add the earlier 192-px comparator's two rows."
+    )
+    parser.add_argument(
+        "--bar",
+        action="append",
+        default=[],
+        help="The rows margins are measured against, each named by the start of its label "
+        "(repeat; default the first PatchCore row and, with --shipped, the 192-px distance).",
     )
     parser.add_argument(
         "--cache",

@@ -121,3 +121,8 @@ def test_the_benchmark_reads_rows_several_ways_and_averages_renders(
     # the same images twice: the mean of two equal renders is each one's figure
     assert line["rows"][name]["image_auroc"] == pytest.approx(rows[name]["image_auroc"])
     assert "the mean over 2 renders" in both.stdout
+    # margins against a row named by the start of its label; a name no row has is refused
+    barred = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args, "--bar", name)
+    assert barred.returncode == 0 and f"| margin over {name} |" in barred.stdout
+    refused = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args, "--bar", "x")
+    assert refused.returncode != 0 and "--bar 'x' starts no row's label" in refused.stderr
