@@ -91,28 +91,27 @@ class QueuedFile:
 
 
 ENQUEUE_CHUNK = 500
-"""Files per INSERT in ``enqueue_many``: eight values each stays far below SQLite's
-limit on a statement's parameters when a start-up scan queues thousands at once."""
+"""Files per ``SELECT`` in ``enqueue_many``: their paths stay far below SQLite's limit on
+a statement's parameters when a start-up scan queues thousands at once."""
 
 
 def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection]:
     """``enqueue`` for several files in one transaction (intake queues every file that
     settled in one step this way); their rows in order, all of them or none.
 
-    One multi-row ``INSERT .. ON CONFLICT DO NOTHING`` and one ``SELECT`` per
-    ``ENQUEUE_CHUNK`` files: a statement pair per file was the largest part of intake's
-    CPU on small images (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
+    One executemany ``INSERT .. ON CONFLICT DO NOTHING`` (a Core statement, compiled once
+    for any number of files) and one ``SELECT`` per ``ENQUEUE_CHUNK`` files: an ORM
+    statement pair per file was the largest part of intake's CPU on small images
+    (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
     rows: list[Inspection] = []
     with _session(engine) as session, session.begin():
         for start in range(0, len(files), ENQUEUE_CHUNK):
             chunk = files[start : start + ENQUEUE_CHUNK]
-            statement = (
-                dialect.insert(Inspection)
-                .values([_queued_values(found) for found in chunk])
-                .on_conflict_do_nothing(index_elements=["source_path", "sha256"])
+            statement = dialect.insert(Inspection.__table__).on_conflict_do_nothing(
+                index_elements=["source_path", "sha256"]
             )
-            session.execute(statement)
+            session.connection().execute(statement, [_queued_values(found) for found in chunk])
             query = select(Inspection).where(
                 Inspection.source_path.in_({found.source_path for found in chunk})
             )
@@ -122,7 +121,7 @@ def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection
 
 
 def _queued_values(found: QueuedFile) -> dict[str, Any]:
-    """The new row's columns for ``found`` (every row the same keys: one multi-row
+    """The new row's columns for ``found`` (every row the same keys: one executemany
     INSERT); a refused file is ``failed`` with its reason at once."""
     now = found.discovered_at or utc_now()
     refused = found.refused is not None
@@ -145,11 +144,6 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
 
     ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
     second oldest, ...), so one camera's burst cannot starve the others.
-
-    One ``UPDATE .. WHERE id IN (the chosen) AND status = 'pending' RETURNING`` claims
-    them: a row another transaction claimed meanwhile fails the status test and is left
-    out, so no row is claimed twice. (A SELECT and an UPDATE per row made claiming a
-    tenth of the daemon's host CPU on small images.)
     """
     now = utc_now()
     pending = Inspection.status == Status.pending
@@ -161,22 +155,15 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
         )
         ranked = select(Inspection.id, turn).where(pending).subquery()
         chosen = select(ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
+        query = select(Inspection).where(Inspection.id.in_(chosen), pending)
     else:
-        chosen = select(Inspection.id).where(pending).order_by(Inspection.id).limit(limit)
-    claim = (
-        update(Inspection)
-        .where(Inspection.id.in_(chosen.scalar_subquery()), pending)
-        .values(
-            status=Status.processing,
-            attempts=Inspection.attempts + 1,
-            started_at=now,
-            error=None,
-        )
-        .returning(Inspection)
-        .execution_options(synchronize_session=False)
-    )
+        query = select(Inspection).where(pending).order_by(Inspection.id).limit(limit)
     with _session(engine) as session, session.begin():
-        return sorted(session.scalars(claim), key=lambda r: r.id)
+        rows = sorted(session.scalars(query.with_for_update(skip_locked=True)), key=lambda r: r.id)
+        for row in rows:
+            row.status, row.attempts, row.started_at = Status.processing, row.attempts + 1, now
+            row.error = None
+        return rows
 
 
 def _processing(session: Session, inspection_id: int) -> Inspection:
