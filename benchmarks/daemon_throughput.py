@@ -40,6 +40,10 @@ PNG and 5-megapixel JPEG and PNG images, with ``--profile`` each stage's share:
 
     python benchmarks/daemon_throughput.py --stored-maps --passes 2 --metric rgb \
         --images 200 --camera-images 40 --profile --write-docs
+
+and with ``--rate R --arrivals write,rename`` at a steady R images/s, once with files
+written in place (intake waits ``intake.stable_ms``) and once renamed into place (taken
+at once), each set's latency from the file closed or renamed to its row committed.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.locations import resolve_stored
 
 REPO = Path(__file__).resolve().parent.parent
+STABLE_MS = 100
+"""The daemon's ``intake.stable_ms`` in every run here (a file written in place waits it)."""
 
 
 def png(image: np.ndarray) -> bytes:
@@ -186,6 +192,7 @@ def run_daemon(
     suffix: str = ".png",
     profiles: Path | None = None,
     launcher: list[str] | None = None,
+    arrival: str = "write",
 ):
     """(wall s, CPU s, latencies s from file closed, latencies s from counted complete,
     resident MiB once a quarter of the images are done and at the end, GPU bytes
@@ -193,7 +200,10 @@ def run_daemon(
     or ``rate`` per second. CPU is the daemon's and every process below it. ``launcher``
     starts the daemon's command line instead of ``python -m padformer_edge`` (the
     stored-map detector's, ``stored_maps.py``); ``profiles`` is the profiles root
-    (default ``work/profiles``)."""
+    (default ``work/profiles``). ``arrival``: ``write`` writes each file in place (intake
+    waits ``stable_ms`` for it), ``rename`` writes it under a temporary name
+    (``.part``, which intake ignores) and renames it into place, as many cameras do; its
+    latency counts from the rename."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)
@@ -207,7 +217,7 @@ def run_daemon(
         "profiles_dir": str(profiles or work / "profiles"),
         "heatmaps": str(work / "heatmaps"),
         "cameras": [{"name": f.name, "path": str(f), "profile": "bench"} for f in folders],
-        "intake": {"stable_ms": 100},
+        "intake": {"stable_ms": STABLE_MS},
         "worker": worker,
         "http": {"host": "127.0.0.1", "port": port},
     }
@@ -239,7 +249,12 @@ def run_daemon(
             if rate > 0:  # a steady offered rate: file i is due i / rate after the first
                 time.sleep(max(0.0, began + index / rate - time.monotonic()))
             path = folders[index % cameras] / f"{index:05d}{suffix}"
-            path.write_bytes(data)
+            if arrival == "rename":
+                temporary = path.with_name(path.name + ".part")
+                temporary.write_bytes(data)
+                os.rename(temporary, path)
+            else:
+                path.write_bytes(data)
             closed[str(path)] = time.time()
         warm_rss = None
         while len(rows := done_rows(database)) < len(payloads):
@@ -405,9 +420,13 @@ def host_side(args: argparse.Namespace) -> None:
     """``--stored-maps``: the daemon's host side per image (``host_side.py``)."""
     from benchmarks import host_side as host
 
-    if args.device != "cpu" or args.model != "random" or args.rate:
-        raise SystemExit("--stored-maps runs on the CPU with a burst; leave out --device, "
-                         "--model and --rate.")  # fmt: skip
+    if args.device != "cpu" or args.model != "random":
+        raise SystemExit("--stored-maps runs on the CPU; leave out --device and --model.")
+    wrong = sorted(set(args.arrivals) - set(host.ARRIVALS))
+    if wrong:
+        raise SystemExit(
+            f"--arrivals: {', '.join(wrong)} unknown; choose of {', '.join(host.ARRIVALS)}."
+        )
     unknown = sorted(set(args.sets) - set(host.SET_KEYS))
     if unknown:
         raise SystemExit(
@@ -427,8 +446,9 @@ def write_host_side(run: dict, write_docs: bool) -> None:
     body = host.render(run)
     print(body)
     print_json_line("daemon_host_side", run)
-    if write_docs:
-        update_docs_section("daemon-host-side", body, run["command"])
+    if write_docs:  # a steady rate's latencies have a block of their own
+        section = "daemon-host-latency" if run.get("rate") else "daemon-host-side"
+        update_docs_section(section, body, run["command"])
 
 
 def main() -> None:
@@ -466,6 +486,12 @@ def main() -> None:
     parser.add_argument(
         "--sets", default="224-png,5mp-jpeg,5mp-png", type=lambda text: text.split(","),
         help="--stored-maps: the image sets, of 224-png, 5mp-jpeg, 5mp-png",
+    )  # fmt: skip
+    parser.add_argument(
+        "--arrivals", default="write", type=lambda text: text.split(","),
+        help="--stored-maps: how the camera writes each file, of write (in place: intake "
+        "waits stable_ms) and rename (a .part name renamed into place); each set runs once "
+        "per way, so their latencies compare in one run",
     )  # fmt: skip
     parser.add_argument(
         "--profile", action="store_true", help="--stored-maps: each set again under cProfile"

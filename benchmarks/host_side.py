@@ -60,6 +60,9 @@ SETS = (
 )
 SET_KEYS = tuple(image_set.key for image_set in SETS)
 
+ARRIVALS = {"write": "written in place", "rename": "renamed into place"}
+"""How the benchmark's camera writes each file (``--arrivals``), as the table names it."""
+
 STAGES: dict[str, tuple[str, ...]] = {
     "intake": ("intake.py:step", "intake.py:on_any_event"),
     "claim and backlog": ("queue.py:claim_batch", "worker.py:backlog"),
@@ -180,9 +183,12 @@ def recorded(database: Path) -> tuple[float, float]:
     return flagged / total, slowest
 
 
-def measure_set(args: argparse.Namespace, work: Path, image_set: ImageSet, images: int) -> dict:
-    """One set: its payloads, the stored detections, a daemon run (and a profiled one)."""
-    from benchmarks.daemon_throughput import encoded, run_daemon
+def measure_set(
+    args: argparse.Namespace, work: Path, image_set: ImageSet, images: int
+) -> list[dict]:
+    """One set: its payloads, the stored detections, a daemon run per way of arriving
+    (``--arrivals``) and, for the first, a profiled one. One result per arrival."""
+    from benchmarks.daemon_throughput import encoded
 
     distinct = [
         encoded(camera_photo(image_set.height, image_set.width, 2000 + i), image_set.suffix)
@@ -190,20 +196,46 @@ def measure_set(args: argparse.Namespace, work: Path, image_set: ImageSet, image
     ]
     store, _ = store_detections(work, image_set, distinct)
     payloads = [distinct[i % DISTINCT] for i in range(images)]
-    runs = {}
-    for profiled in (False, True) if args.profile else (False,):
-        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
-        prof = run_dir / "daemon.prof"
-        launcher = [sys.executable, str(STORED_MAPS), str(store)]
-        launcher += ["--profile-out", str(prof)] if profiled else []
-        wall, cpu, *_ = run_daemon(
-            run_dir, payloads, args.cameras, args.batch, args.threads, "cpu",
-            max_wait_ms=args.max_wait_ms, burst_max_batch=args.burst_max_batch,
-            suffix=image_set.suffix, profiles=work / "profiles", launcher=[*launcher, "--"],
-        )  # fmt: skip
-        share, detect_ms = recorded(run_dir / "results.sqlite3")
-        runs[profiled] = (wall, cpu, share, prof, detect_ms)
-    wall, cpu, share, _, detect_ms = runs[False]
+    results = []
+    for index, arrival in enumerate(args.arrivals):
+        profiled = args.profile and index == 0
+        results.append(
+            measure_arrival(args, work, image_set, store, distinct, payloads, arrival, profiled)
+        )
+    return results
+
+
+def run_once(
+    args: argparse.Namespace, work: Path, image_set: ImageSet, store: Path,
+    payloads: list[bytes], arrival: str, profiled: bool,
+) -> tuple[float, float, list[float], float, Path, float]:  # fmt: skip
+    """(wall s, CPU s, latencies s from each file closed or renamed, anomaly share, the
+    profile's path, the largest detection ms recorded) of one daemon run."""
+    from benchmarks.daemon_throughput import run_daemon
+
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
+    prof = run_dir / "daemon.prof"
+    launcher = [sys.executable, str(STORED_MAPS), str(store)]
+    launcher += ["--profile-out", str(prof)] if profiled else []
+    wall, cpu, latencies, *_ = run_daemon(
+        run_dir, payloads, args.cameras, args.batch, args.threads, "cpu", rate=args.rate,
+        max_wait_ms=args.max_wait_ms, burst_max_batch=args.burst_max_batch,
+        suffix=image_set.suffix, profiles=work / "profiles", launcher=[*launcher, "--"],
+        arrival=arrival,
+    )  # fmt: skip
+    share, detect_ms = recorded(run_dir / "results.sqlite3")
+    return wall, cpu, latencies, share, prof, detect_ms
+
+
+def measure_arrival(
+    args: argparse.Namespace, work: Path, image_set: ImageSet, store: Path,
+    distinct: list[bytes], payloads: list[bytes], arrival: str, profiled: bool,
+) -> dict:  # fmt: skip
+    """One set arriving one way: a daemon run, and a profiled one when asked."""
+    images = len(payloads)
+    wall, cpu, latencies, share, _, detect_ms = run_once(
+        args, work, image_set, store, payloads, arrival, False
+    )
     result = {
         "set": image_set.name,
         "width": image_set.width,
@@ -215,15 +247,21 @@ def measure_set(args: argparse.Namespace, work: Path, image_set: ImageSet, image
         "cpu_ms_per_image": 1000 * cpu / images,
         "anomaly_share": share,
         "detect_ms_max": detect_ms,
+        "arrival": arrival,
+        "latency_p50_ms": 1000 * float(np.percentile(latencies, 50)),
+        "latency_p95_ms": 1000 * float(np.percentile(latencies, 95)),
     }
-    if args.profile:
+    if profiled:
+        _, profiled_cpu, _, _, prof, _ = run_once(
+            args, work, image_set, store, payloads, arrival, True
+        )
         if args.profile_dir:
             args.profile_dir.mkdir(parents=True, exist_ok=True)
             kept = args.profile_dir / f"{image_set.suffix[1:]}-{image_set.width}.prof"
-            shutil.copyfile(runs[True][3], kept)
-        stats = pstats.Stats(str(runs[True][3]))
+            shutil.copyfile(prof, kept)
+        stats = pstats.Stats(str(prof))
         stages, total = stage_seconds(stats)
-        result["profiled_cpu_ms_per_image"] = 1000 * runs[True][1] / images
+        result["profiled_cpu_ms_per_image"] = 1000 * profiled_cpu / images
         result["profile_seconds"] = total
         result["stage_share"] = {name: seconds / total for name, seconds in stages.items()}
         result["top_functions"] = [
@@ -234,7 +272,7 @@ def measure_set(args: argparse.Namespace, work: Path, image_set: ImageSet, image
 
 def measure(args: argparse.Namespace) -> dict:
     """Every set in ``SETS`` with the profile ``daemon_throughput.make_profile`` makes."""
-    from benchmarks.daemon_throughput import make_profile
+    from benchmarks.daemon_throughput import STABLE_MS, make_profile
 
     began = time.process_time()
     with tempfile.TemporaryDirectory(prefix="host-side-") as tmp:
@@ -244,7 +282,7 @@ def measure(args: argparse.Namespace) -> dict:
         sets = []
         for image_set in (s for s in SETS if s.key in args.sets):
             count = args.images if image_set.width <= 224 else args.camera_images
-            sets.append(measure_set(args, work, image_set, count))
+            sets.extend(measure_set(args, work, image_set, count))
     return {
         "command": "python " + shlex.join(sys.argv),
         "preset": args.preset,
@@ -255,6 +293,8 @@ def measure(args: argparse.Namespace) -> dict:
         "max_wait_ms": args.max_wait_ms,
         "passes": args.passes,
         "metric": args.metric,
+        "rate": args.rate,
+        "stable_ms": STABLE_MS,
         "profiled": args.profile,
         "sets": sets,
         "benchmark_cpu_s": time.process_time() - began,
@@ -264,14 +304,20 @@ def measure(args: argparse.Namespace) -> dict:
 def render(run: dict) -> str:
     """The docs block: one row per image set; with a profile, its stage shares and the
     functions with the most CPU of their own."""
-    sets = run["sets"]
-    headers = ["images", "file MiB", "images/s (burst)", "host CPU ms per image", "alerts"]
+    every = run["sets"]
+    rate = run.get("rate", 0.0)
+    offered = f"steady {rate:g}/s" if rate else "burst"
+    headers = ["images", "file MiB", f"images/s ({offered})", "host CPU ms per image",
+               "alerts", "arrival", "p50 ms", "p95 ms"]  # fmt: skip
     rows = [
         [f"{s['set']} ({s['width']}x{s['height']})", s["images"], s["file_mib"],
-         s["images_per_s"], s["cpu_ms_per_image"], f"{s['anomaly_share']:.0%}"]
-        for s in sets
+         s["images_per_s"], s["cpu_ms_per_image"], f"{s['anomaly_share']:.0%}",
+         ARRIVALS[s.get("arrival", "write")], s.get("latency_p50_ms", "-"),
+         s.get("latency_p95_ms", "-")]
+        for s in every
     ]  # fmt: skip
     parts = [markdown_table(["set", *headers], rows)]
+    sets = [s for s in every if "stage_share" in s]
     if run["profiled"]:
         stages = list(STAGES)
         share_rows = [
@@ -293,9 +339,13 @@ def render(run: dict) -> str:
         f"nothing; the maps stored were made by the {run['preset']} preset's detector, "
         f"random weights, metric {run['metric']}, {run['passes']} passes), "
         f"{run['cameras']} camera folders, worker batch {run['batch']}{growth}, "
-        f"max_wait_ms {run['max_wait_ms']}; each set a burst of its ten distinct images "
-        "cycled, one of them above the threshold. Host CPU: the daemon and every process "
-        "below it, from READY to the last row committed, per image. "
+        f"max_wait_ms {run['max_wait_ms']}; each set "
+        f"{'offered at ' + offered if rate else 'a burst'} of its ten distinct images "
+        "cycled, one of them above the threshold. Host CPU: the "
+        "daemon and every process below it, from READY to the last row committed, per "
+        "image. Latency: from each file closed (written in place, which intake takes after "
+        f"stable_ms {run.get('stable_ms', '')}) or renamed into place (taken at once) "
+        "to its row committed. "
         + (
             "Shares: the same burst again under cProfile on each thread's CPU clock, each "
             "stage by the functions that do it (cumulative, so a stage includes what it "

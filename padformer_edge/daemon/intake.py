@@ -1,14 +1,19 @@
 """Discovery: turn camera files into ``pending`` rows once they are completely written.
 
-Filesystem events are only hints. Close-write and move events say a file is probably
-done, created/modified events that it may soon be; either way the path goes into a
-settling set, and a file leaves it for the queue only when its size has stopped changing
-for ``stable_ms`` and its format trailer is present (or, for a file that never completes,
+Filesystem events are only hints. Close-write events say a file is probably done,
+created/modified events that it may soon be; either way the path goes into a settling
+set, and a file leaves it for the queue only when its size has stopped changing for
+``stable_ms`` and its format trailer is present (or, for a file that never completes,
 after ``settle_timeout_s``, so that the worker records it as truncated instead of it
-lingering forever). A reconciliation scan on start and every ``rescan_interval_s`` offers
-whatever the events missed: files written while the daemon was down, inotify overflow, a
-network share whose events never arrive. ``enqueue`` is idempotent on (path, sha256),
-so a file offered twice is still one row.
+lingering forever). A file that arrives by rename (a camera that writes ``x.png.part``,
+or into another folder, and renames it into place) is complete the moment it appears: a
+rename is atomic, so it is queued at once once its trailer is there, without waiting
+``stable_ms``, and the intake thread is woken for it instead of waiting for its next
+tick. A created/modified/closed event on such a path afterwards (someone writing into it
+in place) puts it back under the stability rule. A reconciliation scan on start and
+every ``rescan_interval_s`` offers whatever the events missed: files written while the
+daemon was down, inotify overflow, a network share whose events never arrive.
+``enqueue`` is idempotent on (path, sha256), so a file offered twice is still one row.
 
 One odd entry never costs the others. A name that is not valid UTF-8 cannot be stored
 as text: it gets a ``failed`` row under its name with ``\\x`` escapes and a reason. A
@@ -24,6 +29,7 @@ import os
 import stat
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,6 +107,18 @@ class Settling:
     camera: Camera
     size: int
     changed_at: float
+    renamed: bool = False
+    """It arrived by rename (complete when it appeared) and nothing wrote to it since."""
+
+
+class Arrival:
+    """Why a file left the settling set for the queue: what ``Intake.arrivals`` counts
+    and the ``intake.queued`` log line names."""
+
+    RENAMED = "renamed"  # moved into place whole, taken once its trailer was there
+    SETTLED = "settled"  # written in place, its size stable for stable_ms with its trailer
+    TIMED_OUT = "timed_out"  # never looked complete within settle_timeout_s
+    SPECIAL = "special"  # a link, FIFO, socket or device: recorded and refused unread
 
 
 @dataclass(frozen=True)
@@ -111,6 +129,17 @@ class Found:
     camera: Camera
     info: os.stat_result
     row: QueuedFile
+    arrival: str
+
+
+def full_event_observer() -> BaseObserver:
+    """The platform's observer; on Linux (inotify) one that reports a file moved in from
+    an unwatched folder as a move with no source instead of as a creation."""
+    try:
+        from watchdog.observers.inotify import InotifyObserver
+    except ImportError:  # not Linux: the platform's own observer, moves within a folder
+        return Observer()
+    return InotifyObserver(generate_full_events=True)
 
 
 class _Events(FileSystemEventHandler):
@@ -123,11 +152,13 @@ class _Events(FileSystemEventHandler):
         if event.event_type in ("closed", "created", "modified") and not event.is_directory:
             self.intake.offer(Path(os.fsdecode(event.src_path)), self.camera)
         elif event.event_type == "moved":
+            if not event.dest_path:
+                return  # moved out of the watched folders: nothing to inspect
             target = Path(os.fsdecode(event.dest_path))
             if event.is_directory:
                 self.intake.request_scan()  # a whole folder moved in: walk it
             else:
-                self.intake.offer(target, self.camera)
+                self.intake.offer(target, self.camera, renamed=True)
         elif event.event_type == "created" and event.is_directory:
             self.intake.request_scan()
 
@@ -152,6 +183,8 @@ class Intake:
         self.observer_restarts = 0
         self.next_scan = 0.0  # scan on the first step
         self.reported: set[tuple[str, str]] = set()
+        self.arrivals: Counter[str] = Counter()  # files queued, by ``Arrival``
+        self.offered = threading.Event()  # a renamed file waits: step now, not next tick
 
     def report_once(self, event: str, path: Path, **fields: object) -> None:
         """Log ``event`` for ``path`` the first time only: a file retried every tick or
@@ -166,11 +199,15 @@ class Intake:
 
     # -- observer ------------------------------------------------------------------
     def start_observer(self) -> None:
-        """A fresh observer on every camera folder (also used to replace a dead one)."""
+        """A fresh observer on every camera folder (also used to replace a dead one).
+
+        On Linux it reports a file moved in from outside the watched folders as a move
+        (``generate_full_events``) rather than as a creation, so such a file is taken as
+        renamed, not left to wait ``stable_ms`` like one written in place."""
         observer: BaseObserver = (
             PollingObserver(timeout=self.config.poll_interval_s)
             if self.config.polling
-            else Observer()
+            else full_event_observer()
         )
         for camera in self.cameras:
             observer.schedule(
@@ -199,13 +236,32 @@ class Intake:
             self.observer.join(timeout=5)
 
     # -- settling ------------------------------------------------------------------
-    def offer(self, path: Path, camera: Camera) -> None:
-        """A hint that ``path`` may be a new camera file; cheap, called from any thread."""
+    def offer(self, path: Path, camera: Camera, renamed: bool = False) -> None:
+        """A hint that ``path`` may be a new camera file; cheap, called from any thread.
+
+        ``renamed``: it was moved into place, so it is complete now (a rename is atomic)
+        and ``wait_for_offer`` returns at once; any other hint on the path means someone
+        writes to it in place, and it waits for stability like any file."""
         if ignored(path.name, self.config.ignore):
             return
         with self.lock:
-            if path not in self.settling:
-                self.settling[path] = Settling(camera, -1, time.monotonic())
+            entry = self.settling.get(path)
+            if entry is None:
+                self.settling[path] = Settling(camera, -1, time.monotonic(), renamed)
+            else:
+                entry.renamed = renamed
+        if renamed:
+            self.offered.set()
+
+    def wait_for_offer(self, seconds: float) -> None:
+        """The intake thread's pause between steps: ``seconds``, or until a renamed file
+        (or ``wake``) wants a step now."""
+        self.offered.wait(seconds)
+        self.offered.clear()
+
+    def wake(self) -> None:
+        """End ``wait_for_offer`` now (the daemon is stopping)."""
+        self.offered.set()
 
     def request_scan(self) -> None:
         self.next_scan = 0.0
@@ -225,7 +281,7 @@ class Intake:
                 if verdict is None:
                     continue
                 if verdict:
-                    found = self._found(path, entry.camera)
+                    found = self._found(path, entry.camera, verdict)
                     if found is not None:
                         ready.append(found)
                         continue  # queued below, with every other file settled now
@@ -238,27 +294,29 @@ class Intake:
         with self.lock:
             self.settling.pop(path, None)
 
-    def _verdict(self, path: Path, entry: Settling, now: float) -> bool | None:
-        """True: queue it; False: forget it; None: let it settle longer."""
+    def _verdict(self, path: Path, entry: Settling, now: float) -> str | bool | None:
+        """An ``Arrival`` (why): queue it; False: forget it; None: let it settle longer."""
         try:
             info = os.lstat(path)
         except FileNotFoundError:
             return False  # renamed away or deleted: its new name has its own event
         if stat.S_ISLNK(info.st_mode):
-            return True  # recorded and refused by the worker, never followed
+            return Arrival.SPECIAL  # recorded and refused by the worker, never followed
         if stat.S_ISDIR(info.st_mode):
             return False  # walked by the scan, not inspected
         if not stat.S_ISREG(info.st_mode):
-            return True  # a FIFO, socket or device: refused by the worker, never opened
+            return Arrival.SPECIAL  # a FIFO, socket or device: refused, never opened
+        if entry.renamed and looks_complete(path, info.st_size):
+            return Arrival.RENAMED  # complete when it appeared: no stability wait
         if info.st_size != entry.size:
             entry.size, entry.changed_at = info.st_size, now
             return None
         quiet = now - entry.changed_at
         if quiet * 1000 >= self.config.stable_ms and looks_complete(path, info.st_size):
-            return True
-        return True if quiet >= self.config.settle_timeout_s else None
+            return Arrival.SETTLED
+        return Arrival.TIMED_OUT if quiet >= self.config.settle_timeout_s else None
 
-    def _found(self, path: Path, camera: Camera) -> Found | None:
+    def _found(self, path: Path, camera: Camera, arrival: str) -> Found | None:
         """A settled file's row to queue, hashed; None if it vanished meanwhile."""
         try:
             info = os.lstat(path)
@@ -268,7 +326,7 @@ class Intake:
         name, exact = stored_name(path)
         row = QueuedFile(camera.name, camera.product, name, sha256, size,
                          refused=None if exact else NOT_UTF8)  # fmt: skip
-        return Found(path, camera, info, row)
+        return Found(path, camera, info, row, arrival)
 
     def _queue(self, ready: list[Found]) -> int:
         """Queue ``ready`` in one transaction; if it fails, each file on its own, so one
@@ -289,10 +347,11 @@ class Intake:
                                      error=f"{type(err).__name__}: {err}")  # fmt: skip
         for found, row in queued:
             self.known.add(file_key(found.path, found.info))
+            self.arrivals[found.arrival] += 1
             if found.row.refused is not None:
                 self.report_once("intake.refused", found.path, id=row.id, reason=NOT_UTF8)
             log.debug("intake.queued", path=found.row.source_path, id=row.id,
-                      camera=found.camera.name)  # fmt: skip
+                      camera=found.camera.name, arrival=found.arrival)  # fmt: skip
             self._forget(found.path)
         if queued:
             self.on_queued()

@@ -55,8 +55,9 @@ class IntakeConfig(StrictModel):
     stable_ms: int = Field(
         300,
         ge=0,
-        description="A file whose size stays the same this long and that ends with its "
-        "format's trailer counts as completely written.",
+        description="A file written in place whose size stays the same this long and that "
+        "ends with its format's trailer counts as completely written; one renamed into the "
+        "folder counts at once, trailer checked.",
     )
     settle_timeout_s: float = Field(
         10.0, gt=0, description="A file still incomplete after this is recorded as truncated."

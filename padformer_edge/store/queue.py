@@ -90,42 +90,53 @@ class QueuedFile:
     refused: str | None = None
 
 
+ENQUEUE_CHUNK = 500
+"""Files per ``SELECT`` in ``enqueue_many``: their paths stay far below SQLite's limit on
+a statement's parameters when a start-up scan queues thousands at once."""
+
+
 def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection]:
     """``enqueue`` for several files in one transaction (intake queues every file that
-    settled in one step this way: on small images a transaction per file was among the
-    largest host-side costs); their rows in order, all of them or none."""
+    settled in one step this way); their rows in order, all of them or none.
+
+    One executemany ``INSERT .. ON CONFLICT DO NOTHING`` (a Core statement, compiled once
+    for any number of files) and one ``SELECT`` per ``ENQUEUE_CHUNK`` files: an ORM
+    statement pair per file was the largest part of intake's CPU on small images
+    (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+    rows: list[Inspection] = []
     with _session(engine) as session, session.begin():
-        rows = []
-        for found in files:
-            now = found.discovered_at or utc_now()
-            values = dict(
-                camera=found.camera,
-                product=found.product,
-                source_path=found.source_path,
-                sha256=found.sha256,
-                size_bytes=found.size_bytes,
-                status=Status.pending if found.refused is None else Status.failed,
-                attempts=0,
-                discovered_at=now,
+        for start in range(0, len(files), ENQUEUE_CHUNK):
+            chunk = files[start : start + ENQUEUE_CHUNK]
+            statement = dialect.insert(Inspection.__table__).on_conflict_do_nothing(
+                index_elements=["source_path", "sha256"]
             )
-            if found.refused is not None:
-                values.update(error=found.refused, finished_at=now)
-            statement = (
-                dialect.insert(Inspection)
-                .values(**values)
-                .on_conflict_do_nothing(index_elements=["source_path", "sha256"])
+            session.connection().execute(statement, [_queued_values(found) for found in chunk])
+            query = select(Inspection).where(
+                Inspection.source_path.in_({found.source_path for found in chunk})
             )
-            session.execute(statement)
-            rows.append(
-                session.scalars(
-                    select(Inspection).where(
-                        Inspection.source_path == found.source_path,
-                        Inspection.sha256 == found.sha256,
-                    )
-                ).one()
-            )
+            stored = {(row.source_path, row.sha256): row for row in session.scalars(query)}
+            rows.extend(stored[found.source_path, found.sha256] for found in chunk)
         return rows
+
+
+def _queued_values(found: QueuedFile) -> dict[str, Any]:
+    """The new row's columns for ``found`` (every row the same keys: one executemany
+    INSERT); a refused file is ``failed`` with its reason at once."""
+    now = found.discovered_at or utc_now()
+    refused = found.refused is not None
+    return dict(
+        camera=found.camera,
+        product=found.product,
+        source_path=found.source_path,
+        sha256=found.sha256,
+        size_bytes=found.size_bytes,
+        status=Status.failed if refused else Status.pending,
+        attempts=0,
+        discovered_at=now,
+        error=found.refused,
+        finished_at=now if refused else None,
+    )
 
 
 def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:

@@ -18,7 +18,8 @@ def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     (run,) = json.loads(out.read_text())["sets"]
-    assert run["set"] == "224 px PNG" and run["images"] == 20
+    assert run["set"] == "224 px PNG" and run["images"] == 20 and run["arrival"] == "write"
+    assert run["latency_p95_ms"] >= run["latency_p50_ms"] > 0
     assert run["anomaly_share"] == 2 / 20  # one of the ten distinct images, cycled twice
     assert run["detect_ms_max"] == 0.0  # every row answered by the stored detections
     assert run["cpu_ms_per_image"] > 0 and run["images_per_s"] > 0
@@ -33,3 +34,9 @@ def test_an_unknown_image_set_is_refused_in_one_sentence() -> None:
     done = run_benchmark("daemon_throughput.py", "--stored-maps", "--sets", "4k-tiff")
     assert done.returncode != 0
     assert "--sets: 4k-tiff unknown" in done.stderr
+
+
+def test_an_unknown_arrival_is_refused_in_one_sentence() -> None:
+    done = run_benchmark("daemon_throughput.py", "--stored-maps", "--arrivals", "ftp")
+    assert done.returncode != 0
+    assert "--arrivals: ftp unknown; choose of write, rename." in done.stderr
