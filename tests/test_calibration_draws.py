@@ -1,4 +1,4 @@
-"""``benchmarks/calibration_draws.py``'s resampling: the draws, each draw's threshold and
+"""The resampling behind ``benchmarks/calibration_draws.py``: the draws, each draw's threshold and
 promise, what it delivered, and the targets, on score arrays whose answers are known."""
 
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.calibration_draws import (
+from padformer_edge.errors import UserError
+from padformer_edge.profiles.thresholds import good_images_needed
+from padformer_edge_training.evaluation.calibration_draws import (
     DrawSummary,
     calibrate_draw,
     draw_indices,
@@ -14,8 +16,6 @@ from benchmarks.calibration_draws import (
     table_rows,
     targets,
 )
-from padformer_edge.errors import UserError
-from padformer_edge.profiles.thresholds import good_images_needed
 
 
 def test_draws_are_distinct_indices_repeatable_from_their_seed():
