@@ -1,6 +1,6 @@
 """Shared pytest set-up: keep torch to one thread so tests behave the same on 2 cores,
-fail a run that changed the checkout, and the one fixture every package's tests use for a
-migrated SQLite file."""
+mark the slow tests (``-m "not slow"``: the quick subset), fail a run that changed the
+checkout, and the one fixture every package's tests use for a migrated SQLite file."""
 
 import os
 import signal
@@ -53,6 +53,36 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+SLOW_PATHS = (
+    "web/", "daemon/", "deploy/", "demo/", "line/", "synth/", "comparator/", "evaluation/",
+    "test_train_", "test_edge_end_to_end.py", "test_services.py", "test_quick_subset.py",
+    # over 10 s each in a one-process run of the rest on the shared 2-core machine
+    # (2026-11-29): CLI and benchmark subprocesses, the shipped models loaded and run
+    "profiles/test_refresh.py", "profiles/test_cli_process.py", "profiles/test_doctor.py",
+    "profiles/test_cli.py", "profiles/test_cli_light.py", "store/test_calibrate_from_reviews.py",
+    "store/test_results_cli.py", "store/test_users_cli.py", "test_benchmark_tools.py",
+    "test_detect_cli.py", "test_backbone_validation.py", "test_cli_usage.py",
+    "test_scoring_config.py", "test_shipped_model.py", "test_growth_benchmark.py",
+)  # fmt: skip
+"""Tests under these paths (relative to tests/; a folder, a file, or a file name's start)
+are marked ``slow``: they start daemons, browsers, nginx, the CLI or other pytest processes,
+render parts, train models, export graphs or run the shipped models. ``pytest -m "not
+slow"`` runs the rest, the quick subset README names; the whole suite stays the default."""
+
+
+def is_slow(relative: str) -> bool:
+    """Whether a test file at ``relative`` (a POSIX path under tests/) is in ``SLOW_PATHS``."""
+    return relative.startswith(SLOW_PATHS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        path = Path(item.path).resolve()
+        if path.is_relative_to(tests) and is_slow(path.relative_to(tests).as_posix()):
+            item.add_marker(pytest.mark.slow)
 
 
 CHECKOUT_BEFORE = pytest.StashKey[frozenset[str] | None]()
