@@ -57,14 +57,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 SLOW_PATHS = (
     "web/", "daemon/", "deploy/", "demo/", "line/", "synth/", "comparator/", "evaluation/",
-    "test_train_", "test_edge_end_to_end.py", "test_services.py", "test_quick_subset.py",
+    "training/test_train_", "test_edge_end_to_end.py", "test_services.py", "test_quick_subset.py",
     # over 10 s each in a one-process run of the rest on the shared 2-core machine
     # (2026-11-29): CLI and benchmark subprocesses, the shipped models loaded and run
     "profiles/test_refresh.py", "profiles/test_cli_process.py", "profiles/test_doctor.py",
     "profiles/test_cli.py", "profiles/test_cli_light.py", "store/test_calibrate_from_reviews.py",
     "store/test_results_cli.py", "store/test_users_cli.py", "test_benchmark_tools.py",
-    "test_detect_cli.py", "test_backbone_validation.py", "test_cli_usage.py",
-    "test_scoring_config.py", "test_shipped_model.py", "test_growth_benchmark.py",
+    "detect/test_detect_cli.py", "detect/test_detect_compare.py", "test_backbone_validation.py",
+    "cli/test_cli_usage.py",
+    "detect/test_scoring_config.py", "models/test_shipped_model.py", "test_growth_benchmark.py",
 )  # fmt: skip
 """Tests under these paths (relative to tests/; a folder, a file, or a file name's start)
 are marked ``slow``: they start daemons, browsers, nginx, the CLI or other pytest processes,

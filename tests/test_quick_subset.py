@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
     [
         ("web/test_browser.py", True),
         ("daemon/test_reads_and_wakeups.py", True),
-        ("test_train_cli.py", True),
+        ("training/test_train_cli.py", True),
         ("test_services.py", True),
         ("profiles/test_fpr_bounds.py", False),
         ("store/test_history.py", False),
@@ -41,3 +41,13 @@ def test_not_slow_deselects_the_slow_files_at_collection() -> None:
     collected = [line for line in result.stdout.splitlines() if "::" in line]
     assert collected and all(line.startswith("tests/test_digest.py::") for line in collected)
     assert "deselected" in result.stdout
+
+
+def test_every_slow_path_names_tests_that_exist() -> None:
+    """A test file moved or renamed must take its slow mark along: every entry of
+    ``SLOW_PATHS`` starts the path of at least one test file under tests/."""
+    from tests.conftest import SLOW_PATHS
+
+    tests = REPO / "tests"
+    files = [path.relative_to(tests).as_posix() for path in tests.rglob("test_*.py")]
+    assert [entry for entry in SLOW_PATHS if not any(f.startswith(entry) for f in files)] == []
