@@ -75,10 +75,10 @@ def score_renders(args: argparse.Namespace) -> dict:
     from padformer_edge.detect.images import list_images
     from padformer_edge.detect.settings import PRODUCT_METRIC, DetectionSettings
     from padformer_edge.digest import file_sha256
-    from padformer_edge.models import locate_comparator, resolve_model
     from padformer_edge.profiles.calibrate import score_files
     from padformer_edge.profiles.create import create_profile
     from padformer_edge.profiles.profile import load_profile
+    from padformer_edge.weights import locate_comparator, resolve_model
 
     model = resolve_model(args.model)
     key = {

@@ -34,8 +34,8 @@ from benchmarks.common import (
     update_docs_section,
 )
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-from padformer_edge.model.comparator_checkpoint import load_comparator
+from padformer_edge.methods.compare.checkpoint import load_comparator
+from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 from padformer_edge_training.evaluation.protocol import (
@@ -71,7 +71,7 @@ def scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
         rows.append((label, ComparatorScorer(fresh, label, correction=False)))
     if args.generic:
         from padformer_edge.model.checkpoint import load_checkpoint
-        from padformer_edge.models import generic_checkpoint_path
+        from padformer_edge.weights import generic_checkpoint_path
 
         generic, _ = load_checkpoint(generic_checkpoint_path())
         base = DetectionSettings(seed=0, device="cpu")

@@ -116,7 +116,7 @@ def make_profile(
         save_checkpoint(checkpoint, build_model(preset))
         references = [smooth_photo(size, seed, cells=6) for seed in range(4)]
     else:
-        from padformer_edge.models import locate_generic_model
+        from padformer_edge.weights import locate_generic_model
 
         checkpoint = locate_generic_model()
     for index, image in enumerate(references):

@@ -114,8 +114,8 @@ def comparator_cells(text: str) -> tuple[int, int, tuple[int, ...]]:
 def build(kind: object) -> object:
     """The scorer a row names, built only when the row must be computed."""
     if kind in ("distance", "comparison"):
-        from padformer_edge.model.comparator_checkpoint import load_comparator
-        from padformer_edge.models import earliest_comparator_sha256, locate_comparator
+        from padformer_edge.methods.compare.checkpoint import load_comparator
+        from padformer_edge.weights import earliest_comparator_sha256, locate_comparator
         from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
         model, _ = load_comparator(locate_comparator(earliest_comparator_sha256()))
@@ -123,8 +123,8 @@ def build(kind: object) -> object:
     family, text, *rest = kind  # type: ignore[misc]
     if family in ("comparator-cells", "model"):
         readout = rest[0]
-        from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-        from padformer_edge.model.comparator_checkpoint import load_comparator
+        from padformer_edge.methods.compare.checkpoint import load_comparator
+        from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
         from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
         if family == "model":

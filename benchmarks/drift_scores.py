@@ -136,7 +136,7 @@ def main() -> None:
 
     from padformer_edge.detect.detector import Detector
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
-    from padformer_edge.models import resolve_model
+    from padformer_edge.weights import resolve_model
 
     torch.set_num_threads(args.threads)
     folder = args.render / args.class_

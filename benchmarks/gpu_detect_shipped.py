@@ -69,8 +69,8 @@ def build(
     device: str,
     model_batch: int,
 ) -> Any:
-    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.methods.registry import method_for
 
     settings = DetectionSettings(
         passes=passes,
@@ -79,7 +79,7 @@ def build(
         metric=metric,
         max_batch=model_batch,
     )
-    return Detector(model, references, settings)
+    return method_for(metric).torch_detector(references, settings, lambda: model)
 
 
 def call_ms(detector: Any, images: list[np.ndarray], repeats: int, device: str) -> float:

@@ -97,7 +97,7 @@ def measure_shipped(args: argparse.Namespace, on_gpu: bool, common: dict) -> dic
     from benchmarks.gpu_detect_shipped import measure_grid
     from benchmarks.rendered_part import render_part
     from padformer_edge.model.checkpoint import load_checkpoint
-    from padformer_edge.models import locate_generic_model
+    from padformer_edge.weights import locate_generic_model
 
     model = load_checkpoint(locate_generic_model())[0].eval()
     size = args.size or model.config.img_size

@@ -68,7 +68,6 @@ from padformer_edge.detect.images import read_image
 from padformer_edge.detect.settings import PRODUCT_METRIC, DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.models import locate_generic_model
 from padformer_edge.profiles.calibrate import calibrate_profile, score_files
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import Profile, load_profile
@@ -76,6 +75,7 @@ from padformer_edge.profiles.refresh import plan_refresh
 from padformer_edge.profiles.schema import ReferenceGrowth
 from padformer_edge.store.candidates import Candidate
 from padformer_edge.store.vocabulary import CandidateOrigin, CandidateState
+from padformer_edge.weights import locate_generic_model
 from padformer_edge_training.data.layouts import ImageRecord, index_dataset
 from padformer_edge_training.evaluation.metrics import image_auroc
 from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config

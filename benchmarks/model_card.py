@@ -1,6 +1,6 @@
 """The model cards as docs tables, read from the files themselves.
 
-The shipped generic model's card (``padformer_edge/models/generic.json``, written by
+The shipped generic model's card (``padformer_edge/weights/generic.json``, written by
 ``padformer_edge_training.release.ship`` from the checkpoint's own metadata) goes into the
 ``generic-model-card`` block, so the docs cannot disagree with the file the locator
 checks. The weights that docs tables were measured on, kept in ``--kept``
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.models import CARD_NAME, package_folder
+from padformer_edge.weights import CARD_NAME, package_folder
 from padformer_edge_training.release.model_card import KEPT_HEADERS, card_rows, kept_rows
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ The validation render is refused: settings were chosen on it, so its margin is b
 towards the model. Nothing is chosen here; the settings are those the model and
 ``benchmarks/validation.json`` carry.
 
-    python benchmarks/render_spread.py --model padformer_edge/models/generic.safetensors \
+    python benchmarks/render_spread.py --model padformer_edge/weights/generic.safetensors \
         --render data/synth224 --render data/synth224-s2 --render data/synth224-s3 \
         --class duck --class lego --max-per-label 15 --threads 2 --write-docs
 """

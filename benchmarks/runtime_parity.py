@@ -164,7 +164,7 @@ def meets(record: dict) -> bool:
 
 
 def run(args: argparse.Namespace) -> None:
-    from padformer_edge.models import resolve_model
+    from padformer_edge.weights import resolve_model
     from padformer_edge_training.data.layouts import index_dataset
 
     args.model = resolve_model(args.model)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from padformer_edge.daemon.alerts.config import SinkConfig
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
+from padformer_edge.detect.settings import PRODUCT_METRIC
 from padformer_edge.device_check import check_device
 from padformer_edge.errors import UserError
 from padformer_edge.findings import Finding
@@ -128,14 +129,14 @@ def earlier_score(profile: Profile) -> str:
     """For a profile that scores with an earlier metric than the learned comparison, or
     with an earlier comparator than the shipped default, the sentence naming it and the
     two commands that move it; empty otherwise."""
-    from padformer_edge.models import comparator_label, comparator_path, comparator_sha256
+    from padformer_edge.weights import comparator_label, comparator_path, comparator_sha256
 
     metric = profile.detection.metric
     move = (
         f"`padformer-edge profile set-model {profile.name} --metric compare` then "
         f"`padformer-edge profile calibrate {profile.name} --good DIR` move it"
     )
-    if metric != "compare":
+    if metric != PRODUCT_METRIC:
         return f"; it scores with metric '{metric}', not the learned comparison: {move}"
     default = comparator_sha256(comparator_path())
     recorded = profile.detection.comparator

@@ -19,7 +19,7 @@ def earlier_comparator() -> Path:
     """The 192-px comparator shipped before the default: what the suite scores ``compare``
     with (a fifth of the default's CPU per image, and the scores its expectations were set
     on); the tests of the default and of choosing between comparators unset the variable."""
-    from padformer_edge.models import EARLIER_COMPARATORS, package_folder
+    from padformer_edge.weights import EARLIER_COMPARATORS, package_folder
 
     return package_folder() / EARLIER_COMPARATORS[0]
 
@@ -63,9 +63,10 @@ SLOW_PATHS = (
     "profiles/test_refresh.py", "profiles/test_cli_process.py", "profiles/test_doctor.py",
     "profiles/test_cli.py", "profiles/test_cli_light.py", "store/test_calibrate_from_reviews.py",
     "store/test_results_cli.py", "store/test_users_cli.py", "test_benchmark_tools.py",
-    "detect/test_detect_cli.py", "detect/test_detect_compare.py", "test_backbone_validation.py",
+    "detect/test_detect_cli.py", "methods/compare/test_compare_profiles.py",
+    "test_backbone_validation.py",
     "cli/test_cli_usage.py",
-    "detect/test_scoring_config.py", "models/test_shipped_model.py", "test_growth_benchmark.py",
+    "detect/test_scoring_config.py", "weights/test_shipped_model.py", "test_growth_benchmark.py",
 )  # fmt: skip
 """Tests under these paths (relative to tests/; a folder, a file, or a file name's start)
 are marked ``slow``: they start daemons, browsers, nginx, the CLI or other pytest processes,

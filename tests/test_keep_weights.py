@@ -10,7 +10,8 @@ import torch
 
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import load_checkpoint, read_header, save_checkpoint
+from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
+from padformer_edge.model.header import read_header
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.release.keep_weights import keep, largest_relative_change
 

@@ -254,7 +254,7 @@ class Session:
         outcome = Outcome(candidate.name, str(candidate.recipe), str(self.data_folder(candidate)))
         outcome.kind = str(recipe.get("kind", "padformer"))
         if candidate.init is not None:
-            from padformer_edge.models import GENERIC, resolve_init
+            from padformer_edge.weights import GENERIC, resolve_init
 
             start = resolve_init(candidate.init)  # a wrong name or path fails before any starts
             outcome.init = GENERIC if candidate.init == GENERIC else str(start.resolve())

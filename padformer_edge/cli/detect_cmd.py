@@ -16,7 +16,7 @@ from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.errors import UserError
-from padformer_edge.models import resolve_model
+from padformer_edge.weights import resolve_model
 
 EXPORT_FORMAT = {"onnxruntime": "onnx", "openvino": "openvino"}
 """The ``export --format`` each exported-graph runtime reads."""
@@ -133,7 +133,7 @@ def detect(
     if runtime != "torch":
         exported = exported if exported is not None else default_export_folder(model, runtime)
         require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
-    from padformer_edge.detect.service import detect_files  # torch: load late
+    from padformer_edge.methods.files import detect_files  # torch: load late
 
     open_graphs = None
     if runtime != "torch":  # the runner is opened on the model detect_files loads

@@ -10,7 +10,7 @@ import typer
 from padformer_edge.cli.checks import require_file
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.errors import UserError
-from padformer_edge.models import GENERIC, locate_generic_model
+from padformer_edge.weights import GENERIC, locate_generic_model
 
 FORMATS = ("onnx", "openvino")
 """What ``--format`` accepts: ONNX graphs, or ONNX graphs plus their OpenVINO IR."""

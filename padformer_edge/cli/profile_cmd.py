@@ -20,7 +20,6 @@ from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import METRIC_CHOICES
 from padformer_edge.errors import UserError
-from padformer_edge.models import resolve_model
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import (
@@ -29,6 +28,7 @@ from padformer_edge.profiles.profile import (
     load_profile,
 )
 from padformer_edge.runtimes import DEVICES, GRAPH_RUNTIMES
+from padformer_edge.weights import resolve_model
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan

@@ -88,7 +88,7 @@ def train(
     require_folder(Path(root), "data folder", "pass --data with the dataset root", non_empty=True)
     created = outermost_missing(Path(out if out is not None else recipe.checkpoint.out))
 
-    from padformer_edge.models import resolve_init
+    from padformer_edge.weights import resolve_init
     from padformer_edge_training.progress import Reporter, RichReporter
     from padformer_edge_training.trainer import run_training
 

@@ -16,8 +16,8 @@ from padformer_edge.detect.images import read_image
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import Profile, load_profile
 
-if TYPE_CHECKING:  # torch: a line install runs ``deploy.line_detector.LineDetector``
-    from padformer_edge.detect.detector import Detector
+if TYPE_CHECKING:  # a protocol: naming it loads no method and no runtime
+    from padformer_edge.detect.detection import InspectionDetector
 
 log = get_logger("daemon")
 
@@ -27,7 +27,7 @@ class Inspector:
     """A product's detector with its decision threshold and model checksum."""
 
     profile: str
-    detector: Detector
+    detector: InspectionDetector
     threshold: float
     model_sha256: str
     good_scores: list[float] | None = None

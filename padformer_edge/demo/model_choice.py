@@ -13,7 +13,7 @@ from typing import Any
 
 from padformer_edge.demo.plan import DemoPlan
 from padformer_edge.errors import UserError
-from padformer_edge.models import generic_checkpoint_path, locate_generic_model, read_card
+from padformer_edge.weights import generic_checkpoint_path, locate_generic_model, read_card
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from padformer_edge.deploy.names import MANIFEST
 from padformer_edge.detect.masks import mask_indices
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import tensors_sha256
+from padformer_edge.model.header import tensors_sha256
 from padformer_edge.model.padformer import PADFormer
 
 FORMAT_TAG = "padformer-edge-onnx/1"

@@ -75,7 +75,7 @@ class LineDetector(GroupedDetection):
     graphs run with ``settings.runtime`` (onnxruntime on the ``.onnx`` files, openvino on
     their IR, which ``profile export --runtime openvino`` adds beside them); ``cache``
     optionally names the profile's reference-encoding cache (path and key,
-    ``profiles.reference_cache``), read and written as numpy arrays.
+    ``methods.padformer.reference_cache``), read and written as numpy arrays.
     """
 
     device = "cpu"

@@ -80,9 +80,7 @@ def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, A
     from padformer_edge.detect.scoring import resolve_metric
     from padformer_edge.detect.signature import scoring_signature
 
-    name, metric = resolve_metric(
-        settings.metric, model, None, settings.scoring, settings.comparator
-    )
+    name, metric = resolve_metric(settings.metric, model, None, settings.scoring)
     if name not in ("lab", "rgb", "fused", "distance"):
         raise UserError(
             f"metric '{name}' has no line runtime (it needs the torch encoder per pass); "
@@ -133,8 +131,6 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
     For ``settings.runtime`` openvino every graph is also converted to IR beside its
     ONNX file (``openvino_export.convert_to_ir``), so the folder serves both runtimes."""
     out = Path(out_dir)
-    if settings.metric == "compare":
-        return export_compared(settings, out)
     record = scoring_record(model, settings)  # refuses a metric with no line runtime first
     manifest = export_onnx(model, out)
     model = model.cpu().eval()
@@ -179,22 +175,6 @@ def export_line(model: PADFormer, settings: DetectionSettings, out_dir: str | Pa
         )
     with atomic_path(out / SCORING_FILE) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2) + "\n")
-    digests = {name: file_sha256(out / name) for name in written}
-    if settings.runtime == "openvino":
-        from padformer_edge.deploy.openvino_export import convert_to_ir
-
-        digests.update(convert_to_ir(out, [name for name in written if name.endswith(".onnx")]))
-    return dict(sorted(digests.items()))
-
-
-def export_compared(settings: DetectionSettings, out: Path) -> dict[str, str]:
-    """``export_line`` for the ``compare`` metric: the graphs of the comparator the
-    settings name (``compare_export``), with IR beside them for openvino."""
-    from padformer_edge.deploy.compare_export import export_compare
-    from padformer_edge.detect.comparison import load_compare_metric
-
-    metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)
-    written = export_compare(metric, settings, out)
     digests = {name: file_sha256(out / name) for name in written}
     if settings.runtime == "openvino":
         from padformer_edge.deploy.openvino_export import convert_to_ir

@@ -333,7 +333,7 @@ def score_passes(
 
 
 def score_distance(spec: ScoringSpec, references: list[np.ndarray | None]) -> LineScore:
-    """``scoring.score_without_passes`` for the ``distance`` metric."""
+    """``readout.score_without_passes`` for the ``distance`` metric."""
     size = references[0].shape if references[0] is not None else (0, 0)
     scale = max(size) / spec.img_size
     maps = [F32(mix.reference_weight) * d for mix, d in zip(spec.mixes, references, strict=True)]

@@ -15,4 +15,4 @@ any of them needs another export."""
 COMPARE_CELLS_GRAPH = "compare_cells.onnx"
 COMPARE_GRAPH = "compare.onnx"
 """The ``compare`` metric's two graphs: images to the comparator's unit cells, and query
-cells against the references' cell bank to per-cell scores (``deploy.compare_export``)."""
+cells against the references' cell bank to per-cell scores (``methods.compare.export``)."""

@@ -1,18 +1,24 @@
-"""The result of detecting one image, in a module without torch.
+"""The result of detecting one image, and the interface every detector answers, in a
+module without torch.
 
-Both runtimes return it: the torch ``Detector`` and the line's numpy ``LineDetector``
-(``deploy.line_detector``), so the daemon and the CLI handle results without importing
-the runtime that made them.
+Every detector returns ``Detection``: the torch ``Detector`` (PADFormer's passes),
+``methods.compare.detector.CompareDetector``, and the line's numpy ``LineDetector`` and
+``LineCompareDetector``; they all answer ``InspectionDetector``, so the daemon, profiles,
+calibration and the CLI handle detectors and results without importing the runtime or
+the method that made them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:  # plain data: naming the types loads nothing
+    from padformer_edge.detect.settings import DetectionSettings
 
 Item = TypeVar("Item")
 
@@ -87,3 +93,36 @@ class GroupedDetection:
         """``(item, image, detection)`` for every item, in order, one call's worth of
         images at a time (``detect_in_groups``)."""
         return detect_in_groups(self.detect, items, load, self.images_per_call, reconstruction)
+
+
+class InspectionDetector(Protocol):
+    """What a detector answers, whatever method scores and whatever runtime runs it.
+
+    ``max_batch`` is writable: the daemon halves it after running out of GPU memory.
+    ``device`` is where it runs (a ``torch.device``, or ``"cpu"``/``"cuda"`` for the
+    exported graphs), for the daemon's gauges and log. ``scoring`` is the signature
+    (``detect.signature``) a profile's threshold is checked against.
+    """
+
+    settings: DetectionSettings
+    device: Any
+    max_batch: int
+    cache_hit: bool
+
+    @property
+    def scoring(self) -> dict[str, Any]: ...
+
+    @property
+    def images_per_call(self) -> int: ...
+
+    def detect(
+        self, images: Sequence[np.ndarray], *, reconstruction: bool = False
+    ) -> list[Detection]: ...
+
+    def detect_each(
+        self,
+        items: Iterable[Item],
+        load: Callable[[Item], np.ndarray] | None = None,
+        *,
+        reconstruction: bool = False,
+    ) -> Iterator[tuple[Item, np.ndarray, Detection]]: ...

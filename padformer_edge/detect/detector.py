@@ -31,13 +31,8 @@ from padformer_edge.detect.device import (
 )
 from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
-from padformer_edge.detect.paper_metrics import MIN_SIDE
-from padformer_edge.detect.scoring import (
-    call_inputs,
-    resolve_metric,
-    score_query,
-    score_without_passes,
-)
+from padformer_edge.detect.readout import MIN_SIDE, score_without_passes
+from padformer_edge.detect.scoring import call_inputs, resolve_metric, score_query
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
@@ -155,7 +150,7 @@ class Detector(GroupedDetection):
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
-                settings.metric, self.model, references01, settings.scoring, settings.comparator
+                settings.metric, self.model, references01, settings.scoring
             )
 
     @property
@@ -290,7 +285,7 @@ class Detector(GroupedDetection):
             score_start = time.perf_counter()
             made = None if inputs is None else inputs[index]
             if recon is None:
-                scored = score_without_passes(self.metric, query, model_in[index : index + 1], made)
+                scored = score_without_passes(self.metric, query, made)  # type: ignore[arg-type]
             else:
                 scored = score_query(
                     self.metric,

@@ -17,11 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from padformer_edge.detect.paper_metrics import (
-    ColourMetric,
-    PredictedFeatureMetric,
-    Readout,
-)
+from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
+from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.reference_distance import (
     batch_reference_distances,
     reference_banks,

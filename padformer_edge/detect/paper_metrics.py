@@ -4,7 +4,7 @@ Each pass ``i`` gives an error map ``E_i`` at the query's own resolution. The pa
 the mean error over passes only where the variance over passes is above its median:
 errors that every mask pattern reproduces are systematic (blur, texture the model cannot
 render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
-The image score is the maximum of that map (``PAPER_READOUT``). The colour metrics (LAB,
+The image score is the maximum of that map (``readout.PAPER_READOUT``). The colour metrics (LAB,
 the paper's choice, and RGB for the ablation) and the feature metrics (encoder features of
 pixel models, the decoder's predicted CNN features of edge models) are here; the ``fused``
 mix of them is ``detect.fused``, the nearest-reference distance ``detect.reference_distance``.
@@ -12,91 +12,14 @@ mix of them is ``detect.fused``, the nearest-reference distance ``detect.referen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import kornia
 import torch
-import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA, PAPER_READOUT_SETTINGS
+from padformer_edge.detect.readout import PAPER_READOUT, Readout, blur, upsample
 from padformer_edge.model.backbone import unfold_from_patches
 from padformer_edge.model.padformer import PADFormer
-
-BLUR_KERNEL = 7
-BLUR_SIGMA = 1.4
-MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
-
-
-@dataclass(frozen=True)
-class Readout:
-    """How one job (the anomaly map, or the map whose maximum is the image score) reads
-    the passes of one error mix: the paper's consistency filter or the plain pass mean,
-    then a Gaussian of ``sigma`` pixels of the model's input (0: none).
-
-    Sigma is counted in model pixels so that a readout chosen on 224 px renders smooths
-    the same share of the part in a 20 MP camera frame.
-    """
-
-    consistency_filter: bool = True
-    sigma: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.sigma <= MAX_READOUT_SIGMA:
-            raise ValueError(
-                f"readout sigma must lie in [0, {MAX_READOUT_SIGMA}], not {self.sigma}."
-            )
-
-    def apply(self, mean: torch.Tensor, variance: torch.Tensor, scale: float) -> torch.Tensor:
-        """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel."""
-        amap = consistency_filter(mean, variance) if self.consistency_filter else mean
-        return smooth(amap, self.sigma * scale)
-
-
-PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
-"""The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
-
-
-def blur(images: torch.Tensor) -> torch.Tensor:
-    """The paper's query smoothing: Gaussian, sigma 1.4, 7x7, per channel."""
-    return kornia.filters.gaussian_blur2d(
-        images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
-    )
-
-
-def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
-    """``[H, W]`` map blurred by a Gaussian of ``sigma`` pixels (0: unchanged).
-
-    A wide blur on a large camera frame runs on a frame shrunk by an integer factor (area
-    average) and is brought back bilinearly: the result differs from a full-size blur by
-    less than the blur removes, and a 20 MP frame does not need a 2,000-tap kernel.
-    """
-    if sigma <= 0:
-        return amap
-    factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
-    size = amap.shape[-2:]
-    small = amap[None, None]
-    if factor > 1:
-        small = F.avg_pool2d(small, factor, ceil_mode=True)
-    sigma_small = sigma / factor
-    radius = min(int(4 * sigma_small + 0.5), min(small.shape[-2:]) - 1)
-    if radius < 1:
-        return amap
-    kernel = 2 * radius + 1
-    small = kornia.filters.gaussian_blur2d(
-        small, (kernel, kernel), (sigma_small, sigma_small), border_type="reflect"
-    )
-    return upsample(small, (int(size[0]), int(size[1])))[0, 0]
-
-
-SMOOTH_MAX_SIGMA = 8.0  # blur at full size up to this sigma; beyond, on a shrunk frame
-
-
-def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Bilinear resize of ``[B, C, h, w]`` to ``size`` (a no-op at that size already)."""
-    if tuple(images.shape[-2:]) == tuple(size):
-        return images
-    return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
 
 
 class ErrorMetric(Protocol):
@@ -219,15 +142,3 @@ class PredictedFeatureMetric:
             per_cell = per_cell * weights.unsqueeze(-1).to(per_cell.dtype)
         maps = unfold_from_patches(per_cell, cells, cfg.grid_size)  # [P, 1, g*c, g*c]
         return upsample(maps, size).squeeze(1)
-
-
-def consistency_filter(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
-    """Keep ``mean`` where ``variance`` is strictly above its median, zero elsewhere.
-
-    The median is the lower middle value (``kthvalue``, which unlike ``quantile`` has no
-    size limit), and ties at it are dropped, so at least half of the pixels are always
-    zeroed: a map whose variance is flat everywhere has nothing inconsistent to report.
-    """
-    flat = variance.reshape(-1)
-    median = flat.kthvalue((flat.numel() + 1) // 2).values
-    return torch.where(variance > median, mean, torch.zeros_like(mean))

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.paper_metrics import upsample
-from padformer_edge.model.backbone import unfold_from_patches, unit_cells
+from padformer_edge.detect.readout import upsample
+from padformer_edge.model.backbone import flat_cells, unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 
 SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
@@ -65,10 +65,6 @@ def level_cells(model: PADFormer, squares01: torch.Tensor, level: int) -> torch.
     if level == 1:
         return cell_features(model, model.target_features(normalised))
     return unit_cells(model.encoder.patch_embed.cnn(normalised))
-
-
-def flat_cells(cells: torch.Tensor) -> torch.Tensor:
-    return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """From a query and its per-pass reconstructions to an anomaly map and a score.
 
-The metric that compares each pass with its query is chosen by name here
+The PADFormer metric that compares each pass with its query is chosen by name here
 (``build_metric``): the paper's (``detect.paper_metrics``), the ``fused`` mix
-(``detect.fused``), the nearest-reference distance alone, or the learned comparison
-(``compare``, ``detect.comparison``). Each pass gives an error map
+(``detect.fused``), or the nearest-reference distance alone. The learned comparison is a
+method of its own (``methods.compare``): it reads no PADFormer, and shares only the
+pass-less readout here (``score_without_passes``). Each pass gives an error map
 at the query's own resolution; the map and the image score are read from the passes' mean
 and variance by each job's ``Readout``. Passes are folded in chunks with an exact pairwise
 mean/variance merge, so a 20 MP camera frame never needs all passes' colour maps in
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 import torch
 
-from padformer_edge.detect.comparison import CompareMetric
 from padformer_edge.detect.fused import DistanceMetric, FusedMetric
 from padformer_edge.detect.paper_metrics import (
     ColourMetric,
@@ -24,6 +24,7 @@ from padformer_edge.detect.paper_metrics import (
     FeatureMetric,
     PredictedFeatureMetric,
 )
+from padformer_edge.detect.readout import ScoredQuery
 from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
@@ -37,19 +38,14 @@ def build_metric(
     model: PADFormer,
     references01: list[torch.Tensor] | None = None,
     scoring: ScoringConfig | None = None,
-    comparator: str | None = None,
 ) -> ErrorMetric:
     """The metric called ``name``; an unknown name is a user error. ``references01``
     (``[3, H, W]`` each, in [0, 1]) are the references, for a metric that reads them
     itself; without them the metric can still name its scoring (``scoring_signature``).
-    ``scoring`` is the fused settings given for this detection, over the model's own;
-    ``comparator`` the sha256 of the comparator ``compare`` reads (None: the default)."""
+    ``scoring`` is the fused settings given for this detection, over the model's own.
+    ``compare`` is not one of them: ``methods.registry`` gives it its own detector."""
     if name in ("lab", "rgb"):
         return ColourMetric(name)  # type: ignore[arg-type]
-    if name == "compare":  # the comparator brings its own frozen CNN: any model will do
-        from padformer_edge.detect.comparison import load_compare_metric
-
-        return load_compare_metric(model.mean.device, references01, comparator)
     cnn = model.config.cnn_tokens
     if name == "feature":
         return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
@@ -61,6 +57,8 @@ def build_metric(
                 f"this is a '{model.preset_name}' model: use --metric lab."
             )
         return reference_metrics[name](model, scoring, references01)
+    if name in ERROR_METRICS:  # a method of its own (methods.registry), not a PADFormer metric
+        raise ValueError(f"metric {name} is not scored by the PADFormer detector")
     raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
 
 
@@ -74,11 +72,10 @@ def resolve_metric(
     model: PADFormer,
     references01: list[torch.Tensor] | None = None,
     scoring: ScoringConfig | None = None,
-    comparator: str | None = None,
 ) -> tuple[str, ErrorMetric]:
     """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
     name = default_metric(model) if setting == "auto" else setting
-    return name, build_metric(name, model, references01, scoring, comparator)
+    return name, build_metric(name, model, references01, scoring)
 
 
 @dataclass
@@ -106,16 +103,6 @@ class PassMoments:
     def variance(self) -> torch.Tensor:
         """Population variance (divide by the number of passes), as the paper defines it."""
         return self.sq_dev / self.count
-
-
-@dataclass
-class ScoredQuery:
-    """The anomaly map of one query, its score and per-pass error summaries."""
-
-    anomaly_map: torch.Tensor
-    score: float
-    pass_mean: list[float]
-    pass_max: list[float]
 
 
 def call_inputs(
@@ -172,22 +159,3 @@ def score_query(
         else metric.score_readout.apply(moments.mean[-1], moments.variance[-1], scale)
     )
     return ScoredQuery(anomaly_map, float(score_map.max()), pass_mean, pass_max)
-
-
-def score_without_passes(
-    metric: DistanceMetric | CompareMetric,
-    query01: torch.Tensor,
-    query_model: torch.Tensor,
-    maps: list[torch.Tensor] | None = None,
-) -> ScoredQuery:
-    """Score one query (``[1, 3, H, W]`` in [0, 1]) with a metric that reads no pass: its
-    maps (``maps`` when ``call_inputs`` already made them), each read with its job's
-    readout, as ``score_query`` would read passes that all agree (no per-pass summaries,
-    since there are no passes)."""
-    size = (query01.shape[-2], query01.shape[-1])
-    scale = max(size) / metric.input_size  # query pixels per model pixel
-    maps = metric.maps(query01, query_model) if maps is None else maps
-    flat = torch.zeros_like(maps[0])  # no passes, no variance
-    anomaly_map = metric.map_readout.apply(maps[0], flat, scale)
-    score_map = metric.score_readout.apply(maps[-1], flat, scale)
-    return ScoredQuery(anomaly_map, float(score_map.max()), [], [])

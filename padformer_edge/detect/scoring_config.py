@@ -34,10 +34,10 @@ from padformer_edge.errors import UserError
 
 PAPER_READOUT_SETTINGS = {"consistency_filter": True, "sigma": 0.0}
 """The paper's readout of a job (the consistency-filtered pass mean, unsmoothed) as plain
-values: ``paper_metrics.PAPER_READOUT`` is built from it, and a signature can name it
+values: ``readout.PAPER_READOUT`` is built from it, and a signature can name it
 without torch."""
 MAX_READOUT_SIGMA = 32.0
-"""Upper bound of a readout's smoothing, in model pixels (``paper_metrics.Readout``)."""
+"""Upper bound of a readout's smoothing, in model pixels (``readout.Readout``)."""
 MAX_REFERENCE_WEIGHT = 400.0
 """Upper bound of the nearest-reference term's weight in a ``fused`` mix: twice the
 largest weight the validation sweep offers."""

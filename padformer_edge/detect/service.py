@@ -1,15 +1,12 @@
-"""``padformer-edge detect`` as a function: files in, scores and heatmap files out.
-
-Every input is read and checked before the model runs, so a typo in the last file name
-fails in a second rather than after the first hundred images were scored.
-"""
+"""The files around ``padformer-edge detect``: references read and checked, heatmap
+names, a detection's heatmap written; ``methods.files.detect_files`` runs a method over
+them. Free of torch, so a line install can name and write heatmaps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,17 +14,11 @@ from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
 from padformer_edge.detect.images import (
     IMAGE_SUFFIXES,
-    check_rgb_array,
     list_images,
     read_image,
 )
-from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-
-if TYPE_CHECKING:
-    from padformer_edge.detect.detector import GraphRunner
-    from padformer_edge.model.padformer import PADFormer
 
 
 @dataclass(frozen=True)
@@ -69,51 +60,6 @@ def heatmap_names(paths: Sequence[Path]) -> list[str]:
         suffix = "" if seen[path.stem] == 1 else f"-{seen[path.stem]}"
         names.append(f"{path.stem}{suffix}.heatmap")
     return names
-
-
-def detect_files(
-    checkpoint: str | Path,
-    references: str | Path,
-    images: Sequence[str | Path],
-    settings: DetectionSettings | None = None,
-    out_dir: str | Path | None = None,
-    save_raw: bool = False,
-    heatmap_max: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    *,
-    open_graphs: Callable[[PADFormer], GraphRunner] | None = None,
-    threshold: float | None = None,
-) -> list[FileResult]:
-    """Score ``images`` against the references with the checkpoint's model, run from the
-    exported graphs ``open_graphs`` opens for it when the settings ask for onnxruntime or
-    OpenVINO (the command passes ``deploy.runners.open_runner`` on its folder: this package
-    cannot import the export package, which builds on it). ``progress`` hears (done,
-    total) after each image. With ``threshold`` the heatmaps' colour scale is anchored to
-    it and the region above it outlined, as the daemon draws a profile's heatmaps."""
-    # torch: imported when a checkpoint runs, so a line install can name heatmaps
-    from padformer_edge.detect.detector import Detector
-    from padformer_edge.detect.paper_metrics import MIN_SIDE
-    from padformer_edge.model.checkpoint import load_checkpoint
-
-    if not images:
-        raise UserError("no query images were given; name at least one image file to inspect.")
-    paths = [Path(p) for p in images]
-    queries = [read_image(path) for path in paths]
-    for path, image in zip(paths, queries, strict=True):
-        check_rgb_array(image, f"image {path}", MIN_SIDE)
-    reference_images = load_references(references)
-    model, _ = load_checkpoint(checkpoint)
-    runner = None if open_graphs is None else open_graphs(model)
-    detector = Detector(model, reference_images, settings, runner=runner)
-    named = zip(paths, heatmap_names(paths), queries, strict=True)
-    results = []
-    for (path, name, _), image, detection in detector.detect_each(named, lambda x: x[2]):
-        results.append(
-            save_result(path, image, detection, name, out_dir, save_raw, heatmap_max, threshold)
-        )
-        if progress is not None:
-            progress(len(results), len(paths))
-    return results
 
 
 def save_result(

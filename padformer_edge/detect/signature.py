@@ -21,7 +21,8 @@ from padformer_edge.detect.scoring_config import PAPER_READOUT_SETTINGS
 
 if TYPE_CHECKING:  # the metrics need torch; comparing and naming signatures must not
     from padformer_edge.detect.fused import Mix
-    from padformer_edge.detect.paper_metrics import ErrorMetric, Readout
+    from padformer_edge.detect.paper_metrics import ErrorMetric
+    from padformer_edge.detect.readout import Readout
 
 Signature = dict[str, Any]
 TURNS_TEXT = "with quarter turns"  # how the old text named a reference distance with turns
@@ -43,15 +44,19 @@ def _mix(mix: Mix, reads_reconstruction: bool) -> dict[str, Any]:
     return values
 
 
+def readout_jobs(map_readout: Readout, score_readout: Readout) -> dict[str, Any]:
+    """The two jobs' readouts as a signature holds them: every method's signature has
+    them (``methods.compare.scorer.compare_signature`` adds its comparator's sha256)."""
+    return {"map": _readout(map_readout), "score": _readout(score_readout)}
+
+
 def scoring_signature(name: str, metric: ErrorMetric) -> Signature:
-    """How ``metric`` (called ``name``) computes its scores, as a JSON-ready dict."""
-    from padformer_edge.detect.comparison import CompareMetric
+    """How the PADFormer ``metric`` (called ``name``) computes its scores, as a JSON-ready
+    dict."""
     from padformer_edge.detect.fused import DistanceMetric, FusedMetric
     from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
 
-    jobs = {"map": _readout(metric.map_readout), "score": _readout(metric.score_readout)}
-    if isinstance(metric, CompareMetric):  # the comparator's weights set its scores
-        return {"metric": name, **jobs, "hidden_patches_only": False, "comparator": metric.sha256}
+    jobs = readout_jobs(metric.map_readout, metric.score_readout)
     hidden_only = False
     if isinstance(metric, FusedMetric):
         reads_reconstruction = not isinstance(metric, DistanceMetric)

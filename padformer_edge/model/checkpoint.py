@@ -17,12 +17,11 @@ that happen to be float16-representable.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from padformer_edge.atomic import atomic_path
@@ -31,9 +30,8 @@ from padformer_edge.atomic import atomic_path
 from padformer_edge.digest import file_sha256 as file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import ModelConfig
+from padformer_edge.model.header import FORMAT_TAG, read_header, tensors_sha256
 from padformer_edge.model.padformer import PADFormer
-
-FORMAT_TAG = "padformer-edge/1"
 
 # Keys an MAE or timm file may hold that the encoder deliberately does not take: MAE's own
 # decoder and mask token, a classification head, and the position table (ours is fixed
@@ -41,17 +39,6 @@ FORMAT_TAG = "padformer-edge/1"
 # size that differs from ours (a learned one); a table of another grid size cannot be
 # compared and is dropped unchecked, like the fixed table of another resolution.
 _IGNORED_PREFIXES = ("decoder_", "mask_token", "head.", "fc_norm.", "pos_embed")
-
-
-def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
-    """sha256 over names, dtypes, shapes and bytes, in name order."""
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        # reshape: a 0-d tensor (BatchNorm's step counter) cannot be viewed as bytes
-        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
 
 
 def save_checkpoint(
@@ -80,27 +67,6 @@ def save_checkpoint(
     }
     with atomic_path(path, fix="choose a writable output folder") as tmp:
         save_file(tensors, str(tmp), metadata=header)
-
-
-def read_header(path: str | Path) -> dict[str, str]:
-    """The header strings of a padformer-edge checkpoint, or a UserError saying why not."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint {path} does not exist; give the path of a .safetensors file.")
-    try:
-        with safe_open(str(path), framework="pt") as fh:
-            header = fh.metadata() or {}
-    except (SafetensorError, OSError, ValueError) as err:
-        raise UserError(
-            f"checkpoint {path} is not a safetensors file ({err}); "
-            "give a file written by padformer-edge."
-        ) from None
-    if header.get("format") != FORMAT_TAG:
-        raise UserError(
-            f"checkpoint {path} is a safetensors file but not a padformer-edge checkpoint "
-            f"(no '{FORMAT_TAG}' format tag); use load_encoder_weights for MAE/timm weights."
-        )
-    return header
 
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PADFormer, dict]:

@@ -13,19 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.detection import InspectionDetector
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
-from padformer_edge.detect.scoring import resolve_metric
-from padformer_edge.detect.signature import Signature, scoring_signature
+from padformer_edge.detect.signature import Signature
+from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.image_stats import image_statistics, statistics_table
 from padformer_edge.log import get_logger
-from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import now_iso
 from padformer_edge.profiles.fpr_bounds import rate_bounds, upper_bound_threshold
 from padformer_edge.profiles.profile import Profile, load_profile
@@ -41,6 +40,9 @@ from padformer_edge.profiles.thresholds import (
 )
 from padformer_edge.profiles.versions import save_profile, version_for
 
+if TYPE_CHECKING:
+    from padformer_edge.model.padformer import PADFormer
+
 Progress = Callable[[int, int], None]
 Rule = Literal["quantile", "upper-bound"]
 
@@ -55,7 +57,7 @@ class CalibrationReport:
 
 
 def score_files(
-    detector: Detector,
+    detector: InspectionDetector,
     paths: Sequence[Path],
     progress: Progress | None = None,
     statistics: list[tuple[float, ...]] | None = None,
@@ -184,7 +186,7 @@ def calibrate_profile(
 
 def measure_calibration(
     profile: Profile,
-    detector: Detector,
+    detector: InspectionDetector,
     good_paths: Sequence[Path],
     bad_paths: Sequence[Path],
     target_fpr: float,
@@ -247,14 +249,14 @@ def choose_threshold(good: np.ndarray, target_fpr: float, rule: Rule) -> Thresho
 
 
 def scoring_of(profile: Profile) -> Signature:
-    """The profile's scoring signature, from its checkpoint and detection settings alone."""
+    """The profile's scoring signature, from its method and detection settings alone (a
+    PADFormer method reads the checkpoint)."""
     from padformer_edge.model.checkpoint import load_checkpoint
 
-    model, _ = load_checkpoint(profile.model_path)
-    detection = profile.detection
-    return scoring_signature(
-        *resolve_metric(detection.metric, model, None, detection.scoring, detection.comparator)
-    )
+    def padformer() -> PADFormer:
+        return load_checkpoint(profile.model_path)[0]
+
+    return profile.method.signature(profile.detection, padformer)
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:

@@ -16,9 +16,11 @@ from pathlib import Path
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.service import load_references
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
+from padformer_edge.methods.registry import method_for
+from padformer_edge.model.header import read_header
 from padformer_edge.profiles.layout import (
     PROFILE_FILE,
     REFERENCES_DIR,
@@ -51,17 +53,6 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def with_comparator(settings: DetectionSettings) -> DetectionSettings:
-    """``settings`` with the comparator a ``compare`` profile reads named by its sha256
-    (the shipped default unless one is named), so that a later default leaves the
-    profile's scores as they were; other metrics read none."""
-    if settings.metric != "compare":
-        return settings.replace(comparator=None) if settings.comparator else settings
-    from padformer_edge.models import locate_comparator
-
-    return settings.replace(comparator=file_sha256(locate_comparator(settings.comparator)))
-
-
 def create_profile(
     root: str | Path,
     name: str,
@@ -75,14 +66,22 @@ def create_profile(
     With more images than ``shots`` the references are chosen to cover the most
     viewpoints (``selection.select_references``); without ``shots`` all are used.
     """
-    root, settings = Path(root), with_comparator(settings or DetectionSettings())
+    settings = settings or DetectionSettings()
+    method = method_for(settings.metric)
+    root, settings = Path(root), method.settled(settings)
     final = root / check_name(name)
     if final.exists():
         raise UserError(
             f"profile '{name}' already exists at {final}; choose another name or delete it first."
         )
     checkpoint = Path(checkpoint).expanduser().absolute()
-    model, _ = load_checkpoint(checkpoint)
+    model = None
+    if method.reads_padformer:  # a file that does not load must not be adopted
+        from padformer_edge.model.checkpoint import load_checkpoint
+
+        model, _ = load_checkpoint(checkpoint)
+    else:  # recorded, not loaded: the file must still be a checkpoint
+        read_header(checkpoint)
     model_sha = file_sha256(checkpoint)
     images = load_references(references)
     paths = list_images(references)
@@ -92,7 +91,7 @@ def create_profile(
             f"choose from 1 to {len(images)}."
         )
     count = len(images) if shots is None else shots
-    chosen = [paths[i] for i in select_references(model, images, count)]
+    chosen = [paths[i] for i in select_references(images, count, settings, lambda: model)]
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.creating-", dir=root))
     try:
@@ -139,12 +138,14 @@ def set_model(
     profile = load_profile(root, name)
     update: dict = {"calibration": None, "exported": None}
     if checkpoint is not None:
+        from padformer_edge.model.checkpoint import load_checkpoint
+
         checkpoint = Path(checkpoint).expanduser().absolute()
         load_checkpoint(checkpoint)  # a file that does not load must not be adopted
         sha = file_sha256(checkpoint)
         update["model"] = ProfileModelRef(path=stored_path(checkpoint), sha256=sha)
     if metric is not None:  # compare: the shipped default comparator, named by its sha256
-        update["detection"] = with_comparator(
+        update["detection"] = method_for(metric).settled(
             profile.detection.replace(metric=metric, comparator=None)
         )
     config = profile.config.model_copy(update=update)

@@ -25,12 +25,13 @@ from padformer_edge.runtimes import RuntimeName
 def export_into(
     folder: Path, config: ProfileConfig, checkpoint: Path, settings: DetectionSettings
 ) -> ProfileConfig:
-    """Export ``checkpoint``'s model for ``settings`` (whose runtime is onnxruntime or
-    openvino) into ``folder``/exported (replacing any earlier export) and return
+    """Export what the method of ``settings`` scores with (``checkpoint``'s model for a
+    PADFormer metric, the comparator for ``compare``), for a runtime onnxruntime or
+    openvino, into ``folder``/exported (replacing any earlier export) and return
     ``config`` with those settings and the files' sha256."""
-    from padformer_edge.deploy.line_export import export_line
     from padformer_edge.deploy.onnx_runner import import_onnxruntime
     from padformer_edge.deploy.sessions import import_openvino
+    from padformer_edge.methods.registry import method_for
     from padformer_edge.model.checkpoint import load_checkpoint
 
     # before the checkpoint loads: a missing package is one sentence at once, naming the
@@ -38,10 +39,10 @@ def export_into(
     import_onnxruntime()
     if settings.runtime == "openvino":
         import_openvino()
-    model, _ = load_checkpoint(checkpoint)
+    method = method_for(settings.metric)
     staging = Path(tempfile.mkdtemp(prefix=".exporting-", dir=folder))
     try:
-        files = export_line(model, settings, staging)
+        files = method.export(settings, staging, lambda: load_checkpoint(checkpoint)[0])
         final = folder / EXPORTED_DIR
         if final.exists():
             shutil.rmtree(final)
@@ -64,7 +65,8 @@ def export_profile(root: str | Path, name: str, runtime: RuntimeName = "onnxrunt
             "with torch again, set detection.runtime: torch in its profile.yaml."
         )
     profile = load_profile(root, name)
-    profile.verify_model()
+    if profile.method.reads_padformer:
+        profile.verify_model()
     settings = profile.detection.replace(runtime=runtime, device="auto")
     config = export_into(profile.folder, profile.config, profile.model_path, settings)
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))

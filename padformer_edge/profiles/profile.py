@@ -22,6 +22,8 @@ from padformer_edge.config import load_config
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.methods.interface import ReferenceSlot
+from padformer_edge.methods.registry import method_for
 from padformer_edge.profiles.layout import (
     CACHE_FILE,
     PROFILE_FILE,
@@ -33,9 +35,10 @@ from padformer_edge.runtimes import GRAPH_RUNTIMES
 from padformer_edge.store.locations import resolve_stored
 
 if TYPE_CHECKING:
-    from padformer_edge.deploy.line_detector import LineDetector
-    from padformer_edge.detect.detector import Detector
+    from padformer_edge.detect.detection import InspectionDetector
     from padformer_edge.detect.signature import Signature
+    from padformer_edge.methods.interface import ScoringMethod
+    from padformer_edge.model.padformer import PADFormer
 
 
 def line_threads() -> int:
@@ -133,42 +136,56 @@ class Profile:
             shas.append(actual)
         return shas
 
+    def reference_slot(self) -> ReferenceSlot:
+        """The profile's reference cache file and what names it, the references checked
+        unchanged first: each method keys its file by what it reads."""
+        references = tuple(self.verify_references())
+        return ReferenceSlot(self.cache_path, self.model_sha256, references)
+
     def reference_key(self) -> str:
         """The cache key for the model and the reference files, checked unchanged."""
         from padformer_edge.deploy.cache_files import cache_key
 
         return cache_key(self.model_sha256, self.verify_references(), self.detection.precision)
 
+    @property
+    def method(self) -> ScoringMethod:
+        """The scoring method of this profile's metric (``methods.registry``)."""
+        return method_for(self.detection.metric)
+
+    def load_model(self) -> PADFormer:
+        """The profile's PADFormer, after checking its checkpoint's sha256: what a method
+        that scores with it loads (``ScoringMethod``'s ``padformer`` source)."""
+        from padformer_edge.model.checkpoint import load_checkpoint
+
+        self.verify_model()
+        model, _ = load_checkpoint(self.model_path)
+        return model
+
     def build_detector(
         self, device: str | None = None, runtime: str | None = None, *, calibrating: bool = False
-    ) -> Detector:
-        """A detector with this profile's settings and cached references.
+    ) -> InspectionDetector:
+        """A detector with this profile's settings and references, by its method.
 
         ``device`` overrides the profile's own device setting (``auto``, ``cpu``,
-        ``cuda``), ``runtime`` its runtime (the daemon's ``worker.runtime``). The
-        checkpoint's sha256 is verified first, and unless ``calibrating``, that the
-        threshold was set on scores computed the way this detector computes them.
+        ``cuda``), ``runtime`` its runtime (the daemon's ``worker.runtime``). The files the
+        method reads are verified first (a PADFormer method's checkpoint, every method's
+        references), and unless ``calibrating``, that the threshold was set on scores
+        computed the way this detector computes them.
         """
         if runtime is not None and runtime != self.detection.runtime:
             return self.on_runtime(runtime).build_detector(device, calibrating=calibrating)
         settings = self.detection if device is None else self.detection.replace(device=device)
         if settings.runtime in GRAPH_RUNTIMES:
             detector = self.build_line_detector(settings)
-            if not calibrating:
-                self.check_scoring(detector.scoring)
-            return detector  # type: ignore[return-value]  # answers the same calls
-        from padformer_edge.detect.detector import Detector
-        from padformer_edge.detect.images import read_image
-        from padformer_edge.model.checkpoint import load_checkpoint
-        from padformer_edge.profiles.reference_cache import ReferenceCacheFile
+        else:
+            from padformer_edge.detect.images import read_image
 
-        self.verify_model()
-        key = self.reference_key()
-        model, _ = load_checkpoint(self.model_path)
-        references = [read_image(path) for path in self.reference_paths]
-        detector = Detector(
-            model, references, settings, encodings=ReferenceCacheFile(self.cache_path, key)
-        )
+            slot = self.reference_slot()
+            references = [read_image(path) for path in self.reference_paths]
+            detector = self.method.torch_detector(
+                references, settings, self.load_model, cache=slot
+            )
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector
@@ -179,35 +196,22 @@ class Profile:
         detection = self.detection.replace(runtime=runtime)
         return Profile(self.folder, self.config.model_copy(update={"detection": detection}))
 
-    def build_line_detector(self, settings: DetectionSettings) -> LineDetector:
+    def build_line_detector(self, settings: DetectionSettings) -> InspectionDetector:
         """The torch-free detector on the profile's exported graphs, each verified against
         the sha256 profile.yaml records (the checkpoint itself is not read: the graphs
-        carry its weights, and the export names the checkpoint sha256 it was made from).
-        A profile on the ``compare`` metric runs its comparator's graphs instead."""
-        from padformer_edge.deploy.line_detector import LineDetector
+        carry the weights, and the export names the checkpoint sha256 it was made from)."""
         from padformer_edge.detect.images import read_image
 
         exported = self.exported_files()
+        slot = self.reference_slot()
         references = [read_image(path) for path in self.reference_paths]
-        if settings.metric == "compare":
-            from padformer_edge.deploy.line_compare import LineCompareDetector
-
-            self.verify_references()
-            return LineCompareDetector(  # type: ignore[return-value]
-                self.folder / exported.folder,
-                exported.files,
-                references,
-                settings,
-                fix=self.export_fix,
-                threads=line_threads(),
-            )
-        return LineDetector(
+        return self.method.line_detector(
             self.folder / exported.folder,
             exported.files,
             references,
             settings,
             fix=self.export_fix,
-            cache=(self.cache_path, self.reference_key()),
+            cache=slot,
             threads=line_threads(),
         )
 
@@ -238,13 +242,12 @@ class Profile:
         exported graphs on onnxruntime or openvino, the references on every runtime)
         and say what was checked, for ``doctor``."""
         if self.detection.runtime not in GRAPH_RUNTIMES:
-            self.verify_model()
-            checked = f"model {self.model_path} matches"
-            if self.detection.metric == "compare":
-                from padformer_edge.models import locate_comparator
-
-                path = locate_comparator(self.detection.comparator)
-                checked += f", comparator {path} matches its card"
+            checks = []
+            if self.method.reads_padformer:
+                self.verify_model()
+                checks.append(f"model {self.model_path} matches")
+            checks.append(self.method.weights_checked(self.detection))
+            checked = ", ".join(check for check in checks if check)
         else:
             from padformer_edge.deploy.line_detector import verify_files
 

@@ -183,11 +183,10 @@ def choose(profile: Profile, pool: Sequence[Path], count: int, own: int) -> list
         return list(range(len(pool)))
     if own == count:
         return list(range(own))
-    from padformer_edge.model.checkpoint import load_checkpoint
     from padformer_edge.profiles.selection import select_references
 
-    model, _ = load_checkpoint(profile.model_path)
-    return select_references(model, [read_image(p) for p in pool], count)
+    images = [read_image(p) for p in pool]
+    return select_references(images, count, profile.detection, profile.load_model)
 
 
 def far_refusal(scored: dict[int, float], limit: float, force: Iterable[int], name: str

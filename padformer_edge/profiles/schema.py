@@ -248,7 +248,7 @@ class ProfileConfig(StrictModel):
             return data
         if detection.get("comparator") is not None:
             return data
-        from padformer_edge.models import earliest_comparator_sha256
+        from padformer_edge.weights import earliest_comparator_sha256
 
         calibration = data.get("calibration")
         scoring = calibration.get("scoring") if isinstance(calibration, dict) else None

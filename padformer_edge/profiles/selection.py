@@ -1,11 +1,11 @@
 """Choosing which good images become a profile's references.
 
-A query can show the part from any side, and PADFormer can only copy appearance from a
+A query can show the part from any side, and a method can only compare it with a
 reference that saw the same surface. With more candidate images than reference slots,
 the references should therefore cover as many viewpoints as possible: farthest-point
-sampling in the encoder's feature space picks each next image as the one least like any
-already chosen. Mean-pooled patch features are used because poses differ in where the
-part sits on the grid, and pooling removes that position while keeping what is seen.
+sampling in the profile's method's own feature space (``ScoringMethod.selection_features``:
+PADFormer's pooled encoder features, or the comparator's pooled cells) picks each next
+image as the one least like any already chosen.
 """
 
 from __future__ import annotations
@@ -15,24 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.model.padformer import PADFormer
-
-FEATURE_BATCH = 16
-
-
-@torch.inference_mode()
-def pooled_features(model: PADFormer, images: Sequence[np.ndarray]) -> torch.Tensor:
-    """``[K, D]`` mean-pooled encoder features of whole images, on the CPU in float32."""
-    device = next(model.parameters()).device
-    out = []
-    for start in range(0, len(images), FEATURE_BATCH):
-        batch = torch.stack(
-            [to_unit_tensor(image, device) for image in images[start : start + FEATURE_BATCH]]
-        )
-        model_in = model.normalize(resize_square(batch, model.config.img_size))
-        out.append(model.encode_features(model_in).float().mean(dim=1).cpu())
-    return torch.cat(out)
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.interface import PadformerSource
+from padformer_edge.methods.registry import method_for
 
 
 def farthest_point_order(features: torch.Tensor, count: int) -> list[int]:
@@ -56,8 +41,16 @@ def farthest_point_order(features: torch.Tensor, count: int) -> list[int]:
     return chosen
 
 
-def select_references(model: PADFormer, images: Sequence[np.ndarray], shots: int) -> list[int]:
-    """Indices (sorted) of the ``shots`` images that together cover the most viewpoints."""
+def select_references(
+    images: Sequence[np.ndarray],
+    shots: int,
+    settings: DetectionSettings,
+    padformer: PadformerSource,
+) -> list[int]:
+    """Indices (sorted) of the ``shots`` images that together cover the most viewpoints,
+    in the features of the method that scores ``settings`` (``padformer`` loads the
+    profile's model, for a method that reads it)."""
     if shots >= len(images):
         return list(range(len(images)))
-    return sorted(farthest_point_order(pooled_features(model, images), shots))
+    features = method_for(settings.metric).selection_features(images, settings, padformer)
+    return sorted(farthest_point_order(features, shots))

@@ -193,7 +193,7 @@ def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_pat
     import json
     import sys
 
-    from padformer_edge import models
+    from padformer_edge import weights
     from padformer_edge_training.comparator import ship
 
     trained = train(recipe(tree, tmp_path / "run", steps=2)).checkpoint
@@ -213,13 +213,13 @@ def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_pat
     argv = ["ship", str(trained), "--recipe", str(recipe_file), "--log", str(log)]
     monkeypatch.setattr(sys, "argv", [*argv, "--machine", "a test", "--out", str(out)])
     ship.main()
-    shipped = out / models.COMPARATOR_NAME
-    card = json.loads(models.card_path(shipped).read_text())
+    shipped = out / weights.COMPARATOR_NAME
+    card = json.loads(weights.card_path(shipped).read_text())
     assert card["name"] == shipped.stem
     assert card["steps"] == 2 and card["wall_time"] == "6.0 min"
     assert card["data"]["objects"] == 2 and card["data"]["rendered_defects"] == ["X"]
     assert card["families"]["transfer"] == ["Foreign", "Cracks"]
     assert card["families"]["unseen"] == ["Bent"]
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(shipped))
-    assert models.locate_comparator() == shipped
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(shipped))
+    assert weights.locate_comparator() == shipped
     assert shipped.read_bytes() == trained.read_bytes()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from padformer_edge import models
+from padformer_edge import weights
 from padformer_edge.daemon.alerts.outbox import list_alerts
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
@@ -46,7 +46,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     shipped: Path, tmp_path: Path
 ) -> None:
     out, state = tmp_path / "demo", tmp_path / "user-state"
-    env = {models.ENV_VAR: str(shipped), "PADFORMER_EDGE_STATE_DIR": str(state)}
+    env = {weights.ENV_VAR: str(shipped), "PADFORMER_EDGE_STATE_DIR": str(state)}
     result = _demo("--quick", "--shots", "3", "--out", str(out), env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "the profile took 3 reference views" in result.stdout
@@ -74,7 +74,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
 
 
 def test_demo_refuses_more_shots_than_it_renders_views(shipped: Path, tmp_path: Path) -> None:
-    env = {models.ENV_VAR: str(shipped)}
+    env = {weights.ENV_VAR: str(shipped)}
     result = _demo("--quick", "--shots", "7", "--out", str(tmp_path / "d"), env=env)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2 and len(errors) == 1
@@ -83,7 +83,7 @@ def test_demo_refuses_more_shots_than_it_renders_views(shipped: Path, tmp_path: 
 
 
 def test_demo_without_a_shipped_model_says_so_in_one_line(tmp_path: Path) -> None:
-    result = _demo("--out", str(tmp_path / "d"), env={models.ENV_VAR: str(tmp_path / "none")})
+    result = _demo("--out", str(tmp_path / "d"), env={weights.ENV_VAR: str(tmp_path / "none")})
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2 and len(errors) == 1
     assert "no generic model is shipped in this install" in errors[0]

@@ -84,8 +84,8 @@ def test_a_pointer_profile_exports_and_shares_its_cache_file_with_torch(sources)
     and scores like torch."""
     import torch
 
+    from padformer_edge.methods.padformer.reference_cache import read_cache
     from padformer_edge.model.checkpoint import load_checkpoint
-    from padformer_edge.profiles.reference_cache import read_cache
 
     save_checkpoint(sources / "pointer.safetensors", tiny_model("edge-pointer"))
     root = sources / "profiles"
@@ -162,7 +162,7 @@ def test_missing_onnxruntime_is_one_sentence(sources, monkeypatch):
 def test_a_profile_on_the_comparison_exports_its_comparator_and_scores_the_same(sources, runtime):
     """The ``compare`` metric on the line: the comparator's two graphs (and their IR for
     openvino) replace the model's, and the scores and verdicts are torch's."""
-    from padformer_edge.deploy.line_compare import LineCompareDetector
+    from padformer_edge.methods.compare.line import LineCompareDetector
 
     root = sources / "profiles"
     compare = FAST.replace(metric="compare")
@@ -201,9 +201,9 @@ def test_a_comparator_reading_finer_cells_scores_the_same_on_the_line(
 
     import torch
 
-    from padformer_edge import models
-    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-    from padformer_edge.model.comparator_checkpoint import save_comparator
+    from padformer_edge import weights
+    from padformer_edge.methods.compare.checkpoint import save_comparator
+    from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 
     torch.manual_seed(0)
     config = ComparatorConfig(
@@ -215,10 +215,10 @@ def test_a_comparator_reading_finer_cells_scores_the_same_on_the_line(
     path = sources / "pooled" / "comparator.safetensors"
     path.parent.mkdir()
     save_comparator(path, model, {"step": 0})
-    card = json.loads(models.card_path(models.comparator_path()).read_text())
+    card = json.loads(weights.card_path(weights.comparator_path()).read_text())
     card |= {"sha256": file_sha256(path), "config": config.to_json()}
-    models.card_path(path).write_text(json.dumps(card))
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(path))
+    weights.card_path(path).write_text(json.dumps(card))
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(path))
     root = sources / "profiles"
     compare = FAST.replace(metric="compare")
     create_profile(

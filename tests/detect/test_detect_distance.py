@@ -10,7 +10,8 @@ from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.fused import DistanceMetric, FusedMetric
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
-from padformer_edge.detect.paper_metrics import PredictedFeatureMetric, Readout
+from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
+from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.scoring import build_metric
 from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings

@@ -5,13 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.paper_metrics import (
-    SMOOTH_MAX_SIGMA,
-    ColourMetric,
-    Readout,
-    consistency_filter,
-    smooth,
-)
+from padformer_edge.detect.paper_metrics import ColourMetric
+from padformer_edge.detect.readout import SMOOTH_MAX_SIGMA, Readout, consistency_filter, smooth
 from padformer_edge.detect.scoring import PassMoments, score_query
 
 

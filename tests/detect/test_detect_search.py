@@ -148,14 +148,6 @@ def test_a_call_scores_each_image_as_it_scores_alone(
     assert together[1].score > together[0].score  # the pasted square is seen
 
 
-def test_the_compare_metric_scores_a_call_as_each_image_alone(model, references, queries) -> None:
-    settings = DetectionSettings(passes=2, device="cpu", metric="compare")
-    detector = Detector(model, references, settings)
-    together = detector.detect(queries)
-    assert_same_detections(together, per_image(detector, queries))
-    assert together[1].score > together[0].score
-
-
 def test_the_parity_gap_is_relative_to_the_cpu_map_and_reads_scores_too(
     model, references, queries
 ) -> None:

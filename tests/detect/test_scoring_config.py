@@ -29,7 +29,7 @@ from padformer_edge.model.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from padformer_edge.models import CHECKPOINT_NAME, package_folder
+from padformer_edge.weights import CHECKPOINT_NAME, package_folder
 from tests.detect_images import product_image, with_defect
 
 GENERIC = package_folder() / CHECKPOINT_NAME

@@ -17,7 +17,7 @@ def test_fused_settings_are_the_validated_ones():
 
 def test_the_shipped_generic_model_carries_its_validated_fused_settings():
     from padformer_edge.model.checkpoint import load_checkpoint
-    from padformer_edge.models import CHECKPOINT_NAME, package_folder
+    from padformer_edge.weights import CHECKPOINT_NAME, package_folder
 
     choices = json.loads(CHOICES.read_text(encoding="utf-8"))
     model, _ = load_checkpoint(package_folder() / CHECKPOINT_NAME)

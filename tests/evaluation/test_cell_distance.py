@@ -101,8 +101,8 @@ def test_the_benchmark_caches_its_rows_and_writes_margins(tiny_data: Path, tmp_p
 def test_a_comparators_own_cells_read_the_mean_of_their_neighbourhood(tiny_data: Path):
     """``neighbourhood: 3`` averages each cell with its eight neighbours before the unit
     length (the CNN's maps, pooled), and 1 leaves the cells as a shipped comparator's."""
+    from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
     from padformer_edge.model.backbone import unit_cells
-    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
 
     index = index_dataset(tiny_data)
     image = read_image(index.good_train()["duck"][0])
@@ -123,8 +123,8 @@ def test_a_comparators_own_cells_read_the_mean_of_their_neighbourhood(tiny_data:
 def test_the_benchmark_scores_a_comparators_cells_and_a_trained_model(
     tiny_data: Path, tmp_path: Path
 ):
-    from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-    from padformer_edge.model.comparator_checkpoint import save_comparator
+    from padformer_edge.methods.compare.checkpoint import save_comparator
+    from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 
     model = ComparisonModel(ComparatorConfig(input_size=64, dim=16, depth=1, heads=2, top_k=2))
     model.features.load_imagenet()

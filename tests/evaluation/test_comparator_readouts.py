@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.comparison import compare, read_score, reference_cells, squares
 from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-from padformer_edge.model.comparator_checkpoint import save_comparator
+from padformer_edge.methods.compare.checkpoint import save_comparator
+from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
+from padformer_edge.methods.compare.scorer import compare, read_score, reference_cells, squares
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.comparator_readouts import (
     ComparatorReadout,

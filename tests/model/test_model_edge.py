@@ -257,7 +257,7 @@ def test_fused_score_can_take_its_own_mix_while_the_map_keeps_the_other(model):
 
 
 def test_a_model_carries_its_own_validated_fused_settings_field_by_field(tmp_path):
-    from padformer_edge.detect.paper_metrics import Readout
+    from padformer_edge.detect.readout import Readout
 
     plain = build_model("edge", **SMALL_EDGE)
     assert FusedMetric(plain).scoring == PRODUCT_SCORING

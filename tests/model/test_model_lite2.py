@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.reference_cache import read_cache, write_cache
 from padformer_edge.model.backbone import efficientnet_weights_path
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.config import BACKBONES, EDGE, LITE0_MEAN, LITE0_STD
 from padformer_edge.model.padformer import build_model
-from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 from tests.detect_images import product_image, with_defect
 from tests.model.test_model_edge import SMALL_EDGE, check_fused_detection

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.reference_cache import read_cache, write_cache
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import PADFormer, ReferenceCache, build_model
-from padformer_edge.profiles.reference_cache import read_cache, write_cache
 from tests.training.test_train_edge import TINY_EDGE
 
 EPS = torch.finfo(torch.float32).eps

@@ -108,9 +108,12 @@ def test_calibrate_reports_the_rate_it_promises_and_can_set_the_upper_bound(
 
 
 def test_changed_checkpoint_is_one_line_and_exit_2(tmp_path, product, checkpoint):
+    """A profile on a PADFormer metric reads its checkpoint (a ``compare`` profile only
+    records it: tests/methods/compare)."""
     root = ["--root", str(tmp_path / "profiles")]
     invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
-           str(product / "train" / "good"), "--shots", "2", "--passes", "3", *root)  # fmt: skip
+           str(product / "train" / "good"), "--shots", "2", "--passes", "3",
+           "--metric", "lab", *root)  # fmt: skip
     write_checkpoint(checkpoint, seed=5)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(

@@ -11,11 +11,11 @@ import pytest
 
 from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.reference_cache import ReferenceCacheFile, stored_key
 from padformer_edge.model.checkpoint import file_sha256
 from padformer_edge.profiles.create import create_profile, set_model
 from padformer_edge.profiles.layout import CACHE_FILE
 from padformer_edge.profiles.profile import list_profile_names, load_profile
-from padformer_edge.profiles.reference_cache import ReferenceCacheFile, stored_key
 from tests.profiles.conftest import FAST, write_checkpoint
 
 

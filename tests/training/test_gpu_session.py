@@ -23,8 +23,8 @@ import yaml
 
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
+from padformer_edge.methods.compare.checkpoint import load_comparator
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
-from padformer_edge.model.comparator_checkpoint import load_comparator
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.gpu_session import (

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from padformer_edge.detect.comparison import TURNS
 from padformer_edge.detect.images import read_image, resize_square, to_unit_tensor
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparisonModel
+from padformer_edge.methods.compare.model import ComparisonModel
+from padformer_edge.methods.compare.scorer import TURNS
 from padformer_edge_training.comparator.anomalies import DEFAULT_KINDS, make_anomaly
 from padformer_edge_training.data.layouts import DatasetIndex
 from padformer_edge_training.families import refuse_held_out_dataset

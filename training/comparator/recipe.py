@@ -22,7 +22,7 @@ from padformer_edge_training.comparator.anomaly_kinds import (
 )
 
 if TYPE_CHECKING:
-    from padformer_edge.model.comparator import ComparatorConfig
+    from padformer_edge.methods.compare.model import ComparatorConfig
 
 
 class ComparatorDataSection(StrictModel):
@@ -36,7 +36,7 @@ class ComparatorDataSection(StrictModel):
 
 
 class ComparatorModelSection(StrictModel):
-    """The comparator's shape (``padformer_edge.model.comparator.ComparatorConfig``)."""
+    """The comparator's shape (``padformer_edge.methods.compare.model.ComparatorConfig``)."""
 
     input_size: int = Field(192, ge=64, multiple_of=8)
     dim: int = Field(96, ge=16, multiple_of=4)
@@ -72,7 +72,7 @@ class ComparatorModelSection(StrictModel):
         return sorted(set(stages))
 
     def config(self) -> ComparatorConfig:
-        from padformer_edge.model.comparator import ComparatorConfig
+        from padformer_edge.methods.compare.model import ComparatorConfig
         from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
 
         fields = self.model_dump() | {"stages": tuple(self.stages)}

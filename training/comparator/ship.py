@@ -5,9 +5,9 @@
         --recipe config/train/comparator-fine.yaml --log runs/comparator-fine.log \\
         --machine "2-core x86_64 CPU, 1 torch thread"
 
-It ships as the default comparator (``models.COMPARATOR_NAME``); the comparators shipped
-before stay beside it (``models.EARLIER_COMPARATORS``), so profiles made with them keep
-their scores. The card (``comparator-320.json``) is what ``models.locate_comparator``
+It ships as the default comparator (``weights.COMPARATOR_NAME``); the comparators shipped
+before stay beside it (``weights.EARLIER_COMPARATORS``), so profiles made with them keep
+their scores. The card (``comparator-320.json``) is what ``weights.locate_comparator``
 checks the file against. Steps come from the checkpoint's own metadata, the training
 data from the recipe and its render's ``dataset.json`` (objects and the 3D defect kinds
 rendered), the families from ``families``, and the wall time from the log of
@@ -28,8 +28,8 @@ from typing import Any
 
 from padformer_edge.atomic import atomic_path
 from padformer_edge.digest import file_sha256
-from padformer_edge.model.comparator_checkpoint import load_comparator
-from padformer_edge.models import COMPARATOR_NAME, card_path, package_folder
+from padformer_edge.methods.compare.checkpoint import load_comparator
+from padformer_edge.weights import COMPARATOR_NAME, card_path, package_folder
 from padformer_edge_training.comparator.recipe import load_recipe
 from padformer_edge_training.families import FAMILIES
 

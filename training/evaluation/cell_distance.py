@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.paper_metrics import smooth
+from padformer_edge.detect.readout import smooth
 from padformer_edge.errors import UserError
 from padformer_edge.model.config import DEFAULT_BACKBONE
 from padformer_edge_training.evaluation.patchcore import (

@@ -25,10 +25,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.comparison import SCORE_SIGMA, ReferenceCells
-from padformer_edge.detect.paper_metrics import consistency_filter, smooth, upsample
+from padformer_edge.detect.readout import consistency_filter, smooth, upsample
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparisonModel
+from padformer_edge.methods.compare.model import ComparisonModel
+from padformer_edge.methods.compare.scorer import SCORE_SIGMA, ReferenceCells
 
 CELL = 8  # model pixels per cell of the stride-8 grid
 COMBINES = ("mean", "max", "filter")

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from padformer_edge.detect.comparison import ReferenceCells, reference_cells, squares
 from padformer_edge.detect.images import to_unit_tensor
-from padformer_edge.model.comparator import ComparisonModel
+from padformer_edge.methods.compare.model import ComparisonModel
+from padformer_edge.methods.compare.scorer import ReferenceCells, reference_cells, squares
 from padformer_edge_training.evaluation.comparator_readouts import (
     ComparatorReadout,
     read,

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from padformer_edge.detect.paper_metrics import smooth
+from padformer_edge.detect.readout import smooth
 from padformer_edge.errors import UserError
 from padformer_edge.model.backbone import build_efficientnet, require_weights
 from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE

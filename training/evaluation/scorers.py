@@ -13,8 +13,9 @@ from typing import Protocol
 
 import numpy as np
 
-from padformer_edge.detect.detector import Detector
+from padformer_edge.detect.detection import InspectionDetector
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.registry import method_for
 from padformer_edge.model.padformer import PADFormer
 
 
@@ -52,10 +53,11 @@ class PADFormerScorer:
     ) -> None:
         self.model, self.name = model, name
         self.settings = DetectionSettings() if settings is None else settings
-        self.detector: Detector | None = None
+        self.detector: InspectionDetector | None = None
 
     def prepare(self, references: Sequence[np.ndarray]) -> None:
-        self.detector = Detector(self.model, references, self.settings)
+        method = method_for(self.settings.metric)  # compare reads its comparator, not the model
+        self.detector = method.torch_detector(references, self.settings, lambda: self.model)
 
     def score(self, queries: Sequence[np.ndarray]) -> list[Scored]:
         detector = self.detector

@@ -78,7 +78,7 @@ def kept_rows(folder: Path, root: Path) -> list[list[str]]:
     what its header says it is, and the sha256 of its bytes, so that a docs table that
     names the file can be checked against the very file (``tests/test_keep_weights.py``)."""
     from padformer_edge.digest import file_sha256
-    from padformer_edge.model.checkpoint import read_header
+    from padformer_edge.model.header import read_header
 
     rows = []
     for path in sorted(folder.glob("*.safetensors")):

@@ -6,25 +6,28 @@ quarter turns (a part seen from any side is seen at any roll), exactly as the di
 bank (``reference_distance.reference_banks``) is built, so with the correction at zero
 the comparator's score is the distance alone.
 
-``CompareMetric`` is the detector's ``compare`` metric: a shipped comparator (the
-default, or the one a profile records: ``models.locate_comparator``) read like the
-``distance`` metric, with no reconstruction pass, so the daemon, ``detect``, profiles
-and ``eval`` use it by name.
+``CompareMetric`` is the ``compare`` method's metric: a shipped comparator (the default,
+or the one a profile records: ``weights.locate_comparator``) read like the ``distance``
+metric, with no reconstruction pass, by ``methods.compare.detector.CompareDetector``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.paper_metrics import Readout, smooth, upsample
-from padformer_edge.detect.reference_distance import flat_cells
-from padformer_edge.model.comparator import Comparison, ComparisonModel
+from padformer_edge.detect.readout import Readout, smooth, upsample
+from padformer_edge.detect.signature import Signature, readout_jobs
+from padformer_edge.methods.compare.model import Comparison, ComparisonModel
+from padformer_edge.model.backbone import flat_cells
 
 SCORE_SIGMA = 2.0  # model pixels: the shipped generic model's image-score smoothing
 TURNS = (1, 2, 3)
+SELECTION_BATCH = 16  # images per comparator call when choosing references
 
 
 @dataclass(frozen=True)
@@ -94,14 +97,12 @@ class CompareMetric:
     def device(self) -> torch.device:
         return self.comparison.mean.device
 
-    def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
+    def maps(self, query01: torch.Tensor) -> list[torch.Tensor]:
         """The ``[H, W]`` score map of one query ``[1, 3, H, W]`` in [0, 1] (the map and
-        the image score read the same map); ``query_model`` is not needed."""
-        return self.batch_maps([query01], query_model)[0]
+        the image score read the same map)."""
+        return self.batch_maps([query01])[0]
 
-    def batch_maps(
-        self, queries01: list[torch.Tensor], queries_model: torch.Tensor
-    ) -> list[list[torch.Tensor]]:
+    def batch_maps(self, queries01: list[torch.Tensor]) -> list[list[torch.Tensor]]:
         """``maps`` of every query of one detector call, compared in one comparator call:
         the comparator reads each query with the same weights and no cross-query term,
         so a batch changes at most the rounding (``compare`` batches the same way)."""
@@ -114,15 +115,41 @@ class CompareMetric:
         ]
 
 
+def compare_signature(metric: CompareMetric) -> Signature:
+    """How ``metric`` computes its scores: the readouts and the comparator's sha256 (its
+    weights set the scores), in the form ``detect.signature`` gives every metric."""
+    jobs = readout_jobs(metric.map_readout, metric.score_readout)
+    return {"metric": "compare", **jobs, "hidden_patches_only": False, "comparator": metric.sha256}
+
+
 def load_compare_metric(
     device: torch.device, references01: list[torch.Tensor] | None, sha256: str | None = None
 ) -> CompareMetric:
     """The ``compare`` metric on the shipped comparator of ``sha256`` (None: the default),
-    checked against its card."""
-    from padformer_edge.digest import file_sha256
-    from padformer_edge.model.comparator_checkpoint import load_comparator
-    from padformer_edge.models import locate_comparator
+    checked against its card (so the card's sha256 is the file's)."""
+    from padformer_edge.methods.compare.checkpoint import load_comparator
+    from padformer_edge.weights import comparator_sha256, locate_comparator
 
     path = locate_comparator(sha256)
     model, _ = load_comparator(path, str(device))
-    return CompareMetric(model, file_sha256(path), references01)
+    verified = comparator_sha256(path)
+    assert verified is not None, "locate_comparator checked the card"
+    return CompareMetric(model, verified, references01)
+
+
+@torch.inference_mode()
+def pooled_cells(
+    images: Sequence[np.ndarray], sha256: str | None, device: torch.device
+) -> torch.Tensor:
+    """``[K, C]`` the comparator's unit cells of each whole image, averaged over the image:
+    the features ``profiles.selection`` chooses a ``compare`` profile's references by
+    (pooling drops where the part sits in the frame and keeps what is seen)."""
+    from padformer_edge.detect.images import to_unit_tensor
+
+    metric = load_compare_metric(device, None, sha256)
+    out = []
+    for start in range(0, len(images), SELECTION_BATCH):
+        batch = [to_unit_tensor(image, device) for image in images[start : start + SELECTION_BATCH]]
+        cells = metric.comparison.cells(squares(metric.comparison, batch))
+        out.append(cells.float().mean(dim=(2, 3)).cpu())
+    return torch.cat(out)

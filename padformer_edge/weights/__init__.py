@@ -1,8 +1,10 @@
-"""The generic model that ships inside the package, found and vouched for by its card.
+"""The weights that ship inside the package, found and vouched for by their cards: the
+one place shipped weights are located (the generic PADFormer and the comparators; torch
+modules live in ``model`` and ``methods``, so the two names no longer read alike).
 
 A new product should need only reference photos, so ``profile create``, ``detect`` and
 ``train --init generic`` fall back to one checkpoint trained on many objects:
-``padformer_edge/models/generic.safetensors``. Beside it, ``generic.json`` (the model
+``padformer_edge/weights/generic.safetensors``. Beside it, ``generic.json`` (the model
 card) records what it was trained on and its sha256; the locator refuses a file whose
 bytes differ from the card, because a half-copied or swapped model would score every part
 on another scale without saying so.

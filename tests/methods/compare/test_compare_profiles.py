@@ -11,17 +11,23 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge import models
-from padformer_edge.detect.comparison import CompareMetric, compare, read_score, reference_cells
-from padformer_edge.detect.detector import Detector
+from padformer_edge import weights
 from padformer_edge.detect.images import to_unit_tensor
-from padformer_edge.detect.scoring import build_metric
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.detect.signature import scoring_signature, signature_text
+from padformer_edge.detect.signature import signature_text
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-from padformer_edge.model.comparator_checkpoint import load_comparator, save_comparator
+from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
+from padformer_edge.methods.compare.detector import CompareDetector
+from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
+from padformer_edge.methods.compare.scorer import (
+    CompareMetric,
+    compare,
+    compare_signature,
+    load_compare_metric,
+    read_score,
+    reference_cells,
+)
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile, set_model
@@ -31,12 +37,6 @@ from tests.line.make_fixture import write_image
 
 CPU = torch.device("cpu")
 SETTINGS = DetectionSettings(passes=2, device="cpu", metric="compare")
-
-
-@pytest.fixture(scope="module")
-def model():
-    torch.manual_seed(0)
-    return build_model("tiny").eval()
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +57,14 @@ def another_comparator(folder: Path) -> Path:
     torch.nn.init.normal_(net.comparator.head.weight, std=0.5)  # a correction that is not 0
     path = folder / "other-comparator.safetensors"
     save_comparator(path, net, {"step": 0})
-    card = {f: "test" for f in models.CARD_FIELDS} | {"sha256": file_sha256(path)}
-    models.card_path(path).write_text(json.dumps(card))
+    card = {f: "test" for f in weights.CARD_FIELDS} | {"sha256": file_sha256(path)}
+    weights.card_path(path).write_text(json.dumps(card))
     return path
 
 
 def test_the_shipped_comparator_is_found_and_checked_against_its_card() -> None:
-    path = models.locate_comparator()
-    card = models.read_card(path)
+    path = weights.locate_comparator()
+    card = weights.read_card(path)
     assert card["sha256"] == file_sha256(path)
     net, metadata = load_comparator(path)
     assert card["steps"] == metadata["step"] and not net.config.aligned_k
@@ -74,24 +74,24 @@ def test_a_comparator_that_differs_from_its_card_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = tmp_path / "comparator.safetensors"
-    shutil.copyfile(models.locate_comparator(), copy)
-    card = models.read_card(models.locate_comparator())
-    models.card_path(copy).write_text(json.dumps(card | {"sha256": "0" * 64}))
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(copy))
+    shutil.copyfile(weights.locate_comparator(), copy)
+    card = weights.read_card(weights.locate_comparator())
+    weights.card_path(copy).write_text(json.dumps(card | {"sha256": "0" * 64}))
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(copy))
     with pytest.raises(UserError, match="does not match the sha256 in its card"):
-        models.locate_comparator()
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(tmp_path / "gone.safetensors"))
+        weights.locate_comparator()
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(tmp_path / "gone.safetensors"))
     with pytest.raises(UserError, match="PADFORMER_EDGE_COMPARATOR points at"):
-        models.locate_comparator()
+        weights.locate_comparator()
 
 
-def test_the_detector_scores_exactly_what_the_comparator_reads(model, references, queries) -> None:
+def test_the_detector_scores_exactly_what_the_comparator_reads(references, queries) -> None:
     """The detector's score and map are the comparator's per-cell scores read as the
     evaluation reads them (upsampled, smoothed, maximum): one computation, two callers."""
-    detector = Detector(model, references, SETTINGS)
+    detector = CompareDetector(references, SETTINGS)
     assert isinstance(detector.metric, CompareMetric) and not detector.reads_passes
     found = detector.detect(queries)
-    comparator, _ = load_comparator(models.locate_comparator())
+    comparator, _ = load_comparator(weights.locate_comparator())
     cells = reference_cells(comparator, [to_unit_tensor(r, CPU) for r in references])
     expected = compare(comparator, [to_unit_tensor(q, CPU) for q in queries], cells).score
     for detection, query, cell_scores in zip(found, queries, expected, strict=True):
@@ -103,20 +103,34 @@ def test_the_detector_scores_exactly_what_the_comparator_reads(model, references
     assert found[1].score > found[0].score  # the pasted square is seen
 
 
-def test_other_references_change_the_score(model, references, queries) -> None:
-    first = Detector(model, references, SETTINGS).detect(queries[:1])[0].score
+def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> None:
+    from tests.detect.test_detect_search import assert_same_detections
+
+    detector = CompareDetector(references, SETTINGS)
+    together = detector.detect(queries)
+    assert_same_detections(together, [detector.detect([image])[0] for image in queries])
+    assert together[1].score > together[0].score
+
+
+def test_another_runtime_is_refused_with_the_way_to_run_it(references) -> None:
+    with pytest.raises(UserError, match="profile export NAME"):
+        CompareDetector(references, SETTINGS.replace(runtime="onnxruntime"))
+
+
+def test_other_references_change_the_score(references, queries) -> None:
+    first = CompareDetector(references, SETTINGS).detect(queries[:1])[0].score
     other = [product_image(80, 120, seed=s) for s in (11, 12)]
-    assert Detector(model, other, SETTINGS).detect(queries[:1])[0].score != first
+    assert CompareDetector(other, SETTINGS).detect(queries[:1])[0].score != first
 
 
 def test_the_signature_names_the_comparator_weights(
-    model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shipped = scoring_signature("compare", build_metric("compare", model))
-    assert shipped["comparator"] == file_sha256(models.locate_comparator())
+    shipped = compare_signature(load_compare_metric(CPU, None))
+    assert shipped["comparator"] == file_sha256(weights.locate_comparator())
     assert "comparator " + shipped["comparator"][:12] in signature_text(shipped)
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(another_comparator(tmp_path)))
-    other = scoring_signature("compare", build_metric("compare", model))
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(another_comparator(tmp_path)))
+    other = compare_signature(load_compare_metric(CPU, None))
     assert other["comparator"] != shipped["comparator"]
     assert {k: v for k, v in other.items() if k != "comparator"} == {
         k: v for k, v in shipped.items() if k != "comparator"
@@ -132,7 +146,7 @@ def test_a_threshold_from_one_comparator_is_refused_with_another(
     ).profile
     pin_threshold(profile, 0.3)
     load_profile(root / "profiles", "part").build_detector()  # the shipped one: accepted
-    monkeypatch.setenv(models.COMPARATOR_ENV_VAR, str(another_comparator(tmp_path)))
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(another_comparator(tmp_path)))
     with pytest.raises(UserError, match="calibrate"):
         load_profile(root / "profiles", "part").build_detector()
 
@@ -176,22 +190,22 @@ def test_scoring_settings_under_compare_are_refused_not_ignored() -> None:
 
 
 def earlier_sha256() -> str:
-    return models.read_card(models.package_folder() / models.EARLIER_COMPARATORS[0])["sha256"]
+    return weights.read_card(weights.package_folder() / weights.EARLIER_COMPARATORS[0])["sha256"]
 
 
 def test_the_default_comparator_is_shipped_beside_the_earlier_one(monkeypatch) -> None:
     """Without the variable: the default is the package's newest comparator, checked
     against its card, and the earlier one is found by the sha256 a profile records."""
-    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
-    default = models.locate_comparator()
-    assert default == models.package_folder() / models.COMPARATOR_NAME
+    monkeypatch.delenv(weights.COMPARATOR_ENV_VAR)
+    default = weights.locate_comparator()
+    assert default == weights.package_folder() / weights.COMPARATOR_NAME
     net, metadata = load_comparator(default)
-    card = models.read_card(default)
+    card = weights.read_card(default)
     assert ComparatorConfig(**card["config"]) == net.config and card["steps"] == metadata["step"]
-    earlier = models.locate_comparator(earlier_sha256())
-    assert earlier.name == models.EARLIER_COMPARATORS[0] and earlier != default
+    earlier = weights.locate_comparator(earlier_sha256())
+    assert earlier.name == weights.EARLIER_COMPARATORS[0] and earlier != default
     with pytest.raises(UserError, match="profile set-model NAME --metric compare"):
-        models.locate_comparator("0" * 64)
+        weights.locate_comparator("0" * 64)
 
 
 def test_a_profile_keeps_the_comparator_it_was_made_with(
@@ -201,7 +215,7 @@ def test_a_profile_keeps_the_comparator_it_was_made_with(
     newer default ships; ``doctor`` names the move, and ``set-model`` makes it."""
     from padformer_edge.doctor import earlier_score
 
-    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
+    monkeypatch.delenv(weights.COMPARATOR_ENV_VAR)
     root = make_sources(tmp_path, references)
     on_earlier = SETTINGS.replace(comparator=earlier_sha256())
     profile = create_profile(
@@ -214,7 +228,7 @@ def test_a_profile_keeps_the_comparator_it_was_made_with(
     hint = earlier_score(profile)
     assert "earlier comparator (192 px)" in hint and "set-model part --metric compare" in hint
     moved = set_model(root / "profiles", "part", None, "compare")
-    default = file_sha256(models.locate_comparator())
+    default = file_sha256(weights.locate_comparator())
     assert moved.detection.comparator == default != earlier_sha256()
     assert moved.threshold is None and earlier_score(moved) == ""
     fresh = create_profile(
@@ -232,7 +246,7 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
 
     from padformer_edge.profiles.schema import ProfileConfig
 
-    monkeypatch.delenv(models.COMPARATOR_ENV_VAR)
+    monkeypatch.delenv(weights.COMPARATOR_ENV_VAR)
     root = make_sources(tmp_path, references)
     create_profile(
         root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
@@ -251,3 +265,98 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
 def test_a_comparator_under_another_metric_is_refused() -> None:
     with pytest.raises(ValueError, match="read by metric compare only"):
         DetectionSettings(metric="fused", comparator="a" * 64)
+
+
+PADFORMER_MODULES = (
+    "padformer_edge.model.padformer",
+    "padformer_edge.model.checkpoint",
+    "padformer_edge.detect.detector",
+    "padformer_edge.detect.masks",
+    "padformer_edge.detect.fused",
+    "padformer_edge.detect.paper_metrics",
+)
+"""PADFormer, its checkpoint loader, pass masks and metrics: what a ``compare`` profile
+must not load."""
+
+LOADED_BY_A_COMPARE_PROFILE = """
+import sys
+from pathlib import Path
+from padformer_edge.detect.images import read_image
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.profiles.create import create_profile
+root = Path(sys.argv[1])
+settings = DetectionSettings(device="cpu", metric="compare")
+made = create_profile(root / "profiles", "part", root / "model.safetensors", root / "refs",
+                      shots=2, settings=settings)
+score = made.profile.build_detector().detect([read_image(root / "query.png")])[0].score
+assert score > 0
+sys.stderr.write("loaded: " + " ".join(sorted(m for m in sys.modules if m in sys.argv[2:])))
+"""
+
+
+def test_a_compare_profile_is_made_and_scores_without_loading_padformer(
+    tmp_path: Path, references, queries
+) -> None:
+    """Made (references chosen in the comparator's features), built and run once in a
+    fresh process: no PADFormer module was imported on the way."""
+    import subprocess
+    import sys
+
+    root = make_sources(tmp_path, references)
+    write_image(root / "query.png", queries[1])
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_BY_A_COMPARE_PROFILE, str(root), *PADFORMER_MODULES],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.rstrip().endswith("loaded:"), done.stderr
+    profile = load_profile(root / "profiles", "part")
+    assert profile.config.selection.method == "farthest-point" and len(profile.reference_paths) == 2
+
+
+def test_a_compare_profile_keeps_its_reference_cells_for_the_next_start(
+    tmp_path: Path, references, queries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build computes the cells and writes them; the next reads them and gives
+    the same score bits; another comparator does not read them (its key differs)."""
+    from padformer_edge.deploy.cache_files import stored_key
+    from padformer_edge.methods.compare.cells_cache import cells_key
+
+    root = make_sources(tmp_path, references)
+    profile = create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
+    ).profile
+    comparator = file_sha256(weights.locate_comparator())
+    shas = tuple(profile.verify_references())
+    assert stored_key(profile.cache_path) == cells_key(comparator, shas)
+    profile.cache_path.unlink()
+    fresh = profile.build_detector()
+    assert not fresh.cache_hit and profile.cache_path.is_file()
+    cached = load_profile(root / "profiles", "part").build_detector()
+    assert cached.cache_hit
+    for one, other in zip(fresh.detect(queries), cached.detect(queries), strict=True):
+        assert one.score == other.score
+        np.testing.assert_array_equal(one.anomaly_map, other.anomaly_map)
+    monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(another_comparator(tmp_path)))
+    profile.cache_path.write_bytes(profile.cache_path.read_bytes())  # the same file
+    moved = set_model(root / "profiles", "part", None, "compare")  # names the new default
+    assert not moved.build_detector().cache_hit
+
+
+def test_a_compare_profile_records_its_checkpoint_and_never_reads_it(
+    tmp_path: Path, references
+) -> None:
+    """Made from a checkpoint (checked to be one), it scores with the comparator alone:
+    the checkpoint gone, the detector still builds, and doctor's check names what was read."""
+    root = make_sources(tmp_path, references)
+    (root / "not-a-checkpoint.safetensors").write_bytes(b"text")
+    with pytest.raises(UserError, match="is not a safetensors file"):
+        create_profile(root / "profiles", "bad", root / "not-a-checkpoint.safetensors",
+                       root / "refs", settings=SETTINGS)  # fmt: skip
+    profile = create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
+    ).profile
+    (root / "model.safetensors").unlink()
+    assert load_profile(root / "profiles", "part").build_detector().detect(references[:1])
+    checked = profile.verify_runnable()
+    assert "model" not in checked and "matches its card" in checked

@@ -17,8 +17,8 @@ from safetensors.torch import load_file, save_file
 
 from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
-from padformer_edge.model.checkpoint import tensors_sha256
-from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
+from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
+from padformer_edge.model.header import tensors_sha256
 
 COMPARATOR_FORMAT = "padformer-edge-comparator/1"
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.comparison import compare, read_score, reference_cells
 from padformer_edge.detect.reference_distance import ReferenceBank, best_cosines
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparatorConfig, ComparisonModel
-from padformer_edge.model.comparator_checkpoint import load_comparator, save_comparator
+from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
+from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
+from padformer_edge.methods.compare.scorer import compare, read_score, reference_cells
 from tests.train_helpers import object_image
 
 CONFIG = ComparatorConfig(input_size=64, dim=32, depth=1, heads=2, top_k=4, aligned_k=2)
@@ -132,7 +132,7 @@ def test_the_nearest_search_in_blocks_finds_what_the_whole_search_finds(model, m
     """A fine grid's cosines are searched in blocks of query rows; each row's top-k is
     its own, so blocks find the same cells with the same cosines (float32 rounding of
     the same dot products taken by another kernel is the only freedom)."""
-    import padformer_edge.model.comparator as comparator
+    import padformer_edge.methods.compare.model as comparator
 
     generator = torch.Generator().manual_seed(3)
     query = F.normalize(torch.randn(2, 50, 40, generator=generator), dim=-1)
@@ -185,7 +185,7 @@ def test_the_two_step_top_k_finds_what_one_top_k_finds():
     """``top_k_cosines``: the best cosine of each group of bank rows, the best groups,
     then the best cosines inside them; the same values at the same indices as one top-k
     over the whole row (random cosines have no ties)."""
-    from padformer_edge.model.comparator import TOP_K_GROUP, top_k_cosines
+    from padformer_edge.methods.compare.model import TOP_K_GROUP, top_k_cosines
 
     generator = torch.Generator().manual_seed(5)
     cosines = torch.rand(2, 30, 20 * 8 * TOP_K_GROUP, generator=generator)

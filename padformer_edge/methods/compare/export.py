@@ -26,10 +26,10 @@ from padformer_edge.deploy.names import (
     SCHEDULE_FIELDS,
     SCORING_FILE,
 )
-from padformer_edge.detect.comparison import TURNS, CompareMetric
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.model.comparator import ComparisonModel
+from padformer_edge.methods.compare.model import ComparisonModel
+from padformer_edge.methods.compare.scorer import TURNS, CompareMetric, compare_signature
 
 COMPARE_SCORING_TAG = "padformer-edge-line-compare/1"
 
@@ -65,13 +65,11 @@ class CompareGraph(nn.Module):
 
 
 def compare_record(metric: CompareMetric, settings: DetectionSettings) -> dict[str, Any]:
-    """What ``line_compare.LineCompareDetector`` needs besides the graphs."""
-    from padformer_edge.detect.signature import scoring_signature
-
+    """What ``methods.compare.line.LineCompareDetector`` needs besides the graphs."""
     return {
         "format": COMPARE_SCORING_TAG,
         "metric": "compare",
-        "signature": scoring_signature("compare", metric),
+        "signature": compare_signature(metric),
         "settings": {field: getattr(settings, field) for field in SCHEDULE_FIELDS},
         "input_size": metric.input_size,
         "turns": list(TURNS),
@@ -97,6 +95,23 @@ def export_compare(metric: CompareMetric, settings: DetectionSettings, out: Path
     with atomic_path(out / SCORING_FILE) as tmp:
         Path(tmp).write_text(json.dumps(compare_record(metric, settings), indent=2) + "\n")
     return [COMPARE_CELLS_GRAPH, COMPARE_GRAPH, SCORING_FILE]
+
+
+def export_comparator(settings: DetectionSettings, out: Path) -> dict[str, str]:
+    """A line's files for the comparator ``settings`` name: its two graphs and
+    ``scoring.json`` (``export_compare``), with IR beside them for openvino;
+    ``{file: sha256}``."""
+    from padformer_edge.digest import file_sha256
+    from padformer_edge.methods.compare.scorer import load_compare_metric
+
+    metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)
+    written = export_compare(metric, settings, out)
+    digests = {name: file_sha256(out / name) for name in written}
+    if settings.runtime == "openvino":
+        from padformer_edge.deploy.openvino_export import convert_to_ir
+
+        digests.update(convert_to_ir(out, [name for name in written if name.endswith(".onnx")]))
+    return dict(sorted(digests.items()))
 
 
 def _export(

@@ -1,7 +1,7 @@
 """The ``compare`` metric on a line PC: a profile's comparator graphs, scored in numpy.
 
 ``LineCompareDetector`` answers the calls ``LineDetector`` answers (``detect``,
-``detect_each``, ``scoring``...) from the two graphs ``deploy.compare_export`` wrote: the
+``detect_each``, ``scoring``...) from the two graphs ``methods.compare.export`` wrote: the
 references' cells, upright and turned by quarter turns, are one bank made once; each
 query's cells are compared with it and the per-cell scores read as the torch metric reads
 them (bilinear to the query's size, then a Gaussian of ``sigma`` model pixels). Every file

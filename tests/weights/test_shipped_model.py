@@ -15,7 +15,7 @@ import pytest
 import torch
 import yaml
 
-from padformer_edge import models
+from padformer_edge import weights
 from padformer_edge.errors import UserError
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
@@ -51,14 +51,14 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def use_shipped(shipped: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(models.ENV_VAR, str(shipped))
+    monkeypatch.setenv(weights.ENV_VAR, str(shipped))
     return shipped
 
 
 def test_ship_writes_a_small_float16_file_and_a_complete_card(shipped: Path) -> None:
     source = shipped.parent.parent / "run" / "model.safetensors"
     card = json.loads(shipped.with_suffix(".json").read_text())
-    assert set(models.CARD_FIELDS) <= set(card)
+    assert set(weights.CARD_FIELDS) <= set(card)
     assert card["sha256"] == file_sha256(shipped) and card["steps"] == 1234
     assert card["data"]["root"] == "data/procedural" and card["preset"] == "tiny"
     assert card["wall_time"] == "3 min" and card["machine"] == "test CPU"
@@ -138,24 +138,24 @@ def test_earlier_steps_without_a_continued_run_is_refused(tmp_path: Path) -> Non
 
 
 def test_the_locator_returns_the_checked_model(use_shipped: Path) -> None:
-    assert models.locate_generic_model() == use_shipped
-    assert models.resolve_model(None) == use_shipped
-    assert models.resolve_model(Path("mine.safetensors")) == Path("mine.safetensors")
-    assert models.resolve_init("generic") == use_shipped
-    assert models.resolve_init(None) is None
+    assert weights.locate_generic_model() == use_shipped
+    assert weights.resolve_model(None) == use_shipped
+    assert weights.resolve_model(Path("mine.safetensors")) == Path("mine.safetensors")
+    assert weights.resolve_init("generic") == use_shipped
+    assert weights.resolve_init(None) is None
 
 
 def test_no_shipped_model_is_one_sentence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(models.ENV_VAR, raising=False)
-    monkeypatch.setattr(models, "package_folder", lambda: tmp_path)
+    monkeypatch.delenv(weights.ENV_VAR, raising=False)
+    monkeypatch.setattr(weights, "package_folder", lambda: tmp_path)
     with pytest.raises(UserError) as err:
-        models.locate_generic_model()
+        weights.locate_generic_model()
     assert str(err.value).startswith("no generic model is shipped in this install; pass --model")
-    monkeypatch.setenv(models.ENV_VAR, str(tmp_path / "gone.safetensors"))
+    monkeypatch.setenv(weights.ENV_VAR, str(tmp_path / "gone.safetensors"))
     with pytest.raises(UserError, match="does not exist; fix or unset"):
-        models.locate_generic_model()
+        weights.locate_generic_model()
     with pytest.raises(UserError, match=r"--init nothing\.safetensors: no such checkpoint"):
-        models.resolve_init("nothing.safetensors")
+        weights.resolve_init("nothing.safetensors")
 
 
 def test_a_model_that_differs_from_its_card_is_refused(
@@ -165,17 +165,17 @@ def test_a_model_that_differs_from_its_card_is_refused(
     data = bytearray(shipped.read_bytes())
     data[-2] ^= 0x01
     copy.write_bytes(bytes(data))
-    monkeypatch.setenv(models.ENV_VAR, str(copy))
+    monkeypatch.setenv(weights.ENV_VAR, str(copy))
     with pytest.raises(UserError, match=r"has no model card generic\.json"):
-        models.locate_generic_model()
+        weights.locate_generic_model()
     card = json.loads(shipped.with_suffix(".json").read_text())
     copy.with_suffix(".json").write_text(json.dumps(card))
     with pytest.raises(UserError, match="does not match the sha256 in its card"):
-        models.locate_generic_model()
+        weights.locate_generic_model()
     del card["machine"]
     copy.with_suffix(".json").write_text(json.dumps(card))
     with pytest.raises(UserError, match="lacks machine"):
-        models.locate_generic_model()
+        weights.locate_generic_model()
 
 
 def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path
         _png(tmp_path / "refs" / f"good_{seed}.png", product_image(64, 64, seed=seed))
     good = product_image(64, 64, seed=9)
     query = _png(tmp_path / "queries" / "part.png", with_defect(good, (20, 20, 10, 10)))
-    env = {models.ENV_VAR: str(shipped)}
+    env = {weights.ENV_VAR: str(shipped)}
     created = run_cli(
         "profile", "create", "widget", "--references", str(tmp_path / "refs"),
         "--root", str(tmp_path / "profiles"), "--device", "cpu", "--passes", "2",
@@ -198,7 +198,7 @@ def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path
     )  # fmt: skip
     assert detected.returncode == 0, detected.stderr
     assert json.loads(detected.stdout)[0]["score"] > 0
-    missing = {models.ENV_VAR: str(tmp_path / "gone.safetensors")}
+    missing = {weights.ENV_VAR: str(tmp_path / "gone.safetensors")}
     refused = run_cli(
         "detect", str(query), "--references", str(tmp_path / "refs"), env=missing, timeout=600
     )
@@ -234,7 +234,7 @@ def test_train_init_starts_from_the_shipped_weights(
     use_shipped: Path, own_images: Path, tmp_path: Path
 ) -> None:
     recipe = TrainConfig.model_validate(TINY_RECIPE)
-    start = models.resolve_init("generic")
+    start = weights.resolve_init("generic")
     summary = run_training(
         recipe, own_images, tmp_path / "run", reporter=StopBeforeTheFirstStep(), init=start
     )
@@ -252,7 +252,7 @@ def test_train_init_fine_tunes_through_the_cli(
 ) -> None:
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(TINY_RECIPE))
-    env = {models.ENV_VAR: str(use_shipped)}
+    env = {weights.ENV_VAR: str(use_shipped)}
     base = ["train", "--config", str(recipe), "--data", str(own_images), "--device", "cpu"]
     tuned = run_cli(
         *base, "--out", str(tmp_path / "tuned"), "--init", "generic", env=env, timeout=600
