@@ -71,21 +71,27 @@ def cpu_seconds(action: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def make_sources(work: Path, args: argparse.Namespace) -> tuple[Path, int]:
+    """A random-weight checkpoint of ``--preset`` and ``--references`` synthetic photos in
+    ``work``: (the checkpoint, the model's input size)."""
+    torch.manual_seed(0)
+    model = build_model(args.preset)
+    size = model.config.img_size
+    checkpoint = work / "model.safetensors"
+    save_checkpoint(checkpoint, model, {"note": "random weights, benchmark"})
+    (work / "refs").mkdir()
+    for index in range(args.references):
+        cv2.imwrite(str(work / "refs" / f"{index}.png"), smooth_photo(size, index))
+    return checkpoint, size
+
+
 def compare_startup(args: argparse.Namespace) -> dict[str, float]:
     """``build_detector`` of a ``compare`` profile (median CPU seconds of ``--repeats``)
     and the score its detector gives a query, by the code first on ``sys.path``
     (``--code``); only steps every version of the project has (make, load, build, detect)."""
-    torch.manual_seed(0)
-    model = build_model(args.preset)
-    size = model.config.img_size
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        checkpoint = work / "model.safetensors"
-        save_checkpoint(checkpoint, model, {"note": "random weights, benchmark"})
-        del model
-        (work / "refs").mkdir()
-        for index in range(args.references):
-            cv2.imwrite(str(work / "refs" / f"{index}.png"), smooth_photo(size, index))
+        checkpoint, _ = make_sources(work, args)
         settings = DetectionSettings(passes=2, device="cpu", metric="compare")
         create_profile(work / "profiles", "bench", checkpoint, work / "refs", None, settings)
         profile = load_profile(work / "profiles", "bench")
@@ -182,17 +188,9 @@ def main() -> None:
         return
     if args.against:
         parser.error("--against times a compare profile: add --metric compare")
-    torch.manual_seed(0)
-    model = build_model(args.preset)
-    size = model.config.img_size
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        checkpoint = work / "model.safetensors"
-        save_checkpoint(checkpoint, model, {"note": "random weights, benchmark"})
-        del model
-        (work / "refs").mkdir()
-        for index in range(args.references):
-            cv2.imwrite(str(work / "refs" / f"{index}.png"), smooth_photo(size, index))
+        checkpoint, size = make_sources(work, args)
         settings = DetectionSettings(passes=2, device="cpu", metric=args.metric)  # start-up
         create_profile(work / "profiles", "bench", checkpoint, work / "refs", None, settings)
         profile = load_profile(work / "profiles", "bench")

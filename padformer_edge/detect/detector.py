@@ -29,7 +29,12 @@ from padformer_edge.detect.device import (
     model_precision,
     synchronize,
 )
-from padformer_edge.detect.images import check_rgb_array, resize_square, to_unit_tensor
+from padformer_edge.detect.images import (
+    check_references,
+    check_rgb_array,
+    resize_square,
+    to_unit_tensor,
+)
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.readout import MIN_SIDE, score_without_passes
 from padformer_edge.detect.scoring import call_inputs, resolve_metric, score_query
@@ -179,18 +184,7 @@ class Detector(GroupedDetection):
     @torch.inference_mode()
     def encode_references(self, references: Sequence[np.ndarray]) -> ReferenceCache:
         """Encode the references once, as a batch-1 cache that broadcasts to any batch."""
-        if len(references) == 0:
-            raise UserError(
-                "no reference images were given; pass at least one good image of the product."
-            )
-        for index, image in enumerate(references):
-            check_rgb_array(image, f"reference {index}")
-        sizes = {image.shape[:2] for image in references}
-        if len(sizes) > 1:
-            raise UserError(
-                f"reference images differ in size ({sorted(sizes)}); use "
-                "references taken by one camera setting."
-            )
+        check_references(references)
         refs = torch.stack([self.to_model_input(image) for image in references])
         if self.runner is not None:
             # a torch cache around the graph's features: it is what an EncodingStore keeps

@@ -9,6 +9,7 @@ Everything past this module works on RGB ``uint8`` arrays of shape ``H x W x 3``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,3 +109,20 @@ def resize_square(images: torch.Tensor, size: int) -> torch.Tensor:
     return F.interpolate(
         images, size=(size, size), mode="bilinear", align_corners=False, antialias=True
     ).clamp_(0.0, 1.0)
+
+
+def check_references(references: Sequence[np.ndarray]) -> None:
+    """Refuse a reference set a detector cannot use: none, an image that is not RGB
+    ``uint8``, or images of several sizes (references come from one camera setting)."""
+    if len(references) == 0:
+        raise UserError(
+            "no reference images were given; pass at least one good image of the product."
+        )
+    for index, image in enumerate(references):
+        check_rgb_array(image, f"reference {index}")
+    sizes = {image.shape[:2] for image in references}
+    if len(sizes) > 1:
+        raise UserError(
+            f"reference images differ in size ({sorted(sizes)}); use "
+            "references taken by one camera setting."
+        )

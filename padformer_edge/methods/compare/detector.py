@@ -21,7 +21,7 @@ import torch
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
-from padformer_edge.detect.images import check_rgb_array, to_unit_tensor
+from padformer_edge.detect.images import check_references, check_rgb_array, to_unit_tensor
 from padformer_edge.detect.readout import MIN_SIDE, score_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
@@ -65,18 +65,7 @@ class CompareDetector(GroupedDetection):
         self.device = detection_device(settings.device)
         check_precision(settings.precision, self.device)
         self.passes, self.max_batch = settings.passes, settings.max_batch
-        if len(references) == 0:
-            raise UserError(
-                "no reference images were given; pass at least one good image of the product."
-            )
-        for index, image in enumerate(references):
-            check_rgb_array(image, f"reference {index}")
-        sizes = {image.shape[:2] for image in references}
-        if len(sizes) > 1:
-            raise UserError(
-                f"reference images differ in size ({sorted(sizes)}); use "
-                "references taken by one camera setting."
-            )
+        check_references(references)
         self.metric = load_compare_metric(self.device, None, settings.comparator)
         self.metric_name = "compare"
         stored = None if cells is None else cells.load(self.metric.sha256, self.device)
