@@ -27,16 +27,20 @@ def watch(
     # Folders and profile names are checked before torch loads and before the database
     # is touched: a typo costs a second and leaves nothing behind.
     require_profiles(resolve_layout(settings), {cam.profile for cam in settings.cameras})
-    from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+    from padformer_edge.daemon.claims import ClaimKeeper
 
-    server = None
-    if settings.http is not None:  # the operator's page, in this process
-        from padformer_edge.web.server import make_server
+    # One daemon per line and camera folder: a held one is refused here, before torch.
+    with ClaimKeeper(settings):
+        from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
 
-        server = make_server(settings.http, settings.database, file_roots(settings)).start()
-    try:
-        code = run_daemon(settings)
-    finally:
-        if server is not None:
-            server.stop()
+        server = None
+        if settings.http is not None:  # the operator's page, in this process
+            from padformer_edge.web.server import make_server
+
+            server = make_server(settings.http, settings.database, file_roots(settings)).start()
+        try:
+            code = run_daemon(settings)
+        finally:
+            if server is not None:
+                server.stop()
     raise typer.Exit(code)

@@ -138,7 +138,12 @@ def current_revision(engine: Engine) -> str | None:
 def _run(engine: Engine, action: str, revision: str) -> None:
     from alembic import command  # only here: checking a database needs no Alembic
 
+    from padformer_edge.store.lines import line_of
+
     config = alembic_config()
+    # Revision 0008 gives the rows stored before it this line (the daemon's, when it
+    # migrates on start; ``db upgrade --line``'s; else the host name).
+    config.attributes["line"] = line_of(engine)
     with engine.connect() as conn:
         # The driver connection, because any statement through SQLAlchemy would first
         # begin a transaction, and SQLite ignores this pragma inside one. Batch migrations
