@@ -20,6 +20,8 @@ import functools
 import importlib.util
 import logging
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -234,8 +236,32 @@ def migrate_lock_path(url: URL) -> Path:
     return path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"
 
 
+MIGRATE_LOCK_KEY = 0x70616466_6D6967  # PostgreSQL advisory lock key: "padf" "mig"
+
+
+@contextmanager
+def _server_lock(engine: Engine) -> Iterator[None]:
+    """On PostgreSQL, a session-level advisory lock held on a connection of its own while
+    the revision is read and the upgrade runs: line PCs sharing one plant database start
+    their daemons independently, and a file lock only orders the daemons of one PC. The
+    second to come waits, then finds the database at head. SQLite needs none: its file
+    lock already sits beside the one file every writer opens."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as holder:
+        holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
+        holder.commit()  # the lock is the session's: no transaction left open meanwhile
+        try:
+            yield
+        finally:
+            holder.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATE_LOCK_KEY})
+            holder.commit()
+
+
 def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
-    """What the daemon calls before it takes work: lock, back up if behind, upgrade.
+    """What the daemon calls before it takes work: lock (the file lock, and on PostgreSQL
+    the server's advisory lock too), back up if behind, upgrade.
 
     Returns the head revision. The backup is skipped for an empty database (nothing to
     lose) and for PostgreSQL (the server's backups own that).
@@ -245,7 +271,7 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
     path = sqlite_path(engine.url)
     lock_path = migrate_lock_path(engine.url)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(lock_path):
+    with FileLock(lock_path), _server_lock(engine):
         current, head = current_revision(engine), head_revision()
         if current == head:
             return head
