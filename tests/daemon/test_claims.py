@@ -1,5 +1,6 @@
-"""One daemon per line and camera folder, with real daemon processes on one SQLite file:
-a second daemon on a held line or folder refuses at once naming the holder; after the
+"""One daemon per line and camera folder, with real daemon processes on one database (a
+SQLite file, and the test PostgreSQL when ``PADFORMER_EDGE_TEST_PG_URL`` names one): a
+second daemon on a held line or folder refuses at once naming the holder; after the
 holder is SIGKILLed a new one starts; another PC's claim holds until it expires."""
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
+from sqlalchemy import select
 
 from padformer_edge.store.claims import line_resource
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.tables import daemon_claims
 from tests.daemon.harness import DaemonProcess, Site, make_site
+from tests.store.conftest import db_url  # noqa: F401  (the sqlite/postgresql parameter)
 
 REFUSED_WITHIN_S = 2.0
 """Issue 52's target for a second daemon on a held line or camera, held against the
@@ -45,8 +50,12 @@ def refused(site: Site) -> tuple[str, float]:
     return output, cpu_s
 
 
-def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(tmp_path: Path) -> None:
-    base = make_site(tmp_path, cameras=("cam0", "cam1"))
+def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
+    db_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    site = make_site(tmp_path, cameras=("cam0", "cam1"))
+    base = with_config(site, "base", database=db_url)
     first = with_config(base, "first", line="press-1")
     host = socket.gethostname()
     with DaemonProcess(first) as holder:
@@ -70,14 +79,14 @@ def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(tmp_path: Pat
         assert holder.alive()  # the refusals touched nothing of the running daemon
 
         holder.kill()  # SIGKILL: no clean stop, its claims stay in the database
-    assert _claim_pids(base.database) == {pid}
+    assert _claim_pids(db_url) == {pid}
 
     # The holder's process is gone from this host: its claims are dead at once.
     with DaemonProcess(with_config(base, "after", line="press-1")) as successor:
         successor.wait_ready()
-        assert _claim_pids(base.database) == {successor.process.pid}
+        assert _claim_pids(db_url) == {successor.process.pid}
         assert successor.terminate() == 0
-    assert _claim_pids(base.database) == set()  # a clean stop lets go
+    assert _claim_pids(db_url) == set()  # a clean stop lets go
 
 
 def test_another_pcs_claim_holds_until_it_expires(tmp_path: Path) -> None:
@@ -97,13 +106,17 @@ def test_another_pcs_claim_holds_until_it_expires(tmp_path: Path) -> None:
     _foreign_claim(base.database, renewed=datetime.now(UTC) - timedelta(seconds=31), since=since)
     with DaemonProcess(site) as daemon:
         daemon.wait_ready()
-        assert _claim_pids(base.database) == {daemon.process.pid}
+        assert _claim_pids(str(base.database)) == {daemon.process.pid}
         assert daemon.terminate() == 0
 
 
-def _claim_pids(database: Path) -> set[int]:
-    with sqlite3.connect(database) as conn:
-        return {pid for (pid,) in conn.execute("SELECT pid FROM daemon_claims")}
+def _claim_pids(db: str) -> set[int]:
+    engine = open_engine(db, read_only=True)
+    try:
+        with engine.connect() as conn:
+            return set(conn.execute(select(daemon_claims.c.pid)).scalars())
+    finally:
+        engine.dispose()
 
 
 def _foreign_claim(database: Path, renewed: datetime, since: datetime) -> None:
