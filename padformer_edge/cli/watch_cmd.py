@@ -24,10 +24,16 @@ def watch(
     from padformer_edge.daemon.layout import require_profiles, resolve_layout
 
     settings = load_daemon_config(config, list(folders or []))
-    # Folders and profile names are checked before torch loads and before the database
-    # is touched: a typo costs a second and leaves nothing behind.
-    require_profiles(resolve_layout(settings), {cam.profile for cam in settings.cameras})
+    # Folders and profiles (named, readable, calibrated) are checked before torch loads
+    # and before the database is touched: a typo costs a second and leaves nothing behind.
+    layout = resolve_layout(settings)
+    names = {cam.profile for cam in settings.cameras}
+    require_profiles(layout, names)
     from padformer_edge.daemon.claims import ClaimKeeper
+    from padformer_edge.daemon.inspectors import open_profile
+
+    for name in sorted(names):
+        open_profile(layout.profiles, name)
 
     # One daemon per line and camera folder: a held one is refused here, before torch.
     with ClaimKeeper(settings):

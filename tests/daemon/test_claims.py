@@ -12,13 +12,20 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import torch
 import yaml
 from sqlalchemy import select
 
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.model.checkpoint import save_checkpoint
+from padformer_edge.model.padformer import build_model
+from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.claims import line_resource
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.tables import daemon_claims
-from tests.daemon.harness import DaemonProcess, Site, make_site
+from tests.cli_process import run_cli_modules
+from tests.daemon.harness import DaemonProcess, Site, make_site, write_image
+from tests.detect_images import product_image
 from tests.store.conftest import db_url  # noqa: F401  (the sqlite/postgresql parameter)
 
 REFUSED_WITHIN_S = 2.0
@@ -136,3 +143,33 @@ def _naive(moment: datetime) -> str:
 
 
 assert os.name == "posix"  # SIGKILL and process ids as the daemon's claims use them
+
+
+def test_an_uncalibrated_profile_is_refused_before_the_database_or_a_claim_exists(
+    tmp_path: Path,
+) -> None:
+    """The claims need the database, so `watch` checks every profile (named, readable,
+    calibrated) first: a refused start still leaves nothing behind, and loads no torch."""
+    state = tmp_path / "state"
+    torch.manual_seed(0)
+    source = tmp_path / "sources" / "bolt"
+    save_checkpoint(source / "model.safetensors", build_model("tiny"))
+    for seed in range(2):
+        write_image(source / f"references/{seed}.png", product_image(48, 64, seed))
+    create_profile(state / "profiles", "bolt", source / "model.safetensors",
+                   source / "references", settings=DetectionSettings(device="cpu"))  # fmt: skip
+    camera = tmp_path / "cam"
+    camera.mkdir()
+    database = state / "results.sqlite3"
+    config = tmp_path / "daemon.yaml"
+    config.write_text(yaml.safe_dump({
+        "database": str(database), "line": "press-1",
+        "cameras": [{"name": "cam0", "path": str(camera), "profile": "bolt"}],
+    }))  # fmt: skip
+    result, modules = run_cli_modules("watch", "--config", str(config), record=tmp_path / "m",
+                                      env={"PADFORMER_EDGE_STATE_DIR": str(state)})  # fmt: skip
+    assert result.returncode == USER_ERROR_EXIT, result.stderr
+    assert "has no threshold yet" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "torch" not in modules
+    assert not database.exists()
