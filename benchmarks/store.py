@@ -103,6 +103,7 @@ def fill(path: Path, rows: int, chunk: int = 50_000) -> float:
                 insert(Inspection),
                 [
                     dict(
+                        line="line-1",
                         camera=f"cam-{i % 8}",
                         product=("bolt", "nut", "gear")[i % 3],
                         source_path=f"/cams/{i}.png",

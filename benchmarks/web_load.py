@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import REPO, markdown_table, print_json_line, update_docs_section
 from benchmarks.process_stats import cpu_seconds, status_kib
-from benchmarks.web_pages import fill
+from benchmarks.web_pages import LINE, fill
 
 REVIEW_EVERY = 100  # one row in this many is reviewed, alternately each verdict
 START_TIMEOUT_S = 120.0
@@ -70,13 +70,13 @@ def add_reviews(path: Path, rows: int) -> int:
     conn = sqlite3.connect(path)
     stamp = datetime.now(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
     values = [
-        (i, "true_defect" if (i // REVIEW_EVERY) % 2 else "false_alarm", "bench", stamp)
+        (i, LINE, "true_defect" if (i // REVIEW_EVERY) % 2 else "false_alarm", "bench", stamp)
         for i in range(1, rows + 1, REVIEW_EVERY)
     ]
     with conn:
         conn.executemany(
-            "INSERT INTO reviews (inspection_id, verdict, reviewer, reviewed_at) "
-            "VALUES (?, ?, ?, ?)",
+            "INSERT INTO reviews (inspection_id, line, verdict, reviewer, reviewed_at) "
+            "VALUES (?, ?, ?, ?, ?)",
             values,
         )
     conn.close()

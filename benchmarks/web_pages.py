@@ -33,6 +33,7 @@ from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import make_server
 
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how SQLAlchemy stores a naive UTC datetime
+LINE = "line-1"  # every filled row's line: one line PC's history
 
 
 def fill(path: Path, rows: int, start: datetime, chunk: int = 50_000) -> float:
@@ -46,15 +47,15 @@ def fill(path: Path, rows: int, start: datetime, chunk: int = 50_000) -> float:
     step = timedelta(days=30) / rows
     started = time.perf_counter()
     conn = sqlite3.connect(path)
-    columns = ("camera, product, source_path, sha256, size_bytes, status, attempts, score, "
+    columns = ("line, camera, product, source_path, sha256, size_bytes, status, attempts, score, "
                "threshold, is_anomaly, heatmap_path, model_sha256, detect_ms, queue_ms, "
                "discovered_at, started_at, finished_at")  # fmt: skip
-    statement = f"INSERT INTO inspections ({columns}) VALUES ({', '.join('?' * 17)})"
+    statement = f"INSERT INTO inspections ({columns}) VALUES ({', '.join('?' * 18)})"
     for first in range(0, rows, chunk):
         batch = []
         for i in range(first, min(first + chunk, rows)):
             at = (start + step * i).replace(tzinfo=None).strftime(SQLITE_TIME)
-            batch.append((f"cam-{i % 8}", ("bolt", "nut", "gear")[i % 3], f"/cams/{i}.png",
+            batch.append((LINE, f"cam-{i % 8}", ("bolt", "nut", "gear")[i % 3], f"/cams/{i}.png",
                           f"{i:064x}", 500_000, "done", 1, (i * 7919 % 1000) / 100.0, 9.5,
                           int((i * 7919 % 1000) >= 950), f"/heatmaps/{i}.png", "0" * 64,
                           30.0 + (i % 97) / 10.0, 5.0, at, at, at))  # fmt: skip

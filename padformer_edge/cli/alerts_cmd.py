@@ -11,6 +11,7 @@ from rich.table import Table
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
+from padformer_edge.cli.results_cmd import line_option
 from padformer_edge.store.vocabulary import AlertState
 
 app = typer.Typer(
@@ -21,9 +22,9 @@ BY_HELP = (
     "Who acknowledges it: once the database has users, one of them (required); before "
     "that, any name, recorded beside the shell account (default: the shell account)."
 )
-DRIFT_COLUMNS = ["id", "raised_at", "camera", "product", "kind", "p_value", "acknowledged",
+DRIFT_COLUMNS = ["id", "raised_at", "line", "camera", "product", "kind", "p_value", "acknowledged",
                  "reason"]  # fmt: skip
-COLUMNS = ["id", "created_at", "camera", "product", "kind", "sink", "state", "attempts",
+COLUMNS = ["id", "created_at", "line", "camera", "product", "kind", "sink", "state", "attempts",
            "last_error"]  # fmt: skip
 _out = table_console()
 
@@ -40,6 +41,7 @@ def list_(
         refusal="{flag} '{value}' is not an alert state",
     ),
     sink: str | None = typer.Option(None, "--sink", help="Only alerts for this sink."),
+    line: str | None = line_option("Only this line's alerts."),
     limit: int = typer.Option(50, "--limit", min=1),
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
@@ -48,7 +50,8 @@ def list_(
     from padformer_edge.store.schema import open_checked
 
     wanted = None if state is None else AlertState(state)
-    rows = list_alerts(open_checked(database_of(db, config)), state=wanted, sink=sink, limit=limit)
+    engine = open_checked(database_of(db, config))
+    rows = list_alerts(engine, state=wanted, sink=sink, limit=limit, line=line)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
@@ -87,6 +90,7 @@ def drift(
     db: str | None = db_option(),
     config: Path | None = config_option(),
     every: bool = typer.Option(False, "--all", help="Acknowledged ones too (the newest 50)."),
+    line: str | None = line_option("Only this line's drift events."),
     as_json: bool = typer.Option(False, "--json", help="A JSON array with every field."),
 ) -> None:
     """Drift events the daemon raised, newest first: the open ones (shown on the page
@@ -97,7 +101,9 @@ def drift(
     from padformer_edge.store.schema import open_checked
 
     engine = open_checked(database_of(db, config))
-    events = list_drift_events(engine) if every else open_drift_events(engine)
+    events = (
+        list_drift_events(engine, line=line) if every else open_drift_events(engine, line=line)
+    )
     if as_json:
         typer.echo(json.dumps([asdict(e) for e in events], indent=1, default=str))
         return
@@ -113,7 +119,7 @@ def drift(
             else f"{e.acknowledged_by} {e.acknowledged_at.isoformat(sep=' ')[:19]}"
         )  # fmt: skip
         table.add_row(
-            str(e.id), e.raised_at.isoformat(sep=" ")[:19], e.camera, e.product, e.kind,
+            str(e.id), e.raised_at.isoformat(sep=" ")[:19], e.line, e.camera, e.product, e.kind,
             f"{e.p_value:.2g}", acknowledged, e.reason,
         )  # fmt: skip
     _out.print(table)

@@ -19,12 +19,22 @@ def upgrade(
         "--backup-dir",
         help="Where the pre-upgrade backup goes; default backups/ beside the database.",
     ),
+    line: str | None = typer.Option(
+        None,
+        "--line",
+        metavar="LINE",
+        help="The line the rows already stored belong to, when this upgrade gives them one "
+        "(schema 0008); use the daemon config's line. Default: the host name.",
+    ),
 ) -> None:
     """Create the database or bring it to the newest schema (after a backup if it had data)."""
     from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
     from padformer_edge.store.engine import describe, open_engine
+    from padformer_edge.store.lines import with_line
 
     engine = open_engine(db)
+    if line is not None:
+        engine = with_line(engine, line)
     before = schema.current_revision(engine)
     head = schema.migrate_on_start(engine, backup_dir)
     change = "unchanged" if before == head else f"was {before or 'empty'}"

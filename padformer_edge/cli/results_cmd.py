@@ -27,8 +27,8 @@ from padformer_edge.store.vocabulary import REVIEW_FILTERS, ExportFormat, GroupB
 app = typer.Typer(
     help="Query, review, export and prune the inspection history.", no_args_is_help=True
 )
-LIST_COLUMNS = ["id", "discovered_at", "camera", "product", "profile_version", "status", "score",
-                "is_anomaly", "review", "detect_ms", "source_path"]  # fmt: skip
+LIST_COLUMNS = ["id", "discovered_at", "line", "camera", "product", "profile_version",
+                "status", "score", "is_anomaly", "review", "detect_ms", "source_path"]  # fmt: skip
 # Shorter headers where the field's name would widen the table; --json keeps the names.
 LIST_HEADERS = {"profile_version": "version"}
 _out = table_console()
@@ -43,6 +43,11 @@ def review_option() -> str | None:
         help="Only rows reviewed as true_defect or false_alarm, or any (reviewed), or none.",
         refusal="{flag} '{value}' is not a review filter",
     )
+
+
+def line_option(help: str = "Only this line's inspections.") -> str | None:
+    """``--line``: one line's rows of a database several lines share."""
+    return typer.Option(None, "--line", metavar="LINE", help=help)
 
 
 def _when(text: str | None, option: str) -> datetime | None:
@@ -79,6 +84,7 @@ def _table(title: str | None, headers: list[str], rows: list[list[Any]]) -> None
 def list_(
     db: str | None = db_option(),
     config: Path | None = config_option(),
+    line: str | None = line_option(),
     camera: str | None = typer.Option(None, "--camera"),
     product: str | None = typer.Option(None, "--product"),
     since: str | None = typer.Option(
@@ -106,6 +112,7 @@ def list_(
     if as_json and as_csv:
         raise UserError("--json and --csv exclude each other; pick one.")
     filters = history.Filters(
+        line=line,
         camera=camera,
         product=product,
         since=_when(since, "--since"),
@@ -182,13 +189,14 @@ def stats(
         refusal="{flag} '{value}' is not a grouping",
     ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 24h."),
+    line: str | None = line_option(),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
 ) -> None:
     """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
     from padformer_edge.store import history, schema  # SQLAlchemy: only when run
 
     engine = schema.open_checked(database_of(db, config))
-    groups = history.stats(engine, by, _when(since, "--since"))  # type: ignore[arg-type]
+    groups = history.stats(engine, by, _when(since, "--since"), line)  # type: ignore[arg-type]
     rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -223,13 +231,16 @@ def export(
         refusal="{flag} '{value}' is not supported",
     ),
     since: str | None = typer.Option(None, "--since", help="ISO 8601 or an age like 7d."),
+    line: str | None = line_option(),
     review: str | None = review_option(),
 ) -> None:
     """Stream every inspection with its review (oldest first) to FILE in constant memory."""
     from padformer_edge.store import history, schema  # SQLAlchemy: only when run
 
     engine = schema.open_checked(database_of(db, config))
-    filters = history.Filters(since=_when(since, "--since"), review=review)  # type: ignore[arg-type]
+    filters = history.Filters(
+        line=line, since=_when(since, "--since"), review=review  # type: ignore[arg-type]
+    )
     try:
         with (
             atomic_path(file, fix="check the folder exists and is writable") as partial,
@@ -249,6 +260,7 @@ def prune(
     db: str | None = db_option(),
     config: Path | None = config_option(),
     keep_anomalies: bool = typer.Option(False, "--keep-anomalies", help="Keep anomalous rows."),
+    line: str | None = line_option("Only this line's rows (its heatmaps are on its own PC)."),
 ) -> None:
     """Delete finished inspections older than an age, with their alerts and heatmap files."""
     from padformer_edge.store import history, schema  # SQLAlchemy: only when run
@@ -257,7 +269,9 @@ def prune(
     cutoff = datetime.now(UTC) - parse_age(older_than)
     database = database_of(db, config)
     schema.open_checked(database)  # exists and is at head, checked without taking the write lock
-    result = history.prune(open_engine(database), cutoff, keep_anomalies=keep_anomalies)
+    result = history.prune(
+        open_engine(database), cutoff, keep_anomalies=keep_anomalies, line=line
+    )
     typer.echo(
         f"pruned {result.rows} inspections and {result.heatmaps_deleted} heatmap files"
         + (

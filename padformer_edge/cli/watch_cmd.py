@@ -24,19 +24,29 @@ def watch(
     from padformer_edge.daemon.layout import require_profiles, resolve_layout
 
     settings = load_daemon_config(config, list(folders or []))
-    # Folders and profile names are checked before torch loads and before the database
-    # is touched: a typo costs a second and leaves nothing behind.
-    require_profiles(resolve_layout(settings), {cam.profile for cam in settings.cameras})
-    from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+    # Folders and profiles (named, readable, calibrated) are checked before torch loads
+    # and before the database is touched: a typo costs a second and leaves nothing behind.
+    layout = resolve_layout(settings)
+    names = {cam.profile for cam in settings.cameras}
+    require_profiles(layout, names)
+    from padformer_edge.daemon.claims import ClaimKeeper
+    from padformer_edge.daemon.inspectors import open_profile
 
-    server = None
-    if settings.http is not None:  # the operator's page, in this process
-        from padformer_edge.web.server import make_server
+    for name in sorted(names):
+        open_profile(layout.profiles, name)
 
-        server = make_server(settings.http, settings.database, file_roots(settings)).start()
-    try:
-        code = run_daemon(settings)
-    finally:
-        if server is not None:
-            server.stop()
+    # One daemon per line and camera folder: a held one is refused here, before torch.
+    with ClaimKeeper(settings):
+        from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
+
+        server = None
+        if settings.http is not None:  # the operator's page, in this process
+            from padformer_edge.web.server import make_server
+
+            server = make_server(settings.http, settings.database, file_roots(settings)).start()
+        try:
+            code = run_daemon(settings)
+        finally:
+            if server is not None:
+                server.stop()
     raise typer.Exit(code)

@@ -38,6 +38,7 @@ from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
+from padformer_edge.store.lines import with_line
 from padformer_edge.store.models import utc_now
 from padformer_edge.store.queue import requeue_interrupted
 from padformer_edge.store.schema import migrate_on_start
@@ -67,7 +68,8 @@ class Daemon:
         names = sorted({cam.profile for cam in self.config.cameras})
         digests = {n: file_digest(self.layout.profiles / n / PROFILE_FILE) for n in names}
         profiles = {name: open_profile(self.layout.profiles, name) for name in names}
-        self.engine: Engine = open_engine(self.config.database)
+        # Every row this daemon writes carries its line; it works on its line's rows only.
+        self.engine: Engine = with_line(open_engine(self.config.database), self.config.line_name)
         revision = migrate_on_start(self.engine)
         requeued, failed = requeue_interrupted(
             self.engine, max_attempts=self.config.worker.max_attempts

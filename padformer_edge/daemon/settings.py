@@ -21,6 +21,7 @@ from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.errors import UserError
 from padformer_edge.runtimes import DeviceName, RuntimeName
+from padformer_edge.store.lines import LINE_PATTERN, MAX_LINE_CHARS, default_line
 from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig
 
@@ -196,6 +197,14 @@ class DaemonConfig(StrictModel):
     wherever the service keeps its data; ``profiles_dir`` defaults to the profiles root.
     """
 
+    line: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LINE_CHARS,
+        pattern=LINE_PATTERN,
+        description="This line's name on every row it stores, on the page and on /metrics; "
+        "one daemon per line. Default: the host name.",
+    )
     database: str | None = Field(
         None,
         description="History database: a path or URL; default results.sqlite3, or "
@@ -231,6 +240,18 @@ class DaemonConfig(StrictModel):
     http: HttpConfig | None = Field(
         None, description="The operator's page, served by watch when set."
     )
+    claim_expiry_s: float = Field(
+        30.0,
+        ge=3.0,
+        le=3600,
+        description="A daemon renews its claim on its line and camera folders every third "
+        "of this; one silent this long (its PC died) no longer holds them.",
+    )
+
+    @property
+    def line_name(self) -> str:
+        """The configured line, else this PC's default (the host name)."""
+        return self.line or default_line()
 
     @field_validator("database")
     @classmethod

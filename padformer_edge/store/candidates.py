@@ -117,7 +117,7 @@ def propose(
     picture is not offered again), or its file gone or changed since it was scored."""
     with reading(engine) as conn:
         row = conn.execute(
-            select(IN.product, IN.source_path, IN.sha256, IN.score, IN.threshold,
+            select(IN.line, IN.product, IN.source_path, IN.sha256, IN.score, IN.threshold,
                    IN.model_sha256, IN.status).where(IN.id == inspection_id)
         ).first()  # fmt: skip
         if row is None or row.status != Status.done or row.score is None:
@@ -136,7 +136,7 @@ def propose(
     try:
         with engine.begin() as conn:
             new_id = conn.execute(insert(reference_candidates).values(
-                inspection_id=inspection_id, product=row.product,
+                inspection_id=inspection_id, line=row.line, product=row.product,
                 image_path=stored_path(destination), sha256=row.sha256, score=row.score,
                 threshold=row.threshold, model_sha256=row.model_sha256, origin=origin,
                 state=CandidateState.pending, proposed_at=utc_now(), proposed_by=by,

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, insert, select, update
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import reading
+from padformer_edge.store.lines import line_of
 from padformer_edge.store.queue import AlertRequest
 from padformer_edge.store.tables import alerts, drift_events, utc_now
 from padformer_edge.store.vocabulary import AlertState
@@ -29,6 +30,7 @@ class DriftEvent:
     """One drift as stored (``acknowledged_at`` is None while it is open)."""
 
     id: int
+    line: str
     camera: str
     product: str
     kind: str
@@ -58,12 +60,13 @@ def record_drift(
     requests: Sequence[AlertRequest],
 ) -> int:
     """Store a drift event and one outbox row per sink request (their payloads get the
-    event's id as ``drift_id``), in one transaction; returns the event's id."""
-    now = utc_now()
+    event's id as ``drift_id``), in one transaction, on the engine's line; returns the
+    event's id."""
+    now, line = utc_now(), line_of(engine)
     with engine.begin() as conn:
         drift_id = conn.execute(
             insert(drift_events).values(
-                camera=camera, product=product, kind=kind, statistic=statistic,
+                line=line, camera=camera, product=product, kind=kind, statistic=statistic,
                 p_value=p_value, level=level, window_size=window_size, reason=reason,
                 inspection_id=inspection_id, raised_at=now,
             ).returning(drift_events.c.id)
@@ -72,7 +75,8 @@ def record_drift(
             payload = {**request.payload, "drift_id": drift_id}
             conn.execute(
                 insert(alerts).values(
-                    inspection_id=inspection_id, sink=request.sink, payload=json.dumps(payload),
+                    inspection_id=inspection_id, line=line, sink=request.sink,
+                    payload=json.dumps(payload),
                     state=AlertState.pending, attempts=0, next_attempt_at=now, created_at=now,
                 )
             )  # fmt: skip
@@ -83,27 +87,36 @@ def _event(row: object) -> DriftEvent:
     return DriftEvent(**{key: getattr(row, key) for key in DriftEvent.__dataclass_fields__})
 
 
-def open_drift_events(engine: Engine) -> list[DriftEvent]:
-    """Every drift not yet acknowledged, newest first (the page's banner)."""
+def open_drift_events(engine: Engine, line: str | None = None) -> list[DriftEvent]:
+    """Every drift not yet acknowledged, newest first (the page's banner); of ``line``
+    only when given."""
     query = (
         select(drift_events)
         .where(drift_events.c.acknowledged_at.is_(None))
         .order_by(drift_events.c.id.desc())
     )
+    if line is not None:
+        query = query.where(drift_events.c.line == line)
     with reading(engine) as conn:
         return [_event(row) for row in conn.execute(query)]
 
 
-def list_drift_events(engine: Engine, limit: int = 50) -> list[DriftEvent]:
-    """Drift events newest first, acknowledged or not."""
+def list_drift_events(
+    engine: Engine, limit: int = 50, line: str | None = None
+) -> list[DriftEvent]:
+    """Drift events newest first, acknowledged or not; of ``line`` only when given."""
     query = select(drift_events).order_by(drift_events.c.id.desc()).limit(limit)
+    if line is not None:
+        query = query.where(drift_events.c.line == line)
     with reading(engine) as conn:
         return [_event(row) for row in conn.execute(query)]
 
 
 def has_open_drift(engine: Engine, camera: str, product: str) -> bool:
-    """True while ``camera`` has an unacknowledged drift event for ``product``."""
+    """True while ``camera`` of the engine's line has an unacknowledged drift event for
+    ``product`` (camera names are a line's own: two lines may both have ``cam1``)."""
     query = select(drift_events.c.id).where(
+        drift_events.c.line == line_of(engine),
         drift_events.c.camera == camera,
         drift_events.c.product == product,
         drift_events.c.acknowledged_at.is_(None),

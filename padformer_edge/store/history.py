@@ -54,6 +54,7 @@ FINISHED = (Status.done, Status.failed, Status.skipped)
 
 @dataclass(frozen=True)
 class Filters:
+    line: str | None = None
     camera: str | None = None
     product: str | None = None
     since: datetime | None = None
@@ -65,6 +66,7 @@ class Filters:
 
     def clauses(self) -> list[ColumnElement[bool]]:
         wanted = [
+            (self.line, lambda v: IN.line == v),
             (self.camera, lambda v: IN.camera == v),
             (self.product, lambda v: IN.product == v),
             (self.since, lambda v: IN.discovered_at >= v),
@@ -189,6 +191,8 @@ class GroupStats:
 def _group_key(engine: Engine, by: GroupBy) -> ColumnElement[Any] | None:
     """The SQL expression rows are grouped by; ``None`` for one overall group."""
     at = IN.discovered_at
+    if by == "line":
+        return IN.line
     if by == "camera":
         return IN.camera
     if by == "product":
@@ -232,10 +236,13 @@ def _percentiles(
     return out
 
 
-def stats(engine: Engine, by: GroupBy = "all", since: datetime | None = None) -> list[GroupStats]:
-    """Counts, anomaly rate, failures and score/detect-time percentiles per group."""
+def stats(
+    engine: Engine, by: GroupBy = "all", since: datetime | None = None, line: str | None = None
+) -> list[GroupStats]:
+    """Counts, anomaly rate, failures and score/detect-time percentiles per group (of
+    ``line``'s rows only when given)."""
     key = _group_key(engine, by)
-    where = Filters(since=since).clauses()
+    where = Filters(line=line, since=since).clauses()
     status = IN.status
 
     def count_if(condition: ColumnElement[bool]) -> Any:
@@ -308,7 +315,12 @@ class PruneResult:
 
 
 def prune(
-    engine: Engine, older_than: datetime, *, keep_anomalies: bool = False, batch: int = 1000
+    engine: Engine,
+    older_than: datetime,
+    *,
+    keep_anomalies: bool = False,
+    batch: int = 1000,
+    line: str | None = None,
 ) -> PruneResult:
     """Delete finished rows discovered before ``older_than``, their alerts and heatmaps.
 
@@ -316,8 +328,12 @@ def prune(
     batches of short transactions so the daemon's writer waits milliseconds, not the
     length of the whole prune. A batch's heatmaps are removed right after its commit, so
     a crash in between can leave orphan image files but never a row whose heatmap is gone.
+    ``line`` limits it to one line's rows (on a database lines share, another line's
+    heatmaps are on its own PC).
     """
     condition = [IN.discovered_at < older_than, IN.status.in_(FINISHED)]
+    if line is not None:
+        condition.append(IN.line == line)
     if keep_anomalies:
         condition.append(IN.is_anomaly.is_not(True))
     rows = deleted = missing = 0

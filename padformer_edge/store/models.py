@@ -34,6 +34,7 @@ class Inspection(Base):
     __table__ = tables.inspections
 
     id: Mapped[int]
+    line: Mapped[str]
     camera: Mapped[str]
     product: Mapped[str]
     source_path: Mapped[str]
@@ -69,6 +70,7 @@ class Alert(Base):
 
     id: Mapped[int]
     inspection_id: Mapped[int]
+    line: Mapped[str]
     sink: Mapped[str]
     payload: Mapped[str]
     state: Mapped[AlertState]
@@ -82,11 +84,12 @@ class Alert(Base):
 
 
 class DaemonHeartbeat(Base):
-    """The daemon's last sign of life, one row per database (see ``tables``)."""
+    """A line's daemon's last sign of life, one row per line (see ``tables``)."""
 
     __table__ = tables.daemon_heartbeat
 
     id: Mapped[int]
+    line: Mapped[str]
     beat_at: Mapped[datetime]
     interval_s: Mapped[float]
     started_at: Mapped[datetime]
@@ -102,6 +105,7 @@ class Review(Base):
     __table__ = tables.reviews
 
     inspection_id: Mapped[int]
+    line: Mapped[str]
     verdict: Mapped[ReviewVerdict]
     note: Mapped[str | None]
     reviewer: Mapped[str]

@@ -5,6 +5,10 @@ IMMEDIATE`` on SQLite), so a
 crash at any point leaves each row in a state the next start knows how to resume:
 ``pending`` rows are claimed again, ``processing`` rows are requeued by
 ``requeue_interrupted``. A result and its alerts are committed together or not at all.
+
+Each row carries the line of the engine that wrote it (``store.lines``), and a daemon
+claims, requeues and delivers only its own line's rows: on a database several lines
+share, another line's files are on another PC.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, and_, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.store.engine import reading
+from padformer_edge.store.lines import line_of
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 
 
@@ -104,28 +109,32 @@ def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection
     statement pair per file was the largest part of intake's CPU on small images
     (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+    line = line_of(engine)
     rows: list[Inspection] = []
     with _session(engine) as session, session.begin():
         for start in range(0, len(files), ENQUEUE_CHUNK):
             chunk = files[start : start + ENQUEUE_CHUNK]
             statement = dialect.insert(Inspection.__table__).on_conflict_do_nothing(
-                index_elements=["source_path", "sha256"]
+                index_elements=["line", "source_path", "sha256"]
             )
-            session.connection().execute(statement, [_queued_values(found) for found in chunk])
+            values = [_queued_values(found, line) for found in chunk]
+            session.connection().execute(statement, values)
             query = select(Inspection).where(
-                Inspection.source_path.in_({found.source_path for found in chunk})
+                Inspection.line == line,
+                Inspection.source_path.in_({found.source_path for found in chunk}),
             )
             stored = {(row.source_path, row.sha256): row for row in session.scalars(query)}
             rows.extend(stored[found.source_path, found.sha256] for found in chunk)
         return rows
 
 
-def _queued_values(found: QueuedFile) -> dict[str, Any]:
-    """The new row's columns for ``found`` (every row the same keys: one executemany
-    INSERT); a refused file is ``failed`` with its reason at once."""
+def _queued_values(found: QueuedFile, line: str) -> dict[str, Any]:
+    """The new row's columns for ``found`` on ``line`` (every row the same keys: one
+    executemany INSERT); a refused file is ``failed`` with its reason at once."""
     now = found.discovered_at or utc_now()
     refused = found.refused is not None
     return dict(
+        line=line,
         camera=found.camera,
         product=found.product,
         source_path=found.source_path,
@@ -146,7 +155,7 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
     second oldest, ...), so one camera's burst cannot starve the others.
     """
     now = utc_now()
-    pending = Inspection.status == Status.pending
+    pending = and_(Inspection.status == Status.pending, Inspection.line == line_of(engine))
     if fair:
         turn = (
             func.row_number()
@@ -212,15 +221,16 @@ def complete_many(
             row.detect_ms = outcome.detect_ms
             if row.started_at is not None:
                 row.queue_ms = (row.started_at - row.discovered_at) / timedelta(milliseconds=1)
-            session.add_all(_outbox(row.id, outcome.alerts, now))
+            session.add_all(_outbox(row, outcome.alerts, now))
             rows.append(row)
         return rows
 
 
-def _outbox(inspection_id: int, alerts: Sequence[AlertRequest], now: datetime) -> list[Alert]:
+def _outbox(row: Inspection, alerts: Sequence[AlertRequest], now: datetime) -> list[Alert]:
     return [
         Alert(
-            inspection_id=inspection_id,
+            inspection_id=row.id,
+            line=row.line,
             sink=a.sink,
             payload=json.dumps(a.payload),
             state=AlertState.pending,
@@ -257,7 +267,7 @@ def skip(
         if row.status not in (Status.pending, Status.processing):
             raise ValueError(f"inspection {inspection_id} is already {row.status.value}")
         row.status, row.error, row.finished_at = Status.skipped, reason, now
-        session.add_all(_outbox(row.id, alerts, now))
+        session.add_all(_outbox(row, alerts, now))
         return row
 
 
@@ -265,10 +275,13 @@ def requeue_interrupted(engine: Engine, *, max_attempts: int) -> tuple[int, int]
     """On start: rows a previous run left ``processing`` go back to ``pending``.
 
     A row whose attempts are already used up becomes ``failed`` instead, so an image
-    that crashes the daemon itself cannot put it into a restart loop. Returns
-    (requeued, failed).
+    that crashes the daemon itself cannot put it into a restart loop. Only the engine's
+    line's rows: another line's ``processing`` rows are another live daemon's work.
+    Returns (requeued, failed).
     """
-    base = update(Inspection).where(Inspection.status == Status.processing)
+    base = update(Inspection).where(
+        Inspection.status == Status.processing, Inspection.line == line_of(engine)
+    )
     with _session(engine) as session, session.begin():
         failed = session.execute(
             base.where(Inspection.attempts >= max_attempts).values(
@@ -282,13 +295,16 @@ def requeue_interrupted(engine: Engine, *, max_attempts: int) -> tuple[int, int]
 
 
 def due_alerts(engine: Engine, *, limit: int = 100, now: datetime | None = None) -> list[Alert]:
-    """Pending alerts whose next attempt is due, oldest first (a read: no write lock)."""
+    """The engine's line's pending alerts whose next attempt is due, oldest first (a
+    read: no write lock); another line's alerts are its own daemon's to send."""
     with reading(engine) as conn, Session(conn, expire_on_commit=False) as session:
         return list(
             session.scalars(
                 select(Alert)
                 .where(
-                    Alert.state == AlertState.pending, Alert.next_attempt_at <= (now or utc_now())
+                    Alert.state == AlertState.pending,
+                    Alert.line == line_of(engine),
+                    Alert.next_attempt_at <= (now or utc_now()),
                 )
                 .order_by(Alert.next_attempt_at, Alert.id)
                 .limit(limit)

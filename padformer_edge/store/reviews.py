@@ -91,14 +91,14 @@ def save_review(
             )
         review = session.get(Review, inspection_id)
         replaced = None if review is None else review.verdict
-        if review is None:
-            review = Review(inspection_id=inspection_id)
+        if review is None:  # the review belongs to the line of the part it judges
+            review = Review(inspection_id=inspection_id, line=row.line)
             session.add(review)
         review.verdict, review.note, review.reviewer = verdict, note, reviewer
         review.reviewed_at = now or utc_now()
         session.execute(insert(review_history).values(
-            inspection_id=inspection_id, verdict=verdict, note=note, reviewer=reviewer,
-            reviewed_at=review.reviewed_at,
+            inspection_id=inspection_id, line=row.line, verdict=verdict, note=note,
+            reviewer=reviewer, reviewed_at=review.reviewed_at,
         ))  # fmt: skip
         withdrawn = 0
         if verdict is ReviewVerdict.true_defect:
@@ -111,17 +111,17 @@ def save_review(
                        candidate, withdrawn)  # fmt: skip
 
 
-def review_counts(conn: Connection) -> dict[tuple[str, str], int]:
-    """Reviews per (product, verdict), for ``/metrics``; the reviews table is small and
-    each row finds its inspection by primary key."""
+def review_counts(conn: Connection) -> dict[tuple[str, str, str], int]:
+    """Reviews per (line, product, verdict), for ``/metrics``; the reviews table is small
+    and each row finds its inspection by primary key."""
     statement = (
-        select(Inspection.product, Review.verdict, func.count())
+        select(Review.line, Inspection.product, Review.verdict, func.count())
         .join(Inspection, Inspection.id == Review.inspection_id)
-        .group_by(Inspection.product, Review.verdict)
+        .group_by(Review.line, Inspection.product, Review.verdict)
     )
     return {
-        (str(product), ReviewVerdict(verdict).value): int(n)
-        for product, verdict, n in conn.execute(statement)
+        (str(line), str(product), ReviewVerdict(verdict).value): int(n)
+        for line, product, verdict, n in conn.execute(statement)
     }
 
 

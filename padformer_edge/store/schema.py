@@ -20,6 +20,8 @@ import functools
 import importlib.util
 import logging
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -138,7 +140,12 @@ def current_revision(engine: Engine) -> str | None:
 def _run(engine: Engine, action: str, revision: str) -> None:
     from alembic import command  # only here: checking a database needs no Alembic
 
+    from padformer_edge.store.lines import line_of
+
     config = alembic_config()
+    # Revision 0008 gives the rows stored before it this line (the daemon's, when it
+    # migrates on start; ``db upgrade --line``'s; else the host name).
+    config.attributes["line"] = line_of(engine)
     with engine.connect() as conn:
         # The driver connection, because any statement through SQLAlchemy would first
         # begin a transaction, and SQLite ignores this pragma inside one. Batch migrations
@@ -229,8 +236,32 @@ def migrate_lock_path(url: URL) -> Path:
     return path.with_name(path.name + ".migrate.lock") if path else state_dir() / "migrate.lock"
 
 
+MIGRATE_LOCK_KEY = 0x70616466_6D6967  # PostgreSQL advisory lock key: "padf" "mig"
+
+
+@contextmanager
+def _server_lock(engine: Engine) -> Iterator[None]:
+    """On PostgreSQL, a session-level advisory lock held on a connection of its own while
+    the revision is read and the upgrade runs: line PCs sharing one plant database start
+    their daemons independently, and a file lock only orders the daemons of one PC. The
+    second to come waits, then finds the database at head. SQLite needs none: its file
+    lock already sits beside the one file every writer opens."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as holder:
+        holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
+        holder.commit()  # the lock is the session's: no transaction left open meanwhile
+        try:
+            yield
+        finally:
+            holder.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATE_LOCK_KEY})
+            holder.commit()
+
+
 def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
-    """What the daemon calls before it takes work: lock, back up if behind, upgrade.
+    """What the daemon calls before it takes work: lock (the file lock, and on PostgreSQL
+    the server's advisory lock too), back up if behind, upgrade.
 
     Returns the head revision. The backup is skipped for an empty database (nothing to
     lose) and for PostgreSQL (the server's backups own that).
@@ -240,7 +271,7 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
     path = sqlite_path(engine.url)
     lock_path = migrate_lock_path(engine.url)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(lock_path):
+    with FileLock(lock_path), _server_lock(engine):
         current, head = current_revision(engine), head_revision()
         if current == head:
             return head

@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from padformer_edge.store.lines import MAX_LINE_CHARS
 from padformer_edge.store.vocabulary import (
     AlertState,
     CandidateOrigin,
@@ -99,11 +100,18 @@ def _cascade_to_inspection() -> ForeignKey:
     return ForeignKey("inspections.id", ondelete="CASCADE")
 
 
+def _line() -> Column[str]:
+    """The line the row belongs to (``store.lines``): the daemon's configured name, or
+    the line of the inspection a review or candidate is about."""
+    return Column("line", String(MAX_LINE_CHARS), nullable=False)
+
+
 # One camera file and what the detector said about it; also the daemon's work queue.
 inspections = Table(
     "inspections",
     metadata,
     Column("id", Integer, primary_key=True),
+    _line(),
     Column("camera", String(128), nullable=False),
     Column("product", String(128), nullable=False),
     Column("source_path", Text, nullable=False),
@@ -125,7 +133,8 @@ inspections = Table(
     Column("discovered_at", UTCDateTime, nullable=False, default=utc_now, index=True),
     Column("started_at", UTCDateTime),
     Column("finished_at", UTCDateTime),
-    UniqueConstraint("source_path", "sha256"),
+    # The same path on two line PCs is two files: the line is part of a file's identity.
+    UniqueConstraint("line", "source_path", "sha256"),
     Index("ix_inspections_status_id", "status", "id"),
     Index("ix_inspections_camera_discovered_at", "camera", "discovered_at"),
     Index("ix_inspections_product_discovered_at", "product", "discovered_at"),
@@ -137,6 +146,7 @@ alerts = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("inspection_id", Integer, _cascade_to_inspection(), nullable=False, index=True),
+    _line(),
     Column("sink", String(64), nullable=False),
     Column("payload", Text, nullable=False),
     Column("state", _enum(AlertState, "alert_state"), nullable=False, default=AlertState.pending),
@@ -148,14 +158,15 @@ alerts = Table(
     Index("ix_alerts_state_next_attempt_at", "state", "next_attempt_at"),
 )
 
-# The daemon's last sign of life, one row per database (``id`` is always 1). It lives in
-# the database the daemon writes, not in a file on the machine, so a page reading this
-# database reports this database's daemon and no other. ``interval_s`` is how often the
-# daemon promises to beat, so a reader can judge staleness without its settings.
+# Each line's daemon's last sign of life, one row per line. It lives in the database the
+# daemon writes, not in a file on the machine, so a page reading this database reports
+# this database's daemons and no other. ``interval_s`` is how often the daemon promises
+# to beat, so a reader can judge staleness without its settings.
 daemon_heartbeat = Table(
     "daemon_heartbeat",
     metadata,
     Column("id", Integer, primary_key=True),
+    Column("line", String(MAX_LINE_CHARS), nullable=False, unique=True),
     Column("beat_at", UTCDateTime, nullable=False),
     Column("interval_s", Float, nullable=False),
     Column("started_at", UTCDateTime, nullable=False),
@@ -174,6 +185,7 @@ reviews = Table(
     "reviews",
     metadata,
     Column("inspection_id", Integer, _cascade_to_inspection(), primary_key=True),
+    _line(),
     Column("verdict", _enum(ReviewVerdict, "review_verdict"), nullable=False),
     Column("note", Text),
     Column("reviewer", String(128), nullable=False),
@@ -190,6 +202,7 @@ review_history = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("inspection_id", Integer, _cascade_to_inspection(), nullable=False),
+    _line(),
     Column("verdict", _enum(ReviewVerdict, "review_verdict"), nullable=False),
     Column("note", Text),
     Column("reviewer", String(128), nullable=False),
@@ -221,6 +234,7 @@ drift_events = Table(
     "drift_events",
     metadata,
     Column("id", Integer, primary_key=True),
+    _line(),
     Column("camera", String(128), nullable=False),
     Column("product", String(128), nullable=False),
     Column("kind", String(16), nullable=False),
@@ -233,7 +247,7 @@ drift_events = Table(
     Column("raised_at", UTCDateTime, nullable=False, default=utc_now),
     Column("acknowledged_at", UTCDateTime),
     Column("acknowledged_by", String(128)),
-    Index("ix_drift_events_camera_acknowledged_at", "camera", "acknowledged_at"),
+    Index("ix_drift_events_line_camera_acknowledged_at", "line", "camera", "acknowledged_at"),
 )
 
 # Good parts offered as new references for their profile (``profile refresh``): an
@@ -247,6 +261,7 @@ reference_candidates = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("inspection_id", Integer, nullable=False),
+    _line(),
     Column("product", String(128), nullable=False),
     Column("image_path", Text, nullable=False),
     Column("sha256", String(64), nullable=False),
@@ -262,4 +277,22 @@ reference_candidates = Table(
     Column("note", Text),
     UniqueConstraint("product", "sha256"),
     Index("ix_reference_candidates_product_state", "product", "state"),
+)
+
+# What a running daemon holds so that no second daemon runs it at once (``store.claims``):
+# its line (``resource`` ``line NAME``) and each camera folder it watches (``folder
+# HOST:PATH``, the host the folder is on and its resolved path, so one path on two PCs is
+# two folders). The holder renews ``renewed_at`` while it runs; a claim is held while it
+# is younger than ``ttl_s``, so a PC that died lets go by itself.
+daemon_claims = Table(
+    "daemon_claims",
+    metadata,
+    Column("resource", String(1024), primary_key=True),
+    Column("line", String(MAX_LINE_CHARS), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("renewed_at", UTCDateTime, nullable=False),
+    Column("ttl_s", Float, nullable=False),
+    Index("ix_daemon_claims_line", "line"),
 )

@@ -62,5 +62,5 @@ class Role(enum.StrEnum):
 # What a history filter may ask about reviews: a verdict, or whether there is one at all.
 REVIEW_FILTERS = ("true_defect", "false_alarm", "reviewed", "unreviewed")
 ReviewFilter = Literal["true_defect", "false_alarm", "reviewed", "unreviewed"]
-GroupBy = Literal["all", "camera", "product", "hour", "day"]
+GroupBy = Literal["all", "line", "camera", "product", "hour", "day"]
 ExportFormat = Literal["csv", "jsonl"]

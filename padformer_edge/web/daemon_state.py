@@ -1,20 +1,20 @@
 """What every page says about the daemon: alive, or red with the reason and the limit.
 
-The heartbeat comes from the database this page reads (``store.heartbeat``), so it is
-this database's daemon. It is stale when older than ``stale_after_beats`` times the
-interval the daemon stored with it; a database no daemon has beaten into, or one that
-cannot be read, is shown red too, since in neither case is anything being inspected
-that this page can vouch for.
+The heartbeats come from the database this page reads (``store.heartbeat``), one per
+line, so they are this database's daemons. A beat is stale when older than
+``stale_after_beats`` times the interval the daemon stored with it; a database no
+daemon has beaten into, or one that cannot be read, is shown red too, since in neither
+case is anything being inspected that this page can vouch for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
-from padformer_edge.store.heartbeat import Heartbeat, read_heartbeat
+from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
 
 if TYPE_CHECKING:
     from padformer_edge.web.webapp import WebApp
@@ -57,26 +57,50 @@ class DaemonState:
         }
 
 
+def judge(beat: Heartbeat, stale_after_beats: float, named: bool) -> DaemonState:
+    """One line's beat against the configured multiple; ``named`` says which line (when
+    the database has several)."""
+    who = f"Line {beat.line}'s daemon" if named else "Daemon"
+    limit = stale_after_beats * beat.interval_s
+    if beat.stale(stale_after_beats):
+        sentence = (
+            f"{who} silent: last heartbeat {seconds(beat.age_s)} ago, more than "
+            f"{seconds(limit)} ({stale_after_beats:g} x its {seconds(beat.interval_s)} "
+            "interval). It may be stopped or stuck; new images are not being inspected."
+        )
+        return DaemonState("stale", sentence, beat, limit)
+    return DaemonState("alive", f"{who} alive: heartbeat {seconds(beat.age_s)} ago.", beat, limit)
+
+
 def daemon_state(app: WebApp) -> DaemonState:
-    """Read this database's heartbeat and judge it against the configured multiple."""
+    """Read every line's heartbeat in this database and judge each against the configured
+    multiple: red while any line's daemon is silent (the first such line's sentence, and
+    how many others are), else alive."""
     try:
-        beat = read_heartbeat(app.reader())
+        beats = read_heartbeats(app.reader())
     except UserError as err:
         return DaemonState("unreadable", f"The database cannot be read: {err}")
     except Exception as err:  # a banner must never take the page down with it
         log.error("web.heartbeat_read_failed", error=f"{type(err).__name__}: {err}")
         return DaemonState("unreadable", "The daemon's heartbeat cannot be read; see the log.")
-    if beat is None:
+    if not beats:
         return DaemonState(
             "never",
             "No daemon has written a heartbeat to this database: nothing is being inspected.",
         )
-    limit = app.stale_after_beats * beat.interval_s
-    if beat.stale(app.stale_after_beats):
-        sentence = (
-            f"Daemon silent: last heartbeat {seconds(beat.age_s)} ago, more than "
-            f"{seconds(limit)} ({app.stale_after_beats:g} x its {seconds(beat.interval_s)} "
-            "interval). It may be stopped or stuck; new images are not being inspected."
-        )
-        return DaemonState("stale", sentence, beat, limit)
-    return DaemonState("alive", f"Daemon alive: heartbeat {seconds(beat.age_s)} ago.", beat, limit)
+    states = [judge(beat, app.stale_after_beats, len(beats) > 1) for beat in beats]
+    silent = [state for state in states if state.red]
+    if not silent:
+        freshest = min(states, key=lambda state: state.beat.age_s if state.beat else 0.0)
+        if len(states) == 1:
+            return freshest
+        return replace(
+            freshest, sentence=f"All {len(states)} lines' daemons alive: " + ", ".join(
+                f"{s.beat.line} {seconds(s.beat.age_s)} ago" for s in states if s.beat
+            ) + "."
+        )  # fmt: skip
+    first = silent[0]
+    if len(silent) > 1:
+        others = len(silent) - 1
+        first = replace(first, sentence=f"{first.sentence} {others} other line(s) silent too.")
+    return first

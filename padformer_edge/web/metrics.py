@@ -31,7 +31,7 @@ from sqlalchemy import Connection, Engine, case, func, select
 from padformer_edge.gpu_gauges import read_gpus
 from padformer_edge.store.models import Alert, AlertState, Inspection, ReviewVerdict, Status
 from padformer_edge.store.reviews import review_counts
-from padformer_edge.web.queries import unindexed
+from padformer_edge.web.queries import distinct_in, unindexed
 
 BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 FINISHED = (Status.done, Status.failed, Status.skipped)
@@ -55,10 +55,13 @@ class Histogram:
 
 @dataclass
 class Totals:
-    inspections: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    anomalies: Counter[tuple[str, str]] = field(default_factory=Counter)
-    detect: dict[str, Histogram] = field(default_factory=dict)
-    queue: dict[str, Histogram] = field(default_factory=dict)
+    """Counts keyed by their labels: (line, camera, product, status) of inspections,
+    (line, camera, product) of anomalies, (line, camera) of the histograms."""
+
+    inspections: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    anomalies: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    detect: dict[tuple[str, str], Histogram] = field(default_factory=dict)
+    queue: dict[tuple[str, str], Histogram] = field(default_factory=dict)
 
     def add(self, other: Totals, sign: int = 1) -> None:
         """Add (``sign`` 1) or take away (-1) another set of totals, label by label."""
@@ -67,23 +70,25 @@ class Totals:
             for key, value in theirs.items():
                 mine[key] += sign * value  # type: ignore[index]
         for hists, others in ((self.detect, other.detect), (self.queue, other.queue)):
-            for camera, hist in others.items():
-                hists.setdefault(camera, Histogram()).add(hist, sign)
+            for key, hist in others.items():
+                hists.setdefault(key, Histogram()).add(hist, sign)
 
 
-def _histograms(conn: Connection, column: Any, where: list[Any]) -> dict[str, Histogram]:
-    """Per camera cumulative buckets of a millisecond column (set only on finished rows),
-    computed by the database."""
+def _histograms(
+    conn: Connection, column: Any, where: list[Any]
+) -> dict[tuple[str, str], Histogram]:
+    """Per (line, camera) cumulative buckets of a millisecond column (set only on
+    finished rows), computed by the database."""
     bounds = [func.sum(case((column <= b * 1000.0, 1), else_=0)) for b in BUCKETS_S]
-    camera = unindexed(Inspection.camera)
+    line, camera = unindexed(Inspection.line), unindexed(Inspection.camera)
     rows = conn.execute(
-        select(camera, func.count(), func.sum(column), *bounds)
+        select(line, camera, func.count(), func.sum(column), *bounds)
         .where(*where, column.is_not(None))
-        .group_by(camera)
+        .group_by(line, camera)
     ).all()
     return {
-        camera: Histogram([int(b or 0) for b in bucket], int(n), float(total or 0) / 1000.0)
-        for camera, n, total, *bucket in rows
+        (line, camera): Histogram([int(b or 0) for b in bucket], int(n), float(total or 0) / 1000.0)
+        for line, camera, n, total, *bucket in rows
     }
 
 
@@ -100,16 +105,17 @@ def aggregate(conn: Connection, above: int, upto: int | None) -> Totals:
     totals = Totals()
     anomalous = func.sum(case((Inspection.is_anomaly.is_(True), 1), else_=0))
     keys = [
+        unindexed(Inspection.line),
         unindexed(Inspection.camera),
         unindexed(Inspection.product),
         unindexed(Inspection.status),
     ]
     rows = conn.execute(select(*keys, func.count(), anomalous).where(*where).group_by(*keys)).all()
-    for camera, product, status, count, anomalies in rows:
+    for line, camera, product, status, count, anomalies in rows:
         if Status(status) not in FINISHED:
             continue
-        totals.inspections[(camera, product, Status(status).value)] += int(count)
-        totals.anomalies[(camera, product)] += int(anomalies or 0)
+        totals.inspections[(line, camera, product, Status(status).value)] += int(count)
+        totals.anomalies[(line, camera, product)] += int(anomalies or 0)
     totals.detect = _histograms(conn, Inspection.detect_ms, where)
     totals.queue = _histograms(conn, Inspection.queue_ms, where)
     return totals
@@ -147,15 +153,18 @@ def gpu_families() -> list[Metric]:
 class StoreCollector(Collector):
     """Reads the store on scrape (at most once a second) and yields the metric families."""
 
-    def __init__(self, engine: Callable[[], Engine], heartbeat_age: Callable[[], float | None]):
+    def __init__(
+        self, engine: Callable[[], Engine], heartbeat_ages: Callable[[], dict[str, float]]
+    ):
         self._engine = engine
-        self._heartbeat_age = heartbeat_age
+        self._heartbeat_ages = heartbeat_ages
         self._lock = threading.Lock()
         self._watermark: int | None = None  # set on the first scrape
         self._prefix = Totals()
         self._before_start = Totals()  # finished rows above the first watermark
         self._cached: list[Metric] = []
         self._cached_at = -1e9
+        self._ages: dict[str, float] = {}  # each line's heartbeat age, read per scrape
 
     def _advance(self, conn: Connection) -> Totals:
         """Move finished rows into the cached prefix; return what finished since start:
@@ -180,59 +189,77 @@ class StoreCollector(Collector):
         return result
 
     def _gauges(self, conn: Connection) -> list[Metric]:
+        # Every line the database knows (from the index the line leads), so a line with
+        # an empty queue still shows its zeros.
+        lines = sorted(set(distinct_in(conn, "line")) | set(self._ages))
         depth = GaugeMetricFamily(
-            "padformer_queue_depth", "Camera files waiting or being inspected.", labels=["status"]
+            "padformer_queue_depth",
+            "Camera files waiting or being inspected.",
+            labels=["line", "status"],
         )
-        counts = dict(
-            conn.execute(
-                select(Inspection.status, func.count())
+        counts = {
+            (line, Status(status)): n
+            for line, status, n in conn.execute(
+                select(Inspection.line, Inspection.status, func.count())
                 .where(Inspection.status.in_(QUEUED))
-                .group_by(Inspection.status)
+                .group_by(Inspection.line, Inspection.status)
             ).all()
-        )
-        for status in QUEUED:
-            depth.add_metric([status.value], counts.get(status, 0))
+        }
+        for line in lines:
+            for status in QUEUED:
+                depth.add_metric([line, status.value], counts.get((line, status), 0))
         alerts = GaugeMetricFamily(
-            "padformer_alerts", "Alerts in the outbox by delivery state.", labels=["state"]
+            "padformer_alerts", "Alerts in the outbox by delivery state.", labels=["line", "state"]
         )
-        states = dict(conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
-        for state in AlertState:
-            alerts.add_metric([state.value], states.get(state, 0))
+        states = {
+            (line, AlertState(state)): n
+            for line, state, n in conn.execute(
+                select(Alert.line, Alert.state, func.count()).group_by(Alert.line, Alert.state)
+            ).all()
+        }
+        for line in lines:
+            for state in AlertState:
+                alerts.add_metric([line, state.value], states.get((line, state), 0))
         # A gauge, not a counter: a review can be changed, so the count of one verdict can
         # go down. It counts the whole table (reviews are few beside inspections).
         reviews = GaugeMetricFamily(
             "padformer_reviews",
             "Inspections operators reviewed, by profile and verdict (the current review).",
-            labels=["product", "verdict"],
+            labels=["line", "product", "verdict"],
         )
         found = review_counts(conn)
-        for product in sorted({p for p, _ in found}):
+        for line, product in sorted({(li, p) for li, p, _ in found}):
             for verdict in ReviewVerdict:
-                reviews.add_metric([product, verdict.value], found.get((product, verdict.value), 0))
+                count = found.get((line, product, verdict.value), 0)
+                reviews.add_metric([line, product, verdict.value], count)
         out: list[Metric] = [depth, alerts, reviews, *gpu_families()]
-        age = self._heartbeat_age()
-        if age is not None:
+        if self._ages:
             beat = GaugeMetricFamily(
                 "padformer_daemon_heartbeat_age_seconds",
-                "Seconds since the daemon last reported itself alive.",
+                "Seconds since each line's daemon last reported itself alive.",
+                labels=["line"],
             )
-            beat.add_metric([], age)
+            for line, age in sorted(self._ages.items()):
+                beat.add_metric([line], age)
             out.append(beat)
         return out
 
     def _families(self) -> list[Metric]:
+        self._ages = self._heartbeat_ages()
         with self._engine().connect() as conn:
             totals = self._advance(conn)
             gauges = self._gauges(conn)
         inspections = CounterMetricFamily(
             "padformer_inspections",
-            "Camera files finished, by camera, product and outcome.",
-            labels=["camera", "product", "status"],
+            "Camera files finished, by line, camera, product and outcome.",
+            labels=["line", "camera", "product", "status"],
         )
         for labels, count in sorted(totals.inspections.items()):
             inspections.add_metric(list(labels), count)
         anomalies = CounterMetricFamily(
-            "padformer_anomalies", "Inspections judged anomalous.", labels=["camera", "product"]
+            "padformer_anomalies",
+            "Inspections judged anomalous.",
+            labels=["line", "camera", "product"],
         )
         for labels, count in sorted(totals.anomalies.items()):
             anomalies.add_metric(list(labels), count)
@@ -241,11 +268,11 @@ class StoreCollector(Collector):
             ("padformer_detect_seconds", "Detection time per image.", totals.detect),
             ("padformer_queue_seconds", "Time from discovery to inspection.", totals.queue),
         ):
-            family = HistogramMetricFamily(name, doc, labels=["camera"])
-            for camera, hist in sorted(hists.items()):
+            family = HistogramMetricFamily(name, doc, labels=["line", "camera"])
+            for key, hist in sorted(hists.items()):
                 buckets = [(repr(b), n) for b, n in zip(BUCKETS_S, hist.buckets, strict=True)]
                 buckets.append(("+Inf", hist.count))
-                family.add_metric([camera], buckets, hist.total_s)
+                family.add_metric(list(key), buckets, hist.total_s)
             families.append(family)
         return families + gauges
 
@@ -260,9 +287,11 @@ class StoreCollector(Collector):
 class Metrics:
     """A private registry (not the global one) holding the store collector."""
 
-    def __init__(self, engine: Callable[[], Engine], heartbeat_age: Callable[[], float | None]):
+    def __init__(
+        self, engine: Callable[[], Engine], heartbeat_ages: Callable[[], dict[str, float]]
+    ):
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(StoreCollector(engine, heartbeat_age))
+        self.registry.register(StoreCollector(engine, heartbeat_ages))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

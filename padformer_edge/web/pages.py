@@ -43,7 +43,8 @@ from padformer_edge.web.responses import error, page, person_of, read_form, text
 log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
 # row reads on its own; "pictures" is the thumbnail pair (or the refused icon).
-HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("camera", "camera"),
+HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("line", "line"),
+                   ("camera", "camera"),
                    ("product", "profile"), ("verdict", "verdict"), ("review", "review"),
                    ("score", "score"),
                    ("threshold", "threshold"), ("detect_ms", "detect ms"),
@@ -53,7 +54,7 @@ WINDOWS = {"15m": 15, "1h": 60, "6h": 360, "24h": 1440}
 MAX_LIMIT = 500
 MAX_ROW_ID = 2**63 - 1  # the largest id a 64-bit database column holds
 WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-MAX_TEXT_CHARS = 200  # a camera or product name; longer is no name the daemon wrote
+MAX_TEXT_CHARS = 200  # a line, camera or product name; longer is no name the daemon wrote
 
 
 def whole_number(
@@ -93,6 +94,7 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
     verdict = queries.verdict_of(row)
     return {
         "id": row_id,
+        "line": row["line"],
         "camera": row["camera"],
         "product": row["product"],
         "time": when(row["discovered_at"]),
@@ -146,13 +148,14 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         raise UserError(f"review '{review}' is not one of {', '.join(REVIEW_FILTERS)}; pick one.")
     before = whole_number(params, "before", None, 1, MAX_ROW_ID)
     limit = whole_number(params, "limit", 50, 1, MAX_LIMIT)
-    for name in ("camera", "product"):
+    for name in ("line", "camera", "product"):
         plain_text(params, name)
     since = parse_time(params["since"], "since") if params.get("since") else None
     until = parse_time(params["until"], "until") if params.get("until") else None
     if since and until and since >= until:
         raise UserError("'since' is not before 'until'; swap or widen them.")
     return queries.HistoryQuery(
+        line=params.get("line") or None,
         camera=params.get("camera") or None,
         product=params.get("product") or None,
         verdict=verdict,  # type: ignore[arg-type]
@@ -184,6 +187,7 @@ def history(request: Request) -> Response:
         cards={row["id"]: card(row) for row in found.rows},
         verdicts=queries.VERDICTS,
         reviews=REVIEW_FILTERS,
+        lines=queries.distinct_values(engine, "line"),
         cameras=queries.distinct_values(engine, "camera"),
         products=queries.distinct_values(engine, "product"),
         params=params,

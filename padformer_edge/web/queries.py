@@ -55,6 +55,7 @@ def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
 class HistoryQuery:
     """The history page's filters; ``before`` is the id of the last row of the page above."""
 
+    line: str | None = None
     camera: str | None = None
     product: str | None = None
     verdict: Verdict | None = None
@@ -66,7 +67,11 @@ class HistoryQuery:
 
     def clauses(self) -> list[ColumnElement[bool]]:
         clauses = Filters(
-            camera=self.camera, product=self.product, since=self.since, until=self.until
+            line=self.line,
+            camera=self.camera,
+            product=self.product,
+            since=self.since,
+            until=self.until,
         ).clauses()
         # Only a finished inspection has a verdict (``is_anomaly`` is set by ``complete``
         # alone), so no status clause: SQLite would take the status index and sort every
@@ -125,8 +130,14 @@ def newest(engine: Engine, limit: int) -> list[dict[str, Any]]:
     return history_page(engine, HistoryQuery(limit=limit)).rows
 
 
-def distinct_values(engine: Engine, column: Literal["camera", "product"]) -> list[str]:
-    """Every camera (or product) in the history, by hopping along its index.
+def distinct_values(engine: Engine, column: Literal["line", "camera", "product"]) -> list[str]:
+    """Every line, camera or product in the history (``distinct_in``)."""
+    with engine.connect() as conn:
+        return distinct_in(conn, column)
+
+
+def distinct_in(conn: Connection, column: Literal["line", "camera", "product"]) -> list[str]:
+    """Every line, camera or product in the history, by hopping along its index.
 
     A recursive ``min(x) WHERE x > previous`` touches one index entry per distinct value,
     where ``SELECT DISTINCT`` would read the whole index of a million-row table.
@@ -136,8 +147,7 @@ def distinct_values(engine: Engine, column: Literal["camera", "product"]) -> lis
         f"UNION ALL SELECT (SELECT min({column}) FROM inspections WHERE {column} > v.x) "
         "FROM v WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL"
     )
-    with engine.connect() as conn:
-        return [str(v) for v in conn.execute(statement).scalars()]
+    return [str(v) for v in conn.execute(statement).scalars()]
 
 
 def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:

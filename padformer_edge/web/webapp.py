@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from padformer_edge.errors import UserError
 from padformer_edge.store.candidates import candidates_folder
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.heartbeat import read_heartbeat
+from padformer_edge.store.heartbeat import read_heartbeats
 from padformer_edge.store.schema import open_checked
 from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots, conversions
@@ -72,7 +72,7 @@ class WebApp:
         self._lock = threading.Lock()
         self._reader: Engine | None = None
         self._writer: Engine | None = None
-        self.metrics = Metrics(self.reader, self.heartbeat_age)
+        self.metrics = Metrics(self.reader, self.heartbeat_ages)
         self.people = People(self.reader)
 
     # -- the database --------------------------------------------------------------------
@@ -94,10 +94,10 @@ class WebApp:
                 self._writer = open_engine(self.db)
             return self._writer
 
-    def heartbeat_age(self) -> float | None:
-        """Seconds since this database's daemon last beat (``None``: never), for /metrics."""
-        beat = read_heartbeat(self.reader())
-        return None if beat is None else beat.age_s
+    def heartbeat_ages(self) -> dict[str, float]:
+        """Seconds since each line's daemon last beat, by line (none yet: empty), for
+        /metrics."""
+        return {beat.line: beat.age_s for beat in read_heartbeats(self.reader())}
 
     def close(self) -> None:
         for engine in (self._reader, self._writer):

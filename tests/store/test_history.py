@@ -112,6 +112,7 @@ def _bulk_rows(engine: Engine, start: int, stop: int) -> None:
             insert(Inspection),
             [
                 dict(
+                    line="line-1",
                     camera="cam",
                     product="p",
                     source_path=f"/bulk/{i}.png",

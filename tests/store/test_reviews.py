@@ -22,6 +22,7 @@ from padformer_edge.store.history import (
     prune,
     record,
 )
+from padformer_edge.store.lines import default_line
 from padformer_edge.store.models import Review, ReviewVerdict
 from padformer_edge.store.reviews import review_counts, reviewed_inspections, save_review
 
@@ -111,10 +112,11 @@ def test_counts_per_profile_and_scores_of_one_model(engine: Engine, seeded) -> N
     save_review(engine, nut[-1], TD, reviewer="a")
     with engine.connect() as conn:
         counts = review_counts(conn)
+    line = default_line()  # the seed's engine has no line bound
     assert counts == {
-        ("bolt", "false_alarm"): 2,
-        ("bolt", "true_defect"): 1,
-        ("nut", "true_defect"): 1,
+        (line, "bolt", "false_alarm"): 2,
+        (line, "bolt", "true_defect"): 1,
+        (line, "nut", "true_defect"): 1,
     }
     found = reviewed_inspections(engine, "bolt")
     assert [(r.inspection_id, r.verdict, r.score) for r in found] == [

@@ -80,7 +80,10 @@ def hold(db: str) -> None:
         # Large enough that SQLite spills uncommitted pages into the WAL before the kill.
         conn.execute(
             insert(Inspection),
-            [{**_row(f"u{i}"), "status": Status.pending, "attempts": 0} for i in range(20_000)],
+            [
+                {**_row(f"u{i}"), "line": "line-1", "status": Status.pending, "attempts": 0}
+                for i in range(20_000)
+            ],
         )
         print("open", flush=True)
         time.sleep(120)

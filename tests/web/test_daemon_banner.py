@@ -13,6 +13,7 @@ from pathlib import Path
 
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
+from padformer_edge.store.lines import default_line
 from padformer_edge.store.schema import upgrade
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import WebServer, make_server
@@ -116,5 +117,8 @@ def test_metrics_report_this_databases_heartbeat_age(server: WebServer, site: Si
     _beat(site.db, age_s=30.0)
     time.sleep(1.1)  # the collector reads the store at most once a second
     text = request(server.url, "/metrics").text
-    age = float(re.search(r"^padformer_daemon_heartbeat_age_seconds (\S+)$", text, re.M).group(1))
-    assert 30.0 <= age < 40.0
+    line = default_line()  # what a beat written through an engine with no line says
+    found = re.search(rf'^padformer_daemon_heartbeat_age_seconds{{line="{line}"}} (\S+)$', text,
+                      re.M)  # fmt: skip
+    assert found is not None, text
+    assert 30.0 <= float(found.group(1)) < 40.0

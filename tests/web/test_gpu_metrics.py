@@ -26,7 +26,7 @@ GPU_FAMILIES = {
 def metrics(tmp_path: Path) -> Iterator[Metrics]:
     engine = open_engine(str(tmp_path / "line.sqlite3"))
     upgrade(engine)
-    yield Metrics(lambda: engine, lambda: None)
+    yield Metrics(lambda: engine, dict)
     follow_devices(None)
     engine.dispose()
 

@@ -25,6 +25,7 @@ from padformer_edge.daemon.alerts.planning import Cooldown, plan_alerts
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.history import RECORD_COLUMNS, Filters, list_inspections, record
+from padformer_edge.store.lines import default_line
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.schema import upgrade
 from padformer_edge.web.config import HttpConfig
@@ -178,12 +179,13 @@ def test_metrics_count_what_finishes_after_start_and_the_queue(
     """Counters start at zero with the process (Prometheus handles the reset); results
     finished later count at once, whether they are above the oldest queued row or it."""
     first = _samples(request(server.url, "/metrics").text)
+    line = ("line", default_line())  # the site's rows are stored with no line bound
     done_a = ("padformer_inspections_total",
-              (("camera", "cam-a"), ("product", "bolt"), ("status", "done")))  # fmt: skip
+              (("camera", "cam-a"), line, ("product", "bolt"), ("status", "done")))  # fmt: skip
     assert first.get(done_a, 0) == 0
-    assert first[("padformer_queue_depth", (("status", "pending"),))] == len(site.hostile)
-    assert first[("padformer_alerts", (("state", "dead"),))] == 1
-    assert first[("padformer_alerts", (("state", "sent"),))] == 1
+    assert first[("padformer_queue_depth", (line, ("status", "pending")))] == len(site.hostile)
+    assert first[("padformer_alerts", (line, ("state", "dead")))] == 1
+    assert first[("padformer_alerts", (line, ("state", "sent")))] == 1
     # A new row above the oldest queued one finishes first, then that oldest row.
     engine = open_engine(site.db)
     row = enqueue(engine, camera="cam-a", product="bolt", source_path="/x/new.png",
@@ -195,19 +197,21 @@ def test_metrics_count_what_finishes_after_start_and_the_queue(
     time.sleep(1.1)  # the collector reads the store at most once a second
     second = _samples(request(server.url, "/metrics").text)
     assert second[done_a] == 1
-    assert second[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 1
-    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.01")))] == 0
-    assert second[("padformer_detect_seconds_bucket", (("camera", "cam-a"), ("le", "0.025")))] == 1
-    assert second[("padformer_detect_seconds_sum", (("camera", "cam-a"),))] == 0.012
-    processing = ("padformer_queue_depth", (("status", "processing"),))
+    assert second[("padformer_detect_seconds_count", (("camera", "cam-a"), line))] == 1
+    bucket = "padformer_detect_seconds_bucket"
+    assert second[(bucket, (("camera", "cam-a"), ("le", "0.01"), line))] == 0
+    assert second[(bucket, (("camera", "cam-a"), ("le", "0.025"), line))] == 1
+    assert second[("padformer_detect_seconds_sum", (("camera", "cam-a"), line))] == 0.012
+    processing = ("padformer_queue_depth", (line, ("status", "processing")))
     assert second[processing] == len(site.hostile)
     complete(engine, oldest, DetectionOutcome(5.0, THRESHOLD, None, "0" * 64, 500.0))
     engine.dispose()
     time.sleep(1.1)
     third = _samples(request(server.url, "/metrics").text)
     assert third[done_a] == 2
-    assert third[("padformer_detect_seconds_count", (("camera", "cam-a"),))] == 2
-    anomalies_a = ("padformer_anomalies_total", (("camera", "cam-a"), ("product", "bolt")))
+    assert third[("padformer_detect_seconds_count", (("camera", "cam-a"), line))] == 2
+    anomalies_a = ("padformer_anomalies_total",
+                   (("camera", "cam-a"), line, ("product", "bolt")))  # fmt: skip
     assert third[anomalies_a] == 1
     assert third[processing] == len(site.hostile) - 1
 

@@ -121,8 +121,8 @@ def test_metrics_count_reviews_per_profile_and_verdict(server: WebServer, site: 
         assert _post(server, row, own, verdict="true_defect").status == 200
     assert _post(server, site.good[0], own, verdict="false_alarm").status == 200
     text = request(server.url, "/metrics").text
-    found = dict(re.findall(r'^padformer_reviews\{(product="[^"]+",verdict="[^"]+")\} (\S+)$',
-                            text, re.M))  # fmt: skip
+    found = dict(re.findall(r'^padformer_reviews\{line="[^"]+",(product="[^"]+",verdict="[^"]+")\}'
+                            r" (\S+)$", text, re.M))  # fmt: skip
     assert "# TYPE padformer_reviews gauge" in text
     assert found == {
         'product="bolt",verdict="true_defect"': "1.0",

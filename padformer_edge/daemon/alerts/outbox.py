@@ -20,6 +20,7 @@ def alert_record(alert: Alert, inspection: Inspection) -> dict[str, Any]:
         "id": alert.id,
         "created_at": alert.created_at.isoformat(),
         "inspection_id": alert.inspection_id,
+        "line": alert.line,
         "camera": inspection.camera,
         "product": inspection.product,
         "kind": payload.get("kind"),
@@ -34,10 +35,17 @@ def alert_record(alert: Alert, inspection: Inspection) -> dict[str, Any]:
 
 
 def list_alerts(
-    engine: Engine, *, state: AlertState | None = None, sink: str | None = None, limit: int = 50
+    engine: Engine,
+    *,
+    state: AlertState | None = None,
+    sink: str | None = None,
+    limit: int = 50,
+    line: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Alerts newest first, optionally of one state or sink."""
+    """Alerts newest first, optionally of one state, sink or line."""
     query = select(Alert, Inspection).join(Inspection, Alert.inspection_id == Inspection.id)
+    if line is not None:
+        query = query.where(Alert.line == line)
     if state is not None:
         query = query.where(Alert.state == state)
     if sink is not None:

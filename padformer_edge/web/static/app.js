@@ -33,6 +33,8 @@ function buildCard(c) {
   const facts = el("div", "facts");
   facts.appendChild(el("span", "verdict", c.verdict));
   facts.appendChild(document.createTextNode(" "));
+  facts.appendChild(el("span", "line", c.line));
+  facts.appendChild(document.createTextNode(" · "));
   facts.appendChild(el("span", "camera", c.camera));
   facts.appendChild(document.createTextNode(" · "));
   facts.appendChild(el("span", "product", c.product));
