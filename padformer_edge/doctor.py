@@ -59,7 +59,7 @@ def examine(config_path: Path | None, expect_running: bool = False) -> list[Find
     findings += check_disk([state_dir(), heatmaps, *([database_file] if database_file else [])])
     if expect_running:
         multiple = config.http.stale_after_beats if config.http else HttpConfig().stale_after_beats
-        findings += check_heartbeat(config.database, multiple)
+        findings += check_heartbeat(config.database, multiple, config.line_name)
     return findings
 
 
@@ -217,10 +217,14 @@ def check_database(database: str | None) -> Iterator[Finding]:
         )
 
 
-def check_heartbeat(database: str | None, multiple: float) -> Iterator[Finding]:
-    """The daemon writing ``database`` beat within ``multiple`` of its promised interval
-    (the page's rule): asked for only when the daemon should be running, because before
-    the first ``watch`` there is no heartbeat and nothing is wrong."""
+def check_heartbeat(
+    database: str | None, multiple: float, line: str | None = None
+) -> Iterator[Finding]:
+    """The daemon of ``line`` (None: the newest beat of any) writing ``database`` beat
+    within ``multiple`` of its promised interval (the page's rule): asked for only when
+    the daemon should be running, because before the first ``watch`` there is no
+    heartbeat and nothing is wrong. On a database several lines share, another line's
+    fresh beat says nothing of this one."""
     from padformer_edge.store.heartbeat import read_heartbeat
     from padformer_edge.web.daemon_state import seconds
 
@@ -232,7 +236,7 @@ def check_heartbeat(database: str | None, multiple: float) -> Iterator[Finding]:
         return
     engine = open_engine(url, read_only=True)
     try:
-        beat = read_heartbeat(engine)
+        beat = read_heartbeat(engine, line=line)
     except Exception as err:  # the database finding already says why it cannot be read
         yield Finding("daemon", False, f"the heartbeat cannot be read: {type(err).__name__}")
         return

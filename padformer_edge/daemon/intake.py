@@ -46,6 +46,7 @@ from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import reading
+from padformer_edge.store.lines import line_of
 from padformer_edge.store.locations import stored_path
 from padformer_edge.store.models import Inspection
 from padformer_edge.store.queue import QueuedFile, enqueue_many
@@ -412,6 +413,7 @@ class Intake:
         modified = datetime.fromtimestamp(info.st_mtime, UTC)
         query = select(
             exists().where(
+                Inspection.line == line_of(self.engine),  # another line's file is not ours
                 Inspection.source_path == stored_name(path)[0],
                 Inspection.size_bytes == info.st_size,
                 Inspection.discovered_at >= modified,

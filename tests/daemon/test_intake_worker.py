@@ -254,3 +254,24 @@ def test_a_file_the_database_refuses_waits_and_the_others_are_queued(
     refused = ""  # the database is back
     assert intake.step(start + 2.0) == 1
     assert sorted(_paths(engine)) == sorted(str(p) for p in paths)
+
+
+def test_another_lines_rows_do_not_hide_a_file_from_this_lines_scan(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """Two lines on one database may watch folders at the same path on their own PCs: a
+    file another line recorded is still new to this line's rescan."""
+    from padformer_edge.store.lines import with_line
+
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    data = encoded(product_image(48, 64))
+    for index in range(3):
+        (camera.root / f"{index}.png").write_bytes(data)
+    other = with_line(engine, "press-2")
+    _step_until(Intake(other, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600)),
+                other, 3, seconds=60)  # fmt: skip
+    again = Intake(other, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600))
+    assert again.scan() == 0  # its own rows: nothing new to that line
+    mine = with_line(engine, "press-1")
+    assert Intake(mine, [camera], IntakeConfig(stable_ms=0, rescan_interval_s=3600)).scan() == 3

@@ -221,6 +221,37 @@ def test_expect_running_reports_a_missing_or_silent_daemon_and_plain_doctor_does
     assert status == 0 and alive["ok"] and "backlog 0" in alive["detail"]
 
 
+def test_expect_running_reads_its_own_lines_heartbeat(
+    tmp_path: Path, setup: dict[str, Path]
+) -> None:
+    """On a database two lines share, the other line's fresh beat does not vouch for this
+    line's daemon: doctor reads the heartbeat of the line its config names."""
+    from padformer_edge.store.heartbeat import record_heartbeat
+    from padformer_edge.store.lines import with_line
+    from padformer_edge.store.models import utc_now
+
+    config = write_config(
+        tmp_path / "press-1.yaml",
+        database=str(setup["database"]),
+        line="press-1",
+        cameras=[{"name": "line1", "path": str(setup["cam"]), "profile": "duck"}],
+    )
+    env = {"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state"),
+           "PADFORMER_EDGE_PROFILES": str(setup["profiles"])}  # fmt: skip
+    engine = open_engine(str(setup["database"]))
+    beat = {"interval_s": 5.0, "started_at": utc_now(), "pid": 4242, "host": "line-pc",
+            "status": "backlog 0"}  # fmt: skip
+    record_heartbeat(with_line(engine, "press-2"), **beat)
+    done = run_cli("doctor", "--config", str(config), "--json", "--expect-running", env=env)
+    (daemon,) = [f for f in json.loads(done.stdout) if f["subject"] == "daemon"]
+    assert done.returncode == 1 and "no daemon has written a heartbeat" in daemon["detail"]
+    record_heartbeat(with_line(engine, "press-1"), **beat)
+    engine.dispose()
+    done = run_cli("doctor", "--config", str(config), "--json", "--expect-running", env=env)
+    (daemon,) = [f for f in json.loads(done.stdout) if f["subject"] == "daemon"]
+    assert done.returncode == 0 and daemon["ok"]
+
+
 def test_a_changed_reference_is_refused_by_doctor_and_by_loading(
     tmp_path: Path, setup: dict[str, Path], product: Path
 ) -> None:
