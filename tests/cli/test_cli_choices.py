@@ -13,7 +13,7 @@ from tests.cli_process import run_cli
     ("command", "listing"),
     [
         (["results", "list"], "[pending|processing|done|failed|skipped]"),
-        (["results", "stats"], "[all|camera|product|hour|day]"),
+        (["results", "stats"], "[all|line|camera|product|hour|day]"),
         (["results", "export"], "[csv|jsonl]"),
         (["alerts", "list"], "[pending|sent|dead]"),
         (["eval"], "[random|nearest|farthest]"),
