@@ -48,11 +48,10 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
+from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-
-MIN_SIDE = 4  # as ``scoring.MIN_SIDE``: the 7-tap blur's reflect border needs 4 pixels
 
 
 def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:

@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 
 from padformer_edge.deploy import arrays
+from padformer_edge.detect.scoring_config import (
+    BLUR_KERNEL,
+    BLUR_SIGMA,
+    MAX_CHUNK_VALUES,
+    SMOOTH_MAX_SIGMA,
+)
 
 F32 = np.float32
-BLUR_KERNEL, BLUR_SIGMA = 7, 1.4  # the paper's query smoothing (``scoring.blur``)
-SMOOTH_MAX_SIGMA = 8.0  # as ``scoring.SMOOTH_MAX_SIGMA``
-MAX_CHUNK_VALUES = 1 << 25  # as ``scoring.MAX_CHUNK_VALUES``
 # query cells x bank rows per similarity block (``best_cosines``): 512K cosines, 2 MiB,
 # within a core's L2. Torch's detector uses 512 x 2048 (``reference_distance``); with
 # numpy's layout here 4096 x 128 took a quarter less time than that on the edge preset

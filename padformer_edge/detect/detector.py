@@ -36,8 +36,9 @@ from padformer_edge.detect.images import (
     to_unit_tensor,
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
-from padformer_edge.detect.readout import MIN_SIDE, score_without_passes
+from padformer_edge.detect.readout import score_without_passes
 from padformer_edge.detect.scoring import call_inputs, resolve_metric, score_query
+from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError

@@ -15,11 +15,13 @@ import kornia
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA, PAPER_READOUT_SETTINGS
-
-BLUR_KERNEL = 7
-BLUR_SIGMA = 1.4
-MIN_SIDE = BLUR_KERNEL // 2 + 1  # the blur's reflect padding needs more pixels than its radius
+from padformer_edge.detect.scoring_config import (
+    BLUR_KERNEL,
+    BLUR_SIGMA,
+    MAX_READOUT_SIGMA,
+    PAPER_READOUT_SETTINGS,
+    SMOOTH_MAX_SIGMA,
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,6 @@ def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
     return upsample(small, (int(size[0]), int(size[1])))[0, 0]
 
 
-SMOOTH_MAX_SIGMA = 8.0  # blur at full size up to this sigma; beyond, on a shrunk frame
 
 
 def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:

@@ -25,12 +25,10 @@ from padformer_edge.detect.paper_metrics import (
     PredictedFeatureMetric,
 )
 from padformer_edge.detect.readout import ScoredQuery
-from padformer_edge.detect.scoring_config import ScoringConfig
+from padformer_edge.detect.scoring_config import MAX_CHUNK_VALUES, ScoringConfig
 from padformer_edge.detect.settings import ERROR_METRICS
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
-
-MAX_CHUNK_VALUES = 1 << 25  # float32 values per chunk of colour maps: 128 MiB
 
 
 def build_metric(

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from padformer_edge.detect.paper_metrics import ColourMetric
-from padformer_edge.detect.readout import SMOOTH_MAX_SIGMA, Readout, consistency_filter, smooth
+from padformer_edge.detect.readout import Readout, consistency_filter, smooth
 from padformer_edge.detect.scoring import PassMoments, score_query
+from padformer_edge.detect.scoring_config import SMOOTH_MAX_SIGMA
 
 
 def as_tensor(image01: np.ndarray) -> torch.Tensor:

@@ -22,7 +22,8 @@ from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
 from padformer_edge.detect.images import check_references, check_rgb_array, to_unit_tensor
-from padformer_edge.detect.readout import MIN_SIDE, score_without_passes
+from padformer_edge.detect.readout import score_without_passes
+from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.errors import UserError
