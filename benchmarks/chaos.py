@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from benchmarks.process_stats import status_kib
+from padformer_edge.daemon.settings import WorkerConfig
 from tests.daemon.harness import DaemonProcess, encoded, make_site, rows
 from tests.detect_images import product_image
 from tests.hostile_files import plant
@@ -125,7 +126,7 @@ def settled(database: Path, expected: int) -> bool:
     return len(current) >= expected and not open_rows and not open_alerts
 
 
-def run(kills: int, burst: int, seed: int, work: Path) -> dict:
+def run(kills: int, burst: int, seed: int, work: Path, host_threads: int) -> dict:
     rng = random.Random(seed)
     receiver = Receiver()
     site = make_site(
@@ -133,7 +134,7 @@ def run(kills: int, burst: int, seed: int, work: Path) -> dict:
         cameras=("cam0", "cam1"),
         threshold=0.0,
         # Restarts on a loaded machine take minutes; overload skipping is not under test.
-        worker={"deadline_s": 86400},
+        worker={"deadline_s": 86400, "host_threads": host_threads},
         alerts={
             "sinks": {
                 "hook": {
@@ -236,10 +237,14 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=3, help="SIGKILLs, one per round")
     parser.add_argument("--burst", type=int, default=12, help="good images per round")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--host-threads", type=int, default=WorkerConfig().host_threads,
+        help="the worker's host_threads: decoding and heatmaps in that many threads",
+    )  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-        result = run(args.kills, args.burst, args.seed, Path(tmp))
+        result = run(args.kills, args.burst, args.seed, Path(tmp), args.host_threads)
     labels = [
         ("good images written", "good_images_written"),
         ("hostile entries written (one row expected each)", "hostile_entries_written"),
@@ -263,7 +268,8 @@ def main() -> None:
             f"{args.kills} SIGKILLs at random moments during bursts of {args.burst} good images "
             "over 2 camera folders, each burst with one of every hostile entry; the webhook "
             f"receiver went down and came back between rounds; {result['seconds']} s in all. "
-            "Tiny random-weight model, threshold 0 (every good image raises an alert)."
+            "Tiny random-weight model, threshold 0 (every good image raises an alert); "
+            f"worker.host_threads {args.host_threads}."
         )
         update_docs_section("chaos-benchmark", f"{table}\n\n{note}")
     print_json_line("chaos", {k: v for k, v in result.items() if k != "examples"})

@@ -193,6 +193,7 @@ def run_daemon(
     profiles: Path | None = None,
     launcher: list[str] | None = None,
     arrival: str = "write",
+    worker_settings: dict | None = None,
 ):
     """(wall s, CPU s, latencies s from file closed, latencies s from counted complete,
     resident MiB once a quarter of the images are done and at the end, GPU bytes
@@ -203,7 +204,8 @@ def run_daemon(
     (default ``work/profiles``). ``arrival``: ``write`` writes each file in place (intake
     waits ``stable_ms`` for it), ``rename`` writes it under a temporary name
     (``.part``, which intake ignores) and renames it into place, as many cameras do; its
-    latency counts from the rename."""
+    latency counts from the rename. ``worker_settings``: more keys of the daemon's
+    ``worker`` section (``host_threads``, ``compress_heatmaps``)."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)
@@ -212,6 +214,7 @@ def run_daemon(
     worker = {"max_batch": batch, "max_wait_ms": max_wait_ms, "device": device}
     if burst_max_batch is not None:
         worker["burst_max_batch"] = burst_max_batch
+    worker.update(worker_settings or {})
     config = {
         "database": str(database),
         "profiles_dir": str(profiles or work / "profiles"),
@@ -432,6 +435,7 @@ def host_side(args: argparse.Namespace) -> None:
         raise SystemExit(
             f"--sets: {', '.join(unknown)} unknown; choose of {', '.join(host.SET_KEYS)}."
         )
+    args.variants = [host.parse_variant(text) for text in args.variants or [""]]
     run = host.measure(args)
     if args.json_out:
         args.json_out.write_text(json.dumps(run, indent=1))
@@ -494,8 +498,15 @@ def main() -> None:
         "per way, so their latencies compare in one run",
     )  # fmt: skip
     parser.add_argument(
-        "--profile", action="store_true", help="--stored-maps: each set again under cProfile"
-    )
+        "--worker", action="append", dest="variants", metavar="KEY=VALUE[,KEY=VALUE]",
+        help="--stored-maps: daemon worker settings to run each set with (repeat: one run "
+        "each, in one table), e.g. host_threads=1 or host_threads=4,compress_heatmaps=false; "
+        "default: the daemon's defaults",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="--stored-maps: each set again under cProfile (its first arrival and --worker)",
+    )  # fmt: skip
     parser.add_argument(
         "--top", type=int, default=8, help="--profile: functions listed by their own CPU"
     )

@@ -66,13 +66,34 @@ ARRIVALS = {"write": "written in place", "rename": "renamed into place"}
 STAGES: dict[str, tuple[str, ...]] = {
     "intake": ("intake.py:step", "intake.py:on_any_event"),
     "claim and backlog": ("queue.py:claim_batch", "worker.py:backlog"),
-    "read and decode": ("worker.py:load",),
+    "read and decode": ("worker.py:read_decode", "worker.py:load"),
     "heatmap": ("heatmap.py:write_heatmap",),
     "image statistics": ("worker.py:image_statistics",),
     "commit (store, alerts, drift, log)": ("worker.py:commit_all",),
 }
 """Each stage by the functions that do it (``file:function`` of cProfile's keys, any
 line); their cumulative CPU, summed over threads, is the stage's."""
+
+
+def parse_variant(text: str) -> dict[str, object]:
+    """``--worker``'s ``host_threads=4,compress_heatmaps=false`` as worker settings (each
+    value read as YAML reads it, so the daemon's own validation judges it)."""
+    import yaml
+
+    settings: dict[str, object] = {}
+    for part in filter(None, text.split(",")):
+        key, equals, value = part.partition("=")
+        if not equals or not key.strip():
+            raise SystemExit(f"--worker {text}: write KEY=VALUE pairs separated by commas.")
+        settings[key.strip()] = yaml.safe_load(value)
+    return settings
+
+
+def variant_name(settings: dict[str, object]) -> str:
+    """How the table names a run's worker settings (``defaults`` for none)."""
+    if not settings:
+        return "defaults"
+    return ", ".join(f"{key}={str(value).lower()}" for key, value in settings.items())
 
 
 def camera_photo(height: int, width: int, seed: int) -> np.ndarray:
@@ -198,19 +219,21 @@ def measure_set(
     payloads = [distinct[i % DISTINCT] for i in range(images)]
     results = []
     for index, arrival in enumerate(args.arrivals):
-        profiled = args.profile and index == 0
-        results.append(
-            measure_arrival(args, work, image_set, store, distinct, payloads, arrival, profiled)
-        )
+        for number, settings in enumerate(args.variants):
+            profiled = args.profile and index == 0 and number == 0
+            results.append(measure_arrival(
+                args, work, image_set, store, distinct, payloads, arrival, profiled, settings
+            ))  # fmt: skip
     return results
 
 
 def run_once(
     args: argparse.Namespace, work: Path, image_set: ImageSet, store: Path,
-    payloads: list[bytes], arrival: str, profiled: bool,
-) -> tuple[float, float, list[float], float, Path, float]:  # fmt: skip
+    payloads: list[bytes], arrival: str, profiled: bool, settings: dict[str, object],
+) -> tuple[float, float, list[float], float, Path, float, float]:  # fmt: skip
     """(wall s, CPU s, latencies s from each file closed or renamed, anomaly share, the
-    profile's path, the largest detection ms recorded) of one daemon run."""
+    profile's path, the largest detection ms recorded, the mean heatmap file in KiB) of
+    one daemon run."""
     from benchmarks.daemon_throughput import run_daemon
 
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
@@ -221,20 +244,23 @@ def run_once(
         run_dir, payloads, args.cameras, args.batch, args.threads, "cpu", rate=args.rate,
         max_wait_ms=args.max_wait_ms, burst_max_batch=args.burst_max_batch,
         suffix=image_set.suffix, profiles=work / "profiles", launcher=[*launcher, "--"],
-        arrival=arrival,
+        arrival=arrival, worker_settings=settings,
     )  # fmt: skip
     share, detect_ms = recorded(run_dir / "results.sqlite3")
-    return wall, cpu, latencies, share, prof, detect_ms
+    heatmaps = [path.stat().st_size for path in (run_dir / "heatmaps").rglob("*.png")]
+    return wall, cpu, latencies, share, prof, detect_ms, float(np.mean(heatmaps)) / 2**10
 
 
 def measure_arrival(
     args: argparse.Namespace, work: Path, image_set: ImageSet, store: Path,
     distinct: list[bytes], payloads: list[bytes], arrival: str, profiled: bool,
+    settings: dict[str, object],
 ) -> dict:  # fmt: skip
-    """One set arriving one way: a daemon run, and a profiled one when asked."""
+    """One set arriving one way under one ``--worker``: a daemon run, and a profiled one
+    when asked."""
     images = len(payloads)
-    wall, cpu, latencies, share, _, detect_ms = run_once(
-        args, work, image_set, store, payloads, arrival, False
+    wall, cpu, latencies, share, _, detect_ms, heatmap_kib = run_once(
+        args, work, image_set, store, payloads, arrival, False, settings
     )
     result = {
         "set": image_set.name,
@@ -242,18 +268,20 @@ def measure_arrival(
         "height": image_set.height,
         "format": image_set.suffix[1:],
         "file_mib": float(np.mean([len(p) for p in distinct])) / 2**20,
+        "heatmap_kib": heatmap_kib,
         "images": images,
         "images_per_s": images / wall,
         "cpu_ms_per_image": 1000 * cpu / images,
         "anomaly_share": share,
         "detect_ms_max": detect_ms,
         "arrival": arrival,
+        "worker": variant_name(settings),
         "latency_p50_ms": 1000 * float(np.percentile(latencies, 50)),
         "latency_p95_ms": 1000 * float(np.percentile(latencies, 95)),
     }
     if profiled:
-        _, profiled_cpu, _, _, prof, _ = run_once(
-            args, work, image_set, store, payloads, arrival, True
+        _, profiled_cpu, _, _, prof, _, _ = run_once(
+            args, work, image_set, store, payloads, arrival, True, settings
         )
         if args.profile_dir:
             args.profile_dir.mkdir(parents=True, exist_ok=True)
@@ -307,13 +335,15 @@ def render(run: dict) -> str:
     every = run["sets"]
     rate = run.get("rate", 0.0)
     offered = f"steady {rate:g}/s" if rate else "burst"
-    headers = ["images", "file MiB", f"images/s ({offered})", "host CPU ms per image",
-               "alerts", "arrival", "p50 ms", "p95 ms"]  # fmt: skip
+    headers = ["images", "file MiB", "worker", f"images/s ({offered})",
+               "host CPU ms per image", "heatmap KiB", "alerts", "arrival", "p50 ms",
+               "p95 ms"]  # fmt: skip
     rows = [
         [f"{s['set']} ({s['width']}x{s['height']})", s["images"], s["file_mib"],
-         s["images_per_s"], s["cpu_ms_per_image"], f"{s['anomaly_share']:.0%}",
-         ARRIVALS[s.get("arrival", "write")], s.get("latency_p50_ms", "-"),
-         s.get("latency_p95_ms", "-")]
+         s.get("worker", "defaults"), s["images_per_s"], s["cpu_ms_per_image"],
+         s.get("heatmap_kib", "-"),
+         f"{s['anomaly_share']:.0%}", ARRIVALS[s.get("arrival", "write")],
+         s.get("latency_p50_ms", "-"), s.get("latency_p95_ms", "-")]
         for s in every
     ]  # fmt: skip
     parts = [markdown_table(["set", *headers], rows)]
@@ -341,7 +371,8 @@ def render(run: dict) -> str:
         f"{run['cameras']} camera folders, worker batch {run['batch']}{growth}, "
         f"max_wait_ms {run['max_wait_ms']}; each set "
         f"{'offered at ' + offered if rate else 'a burst'} of its ten distinct images "
-        "cycled, one of them above the threshold. Host CPU: the "
+        "cycled, one of them above the threshold. Worker: the daemon's `worker` settings "
+        "the run changed from their defaults (`--worker`). Host CPU: the "
         "daemon and every process below it, from READY to the last row committed, per "
         "image. Latency: from each file closed (written in place, which intake takes after "
         f"stable_ms {run.get('stable_ms', '')}) or renamed into place (taken at once) "

@@ -205,11 +205,11 @@ def decode_image(
     import cv2
     import numpy as np
 
-    try:
-        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    try:  # RGB from the decoder itself: no second pass over the pixels to swap channels
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR_RGB)
     except cv2.error as err:  # e.g. OpenCV's own pixel limit, a malformed chunk
         detail = " ".join(str(err.err or err).split())
         raise DecodeError(f"corrupt image: OpenCV could not decode it ({detail})") from None
     if image is None:
         raise DecodeError("corrupt image: OpenCV could not decode it")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image

@@ -43,6 +43,38 @@ def test_header_size_matches_the_decoded_size(suffix: str, params: tuple[int, ..
     assert decode_image(data, suffix=suffix).shape == (37, 53, 3)
 
 
+def grey_or_wide(kind: str) -> bytes:
+    """A PNG that is not plain 8-bit colour: grey, grey with alpha, colour with alpha, or
+    16 bits per channel."""
+    rng = np.random.default_rng(1)
+    shapes = {"grey": (29, 31), "rgba": (29, 31, 4), "grey16": (29, 31), "rgb16": (29, 31, 3)}
+    wide = kind.endswith("16")
+    pixels = rng.integers(0, 65536 if wide else 256, shapes[kind], dtype=np.uint16)
+    image = pixels if wide else pixels.astype(np.uint8)
+    return cv2.imencode(".png", image)[1].tobytes()
+
+
+@pytest.mark.parametrize(
+    ("suffix", "data"),
+    [
+        (".png", encode(".png")),
+        (".jpg", encode(".jpg")),
+        (".jpg", encode(".jpg", 37, 53, cv2.IMWRITE_JPEG_PROGRESSIVE, 1)),
+        (".bmp", encode(".bmp")),
+        (".tiff", encode(".tiff")),
+        (".webp", encode(".webp")),
+        *[(".png", grey_or_wide(kind)) for kind in ("grey", "rgba", "grey16", "rgb16")],
+    ],
+)
+def test_pixels_come_out_as_rgb_of_opencvs_colour_decode(suffix: str, data: bytes) -> None:
+    """The decoder hands RGB straight out (no channel swap afterwards); every format
+    and channel layout gives exactly the pixels of OpenCV's BGR decode, swapped."""
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    decoded = decode_image(data, suffix=suffix)
+    assert decoded.dtype == np.uint8 and decoded.flags.c_contiguous
+    np.testing.assert_array_equal(decoded, bgr[:, :, ::-1])
+
+
 def test_a_decompression_bomb_is_refused_from_its_header() -> None:
     bomb = png_bomb(12000, 12000)
     assert len(bomb) < 20_000  # small on disk ...

@@ -42,9 +42,11 @@ def ignored(name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
-def within(path: Path, root: Path) -> bool:
-    """True when ``path`` resolves (symlinks followed) inside ``root``."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
+def within(path: Path, root: Path, real_root: str | None = None) -> bool:
+    """True when ``path`` resolves (symlinks followed) inside ``root``; ``real_root`` is
+    ``root`` resolved already (the worker resolves each camera's once per batch rather
+    than once per file: resolving walks every folder of the path)."""
+    real, top = os.path.realpath(path), real_root or os.path.realpath(root)
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
@@ -86,15 +88,18 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_checked(path: Path, root: Path, max_bytes: int, sha256: str) -> bytes:
-    """The file's bytes, or ``Refused`` saying why it can never be inspected."""
+def read_checked(
+    path: Path, root: Path, max_bytes: int, sha256: str, real_root: str | None = None
+) -> bytes:
+    """The file's bytes, or ``Refused`` saying why it can never be inspected
+    (``real_root``: as ``within`` takes it)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         raise Refused("the file disappeared before it was inspected") from None
     if stat.S_ISLNK(info.st_mode):
         raise Refused("symbolic links are not inspected; cameras must write real files")
-    if not within(path, root):
+    if not within(path, root, real_root):
         raise Refused(f"the path resolves outside the watched folder {root}")
     if path.suffix.lower() not in IMAGE_SUFFIXES:
         raise Refused(

@@ -137,6 +137,24 @@ class WorkerConfig(StrictModel):
         ),
     )
 
+    host_threads: int = Field(
+        2,
+        ge=1,
+        description=(
+            "Threads that read and decode camera files and draw and encode heatmaps, the "
+            "host side's CPU work per image (OpenCV releases the GIL there, so they use "
+            "more than one core); 1 does it in the worker's own threads."
+        ),
+    )
+    compress_heatmaps: bool = Field(
+        True,
+        description=(
+            "Store heatmap overlays as compressed PNG. false stores them uncompressed: "
+            "the same pixels for a fraction of the encoding CPU, in larger files (the "
+            "host-side benchmark's table gives both)."
+        ),
+    )
+
     @model_validator(mode="after")
     def _burst_above_batch(self) -> WorkerConfig:
         if self.burst_max_batch is not None and self.burst_max_batch < self.max_batch:

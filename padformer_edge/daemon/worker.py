@@ -40,6 +40,7 @@ from padformer_edge.daemon.alerts.planning import (
 from padformer_edge.daemon.burst import next_batch_size
 from padformer_edge.daemon.drift import DriftFinding, DriftMonitor
 from padformer_edge.daemon.files import Refused, decode, read_checked
+from padformer_edge.daemon.host_pool import HostPool
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.memory import PeriodicTrim
@@ -71,6 +72,7 @@ IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
 Decoded = list[tuple[Inspection, np.ndarray]]
+Statistics = tuple[float, ...] | None
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,8 @@ class Worker:
         self._arrived = threading.Event()
         self.finishing = Finisher()  # heatmaps and commits of detected batches, in order
         self.ahead = Ahead()  # decodes the batch claimed ahead
+        self.host = HostPool(config.host_threads)  # decoding and heatmaps, per image
+        self.heatmap_folder: tuple[Path, str] | None = None  # the shard's stored form
         self.next_batch: tuple[list[Inspection], Future[Decoded]] | None = None
         # alert cooldowns, drift windows and counters: touched by the worker's thread,
         # the finisher, the decoding thread (skips) and the reloader (a new version)
@@ -199,6 +203,7 @@ class Worker:
         finally:
             self.finishing.close()
             self.ahead.close()
+            self.host.close()
 
     def _loop(self, stop: threading.Event) -> None:
         waiting_since: float | None = None
@@ -292,9 +297,22 @@ class Worker:
         return len(rows)
 
     def prepare(self, rows: list[Inspection]) -> Decoded:
-        """Skip the overdue rows, decode the others (failures recorded per row)."""
+        """Skip the overdue rows, read and decode the others in the host threads, and
+        record each failure here, in the rows' order (so the pool never writes a row)."""
         fresh = self.skip_overdue(rows)
-        return [(row, image) for row in fresh if (image := self.load(row)) is not None]
+        real_roots = {  # each camera root resolved once per batch, not once per file
+            row.camera: os.path.realpath(self.cameras[row.camera].root)
+            for row in fresh
+            if row.camera in self.cameras
+        }
+        loaded = self.host.map(lambda row: self.read_decode(row, real_roots), fresh)
+        decoded: Decoded = []
+        for row, image in zip(fresh, loaded, strict=True):
+            if isinstance(image, Exception):
+                self.load_failed(row, image)
+            else:
+                decoded.append((row, image))
+        return decoded
 
     def claim_ahead(self) -> None:
         """While at least a full batch is queued (a burst), claim the next batch now and
@@ -358,30 +376,33 @@ class Worker:
             )
         return fresh
 
-    def load(self, row: Inspection) -> np.ndarray | None:
-        """Decoded pixels, or None after recording why the row could not be decoded.
-
-        Whatever goes wrong here belongs to this file alone: it becomes this row's
-        reason and never reaches the batch, so a bad file cannot fail its neighbours.
-        """
+    def read_decode(self, row: Inspection, real_roots: dict[str, str]) -> np.ndarray:
+        """The row's decoded pixels (a host thread's work), or the exception saying why
+        not, which ``load_failed`` turns into the row's reason (``real_roots``: camera ->
+        its root resolved)."""
         camera = self.cameras.get(row.camera)
+        if camera is None:
+            raise Refused(f"camera '{row.camera}' is no longer configured")
         path = resolve_stored(row.source_path)
-        try:
-            if camera is None:
-                raise Refused(f"camera '{row.camera}' is no longer configured")
-            data = read_checked(path, camera.root, self.max_bytes, row.sha256)
-            return decode(data, path.suffix, self.max_pixels)
-        except Refused as err:
+        data = read_checked(
+            path, camera.root, self.max_bytes, row.sha256, real_roots.get(row.camera)
+        )
+        return decode(data, path.suffix, self.max_pixels)
+
+    def load_failed(self, row: Inspection, err: Exception) -> None:
+        """Record why a row could not be read or decoded. Whatever goes wrong there
+        belongs to this file alone: it becomes this row's reason and never reaches the
+        batch, so a bad file cannot fail its neighbours."""
+        if isinstance(err, Refused):
             self.record_failure(row, str(err), permanent=True)
-        except OSError as err:
+        elif isinstance(err, OSError):
             self.record_failure(row, f"cannot read the file: {err.strerror or err}")
-        except MemoryError:
+        elif isinstance(err, MemoryError):
             self.record_failure(row, "decoding ran out of memory", permanent=True)
-        except Exception as err:  # a decoder bug on odd bytes: this file's reason only
+        else:  # a decoder bug on odd bytes: this file's reason only
             self.record_failure(
                 row, f"decoding failed: {type(err).__name__}: {err}", permanent=True
             )
-        return None
 
     def record_failure(self, row: Inspection, reason: str, *, permanent: bool = False) -> None:
         attempts = row.attempts if permanent else self.config.max_attempts
@@ -491,29 +512,36 @@ class Worker:
     ) -> None:
         """Write each row's heatmap, then commit every result with its alerts in one
         transaction (``notices``, alerts planned by something other than a score, go
-        with the first row). The heatmaps' encoding, the slow part, runs outside
+        with the first row that has its heatmap). The heatmaps (drawing and encoding,
+        the slow part) and the image statistics run in the host threads, outside
         ``shared``. Every heatmap is in place before the transaction that records it,
         so a kill in between leaves the rows ``processing`` for the next start, whose
         retry rewrites the same heatmap names. A row whose heatmap fails is recorded as
         failed alone; so is a row the batch's transaction cannot take (it is then
         retried row by row)."""
+
+        def draw(item: tuple[Inspection, np.ndarray, Detection]) -> tuple[Path, Statistics]:
+            row, image, detection = item
+            heatmap = heatmap_path(self.heatmaps, row.id)
+            write_heatmap(
+                heatmap,
+                image,
+                detection.anomaly_map,
+                detection.score,
+                threshold=inspector.threshold,  # one colour scale per profile
+                compress=self.config.compress_heatmaps,
+            )
+            return heatmap, self.image_statistics(image, inspector)
+
         ready: list[Finished] = []
-        for index, (row, image, detection) in enumerate(items):
-            try:
-                heatmap = heatmap_path(self.heatmaps, row.id)
-                write_heatmap(
-                    heatmap,
-                    image,
-                    detection.anomaly_map,
-                    detection.score,
-                    threshold=inspector.threshold,  # one colour scale per profile
-                )
-                statistics = self.image_statistics(image, inspector)  # outside the lock
-            except Exception as err:
-                self.record_failure(row, f"storing the result failed: {type(err).__name__}: {err}")
+        for (row, _, detection), drawn in zip(items, self.host.map(draw, items), strict=True):
+            if isinstance(drawn, Exception):
+                reason = f"storing the result failed: {type(drawn).__name__}: {drawn}"
+                self.record_failure(row, reason)
                 continue
+            heatmap, statistics = drawn
             ready.append(Finished(row, detection, heatmap, statistics,
-                                  notices if index == 0 else []))  # fmt: skip
+                                  [] if ready else notices))  # fmt: skip
         if ready:
             with self.shared:
                 self.commit_all(ready, inspector)
@@ -558,7 +586,7 @@ class Worker:
         return DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,
-            heatmap_path=stored_path(item.heatmap),  # relative under the state folder
+            heatmap_path=self.stored_heatmap(item.heatmap),  # relative under the state folder
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
             alerts=alerts,
@@ -602,7 +630,16 @@ class Worker:
             ms=round(outcome.detect_ms, 1),
         )
 
-    def image_statistics(self, image: np.ndarray, inspector: Inspector) -> tuple[float, ...] | None:
+    def stored_heatmap(self, heatmap: Path) -> str:
+        """``stored_path`` of a heatmap: its shard folder's stored form is worked out
+        once (resolving the folder's links each time cost more than the rest of the
+        row's record) and the file's name appended, as ``stored_path`` would."""
+        folder = heatmap.parent
+        if self.heatmap_folder is None or self.heatmap_folder[0] != folder:
+            self.heatmap_folder = (folder, stored_path(folder / "x")[: -len("x")])
+        return self.heatmap_folder[1] + heatmap.name
+
+    def image_statistics(self, image: np.ndarray, inspector: Inspector) -> Statistics:
         """The drift watch's luminance percentiles of the image already decoded for this
         result (well under a millisecond, ``image_stats``); None where nothing would test
         them (drift off, or a profile calibrated before they were kept)."""

@@ -37,6 +37,13 @@ MAX_OVERLAY_SIDE = 1024
 """The overlay's longest side in pixels: a screen's worth (the page scales it over the
 camera image); larger camera images are shrunk before drawing."""
 
+UNCOMPRESSED_PNG = [
+    cv2.IMWRITE_PNG_COMPRESSION, 0, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE,
+]  # fmt: skip
+"""A stored (level 0) PNG without row filters: zlib then only copies the rows, where
+deflate (even OpenCV's fastest, the default) spends most of an overlay's encoding CPU on
+a camera's noisy pixels; row filters would cost CPU and save nothing without deflate."""
+
 LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
 MIN_LABEL_SCALE = 0.3
 """Below this font scale a one-line label is split into its score and threshold lines."""
@@ -229,13 +236,17 @@ def write_heatmap(
     vmax: float | None = None,
     threshold: float | None = None,
     raw_path: str | Path | None = None,
+    compress: bool = True,
 ) -> Path:
     """Write the overlay PNG to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
     side) and, if asked, the float32 map at the image's size as ``.npy``; ``vmax`` and
-    ``threshold`` as in ``render_overlay``."""
+    ``threshold`` as in ``render_overlay``. ``compress``: OpenCV's fast default deflate;
+    without it the PNG is stored (``UNCOMPRESSED_PNG``), for a daemon whose CPU is
+    scarcer than its disk."""
     if anomaly_map.shape != image.shape[:2]:
         raise ValueError(f"map {anomaly_map.shape} does not match image {image.shape[:2]}")
-    ok, encoded = cv2.imencode(".png", render_overlay(image, anomaly_map, score, vmax, threshold))
+    overlay = render_overlay(image, anomaly_map, score, vmax, threshold)
+    ok, encoded = cv2.imencode(".png", overlay, [] if compress else UNCOMPRESSED_PNG)
     if not ok:
         raise RuntimeError("OpenCV failed to encode the heatmap PNG")
     if raw_path is not None:

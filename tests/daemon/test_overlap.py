@@ -24,8 +24,9 @@ from padformer_edge.daemon.overlap import Finisher
 from padformer_edge.daemon.settings import WorkerConfig
 from padformer_edge.daemon.worker import Worker, heatmap_path
 from padformer_edge.detect.detection import Detection
-from padformer_edge.store.models import Inspection, Status
-from padformer_edge.store.queue import claim_batch
+from padformer_edge.store.locations import resolve_stored
+from padformer_edge.store.models import Alert, Inspection, Status
+from padformer_edge.store.queue import AlertRequest, claim_batch
 from tests.daemon.harness import queued_images
 
 BOUND_S = 60.0  # how long a stand-in waits for what the overlap promises before failing
@@ -225,3 +226,94 @@ def test_a_batch_the_store_refuses_is_committed_row_by_row(
     assert len(seen) == BATCH
     assert [status for _, status in statuses(engine)] == [Status.done] * BATCH
     engine.dispose()
+
+
+class MeanScore:
+    """Scores by mean pixel, with a map that rises across the image (some of it above
+    the threshold of 0.5, so heatmaps have an outline to draw)."""
+
+    device = "cpu"
+    max_batch = 8
+
+    def detect(self, images: list[np.ndarray]) -> list[Detection]:
+        return [
+            Detection(float(i.mean()) / 255,
+                      np.linspace(0, 1, i.shape[0] * i.shape[1], dtype=np.float32)
+                      .reshape(i.shape[:2]), [], [], {"total": 0.0})
+            for i in images
+        ]  # fmt: skip
+
+
+def run_through(root: Path, threads: int, count: int) -> tuple[dict, set[str]]:
+    """Every row of ``count`` queued images (one of them changed after it was queued)
+    run through a worker with ``host_threads`` of ``threads``: per file its status,
+    score, reason and heatmap bytes, and the names of the threads that wrote heatmaps."""
+    root.mkdir()
+    engine, folder = queued_images(root, count)
+    (folder / "1.png").write_bytes((folder / "2.png").read_bytes())  # refused: it changed
+    writers: set[str] = set()
+    real_write = worker_module.write_heatmap
+
+    def recording(*args: object, **kwargs: object) -> Path:
+        writers.add(threading.current_thread().name)
+        return real_write(*args, **kwargs)  # type: ignore[arg-type]
+
+    worker_module.write_heatmap = recording  # type: ignore[assignment]
+    try:
+        worker = Worker(
+            engine, {"c": Camera("c", folder, "p")},
+            {"c": Inspector("p", MeanScore(), 0.5, "0" * 64)},  # type: ignore[arg-type]
+            WorkerConfig(max_batch=BATCH, max_wait_ms=0, host_threads=threads),
+            root / "heat", 1 << 20, AlertsConfig(),
+        )  # fmt: skip
+        while worker.run_batch(wait=True):
+            pass
+        worker.host.close()
+    finally:
+        worker_module.write_heatmap = real_write
+    with engine.connect() as conn:
+        found = conn.execute(
+            select(Inspection.id, Inspection.source_path, Inspection.status, Inspection.score,
+                   Inspection.error, Inspection.heatmap_path)
+        ).all()  # fmt: skip
+    engine.dispose()
+    results = {
+        Path(source).name: (status, score, error, heatmap and resolve_stored(heatmap))
+        for _, source, status, score, error, heatmap in found
+    }
+    return results, writers
+
+
+def test_host_threads_change_nothing_a_row_gets(tmp_path: Path) -> None:
+    """Decoding and heatmaps in several threads: every row ends as it does in one
+    thread (the same status, score, reason and heatmap bytes), the heatmaps drawn in
+    the pool's threads rather than the worker's."""
+    alone, one_writer = run_through(tmp_path / "one", 1, 2 * BATCH)  # no batch of one,
+    pooled, writers = run_through(tmp_path / "pool", 3, 2 * BATCH)  # which runs in place
+    assert one_writer == {threading.current_thread().name}
+    assert writers and all(name.startswith("host") for name in writers)
+    assert alone.keys() == pooled.keys()
+    for name, (status, score, error, heatmap) in alone.items():
+        again = pooled[name]
+        assert again[:3] == (status, score, error), name
+        if heatmap is None:
+            assert again[3] is None
+        else:
+            assert again[3].read_bytes() == heatmap.read_bytes(), name
+    assert alone["1.png"][0] == Status.failed and "changed" in alone["1.png"][2]
+    assert sum(status == Status.done for status, *_ in alone.values()) == 2 * BATCH - 1
+
+
+def test_a_notice_goes_with_the_first_row_that_has_its_heatmap(tmp_path: Path) -> None:
+    """An alert planned for the batch (a GPU moved to the CPU) is stored with a result
+    that is committed, even when the batch's first row fails at its heatmap."""
+    engine, worker, items = claimed(tmp_path, BATCH)
+    heatmap_path(tmp_path / "heat", items[0][0].id).mkdir(parents=True)  # no file there
+    notice = AlertRequest(sink="log", payload={"reason": "moved to the CPU"})
+    worker.finish_all(items, worker.inspectors["c"], [notice])
+    with engine.connect() as conn:
+        stored = conn.execute(select(Alert.inspection_id, Alert.payload)).all()
+    engine.dispose()
+    assert [(row_id, "moved to the CPU" in payload) for row_id, payload in stored] == [
+        (items[1][0].id, True)
+    ]

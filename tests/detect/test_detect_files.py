@@ -231,3 +231,16 @@ def test_a_224_px_label_is_whole_inside_the_image(tmp_path, score, threshold):
     overlay = render_overlay(image, np.zeros((224, 224), np.float32), score, threshold=threshold)
     white = np.all(overlay[: label.height + 1] > 200, axis=-1)  # the label's text
     assert white[:, : label.width].any() and not white[:, label.width + 1 :].any()
+
+
+def test_an_uncompressed_overlay_holds_the_same_pixels(tmp_path):
+    """``compress=False`` (the daemon's ``worker.compress_heatmaps: false``) changes only
+    how the PNG is stored: the same overlay, decoded, pixel for pixel; the file larger."""
+    image = camera_image(tmp_path, 300, 400, ".png")
+    anomaly_map = np.linspace(0.0, 2.0, 300 * 400, dtype=np.float32).reshape(300, 400)
+    packed = write_heatmap(tmp_path / "packed.png", image, anomaly_map, 1.5, threshold=1.0)
+    stored = write_heatmap(
+        tmp_path / "stored.png", image, anomaly_map, 1.5, threshold=1.0, compress=False
+    )
+    np.testing.assert_array_equal(cv2.imread(str(stored)), cv2.imread(str(packed)))
+    assert stored.stat().st_size > packed.stat().st_size
