@@ -54,6 +54,7 @@ from padformer_edge.log import get_logger
 from padformer_edge.store.candidates import pending_count, propose
 from padformer_edge.store.drift import has_open_drift, record_drift
 from padformer_edge.store.engine import reading
+from padformer_edge.store.lines import line_of
 from padformer_edge.store.locations import resolve_stored, stored_path
 from padformer_edge.store.models import Inspection, Status, utc_now
 from padformer_edge.store.queue import (
@@ -261,8 +262,12 @@ class Worker:
             log.error("worker.requeue_failed", error=f"{type(err).__name__}: {err}")
 
     def backlog(self) -> int:
+        """This line's files waiting to be inspected (another line's, on a database they
+        share, are not its work)."""
         with reading(self.engine) as conn:
-            query = select(func.count()).where(Inspection.status == Status.pending)
+            query = select(func.count()).where(
+                Inspection.status == Status.pending, Inspection.line == line_of(self.engine)
+            )
             return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
 
     def run_batch(self, wait: bool = True, prefetch: bool = False) -> int:

@@ -79,3 +79,20 @@ def test_intake_wakes_an_idle_worker_and_stopping_wakes_it_too(tmp_path, sqlite_
         thread.join(timeout=30)
         engine.dispose()
     assert not thread.is_alive()
+
+
+def test_the_backlog_counts_this_lines_files_only(tmp_path, sqlite_file) -> None:
+    """On a database lines share, the status line's backlog is this line's queue."""
+    from padformer_edge.store.lines import with_line
+
+    engine = open_engine(str(sqlite_file))
+    other, mine = with_line(engine, "press-2"), with_line(engine, "press-1")
+    for index in range(3):
+        enqueue(other, camera="c", product="p", source_path=f"/c/{index}.png",
+                sha256=f"{index}" * 64, size_bytes=1)  # fmt: skip
+    enqueue(mine, camera="c", product="p", source_path="/c/mine.png", sha256="f" * 64,
+            size_bytes=1)  # fmt: skip
+    config, alerts = WorkerConfig(), AlertsConfig()
+    assert Worker(mine, {}, {}, config, tmp_path, 1 << 20, alerts).backlog() == 1
+    assert Worker(other, {}, {}, config, tmp_path, 1 << 20, alerts).backlog() == 3
+    engine.dispose()
