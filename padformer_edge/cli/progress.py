@@ -72,9 +72,12 @@ class JobProgress:
 
 
 def _log_every(progress: JobProgress, interval_s: float, stop: threading.Event) -> None:
-    """Log ``progress`` every ``interval_s`` seconds until ``stop`` is set."""
+    """Log ``progress`` every ``interval_s`` seconds until ``stop`` is set, once its first
+    item is done: a command refused before that (a broken file found while loading the
+    model took longer than ``interval_s`` on a loaded machine) still prints one line."""
     while not stop.wait(interval_s):
-        progress.log("progress")
+        if progress.done > 0:
+            progress.log("progress")
 
 
 @contextmanager

@@ -57,3 +57,23 @@ def test_a_terminal_gets_a_bar_and_no_log_lines(capsys: pytest.CaptureFixture) -
     drawn = terminal.file.getvalue()
     assert "scoring" in drawn and "2/3" in drawn and "━" in drawn
     assert capsys.readouterr().err == ""
+
+
+def test_nothing_is_logged_before_the_first_item_however_long_it_takes(capsys) -> None:
+    """A job refused before its first item (a broken file found while a model loads on a
+    loaded machine) prints only its error: the timed lines start with the first item."""
+    import time
+
+    from rich.console import Console
+
+    from padformer_edge.cli.progress import job_progress
+
+    console = Console(file=None, force_terminal=False, stderr=True)
+    with job_progress("slow", console=console, interval_s=0.05) as progress:
+        time.sleep(0.3)  # six intervals with nothing done
+        before = capsys.readouterr().err
+        progress.update(1, 2)
+        time.sleep(0.3)
+    after = capsys.readouterr().err
+    assert '"progress"' not in before and "progress" not in before
+    assert "progress" in after

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,10 +34,15 @@ def _env() -> dict[str, str]:
 
 
 def _run_in_own_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in its own process group so a hang cannot leave workers behind."""
+    """Run ``cmd`` so that a hang fails the test instead of hanging it: every process it
+    starts carries a marker in its environment, and on timeout each one is killed. The
+    launcher's process group is not enough: torch's elastic launcher starts its workers
+    in sessions of their own, and a worker left alive holds the output pipes open, so
+    waiting for them never ended (seen in a full run on an overloaded machine)."""
+    marker = f"{os.getpid()}-{time.monotonic_ns()}"
     with subprocess.Popen(
         cmd,
-        env=_env(),
+        env={**_env(), RUN_MARKER: marker},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -45,10 +51,24 @@ def _run_in_own_group(cmd: list[str], timeout: float) -> subprocess.CompletedPro
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            _kill_marked(marker)
+            proc.communicate(timeout=30)
             raise
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+RUN_MARKER = "PADFORMER_EDGE_TEST_RUN"
+
+
+def _kill_marked(marker: str) -> None:
+    """SIGKILL every process whose environment carries ``RUN_MARKER=marker``."""
+    wanted = f"{RUN_MARKER}={marker}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if wanted in environ.read_bytes().split(b"\0"):
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue  # gone already, or not ours to read
 
 
 def _events(stderr: str) -> list[dict]:
