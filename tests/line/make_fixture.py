@@ -73,6 +73,7 @@ def make_site(root: Path) -> Path:
     profile = made[PROFILE]
     from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.images import read_image
+    from padformer_edge.methods.compare.detector import CompareDetector
     from padformer_edge.model.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(root / "model.safetensors")
@@ -93,7 +94,7 @@ def make_site(root: Path) -> Path:
         ).profile
         for runtime, name in COMPARE_PROFILES.items()
     }
-    by_comparator = Detector(model, references, settings.replace(runtime="torch", metric="compare"))
+    by_comparator = CompareDetector(references, settings.replace(runtime="torch", metric="compare"))
     compare_scores = {p.name: by_comparator.detect([read_image(p)])[0].score for p in queries}
     compare_threshold = (compare_scores["good.png"] + compare_scores["defect.png"]) / 2
     for each in compared.values():

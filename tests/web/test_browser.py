@@ -115,7 +115,7 @@ def test_a_dropped_image_appears_as_a_live_card_without_reload(tmp_path: Path, p
 
 
 def _camera_cells(page: Any) -> list[str]:
-    return page.locator("#rows tbody tr td:nth-child(3)").all_inner_texts()
+    return page.locator("#rows tbody tr td:nth-child(4)").all_inner_texts()  # after the line
 
 
 def test_filters_change_the_rows(server: Any, site: Site, page: Any) -> None:

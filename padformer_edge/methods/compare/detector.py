@@ -26,7 +26,6 @@ from padformer_edge.detect.readout import score_without_passes
 from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
-from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.cells_cache import CellsCacheFile
 from padformer_edge.methods.compare.scorer import (
     compare_signature,
@@ -55,15 +54,12 @@ class CompareDetector(GroupedDetection):
         *,
         cells: CellsCacheFile | None = None,
     ) -> None:
-        if settings.runtime != "torch":
-            raise UserError(
-                f"metric compare on runtime {settings.runtime} runs a profile's exported "
-                "comparator graphs: make a profile and run padformer-edge profile export "
-                "NAME, or use runtime torch."
-            )
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
-        self.device = detection_device(settings.device)
+        # on a graph runtime (``detect --runtime``) the comparator runs in torch on the CPU,
+        # as it always has there; a profile's line runs its exported graphs instead
+        onnx = settings.runtime != "torch"
+        self.device = detection_device("cpu" if onnx else settings.device)
         check_precision(settings.precision, self.device)
         self.passes, self.max_batch = settings.passes, settings.max_batch
         check_references(references)

@@ -112,9 +112,15 @@ def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> Non
     assert together[1].score > together[0].score
 
 
-def test_another_runtime_is_refused_with_the_way_to_run_it(references) -> None:
-    with pytest.raises(UserError, match="profile export NAME"):
-        CompareDetector(references, SETTINGS.replace(runtime="onnxruntime"))
+def test_detect_on_a_graph_runtime_scores_the_comparator_in_torch(references, queries) -> None:
+    """``detect --runtime onnxruntime`` has PADFormer's graphs, not the comparator's: the
+    comparison runs in torch on the CPU and scores as on runtime torch."""
+    on_graphs = CompareDetector(references, SETTINGS.replace(runtime="onnxruntime"))
+    on_torch = CompareDetector(references, SETTINGS)
+    assert on_graphs.device.type == "cpu"
+    assert [d.score for d in on_graphs.detect(queries)] == [
+        d.score for d in on_torch.detect(queries)
+    ]
 
 
 def test_other_references_change_the_score(references, queries) -> None:
