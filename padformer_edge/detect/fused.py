@@ -266,15 +266,12 @@ class DistanceMetric(FusedMetric):
         self.map_readout = Readout(consistency_filter=False, sigma=self.map_readout.sigma)
         self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
 
-    def maps(self, query01: torch.Tensor, query_model: torch.Tensor) -> list[torch.Tensor]:
-        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
-        nothing here compares colours)."""
-        return self.batch_maps([query01], query_model)[0]
-
     def batch_maps(
         self, queries01: list[torch.Tensor], queries_model: torch.Tensor
     ) -> list[list[torch.Tensor]]:
-        """``maps`` of every query of one detector call, the search taken once for all."""
+        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
+        nothing here compares colours), for every query of one detector call, the search
+        taken once for all."""
         features = self.feature_targets(queries01, queries_model)
         return [
             [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]

@@ -27,8 +27,3 @@ def method_for(metric: str) -> ScoringMethod:
         if metric in method.metrics:
             return method
     raise ValueError(f"no scoring method scores metric {metric!r}")
-
-
-def metric_names() -> list[str]:
-    """Every metric some method scores, for the docs' list of methods."""
-    return [metric for method in METHODS.values() for metric in method.metrics]

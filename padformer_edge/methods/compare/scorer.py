@@ -97,13 +97,10 @@ class CompareMetric:
     def device(self) -> torch.device:
         return self.comparison.mean.device
 
-    def maps(self, query01: torch.Tensor) -> list[torch.Tensor]:
-        """The ``[H, W]`` score map of one query ``[1, 3, H, W]`` in [0, 1] (the map and
-        the image score read the same map)."""
-        return self.batch_maps([query01])[0]
-
     def batch_maps(self, queries01: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-        """``maps`` of every query of one detector call, compared in one comparator call:
+        """Each query's ``[H, W]`` score map (``[1, 3, H, W]`` in [0, 1] each; the map and
+        the image score read the same map), for every query of one detector call at once,
+        compared in one comparator call:
         the comparator reads each query with the same weights and no cross-query term,
         so a batch changes at most the rounding (``compare`` batches the same way)."""
         assert self.references is not None, "built without references: a signature only"
