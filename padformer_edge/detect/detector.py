@@ -30,15 +30,14 @@ from padformer_edge.detect.device import (
     synchronize,
 )
 from padformer_edge.detect.images import (
+    check_queries,
     check_references,
-    check_rgb_array,
     resize_square,
     to_unit_tensor,
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.readout import score_without_passes
 from padformer_edge.detect.scoring import call_inputs, resolve_metric, score_query
-from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature, scoring_signature
 from padformer_edge.errors import UserError
@@ -256,8 +255,7 @@ class Detector(GroupedDetection):
         """
         if len(images) == 0:
             return []
-        for index, image in enumerate(images):
-            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        check_queries(images)
         started = time.perf_counter()
         full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
         model_in = torch.cat([self.fit(query) for query in full])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from padformer_edge.decode import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, DecodeError, decode_image
+from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.errors import UserError
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: the line install has none
@@ -126,3 +127,10 @@ def check_references(references: Sequence[np.ndarray]) -> None:
             f"reference images differ in size ({sorted(sizes)}); use "
             "references taken by one camera setting."
         )
+
+
+def check_queries(images: Sequence[np.ndarray]) -> None:
+    """Refuse a query a detector cannot score: not RGB ``uint8``, or a side shorter than
+    the readout's blur needs (``MIN_SIDE``); every detector, torch or line, checks alike."""
+    for index, image in enumerate(images):
+        check_rgb_array(image, f"query {index}", MIN_SIDE)

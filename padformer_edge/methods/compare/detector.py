@@ -21,9 +21,8 @@ import torch
 from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
-from padformer_edge.detect.images import check_references, check_rgb_array, to_unit_tensor
+from padformer_edge.detect.images import check_queries, check_references, to_unit_tensor
 from padformer_edge.detect.readout import score_without_passes
-from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.methods.compare.cells_cache import CellsCacheFile
@@ -92,8 +91,7 @@ class CompareDetector(GroupedDetection):
         ``reconstruction`` is accepted and ignored: nothing is reconstructed."""
         if len(images) == 0:
             return []
-        for index, image in enumerate(images):
-            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        check_queries(images)
         started = time.perf_counter()
         full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
         synchronize(self.device)

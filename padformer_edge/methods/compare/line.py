@@ -35,7 +35,6 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
-from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 
@@ -117,12 +116,11 @@ class LineCompareDetector(GroupedDetection):
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
     ) -> list[Detection]:
         """Score every image (RGB ``uint8``, any size); one ``Detection`` per image."""
-        from padformer_edge.detect.images import check_rgb_array
+        from padformer_edge.detect.images import check_queries
 
         if len(images) == 0:
             return []
-        for index, image in enumerate(images):
-            check_rgb_array(image, f"query {index}", MIN_SIDE)
+        check_queries(images)
         started = time.perf_counter()
         squares = self.squares(images)
         prepared = time.perf_counter()
