@@ -66,8 +66,8 @@ def child(repeats: int) -> None:
     applied = retain_freed_memory()  # first, as the CLI does, before threads allocate
     import torch
 
-    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.methods.padformer.detector import Detector
     from padformer_edge.model.padformer import build_model
 
     torch.set_num_threads(1)

@@ -63,9 +63,9 @@ from benchmarks.common import (
     timed,
     update_docs_section,
 )
-from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.scoring import score_query
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.passes import score_query
 from padformer_edge.model.padformer import build_model
 from padformer_edge.runtimes import RUNTIMES
 

@@ -32,7 +32,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.image_stats import NAMES, image_statistics
 
 if TYPE_CHECKING:  # torch: loaded only when scoring
-    from padformer_edge.detect.detector import Detector
+    from padformer_edge.methods.padformer.detector import Detector
 
 
 def brighter(image: np.ndarray, change: float) -> np.ndarray:
@@ -134,7 +134,7 @@ def main() -> None:
     args.class_, args.brightness = args.class_[0], args.brightness[0]
     import torch
 
-    from padformer_edge.detect.detector import Detector
+    from padformer_edge.methods.padformer.detector import Detector
     from padformer_edge.model.checkpoint import file_sha256, load_checkpoint
     from padformer_edge.weights import resolve_model
 

@@ -64,8 +64,8 @@ def measure(
             torch.cuda.synchronize()
 
     from benchmarks.common import smooth_photo
-    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.methods.padformer.detector import Detector
     from padformer_edge.model.padformer import build_model
 
     torch.manual_seed(0)

@@ -50,10 +50,10 @@ sys.path.insert(0, str(
 ))  # fmt: skip
 
 from benchmarks.common import markdown_table, print_json_line, smooth_photo, update_docs_section
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.service import load_references
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.reference_cache import read_cache
 from padformer_edge.model.checkpoint import file_sha256, load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model

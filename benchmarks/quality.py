@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.config import load_config
-from padformer_edge.detect.scoring import default_metric
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.metrics import default_metric
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.data.layouts import index_dataset

@@ -265,13 +265,13 @@ def test_no_import_points_up_the_layers() -> None:
 def test_the_layer_check_finds_an_import_pointing_up() -> None:
     layers = (("low", ("errors", "detect")), ("high", ("deploy",)))
     graph = {
-        "padformer_edge.detect.detector": {"padformer_edge.deploy.graphs"},
+        "padformer_edge.detect.service": {"padformer_edge.deploy.graphs"},
         "padformer_edge.deploy.graphs": {"padformer_edge.detect.masks", "padformer_edge.errors"},
         "padformer_edge.detect.masks": {"padformer_edge.errors"},
         "padformer_edge.errors": set(),
     }
     assert upward_imports(graph, layers) == [
-        "padformer_edge.detect.detector -> padformer_edge.deploy.graphs"
+        "padformer_edge.detect.service -> padformer_edge.deploy.graphs"
     ]
     assert import_circles(unit_graph(graph)) == [["deploy", "detect"]]
 

@@ -15,10 +15,10 @@ from typing import NamedTuple
 
 import torch
 
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.images import read_image, to_unit_tensor
-from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.padformer import SCORE_SCALE_NAMES, PADFormer
 
 QUERIES_PER_CLASS = 4

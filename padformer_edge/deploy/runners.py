@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
+from padformer_edge.deploy.graph_runner import graphs_needed
 from padformer_edge.deploy.onnx_runner import OnnxRunner
 from padformer_edge.deploy.openvino_runner import OpenVinoRunner
-from padformer_edge.detect.detector import graphs_needed
 from padformer_edge.errors import UserError
 from padformer_edge.model.padformer import PADFormer
 

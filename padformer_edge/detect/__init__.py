@@ -2,5 +2,5 @@
 
 This file imports nothing, so that ``detect.settings`` (the detector's settings, without
 torch) can be imported by the CLI and the config schemas at no cost. Import each name
-from the module that defines it (``detect.detector.Detector``, ``detect.images.read_image``).
+from the module that defines it (``detect.images.read_image``, ``detect.readout.Readout``).
 """

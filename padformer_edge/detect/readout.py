@@ -2,7 +2,7 @@
 method shares (its mean-or-filtered map, smoothed by a Gaussian counted in model pixels,
 whose maximum is the score), and the score of a method that reads no pass.
 
-Free of any model: PADFormer's metrics (``detect.paper_metrics``, ``detect.fused``) and
+Free of any model: PADFormer's metrics (``methods.padformer``, ``methods.fused``) and
 the learned comparison (``methods.compare``) read their maps through it alike.
 """
 

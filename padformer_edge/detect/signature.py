@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 from padformer_edge.detect.scoring_config import PAPER_READOUT_SETTINGS
 
 if TYPE_CHECKING:  # the metrics need torch; comparing and naming signatures must not
-    from padformer_edge.detect.fused import Mix
-    from padformer_edge.detect.paper_metrics import ErrorMetric
     from padformer_edge.detect.readout import Readout
 
 Signature = dict[str, Any]
@@ -33,39 +31,10 @@ def _readout(readout: Readout) -> dict[str, Any]:
     return {"consistency_filter": readout.consistency_filter, "sigma": float(readout.sigma)}
 
 
-def _mix(mix: Mix, reads_reconstruction: bool) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "reference_weight": float(mix.reference_weight),
-        "reference_zoom": mix.zoom,
-        "reference_turns": mix.turns,
-    }
-    if reads_reconstruction:  # the distance metric weighs the reconstruction out
-        values = {"lab_weight": float(mix.lab_weight), **values}
-    return values
-
-
 def readout_jobs(map_readout: Readout, score_readout: Readout) -> dict[str, Any]:
     """The two jobs' readouts as a signature holds them: every method's signature has
     them (``methods.compare.scorer.compare_signature`` adds its comparator's sha256)."""
     return {"map": _readout(map_readout), "score": _readout(score_readout)}
-
-
-def scoring_signature(name: str, metric: ErrorMetric) -> Signature:
-    """How the PADFormer ``metric`` (called ``name``) computes its scores, as a JSON-ready
-    dict."""
-    from padformer_edge.detect.fused import DistanceMetric, FusedMetric
-    from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
-
-    jobs = readout_jobs(metric.map_readout, metric.score_readout)
-    hidden_only = False
-    if isinstance(metric, FusedMetric):
-        reads_reconstruction = not isinstance(metric, DistanceMetric)
-        for job, mix in zip(jobs, (metric.mixes[0], metric.mixes[-1]), strict=True):
-            jobs[job] = {**_mix(mix, reads_reconstruction), **jobs[job]}
-        hidden_only = reads_reconstruction and metric.model.config.score_masked_cells
-    elif isinstance(metric, PredictedFeatureMetric):
-        hidden_only = metric.model.config.score_masked_cells
-    return {"metric": name, **jobs, "hidden_patches_only": hidden_only}
 
 
 def paper_signature(name: str) -> Signature:

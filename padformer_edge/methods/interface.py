@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+    from padformer_edge.deploy.graph_runner import GraphRunner
     from padformer_edge.detect.detection import InspectionDetector
-    from padformer_edge.detect.detector import GraphRunner
     from padformer_edge.detect.settings import DetectionSettings
     from padformer_edge.model.padformer import PADFormer
 

@@ -14,10 +14,14 @@ runs inside the call that runs it, so a torch-free line install and the light co
 from __future__ import annotations
 
 from padformer_edge.methods.compare.method import COMPARE
+from padformer_edge.methods.distance.method import DISTANCE
+from padformer_edge.methods.fused.method import FUSED
 from padformer_edge.methods.interface import ScoringMethod
 from padformer_edge.methods.padformer.method import PADFORMER
 
-METHODS: dict[str, ScoringMethod] = {method.name: method for method in (COMPARE, PADFORMER)}
+METHODS: dict[str, ScoringMethod] = {
+    method.name: method for method in (COMPARE, FUSED, DISTANCE, PADFORMER)
+}
 """Every scoring method, by name."""
 
 

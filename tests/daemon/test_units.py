@@ -18,9 +18,9 @@ from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, WorkerConfig, load_daemon_config
 from padformer_edge.daemon.worker import Worker, heatmap_path
-from padformer_edge.detect.detector import Detection
 from padformer_edge.detect.heatmap import OUTLINE_BGR
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detection
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.queue import claim_batch, enqueue
 from padformer_edge.store.schema import upgrade

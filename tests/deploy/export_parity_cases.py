@@ -17,10 +17,10 @@ from padformer_edge.deploy.onnx_runner import OnnxRunner
 from padformer_edge.deploy.openvino_export import export_openvino
 from padformer_edge.deploy.openvino_runner import OpenVinoRunner
 from padformer_edge.deploy.runners import open_runner
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.masks import mask_indices
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detector
 from tests.deploy.parity import CASES, float32_bound, relative_error, tiny_model
 from tests.detect_images import product_image, with_defect
 

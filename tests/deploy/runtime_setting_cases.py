@@ -7,9 +7,9 @@ from pydantic import ValidationError
 
 from padformer_edge.deploy.export import export_onnx
 from padformer_edge.deploy.runners import open_runner
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detector
 from tests.deploy.parity import tiny_model
 from tests.detect_images import product_image
 

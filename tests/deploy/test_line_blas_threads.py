@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from padformer_edge.deploy.line_detector import LineDetector
+from padformer_edge.methods.padformer.line_detector import LineDetector
 from padformer_edge.profiles.profile import load_profile
 from tests.deploy.parity import tiny_onnx_profile
 from tests.detect_images import product_image

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from padformer_edge.deploy import arrays
-from padformer_edge.deploy.line_detector import LineDetector
-from padformer_edge.deploy.line_export import export_line
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.line_detector import LineDetector
+from padformer_edge.methods.padformer.line_export import export_line
 from tests.deploy.parity import float32_bound, relative_error, tiny_model
 from tests.detect_images import product_image, with_defect
 

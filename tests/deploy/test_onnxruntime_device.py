@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import onnxruntime
 import pytest
 
-from padformer_edge.deploy.line_detector import LineDetector
 from padformer_edge.deploy.openvino_runner import OpenVinoRunner
 from padformer_edge.deploy.sessions import (
     CUDA_PROVIDER,
@@ -20,6 +19,7 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.line_detector import LineDetector
 from padformer_edge.profiles.profile import load_profile
 from tests.deploy.parity import tiny_model, tiny_onnx_profile
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge_training.evaluation.scorers import PADFormerScorer
 from tests.detect_double import CleanReconstructor
 from tests.detect_images import product_image, with_defect

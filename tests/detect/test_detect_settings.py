@@ -10,9 +10,9 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.profiles.schema import ProfileConfig
 from tests.cli_process import run_cli
 from tests.detect_double import CleanReconstructor

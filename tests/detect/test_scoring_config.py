@@ -13,7 +13,6 @@ import pytest
 import yaml
 from safetensors import safe_open
 
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.scoring_config import (
     PRODUCT_SCORING,
     JobScoring,
@@ -24,6 +23,7 @@ from padformer_edge.detect.scoring_config import (
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import paper_signature, same_scoring, signature_text
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.model.checkpoint import (
     LEGACY_SCORING_FIELDS,
     load_checkpoint,

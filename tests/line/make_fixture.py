@@ -71,9 +71,9 @@ def make_site(root: Path) -> Path:
         for runtime, name in PROFILES.items()
     }
     profile = made[PROFILE]
-    from padformer_edge.detect.detector import Detector
     from padformer_edge.detect.images import read_image
     from padformer_edge.methods.compare.detector import CompareDetector
+    from padformer_edge.methods.padformer.detector import Detector
     from padformer_edge.model.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(root / "model.safetensors")

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.fused import FusedMetric, Mix
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.detect.scoring_config import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.fused.metric import FusedMetric, Mix
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
@@ -222,8 +222,8 @@ def check_fused_detection(model) -> None:
 
 
 def test_fused_metric_is_refused_for_pixel_models():
-    from padformer_edge.detect.scoring import build_metric
     from padformer_edge.errors import UserError
+    from padformer_edge.methods.padformer.metrics import build_metric
 
     with pytest.raises(UserError, match="fused metric needs a model with CNN tokens"):
         build_metric("fused", build_model("tiny"))
@@ -286,7 +286,7 @@ def test_a_model_carries_its_own_validated_fused_settings_field_by_field(tmp_pat
 
 
 def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_one(model):
-    from padformer_edge.detect.reference_distance import (
+    from padformer_edge.methods.distance.search import (
         nearest_reference_distances,
         reference_banks,
     )
@@ -319,7 +319,7 @@ def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_on
 def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
     """A query that is a reference squeezed square and turned a quarter has every cell in
     the turned bank (distance 0 up to rounding) but not in the upright one."""
-    from padformer_edge.detect.reference_distance import (
+    from padformer_edge.methods.distance.search import (
         nearest_reference_distances,
         reference_banks,
     )
@@ -335,7 +335,7 @@ def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
 
 
 def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
-    from padformer_edge.detect import reference_distance as scoring
+    from padformer_edge.methods.distance import search as scoring
 
     generator = torch.Generator().manual_seed(0)
     cells = torch.nn.functional.normalize(torch.randn(50, 40, generator=generator), dim=1)
@@ -358,7 +358,7 @@ def test_the_best_cosine_search_stays_on_the_cells_device():
     """On a GPU line PC the query cells and the bank are on CUDA; the running maxima must
     be made there too. PyTorch's meta device stands in for CUDA: mixing it with a CPU
     tensor fails the same way."""
-    from padformer_edge.detect import reference_distance as scoring
+    from padformer_edge.methods.distance import search as scoring
 
     cells = torch.empty(9, 40, device="meta")
     bank = scoring.ReferenceBank(torch.empty(20, 40, device="meta"), upright=10)
@@ -367,7 +367,8 @@ def test_the_best_cosine_search_stays_on_the_cells_device():
 
 
 def test_a_zoomed_reference_term_names_its_zoom_and_zoom_one_keeps_old_signatures(model):
-    from padformer_edge.detect.signature import scoring_signature, signature_text
+    from padformer_edge.detect.signature import signature_text
+    from padformer_edge.methods.padformer.metrics import scoring_signature
 
     one = FusedMetric(model, both(reference_weight=6.0, reference_zoom=1))
     signature = scoring_signature("fused", one)
@@ -405,7 +406,8 @@ def test_a_zoomed_reference_term_names_its_zoom_and_zoom_one_keeps_old_signature
 
 
 def test_the_reference_term_makes_the_references_matter_and_names_itself(model):
-    from padformer_edge.detect.signature import scoring_signature, signature_text
+    from padformer_edge.detect.signature import signature_text
+    from padformer_edge.methods.padformer.metrics import scoring_signature
 
     query = with_defect(product_image(64, 64, seed=1), (20, 20, 10, 10))
     unlike = [product_image(64, 64, seed=s) for s in (5, 6)]

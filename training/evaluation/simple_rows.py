@@ -10,9 +10,9 @@ score the distance alone must be beaten by.
 
 from __future__ import annotations
 
-from padformer_edge.detect.fused import model_scoring
-from padformer_edge.detect.scoring import default_metric
 from padformer_edge.detect.scoring_config import ScoringConfig
+from padformer_edge.methods.fused.metric import model_scoring
+from padformer_edge.methods.padformer.metrics import default_metric
 from padformer_edge.model.padformer import PADFormer
 
 RECONSTRUCTION_ALONE = "reconstruction alone (15 passes)"

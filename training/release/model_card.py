@@ -38,7 +38,7 @@ def fused_text(card: dict) -> str:
     """The model's own validated settings, or where the detector takes them from instead."""
     own = card.get("fused")
     if not own:
-        return "the product's defaults (detect/scoring.py)"
+        return "the product's defaults (methods/padformer/metrics.py)"
     jobs = [
         f"{name}: LAB weight {s['weight']:g}, nearest-reference weight "
         f"{s.get('reference_weight') or 0:g}{zoom_text(s)}, "

@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from padformer_edge.deploy import arrays
-from padformer_edge.deploy.line_detector import verify_files
-from padformer_edge.deploy.line_scoring import F32, flat_cells, smooth
+from padformer_edge.deploy.line_readout import F32, flat_cells, smooth
 from padformer_edge.deploy.names import (
     COMPARE_CELLS_GRAPH,
     COMPARE_GRAPH,
@@ -34,6 +33,7 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
+from padformer_edge.deploy.verify import verify_files
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError

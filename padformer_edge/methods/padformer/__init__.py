@@ -1,3 +1,3 @@
-"""PADFormer's scores (``lab``, ``rgb``, ``feature``, ``fused``, and ``distance`` on its
-CNN) as a method of the registry: the model, scoring and export themselves live in
-``model``, ``detect`` and ``deploy``, which this method wires together."""
+"""PADFormer's reconstruction scores (``lab``, ``rgb``, ``feature``) and the machinery every
+metric read from PADFormer runs on: the multi-pass torch ``Detector``, its pass folding,
+the line's exported graphs and their numpy scoring."""

@@ -1,6 +1,8 @@
 """PADFormer's metrics as the registry calls them: the profile's checkpoint is loaded
 (through the ``padformer`` source the caller hands in) only by the calls that score,
-export or choose with it; naming the method loads no torch."""
+export or choose with it; naming the method loads no torch. The ``fused`` and
+``distance`` methods are this one with their own metric (``methods.fused.method``,
+``methods.distance.method``)."""
 
 from __future__ import annotations
 
@@ -18,17 +20,17 @@ if TYPE_CHECKING:
 
 
 class PadformerMethod:
-    """PADFormer's scores: the paper's colour (``lab``, ``rgb``) and ``feature`` errors
-    over masked reconstruction passes, the ``fused`` mix of them with the distance to the
-    references, and the ``distance`` alone on PADFormer's CNN cells (no pass); ``auto`` is
-    ``fused`` for models with CNN tokens, else ``lab``. It reads the profile's checkpoint,
+    """PADFormer's reconstruction scores: the paper's colour (``lab``, ``rgb``) and
+    ``feature`` errors over masked reconstruction passes; ``auto`` is the ``fused`` method's
+    metric for models with CNN tokens, else ``lab``. It reads the profile's checkpoint,
     verified against its sha256, and keeps the references' encodings in the profile's
-    cache file. On a line it runs the exported encoder, decoder and feature graphs; the
-    ``feature`` metric has no line runtime. References are chosen in PADFormer's pooled
-    encoder features."""
+    cache file. On a line it runs the exported encoder and decoder graphs; the ``feature``
+    metric has no line runtime. References are chosen in PADFormer's pooled encoder
+    features. The ``fused`` and ``distance`` methods run on the same detector and graphs
+    with their own metric."""
 
-    name = "padformer"
-    metrics = ("auto", "lab", "rgb", "feature", "fused", "distance")
+    name: str = "padformer"
+    metrics: tuple[str, ...] = ("auto", "lab", "rgb", "feature")
     reads_padformer = True
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
@@ -44,7 +46,7 @@ class PadformerMethod:
         cache: ReferenceSlot | None = None,
         open_graphs: GraphOpener | None = None,
     ) -> InspectionDetector:
-        from padformer_edge.detect.detector import Detector
+        from padformer_edge.methods.padformer.detector import Detector
         from padformer_edge.methods.padformer.reference_cache import ReferenceCacheFile
 
         encodings = None
@@ -65,7 +67,7 @@ class PadformerMethod:
         cache: ReferenceSlot | None,
         threads: int,
     ) -> InspectionDetector:
-        from padformer_edge.deploy.line_detector import LineDetector
+        from padformer_edge.methods.padformer.line_detector import LineDetector
 
         stored = None if cache is None else (cache.path, encodings_key(cache, settings))
         return LineDetector(
@@ -75,13 +77,12 @@ class PadformerMethod:
     def export(
         self, settings: DetectionSettings, out: Path, padformer: PadformerSource
     ) -> dict[str, str]:
-        from padformer_edge.deploy.line_export import export_line
+        from padformer_edge.methods.padformer.line_export import export_line
 
         return export_line(padformer(), settings, out)
 
     def signature(self, settings: DetectionSettings, padformer: PadformerSource) -> dict[str, Any]:
-        from padformer_edge.detect.scoring import resolve_metric
-        from padformer_edge.detect.signature import scoring_signature
+        from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 
         model = padformer()
         return scoring_signature(*resolve_metric(settings.metric, model, None, settings.scoring))

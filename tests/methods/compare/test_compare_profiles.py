@@ -104,7 +104,7 @@ def test_the_detector_scores_exactly_what_the_comparator_reads(references, queri
 
 
 def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> None:
-    from tests.detect.test_detect_search import assert_same_detections
+    from tests.methods.distance.test_search import assert_same_detections
 
     detector = CompareDetector(references, SETTINGS)
     together = detector.detect(queries)
@@ -276,10 +276,12 @@ def test_a_comparator_under_another_metric_is_refused() -> None:
 PADFORMER_MODULES = (
     "padformer_edge.model.padformer",
     "padformer_edge.model.checkpoint",
-    "padformer_edge.detect.detector",
+    "padformer_edge.methods.padformer.detector",
     "padformer_edge.detect.masks",
-    "padformer_edge.detect.fused",
-    "padformer_edge.detect.paper_metrics",
+    "padformer_edge.methods.fused.metric",
+    "padformer_edge.methods.distance.search",
+    "padformer_edge.methods.padformer.passes",
+    "padformer_edge.methods.padformer.paper_metrics",
 )
 """PADFormer, its checkpoint loader, pass masks and metrics: what a ``compare`` profile
 must not load."""

@@ -4,33 +4,35 @@ nearest-reference distance, mixed per pass, read once for the map and once for t
 The LAB and predicted-feature errors are each divided by their spread on good views
 (stored in the checkpoint as ``score_scales``) and mixed with a LAB weight: colour finds
 stains, features find shape and texture, and neither alone finds both. The
-nearest-reference distance (``detect.reference_distance``) is the same for every pass, so
+nearest-reference distance (``methods.distance.search``) is the same for every pass, so
 it moves the pass mean and leaves the variance alone. The anomaly map and the image score
 each take their own mix and readout (``scoring_config.ScoringConfig``), all chosen on
 validation data, because outlining a defect and ranking whole images want different
-things. ``DistanceMetric`` is the reference term alone, with no reconstruction pass.
+things. The reference term alone, with no reconstruction pass, is the ``distance`` method
+(``methods.distance.metric``), which builds on this metric's settings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from padformer_edge.detect.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.detect.readout import Readout
-from padformer_edge.detect.reference_distance import (
-    batch_reference_distances,
-    reference_banks,
-    reference_distance,
-    resolve_search,
-)
 from padformer_edge.detect.scoring_config import (
     JobScoring,
     ScoringConfig,
     resolve_scoring,
     scoring_from_json,
 )
+from padformer_edge.methods.distance.search import (
+    batch_reference_distances,
+    reference_banks,
+    reference_distance,
+    resolve_search,
+)
+from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.padformer import PADFormer
 
 
@@ -63,6 +65,18 @@ class Mix:
             int(job.reference_zoom),  # type: ignore[arg-type]
             bool(job.reference_turns),
         )
+
+    def signature(self, reads_reconstruction: bool) -> dict[str, Any]:
+        """The mix as a scoring signature's job holds it (``padformer.metrics``); the
+        ``distance`` metric weighs the reconstruction out, so it records no LAB weight."""
+        values: dict[str, Any] = {
+            "reference_weight": float(self.reference_weight),
+            "reference_zoom": self.zoom,
+            "reference_turns": self.turns,
+        }
+        if reads_reconstruction:
+            values = {"lab_weight": float(self.lab_weight), **values}
+        return values
 
 
 def readout_of_job(job: JobScoring) -> Readout:
@@ -237,43 +251,3 @@ class FusedMetric:
             for mix, reference in zip(self.mixes, target[2], strict=True)
         ]
         return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
-
-
-class DistanceMetric(FusedMetric):
-    """The nearest-reference distance alone, with no reconstruction pass: the ``fused``
-    metric with the reconstruction weighted out, each job keeping its reference weight,
-    zoom, turns and smoothing (a job that weighs the references 0 reads them at weight 1).
-    With no passes there is no variance to filter by, so both jobs read the plain map.
-    It is the floor the reconstruction must beat, and the fast choice for a weak CPU: it
-    costs the frozen CNN's features and a nearest-neighbour search, not 15 decoder passes.
-    """
-
-    reads_passes = False
-
-    def __init__(
-        self,
-        model: PADFormer,
-        scoring: ScoringConfig | None = None,
-        references01: list[torch.Tensor] | None = None,
-    ) -> None:
-        given = ScoringConfig() if scoring is None else scoring
-        fused = resolve_scoring(model_scoring(model), given)  # what the fused metric weighs
-        weighed = ScoringConfig(
-            map=JobScoring(reference_weight=fused.map.reference_weight or 1.0),
-            score=JobScoring(reference_weight=fused.score.reference_weight or 1.0),
-        )
-        super().__init__(model, weighed.over(given), references01, reconstruction_weight=0.0)
-        self.map_readout = Readout(consistency_filter=False, sigma=self.map_readout.sigma)
-        self.score_readout = Readout(consistency_filter=False, sigma=self.score_readout.sigma)
-
-    def batch_maps(
-        self, queries01: list[torch.Tensor], queries_model: torch.Tensor
-    ) -> list[list[torch.Tensor]]:
-        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
-        nothing here compares colours), for every query of one detector call, the search
-        taken once for all."""
-        features = self.feature_targets(queries01, queries_model)
-        return [
-            [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
-            for references in self.batch_reference_maps(queries01, torch.cat(features))
-        ]

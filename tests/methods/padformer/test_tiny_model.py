@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.scoring import score_query
 from padformer_edge.detect.settings import DetectionSettings as S
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.passes import score_query
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 

@@ -7,7 +7,7 @@ render) rather than anomalies, while an anomaly is only wrong when its patch was
 The image score is the maximum of that map (``readout.PAPER_READOUT``). The colour metrics (LAB,
 the paper's choice, and RGB for the ablation) and the feature metrics (encoder features of
 pixel models, the decoder's predicted CNN features of edge models) are here; the ``fused``
-mix of them is ``detect.fused``, the nearest-reference distance ``detect.reference_distance``.
+mix of them is ``methods.fused``, the nearest-reference distance ``methods.distance``.
 """
 
 from __future__ import annotations

@@ -6,17 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.detector import Detector
-from padformer_edge.detect.fused import DistanceMetric, FusedMetric
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
-from padformer_edge.detect.paper_metrics import PredictedFeatureMetric
 from padformer_edge.detect.readout import Readout
-from padformer_edge.detect.scoring import build_metric
 from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.detect.signature import scoring_signature, signature_text
+from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
+from padformer_edge.methods.distance.metric import DistanceMetric
+from padformer_edge.methods.fused.metric import FusedMetric
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.metrics import build_metric, scoring_signature
+from padformer_edge.methods.padformer.paper_metrics import PredictedFeatureMetric
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 from tests.model.test_model_edge import SMALL_EDGE

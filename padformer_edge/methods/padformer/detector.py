@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from padformer_edge.allocator import retain_freed_memory
+from padformer_edge.deploy.graph_runner import GraphRunner, graphs_needed
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
     check_precision,
@@ -37,10 +38,11 @@ from padformer_edge.detect.images import (
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.readout import score_without_passes
-from padformer_edge.detect.scoring import call_inputs, resolve_metric, score_query
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.detect.signature import Signature, scoring_signature
+from padformer_edge.detect.signature import Signature
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
+from padformer_edge.methods.padformer.passes import call_inputs, score_query
 from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceCache
 
 
@@ -58,41 +60,6 @@ class EncodingStore(Protocol):
     def save(self, cache: ReferenceCache) -> None:
         """Keep freshly computed encodings for the next start."""
         ...
-
-
-class GraphRunner(Protocol):
-    """A model's exported graphs in a runtime (``deploy.runners.open_runner`` opens the
-    onnxruntime or OpenVINO one), as the detector runs them in place of the torch model.
-
-    Declared here and handed in, so scoring never imports the export package that builds
-    on it: the packages stay in one direction (docs/architecture.md, the layers)."""
-
-    def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
-        references' CNN features for a model that reads them, else None)."""
-        ...
-
-    def use_features(self, features: np.ndarray, targets: np.ndarray | None = None) -> None:
-        """Compute the reference terms of these encodings for every later query."""
-        ...
-
-    def reconstruct(
-        self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """One batch of masked passes -> (normalised pixels, predicted features or None)."""
-        ...
-
-
-def graphs_needed(runtime: str) -> str:
-    """The sentence for a runtime that runs exported graphs when none were given: how to
-    make them for a model, and how to store them in a profile."""
-    fmt = "openvino" if runtime == "openvino" else "onnx"
-    wanted = " --runtime openvino" if runtime == "openvino" else ""
-    return (
-        f"runtime {runtime} needs the model's exported graphs; run padformer-edge export "
-        f"MODEL --format {fmt} --out DIR and pass detect --exported DIR, or store them in a "
-        f"profile with padformer-edge profile export NAME{wanted}."
-    )
 
 
 class Detector(GroupedDetection):

@@ -1,7 +1,7 @@
 """Per-query scoring in numpy: the torch detector's ``score_query`` for the line runtime.
 
 The metric's settings are not decided here: the exporter resolves them with the torch
-metric (``deploy.line_export.scoring_record``) and stores them in the profile, and this
+metric (``line_export.scoring_record``) and stores them in the profile, and this
 module only does the arithmetic. So the model's validated weights, zooms and readouts
 have one source, and a profile scores on the line with exactly the settings it was
 calibrated with. Only the metrics a line runs are here: the paper's ``lab`` (and
@@ -17,42 +17,9 @@ from typing import Any
 import numpy as np
 
 from padformer_edge.deploy import arrays
-from padformer_edge.detect.scoring_config import (
-    BLUR_KERNEL,
-    BLUR_SIGMA,
-    MAX_CHUNK_VALUES,
-    SMOOTH_MAX_SIGMA,
-)
-
-F32 = np.float32
-# query cells x bank rows per similarity block (``best_cosines``): 512K cosines, 2 MiB,
-# within a core's L2. Torch's detector uses 512 x 2048 (``reference_distance``); with
-# numpy's layout here 4096 x 128 took a quarter less time than that on the edge preset
-# with 12 references (2304 query cells against 110,592 bank rows, one BLAS thread)
-SIMILARITY_QUERY_ROWS = 4096
-SIMILARITY_BANK_ROWS = 128
-
-
-@dataclass(frozen=True)
-class LineReadout:
-    """``scoring.Readout``: the consistency filter or the plain mean, then a Gaussian."""
-
-    consistency_filter: bool
-    sigma: float
-
-    def apply(self, mean: np.ndarray, variance: np.ndarray, scale: float) -> np.ndarray:
-        amap = consistency_filter(mean, variance) if self.consistency_filter else mean
-        return smooth(amap, self.sigma * scale)
-
-
-@dataclass(frozen=True)
-class LineMix:
-    """``scoring.Mix``: one fused job's LAB weight and nearest-reference term."""
-
-    lab_weight: float
-    reference_weight: float
-    zoom: int
-    turns: bool
+from padformer_edge.deploy.line_readout import F32, LineReadout, LineScore
+from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA, MAX_CHUNK_VALUES
+from padformer_edge.methods.fused.line import LineMix, mix_errors
 
 
 @dataclass(frozen=True)
@@ -121,96 +88,6 @@ class ScoringSpec:
         return images * std + mean
 
 
-def consistency_filter(mean: np.ndarray, variance: np.ndarray) -> np.ndarray:
-    """``scoring.consistency_filter``: keep the mean where the variance is strictly above
-    its lower median."""
-    flat = variance.reshape(-1)
-    kth = (flat.size + 1) // 2 - 1
-    median = np.partition(flat, kth)[kth]
-    return np.where(variance > median, mean, F32(0.0)).astype(F32)
-
-
-def smooth(amap: np.ndarray, sigma: float) -> np.ndarray:
-    """``scoring.smooth``: a Gaussian of ``sigma`` pixels, on a shrunk frame when wide."""
-    if sigma <= 0:
-        return amap
-    factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
-    small = arrays.average_pool(amap, factor) if factor > 1 else amap
-    sigma_small = sigma / factor
-    radius = min(int(4 * sigma_small + 0.5), min(small.shape) - 1)
-    if radius < 1:
-        return amap
-    blurred = arrays.gaussian_blur(small, 2 * radius + 1, sigma_small)
-    return arrays.upsample(blurred, amap.shape)
-
-
-def best_cosines(cells: np.ndarray, bank: np.ndarray, upright: int) -> tuple:
-    """``scoring.best_cosines``: each ``[Q, C]`` cell's best cosine to the bank's upright
-    rows and (for a turned bank) to all its rows, one cache-sized block of the similarity
-    matrix at a time, reduced while it is still in the cache.
-
-    The blocks are laid out for numpy rather than as torch's are: a few bank rows against
-    many query cells (``SIMILARITY_BANK_ROWS`` x ``SIMILARITY_QUERY_ROWS``), each product
-    written into one reused buffer and reduced down its columns, which numpy does with
-    whole vectors at a time. The cosines, and so their maximum, are the same products."""
-    best_upright = np.full(cells.shape[0], -np.inf, dtype=F32)
-    best_any = best_upright.copy() if bank.shape[0] > upright else None
-    for start in range(0, cells.shape[0], SIMILARITY_QUERY_ROWS):
-        part = slice(start, start + SIMILARITY_QUERY_ROWS)
-        columns = np.ascontiguousarray(cells[part].T, dtype=F32)  # [C, q]
-        buffer = np.empty((SIMILARITY_BANK_ROWS, columns.shape[1]), dtype=F32)
-        _fold_max(columns, bank[:upright], best_upright[part], buffer)
-        if best_any is not None:
-            best_any[part] = best_upright[part]
-            _fold_max(columns, bank[upright:], best_any[part], buffer)
-    return best_upright, best_any
-
-
-def _fold_max(
-    columns: np.ndarray, bank_rows: np.ndarray, best: np.ndarray, buffer: np.ndarray
-) -> None:
-    """``best`` (a view) raised in place to each query column's largest cosine with
-    ``bank_rows``; ``buffer`` holds one block of products."""
-    for start in range(0, bank_rows.shape[0], SIMILARITY_BANK_ROWS):
-        rows = bank_rows[start : start + SIMILARITY_BANK_ROWS]
-        block = buffer[: rows.shape[0]]
-        np.matmul(rows, columns, out=block)
-        np.maximum(best, block.max(axis=0), out=best)
-
-
-def flat_cells(cells: np.ndarray) -> np.ndarray:
-    """``[B, C, h, w]`` -> ``[B * h * w, C]`` (``scoring.flat_cells``)."""
-    return cells.transpose(0, 2, 3, 1).reshape(-1, cells.shape[1])
-
-
-def reference_maps(
-    spec: ScoringSpec,
-    query_cells: list[np.ndarray],
-    banks: list[tuple[np.ndarray, int]],
-    size: tuple[int, int],
-) -> list[np.ndarray | None]:
-    """Each mix's ``[H, W]`` reference distance (``FusedMetric.reference_maps``), from the
-    query's unit cells per magnification (``[1, C, h, w]``) and the reference banks."""
-    if spec.zoom == 0:
-        return [None] * len(spec.mixes)
-    distances: dict[tuple[int, bool], np.ndarray] = {}
-    for level, (cells, (bank, upright)) in enumerate(zip(query_cells, banks, strict=True), 1):
-        height, width = cells.shape[-2:]
-        found = best_cosines(flat_cells(cells), bank, upright)
-        for turned, best in zip((False, True), found, strict=True):
-            if best is not None:
-                distance = (F32(1.0) - best).reshape(height, width)
-                distances[level, turned] = arrays.upsample(distance, size)
-    maps: list[np.ndarray | None] = []
-    for mix in spec.mixes:
-        if mix.reference_weight <= 0:
-            maps.append(None)
-            continue
-        levels = [distances[level, mix.turns] for level in range(1, mix.zoom + 1)]
-        maps.append(np.stack(levels).mean(0) if len(levels) > 1 else levels[0])
-    return maps
-
-
 @dataclass
 class QueryTargets:
     """What every pass of one query is compared with (``metric.target``)."""
@@ -268,26 +145,9 @@ def pass_errors(
     if predicted is None or targets.features is None:
         raise ValueError("the fused metric needs predicted and target features.")
     feature = feature_errors(spec, targets.features, predicted, weights, size)
-    mixed = []
-    for mix, reference in zip(spec.mixes, targets.references, strict=True):
-        lab_part = F32(mix.lab_weight / spec.scales[0] * spec.reconstruction_weight)
-        feature_part = F32((1.0 - mix.lab_weight) / spec.scales[1] * spec.reconstruction_weight)
-        errors = colour * lab_part + feature * feature_part
-        if mix.reference_weight > 0:
-            assert reference is not None
-            errors = errors + F32(mix.reference_weight) * reference
-        mixed.append(errors)
-    return np.stack(mixed, axis=1)
-
-
-@dataclass
-class LineScore:
-    """``scoring.ScoredQuery`` in numpy."""
-
-    anomaly_map: np.ndarray
-    score: float
-    pass_mean: list[float]
-    pass_max: list[float]
+    return mix_errors(
+        colour, feature, spec.scales, spec.mixes, targets.references, spec.reconstruction_weight
+    )
 
 
 def score_passes(
@@ -335,12 +195,3 @@ def score_passes(
     return LineScore(anomaly_map.astype(F32), float(score_map.max()), pass_mean, pass_max)
 
 
-def score_distance(spec: ScoringSpec, references: list[np.ndarray | None]) -> LineScore:
-    """``readout.score_without_passes`` for the ``distance`` metric."""
-    size = references[0].shape if references[0] is not None else (0, 0)
-    scale = max(size) / spec.img_size
-    maps = [F32(mix.reference_weight) * d for mix, d in zip(spec.mixes, references, strict=True)]
-    flat = np.zeros_like(maps[0])
-    anomaly_map = spec.map_readout.apply(maps[0], flat, scale)
-    score_map = spec.score_readout.apply(maps[-1], flat, scale)
-    return LineScore(anomaly_map.astype(F32), float(score_map.max()), [], [])

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.detector import Detector
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.padformer.detector import Detector
 from tests.detect_double import CleanReconstructor
 from tests.detect_images import product_image, with_defect
 

@@ -1,10 +1,7 @@
 """From a query and its per-pass reconstructions to an anomaly map and a score.
 
-The PADFormer metric that compares each pass with its query is chosen by name here
-(``build_metric``): the paper's (``detect.paper_metrics``), the ``fused`` mix
-(``detect.fused``), or the nearest-reference distance alone. The learned comparison is a
-method of its own (``methods.compare``): it reads no PADFormer, and shares only the
-pass-less readout here (``score_without_passes``). Each pass gives an error map
+The metric that compares each pass with its query is handed in (``metrics.build_metric``
+names them); this module only folds the passes. Each pass gives an error map
 at the query's own resolution; the map and the image score are read from the passes' mean
 and variance by each job's ``Readout``. Passes are folded in chunks with an exact pairwise
 mean/variance merge, so a 20 MP camera frame never needs all passes' colour maps in
@@ -17,63 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from padformer_edge.detect.fused import DistanceMetric, FusedMetric
-from padformer_edge.detect.paper_metrics import (
-    ColourMetric,
-    ErrorMetric,
-    FeatureMetric,
-    PredictedFeatureMetric,
-)
 from padformer_edge.detect.readout import ScoredQuery
-from padformer_edge.detect.scoring_config import MAX_CHUNK_VALUES, ScoringConfig
-from padformer_edge.detect.settings import ERROR_METRICS
-from padformer_edge.errors import UserError
-from padformer_edge.model.padformer import PADFormer
-
-
-def build_metric(
-    name: str,
-    model: PADFormer,
-    references01: list[torch.Tensor] | None = None,
-    scoring: ScoringConfig | None = None,
-) -> ErrorMetric:
-    """The metric called ``name``; an unknown name is a user error. ``references01``
-    (``[3, H, W]`` each, in [0, 1]) are the references, for a metric that reads them
-    itself; without them the metric can still name its scoring (``scoring_signature``).
-    ``scoring`` is the fused settings given for this detection, over the model's own.
-    ``compare`` is not one of them: ``methods.registry`` gives it its own detector."""
-    if name in ("lab", "rgb"):
-        return ColourMetric(name)  # type: ignore[arg-type]
-    cnn = model.config.cnn_tokens
-    if name == "feature":
-        return PredictedFeatureMetric(model) if cnn else FeatureMetric(model)
-    reference_metrics = {"fused": FusedMetric, "distance": DistanceMetric}
-    if name in reference_metrics:
-        if not cnn:
-            raise UserError(
-                f"the {name} metric needs a model with CNN tokens (preset 'edge'); "
-                f"this is a '{model.preset_name}' model: use --metric lab."
-            )
-        return reference_metrics[name](model, scoring, references01)
-    if name in ERROR_METRICS:  # a method of its own (methods.registry), not a PADFormer metric
-        raise ValueError(f"metric {name} is not scored by the PADFormer detector")
-    raise UserError(f"error metric '{name}' is unknown; choose one of {', '.join(ERROR_METRICS)}.")
-
-
-def default_metric(model: PADFormer) -> str:
-    """``fused`` for models that can compute it, the paper's ``lab`` otherwise."""
-    return "fused" if model.config.cnn_tokens else "lab"
-
-
-def resolve_metric(
-    setting: str,
-    model: PADFormer,
-    references01: list[torch.Tensor] | None = None,
-    scoring: ScoringConfig | None = None,
-) -> tuple[str, ErrorMetric]:
-    """(name, metric) for a detection setting's ``metric`` (``auto`` picks the default)."""
-    name = default_metric(model) if setting == "auto" else setting
-    return name, build_metric(name, model, references01, scoring)
+from padformer_edge.detect.scoring_config import MAX_CHUNK_VALUES
+from padformer_edge.methods.padformer.paper_metrics import ErrorMetric
 
 
 @dataclass

@@ -5,7 +5,7 @@ features of a query and its magnified cells as graphs (the fused and distance me
 compare them with the references), the mask schedule of the profile's settings (made
 with torch's random generator, which numpy cannot reproduce) and the metric's settings
 resolved by the torch metric (``scoring.json``), so the numpy scoring
-(``deploy.line_scoring``) has nothing to decide. Needs torch: it runs where profiles are
+(``line_scoring``) has nothing to decide. Needs torch: it runs where profiles are
 made, never on the line.
 """
 
@@ -50,7 +50,7 @@ class FeaturesGraph(nn.Module):
         self.model = model
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        from padformer_edge.detect.reference_distance import cell_features
+        from padformer_edge.methods.distance.search import cell_features
 
         target = self.model.target_features(images).float()
         return target, cell_features(self.model, target)
@@ -76,9 +76,9 @@ class CellsGraph(nn.Module):
 def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, Any]:
     """The metric of ``settings`` for ``model`` as the torch detector resolves it, in the
     terms ``line_scoring.ScoringSpec`` reads."""
-    from padformer_edge.detect.fused import DistanceMetric, FusedMetric
-    from padformer_edge.detect.scoring import resolve_metric
-    from padformer_edge.detect.signature import scoring_signature
+    from padformer_edge.methods.distance.metric import DistanceMetric
+    from padformer_edge.methods.fused.metric import FusedMetric
+    from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 
     name, metric = resolve_metric(settings.metric, model, None, settings.scoring)
     if name not in ("lab", "rgb", "fused", "distance"):

@@ -2,7 +2,7 @@
 
 ``LineDetector`` answers the ``Detector``'s calls that the daemon, ``detect --profile``
 and calibration make (``detect``, ``detect_each``, ``scoring``...), from the files a
-profile export wrote (``deploy.line_export``). Every file is checked against the sha256
+profile export wrote (``line_export``). Every file is checked against the sha256
 the profile records before a session opens it: a graph swapped on a line PC would score
 with another model than the one the threshold was calibrated on.
 """
@@ -19,15 +19,7 @@ from threadpoolctl import ThreadpoolController
 
 from padformer_edge.deploy import arrays
 from padformer_edge.deploy.cache_files import read_encodings, write_encodings
-from padformer_edge.deploy.line_scoring import (
-    LineScore,
-    QueryTargets,
-    ScoringSpec,
-    colour_target,
-    reference_maps,
-    score_distance,
-    score_passes,
-)
+from padformer_edge.deploy.line_readout import LineScore, flat_cells
 from padformer_edge.deploy.names import (
     CELLS_GRAPH,
     FEATURES_GRAPH,
@@ -47,23 +39,17 @@ from padformer_edge.deploy.sessions import (
     ir_files,
     open_graphs,
 )
+from padformer_edge.deploy.verify import verify_files
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-
-
-def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:
-    """Refuse a missing file or one whose bytes differ from the recorded sha256."""
-    for name, digest in sorted(files.items()):
-        path = folder / name
-        if not path.is_file():
-            raise UserError(f"exported file {path} is missing; {fix}.")
-        if file_sha256(path) != digest:
-            raise UserError(
-                f"exported file {path} differs from the sha256 its profile records "
-                f"({digest[:12]}...); {fix}."
-            )
+from padformer_edge.methods.distance.line import reference_maps, score_distance
+from padformer_edge.methods.padformer.line_scoring import (
+    QueryTargets,
+    ScoringSpec,
+    colour_target,
+    score_passes,
+)
 
 
 class LineDetector(GroupedDetection):
@@ -220,8 +206,6 @@ class LineDetector(GroupedDetection):
     def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
         """``scoring.reference_banks``: every reference cell per magnification, upright
         rows first, then the quarter turns when a mix reads them."""
-        from padformer_edge.deploy.line_scoring import flat_cells
-
         units = [arrays.unit_image(image) for image in references]
         banks = []
         for level in range(1, self.spec.zoom + 1):
@@ -269,7 +253,7 @@ class LineDetector(GroupedDetection):
             for level in range(2, self.spec.zoom + 1):
                 square = arrays.resize_square(query01, self.img_size * level)
                 query_cells.append(self.cells(square, level))
-        references = reference_maps(self.spec, query_cells, self.banks, size)
+        references = reference_maps(self.spec.mixes, query_cells, self.banks, size)
         colour = colour_target(self.spec, query01) if self.reads_passes else None
         return QueryTargets(colour, features, references)
 
@@ -329,7 +313,10 @@ class LineDetector(GroupedDetection):
         size = (query01.shape[-2], query01.shape[-1])
         targets = self.targets(query01, query_model)
         if recon is None:
-            return score_distance(self.spec, targets.references)
+            readouts = (self.spec.map_readout, self.spec.score_readout)
+            return score_distance(
+                self.spec.mixes, targets.references, readouts, self.spec.img_size
+            )
         return score_passes(
             self.spec,
             targets,
