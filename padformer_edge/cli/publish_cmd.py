@@ -109,7 +109,9 @@ def assign(
 @app.command("assignments")
 def assignments(
     line: str | None = typer.Option(None, "--line", metavar="LINE", help="This line only."),
-    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per line."),
+    as_json: bool = typer.Option(
+        False, "--json", help="A JSON array, one object per line and profile."
+    ),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:

@@ -233,7 +233,7 @@ class PublishedProfilesConfig(StrictModel):
         ge=0.5,
         le=3600,
         description="Seconds between looks at this line's assignments; a new version is "
-        "pulled, verified and scoring within this plus profile_check_interval_s.",
+        "pulled, verified and scoring within this plus the time its detector takes to build.",
     )
 
     _database_in_state = field_validator("database")(database_in_state)
@@ -292,8 +292,7 @@ class DaemonConfig(StrictModel):
     )
     published_profiles: PublishedProfilesConfig = Field(
         default_factory=PublishedProfilesConfig,
-        description="Profile versions published from the workstation and assigned to "
-        "this line.",
+        description="Profile versions published from the workstation and assigned to this line.",
     )
     claim_expiry_s: float = Field(
         30.0,

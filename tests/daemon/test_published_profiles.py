@@ -131,7 +131,9 @@ def test_a_line_runs_what_the_workstation_publishes_and_assigns(
         wait_for(lambda: len(reloads(daemon)) == 1, 60, daemon, "version 2 taken up")
         (reload,) = reloads(daemon)
         taken_up = datetime.fromisoformat(reload["timestamp"]).replace(tzinfo=None)
-        assert (taken_up - assigned_at(db_url)).total_seconds() <= TARGET_S
+        elapsed = (taken_up - assigned_at(db_url)).total_seconds()
+        print(f"version 2 scoring {elapsed:.2f} s after its assignment")
+        assert elapsed <= TARGET_S
         total = drop(site, total, 2)
         wait_for(settled(db_url, total), 60, daemon, "version 2 results")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 from sqlalchemy import Engine, update
@@ -20,8 +21,12 @@ from padformer_edge.profiles.publish import publish_profile
 from padformer_edge.profiles.pull import pull_version
 from padformer_edge.profiles.versions import kept_versions, save_profile
 from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.published import assigned, published_versions
 from padformer_edge.store.published_tables import published_files
 from padformer_edge.store.schema import upgrade
+from padformer_edge.store.users import add_user
+from padformer_edge.store.vocabulary import Role
+from tests.cli_process import run_cli
 from tests.daemon.harness import make_profile
 
 
@@ -124,3 +129,44 @@ def test_a_profile_without_a_threshold_is_not_published(tmp_path: Path, plant: E
     save_profile(profile, profile.config.model_copy(update={"calibration": None}))
     with pytest.raises(UserError, match="has no threshold yet"):
         publish_profile(workstation, "bolt", plant, "ana")
+
+
+def test_the_commands_sign_by_the_one_rule(tmp_path: Path, plant: Engine) -> None:
+    """Once the database has users, publish, assign and rollback --line take an engineer's
+    name and record it; an operator is refused in one sentence, before anything changes."""
+    workstation = tmp_path / "workstation"
+    make_profile(workstation, "bolt", threshold=0.25)
+    add_user(plant, "olga", Role.operator)
+    add_user(plant, "eve", Role.engineer)
+    database = str(tmp_path / "plant.sqlite3")
+    env = {"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state")}
+
+    def cli(*args: str) -> CompletedProcess[str]:
+        return run_cli(*args, "--db", database, env=env)
+
+    refused = cli("profile", "publish", "bolt", "--root", str(workstation), "--yes", "olga")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "user 'olga' is an operator; only an engineer publishes a profile version" in (
+        refused.stderr
+    )
+    assert (
+        cli("profile", "publish", "bolt", "--root", str(workstation), "--yes", "EVE").returncode
+        == 0
+    )
+    pin_threshold(load_profile(workstation, "bolt"), 0.75)
+    assert (
+        cli("profile", "publish", "bolt", "--root", str(workstation), "--yes", "eve").returncode
+        == 0
+    )
+    for version in ("1", "2"):
+        done = cli("profile", "assign", "bolt", "--line", "press-1", "--version", version,
+                   "--yes", "eve")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    refused = cli("profile", "rollback", "bolt", "--line", "press-1", "--yes", "olga")
+    assert refused.returncode == 2 and "only an engineer rolls a profile back" in refused.stderr
+    done = cli("profile", "rollback", "bolt", "--all-lines", "--yes", "eve")
+    assert done.returncode == 0 and "line 'press-1' is back on version 1" in done.stdout
+    with reading(plant) as conn:
+        assert {v.published_by for v in published_versions(conn, "bolt")} == {"eve"}
+        (now,) = assigned(conn, "press-1")
+    assert (now.version, now.action, now.assigned_by) == (1, "rollback", "eve")

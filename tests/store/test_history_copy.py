@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.drift import record_drift
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.history_copy import copy_history
 from padformer_edge.store.lines import with_line
-from padformer_edge.store.locations import resolve_stored
+from padformer_edge.store.locations import resolve_stored, stored_path
 from padformer_edge.store.queue import due_alerts, enqueue, mark_alert_sent
 from padformer_edge.store.reviews import save_review
 from padformer_edge.store.schema import upgrade
@@ -39,7 +39,15 @@ def line_history(tmp_path: Path) -> tuple[Engine, Path]:
     path = tmp_path / "line.sqlite3"
     engine = with_line(open_engine(str(path)), LINE)
     upgrade(engine)
-    seeded = seed_history(engine, tmp_path / "state" / "heatmaps")
+    state = tmp_path / "state"
+    seeded = seed_history(engine, state / "heatmaps")
+    with engine.begin() as conn:  # recorded as the worker records them: state-relative
+        for row_id, heatmap in seeded.heatmaps.items():
+            conn.execute(
+                update(inspections)
+                .where(inspections.c.id == row_id)
+                .values(heatmap_path=stored_path(heatmap, state))
+            )
     for alert in due_alerts(engine)[:3]:
         mark_alert_sent(engine, alert.id)
     first, second = seeded.anomaly_ids[:2]
@@ -56,7 +64,10 @@ def rows(conn, table, *order) -> list[dict]:
     return [dict(r._mapping) for r in conn.execute(select(table).order_by(*order))]
 
 
-def test_a_line_history_is_copied_once(tmp_path: Path, engine: Engine) -> None:
+def test_a_line_history_is_copied_once(
+    tmp_path: Path, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(tmp_path / "state"))  # the line's
     line, _ = line_history(tmp_path)
     plant = with_line(engine, "line-b")  # the plant already holds another line's rows
     for i in range(3):
@@ -78,9 +89,11 @@ def test_a_line_history_is_copied_once(tmp_path: Path, engine: Engine) -> None:
         by_id = {r["id"]: r for r in source}
         strip = lambda r: {k: v for k, v in r.items() if k != "id"}  # noqa: E731
         assert [strip(r) for r in copied] == [strip(r) for r in source]
-        for row in copied:  # each picture path names the same file as on the line
-            if row["heatmap_path"] is not None:
-                assert resolve_stored(row["heatmap_path"]).is_file()
+        heatmaps = [r["heatmap_path"] for r in copied if r["heatmap_path"] is not None]
+        assert len(heatmaps) == 20
+        for recorded in heatmaps:  # relative to the line's state folder, as on the line
+            assert not Path(recorded).is_absolute()
+            assert resolve_stored(recorded).is_file()
         translated = {r["id"]: plant_id[r["source_path"]] for r in source}
         assert {translated[k] for k in by_id} == set(plant_id.values())
         for table, key in (
