@@ -129,8 +129,8 @@ def pull_at_start(config: DaemonConfig, root: Path) -> list[str]:
         if current_revision(engine) != head_revision():
             return []
         return AssignmentPoller(engine, config.line_name, root, interval_s=0).poll()
-    except SQLAlchemyError as err:
-        log.warning("daemon.assignments_unreadable", error=f"{type(err).__name__}: {err}",
+    except (SQLAlchemyError, UserError) as err:  # unreachable: the line inspects regardless
+        log.warning("daemon.assignments_unreadable", error=str(err),
                     fix="the daemon starts with the profile versions on disk")  # fmt: skip
         return []
     finally:

@@ -170,3 +170,26 @@ def test_the_commands_sign_by_the_one_rule(tmp_path: Path, plant: Engine) -> Non
         assert {v.published_by for v in published_versions(conn, "bolt")} == {"eve"}
         (now,) = assigned(conn, "press-1")
     assert (now.version, now.action, now.assigned_by) == (1, "rollback", "eve")
+
+
+def test_a_line_starts_with_what_it_has_when_the_database_cannot_say(tmp_path: Path) -> None:
+    """``watch``'s pull at start leaves the profiles folder alone, without an error, when
+    the database is unreachable, does not exist yet or is behind the schema's head."""
+    from padformer_edge.daemon.assignments import pull_at_start
+    from padformer_edge.daemon.settings import DaemonConfig
+
+    def config(published: str) -> DaemonConfig:
+        return DaemonConfig(
+            database=str(tmp_path / "line.sqlite3"),
+            cameras=[{"name": "cam0", "path": str(tmp_path / "cam"), "profile": "bolt"}],
+            published_profiles={"database": published},
+        )
+
+    behind = tmp_path / "behind.sqlite3"
+    old = open_engine(str(behind))
+    upgrade(old, "0008")
+    old.dispose()
+    unreachable = "postgresql://nobody@127.0.0.1:1/plant?connect_timeout=2"  # refused at once
+    for published in (unreachable, str(tmp_path / "absent.sqlite3"), str(behind)):
+        assert pull_at_start(config(published), tmp_path / "profiles") == []
+    assert not (tmp_path / "profiles").exists() and not (tmp_path / "absent.sqlite3").exists()
