@@ -29,6 +29,7 @@ from padformer_edge.cli import (
     export_cmd,
     growth_cmd,
     profile_cmd,
+    publish_cmd,
     results_cmd,
     serve_cmd,
     state_cmd,
@@ -60,6 +61,8 @@ app.command("export")(export_cmd.export)
 app.command("train")(train_cmd.train)
 # candidates, approve, reject, refresh, rollback: commands of ``profile`` in their own module
 profile_cmd.app.registered_commands.extend(growth_cmd.app.registered_commands)
+# publish, assign, assignments: the plant's published profiles, in their own module too
+profile_cmd.app.registered_commands.extend(publish_cmd.app.registered_commands)
 app.add_typer(profile_cmd.app, name="profile")
 app.command("watch")(watch_cmd.watch)
 app.add_typer(alerts_cmd.app, name="alerts")

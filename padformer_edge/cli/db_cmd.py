@@ -1,4 +1,5 @@
-"""``padformer-edge db``: create or upgrade the result store, show its schema, back it up."""
+"""``padformer-edge db``: create or upgrade the result store, show its schema, back it up,
+copy a line's history into the plant's database."""
 
 from __future__ import annotations
 
@@ -68,3 +69,39 @@ def backup(
 
     saved = schema.backup(open_engine(db, read_only=True), to)
     typer.echo(f"backup written to {saved}")
+
+
+@app.command("copy")
+def copy(
+    source: str = typer.Option(
+        ..., "--from", metavar="FILE_OR_URL", help="The line's database (its SQLite file)."
+    ),
+    target: str = typer.Option(
+        ..., "--to", metavar="URL", help="The plant's database (postgresql://...)."
+    ),
+) -> None:
+    """Copy a line's history (finished inspections, reviews, sent alerts, drift events,
+    candidates) into the plant's database; a second copy adds only what is new."""
+    from padformer_edge.store.engine import describe, open_engine
+    from padformer_edge.store.history_copy import copy_history
+    from padformer_edge.store.schema import open_checked, require_head
+
+    reader = open_checked(source)
+    writer = open_engine(target)
+    try:
+        require_head(writer, target)
+        report = copy_history(reader, writer)
+    finally:
+        reader.dispose()
+        writer.dispose()
+    added = ", ".join(f"{n} {t}" for t, n in report.added.items() if n) or "nothing"
+    typer.echo(f"copied into {describe(writer.url)}: {added}.")
+    present = sum(report.present.values())
+    if present:
+        typer.echo(f"{present} rows were there already (copied before) and were left as they are.")
+    left = ", ".join(f"{n} {t}" for t, n in report.left.items() if n)
+    if left:
+        typer.echo(
+            f"left on the line: {left} (its queue and unsent alerts, which its daemon "
+            "finishes; candidates whose inspection it no longer holds)."
+        )

@@ -257,15 +257,27 @@ def rollback(
     to: int | None = typer.Option(
         None, "--to", metavar="VERSION", help="The kept version to bring back (default the newest)."
     ),
+    line: list[str] = typer.Option(
+        [], "--line", metavar="LINE",
+        help="Instead of the profiles folder: assign this line the published version of "
+        "NAME it ran before its current one; repeatable.",
+    ),
+    all_lines: bool = typer.Option(
+        False, "--all-lines", help="As --line, for every line assigned NAME."
+    ),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
     """Bring back an earlier version of NAME (references and threshold) as a new version,
-    recorded in its history. Runs without torch."""
+    recorded in its history; with --line or --all-lines, put those lines back on the
+    published version they ran before. Runs without torch."""
     from padformer_edge.profiles.versions import rollback_profile
     from padformer_edge.store.signers import ROLLBACK, check_given
 
+    if line or all_lines:
+        _rollback_lines(name, yes, to, line, all_lines, db, config)
+        return
     folder = _root(root, config)
     load_profile(folder, name)
     check_given(yes, ROLLBACK)
@@ -275,3 +287,34 @@ def rollback(
     change = profile.config.history[-1]
     _say(f"profile '{name}' is now version {profile.config.version}: version "
          f"{change.restored} restored by {by}, threshold {change.new_threshold:.6g}.")  # fmt: skip
+
+
+def _rollback_lines(name: str, yes: str, to: int | None, lines: list[str], all_lines: bool,
+                    db: str | None, config: Path | None) -> None:  # fmt: skip
+    """``rollback --line / --all-lines``: each line back on the published version of
+    ``name`` it ran before (``store.published.rollback_line``)."""
+    from padformer_edge.errors import UserError
+    from padformer_edge.store.engine import reading
+    from padformer_edge.store.published import lines_running, rollback_line
+    from padformer_edge.store.signers import ROLLBACK, check_given
+
+    if to is not None:
+        raise UserError(
+            f"--to picks a version kept in the profiles folder; to put a line on a given "
+            f"published version, run `padformer-edge profile assign {name} --line LINE "
+            f"--version {to} --yes ENGINEER`."
+        )
+    if lines and all_lines:
+        raise UserError("give --line LINE or --all-lines, not both.")
+    check_given(yes, ROLLBACK)
+    with _history(db, config, write=True) as (engine, _):
+        by = _engineer(engine, yes, ROLLBACK)
+        if all_lines:
+            with reading(engine) as conn:
+                lines = lines_running(conn, name)
+            if not lines:
+                raise UserError(f"no line is assigned profile '{name}'; nothing to roll back.")
+        for each in lines:
+            assignment = rollback_line(engine, each, name, by)
+            _say(f"line '{each}' is back on version {assignment.version} of profile "
+                 f"'{name}' (rolled back by {by}).")  # fmt: skip

@@ -25,8 +25,14 @@ def watch(
 
     settings = load_daemon_config(config, list(folders or []))
     # Folders and profiles (named, readable, calibrated) are checked before torch loads
-    # and before the database is touched: a typo costs a second and leaves nothing behind.
+    # and before the database is written: a typo costs a second and leaves nothing
+    # behind. The versions assigned to this line are pulled first (the database only
+    # read, and left alone when it does not exist yet), so a new line PC may start with
+    # an empty profiles folder.
     layout = resolve_layout(settings)
+    from padformer_edge.daemon.assignments import pull_at_start
+
+    pull_at_start(settings, layout.profiles)
     names = {cam.profile for cam in settings.cameras}
     require_profiles(layout, names)
     from padformer_edge.daemon.claims import ClaimKeeper

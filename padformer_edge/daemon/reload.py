@@ -70,6 +70,7 @@ class ProfileReloader:
         self.served: dict[str, Served] = {}
         self.swap: Swap = lambda _name, _inspector: None
         self.reloads = 0
+        self._wake = threading.Event()
 
     def path(self, name: str) -> Path:
         return self.root / name / PROFILE_FILE
@@ -89,9 +90,19 @@ class ProfileReloader:
         self.served[name] = Served(digest, inspector)
 
     def run(self, stop: threading.Event) -> None:
-        """Check every ``interval_s`` until ``stop``; one profile's failure never ends it."""
-        while not stop.wait(self.interval_s):
+        """Check every ``interval_s``, or at once when woken, until ``stop``; one
+        profile's failure never ends it."""
+        while not stop.is_set():
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+            if stop.is_set():
+                return
             self.check_all()
+
+    def wake(self) -> None:
+        """Check now rather than at the next interval: a version was just installed
+        (``daemon.assignments``), and it should be scoring without the wait."""
+        self._wake.set()
 
     def check_all(self) -> None:
         for name in sorted(self.served):

@@ -8,7 +8,8 @@ warming every detector. Only then READY=1. The main thread supervises: it
 restarts a dead observer, pings the systemd watchdog only while the observer, the
 worker and the database are all healthy (so systemd restarts a daemon that is wedged
 rather than one that is merely busy), and reports the backlog in STATUS=. A fourth
-thread takes up new profile versions without a restart (``reload.py``).
+thread takes up new profile versions without a restart (``reload.py``), and a fifth
+pulls the versions published and assigned to this line (``assignments.py``).
 
 SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
 anything still ``processing`` to ``pending`` and exit 0.
@@ -25,6 +26,7 @@ import time
 from sqlalchemy import Engine, text
 
 from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
+from padformer_edge.daemon.assignments import AssignmentPoller
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
@@ -121,6 +123,7 @@ class Daemon:
         for name, inspector in shared.items():
             self.reloader.serve(name, digests[name], inspector)
         self.reloader.swap = self.worker.use_inspector
+        self.assignments = self._assignment_poller()
         # /metrics in this process shows the GPU the worker's detectors are on, if any
         follow_devices(lambda: [i.detector.device for i in self.worker.inspectors.values()])
         self.dispatcher.start()
@@ -128,6 +131,23 @@ class Daemon:
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
         self.reload_thread = self._spawn("profiles", lambda: self.reloader.run(self.stop))
+        if self.assignments is not None:
+            poller = self.assignments
+            self._spawn("assignments", lambda: poller.run(self.stop))
+
+    def _assignment_poller(self) -> AssignmentPoller | None:
+        """The poller of this line's published profile versions, on the daemon's own
+        database or the one ``published_profiles.database`` names (only read)."""
+        published = self.config.published_profiles
+        if not published.enabled:
+            return None
+        engine = self.engine
+        if published.database is not None:
+            engine = open_engine(published.database, read_only=True)
+        return AssignmentPoller(
+            engine, self.config.line_name, self.layout.profiles, published.poll_interval_s,
+            on_pulled=lambda _name: self.reloader.wake(),
+        )  # fmt: skip
 
     def inspector_on_cpu(self, name: str) -> Inspector:
         """Profile ``name`` rebuilt on the CPU (the worker's way out of a failed GPU)."""

@@ -207,6 +207,38 @@ class DriftConfig(StrictModel):
         return self.per_window / tests
 
 
+def database_in_state(value: str | None) -> str | None:
+    """A relative database file lies in the state folder, like every relative path of
+    this config: taken from the working directory instead, a moved state folder (or a
+    daemon started from another folder) would open another, empty history."""
+    if value is None or "://" in value or Path(value).expanduser().is_absolute():
+        return value
+    return str(state_dir() / value)
+
+
+class PublishedProfilesConfig(StrictModel):
+    """Profiles published from the workstation (``profile publish`` and ``profile
+    assign``): the daemon polls the versions assigned to its line, pulls each new one
+    into its profiles folder, checks every file's sha256 and takes it up without a
+    restart (``daemon.assignments``)."""
+
+    enabled: bool = Field(True, description="Poll this line's assigned profile versions.")
+    database: str | None = Field(
+        None,
+        description="Where the published profiles and assignments are: a path or URL "
+        "(the plant's PostgreSQL); default: the daemon's own database.",
+    )
+    poll_interval_s: float = Field(
+        5.0,
+        ge=0.5,
+        le=3600,
+        description="Seconds between looks at this line's assignments; a new version is "
+        "pulled, verified and scoring within this plus the time its detector takes to build.",
+    )
+
+    _database_in_state = field_validator("database")(database_in_state)
+
+
 @register_config_kind("daemon")
 class DaemonConfig(StrictModel):
     """``padformer-edge watch --config FILE``: cameras, their profiles and the policies.
@@ -258,6 +290,10 @@ class DaemonConfig(StrictModel):
     http: HttpConfig | None = Field(
         None, description="The operator's page, served by watch when set."
     )
+    published_profiles: PublishedProfilesConfig = Field(
+        default_factory=PublishedProfilesConfig,
+        description="Profile versions published from the workstation and assigned to this line.",
+    )
     claim_expiry_s: float = Field(
         30.0,
         ge=3.0,
@@ -271,15 +307,7 @@ class DaemonConfig(StrictModel):
         """The configured line, else this PC's default (the host name)."""
         return self.line or default_line()
 
-    @field_validator("database")
-    @classmethod
-    def _relative_database_in_state(cls, value: str | None) -> str | None:
-        """A relative database file lies in the state folder, like every relative path of
-        this config: taken from the working directory instead, a moved state folder (or
-        a daemon started from another folder) would open another, empty history."""
-        if value is None or "://" in value or Path(value).expanduser().is_absolute():
-            return value
-        return str(state_dir() / value)
+    _database_in_state = field_validator("database")(database_in_state)
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:

@@ -125,10 +125,42 @@ def install(profile: Profile, config: ProfileConfig, references: dict[str, Path]
     installed = Profile(profile.folder, config)
     installed.verify_references()  # every named file present with its recorded sha256
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
+    _drop_unnamed_references(profile.folder, config)
+    return load_profile(profile.folder.parent, profile.name)
+
+
+def _drop_unnamed_references(profile_folder: Path, config: ProfileConfig) -> None:
+    """Remove the reference files ``config`` does not name (after it is in place)."""
     named = {entry.file for entry in config.references}
-    for path in folder.iterdir():
+    for path in (profile_folder / REFERENCES_DIR).iterdir():
         if path.is_file() and path.name not in named:
             path.unlink(missing_ok=True)
+
+
+def install_staged(profile: Profile, staged: Path) -> Profile:
+    """Make the complete, verified profile folder ``staged`` (a version pulled from the
+    plant database: its ``profile.yaml``, references and exported graphs, byte for byte
+    as published) the current version of ``profile``, in ``install``'s order: the
+    current version kept, new references added beside the old, the exported graphs
+    swapped in, ``profile.yaml`` replaced (the moment the daemon takes the version up),
+    then the references no longer named removed. ``staged`` is consumed."""
+    keep_version(profile)
+    config = load_config(staged / PROFILE_FILE, ProfileConfig)
+    folder = profile.folder / REFERENCES_DIR
+    folder.mkdir(exist_ok=True)
+    for entry in config.references:
+        write_atomic(folder / entry.file, (staged / REFERENCES_DIR / entry.file).read_bytes())
+    if config.exported is not None:
+        target = profile.folder / config.exported.folder
+        retired = target.with_name(f".{target.name}.retired")
+        shutil.rmtree(retired, ignore_errors=True)
+        if target.exists():
+            target.rename(retired)
+        (staged / config.exported.folder).rename(target)
+        shutil.rmtree(retired, ignore_errors=True)
+    (staged / PROFILE_FILE).replace(profile.folder / PROFILE_FILE)
+    _drop_unnamed_references(profile.folder, config)
+    shutil.rmtree(staged, ignore_errors=True)
     return load_profile(profile.folder.parent, profile.name)
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import DeclarativeBase, Mapped, relationship
 
+from padformer_edge.store import published_tables as published_tables  # registers its tables
 from padformer_edge.store import tables
 
 # Re-exported: the states are part of the tables' vocabulary, defined without SQLAlchemy.

@@ -1,6 +1,6 @@
 """Who signs what a command changes: one rule for every command that records a name
 (``results review --by``, ``alerts ack --by``, ``profile calibrate --from-reviews --yes``,
-``profile approve / reject / refresh / rollback --yes``).
+``profile approve / reject / refresh / rollback / publish / assign --yes``).
 
 The shell is trusted: whoever can run these commands can open the database file, so no
 token is asked. What the rule settles is what the record says:
@@ -47,6 +47,8 @@ APPROVE = Signing("--yes", "approves candidates", engineer=True)
 REJECT = Signing("--yes", "rejects candidates", engineer=True)
 INSTALL = Signing("--yes", "installs a profile version", engineer=True)
 ROLLBACK = Signing("--yes", "rolls a profile back", engineer=True)
+PUBLISH = Signing("--yes", "publishes a profile version", engineer=True)
+ASSIGN = Signing("--yes", "assigns a profile version to a line", engineer=True)
 
 
 def shell_account() -> str:

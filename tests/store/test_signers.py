@@ -14,7 +14,9 @@ from padformer_edge.store.engine import reading
 from padformer_edge.store.signers import (
     ACKNOWLEDGE,
     APPROVE,
+    ASSIGN,
     INSTALL,
+    PUBLISH,
     RECALIBRATE,
     REJECT,
     REVIEW,
@@ -26,7 +28,7 @@ from padformer_edge.store.users import add_user
 from padformer_edge.store.vocabulary import Role
 
 ANYONE = (REVIEW, ACKNOWLEDGE)
-ENGINEERS = (RECALIBRATE, APPROVE, REJECT, INSTALL, ROLLBACK)
+ENGINEERS = (RECALIBRATE, APPROVE, REJECT, INSTALL, ROLLBACK, PUBLISH, ASSIGN)
 
 
 @pytest.fixture

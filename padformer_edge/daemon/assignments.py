@@ -1,0 +1,137 @@
+"""The line's side of published profiles: poll this line's assignments, pull each new
+version, and have the reloader take it up at once.
+
+A thread looks at the assignments every ``published_profiles.poll_interval_s`` (one
+short query on an index). A version it has not installed yet is pulled
+(``profiles.pull``: every file's sha256 checked before anything in the profiles folder
+changes) and the reloader is woken, so the version is scoring within the poll interval
+plus the time to build its detector, not a further ``profile_check_interval_s``. A pull
+that is refused (a tampered file, a version removed) is logged once as an error naming
+the version and the version the daemon keeps running, and tried again every
+``RETRY_REFUSED_S`` while the assignment stays, in case the database was repaired.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.errors import UserError
+from padformer_edge.log import get_logger
+from padformer_edge.profiles.profile import load_profile
+from padformer_edge.profiles.pull import pull_version
+from padformer_edge.store.engine import reading
+from padformer_edge.store.published import Assignment, assigned
+
+log = get_logger("daemon")
+
+RETRY_REFUSED_S = 60.0
+"""How often a refused version is fetched again while it stays assigned."""
+
+
+def running_version(root: Path, name: str) -> str:
+    """The version the profiles folder holds for ``name``, in words, for the log."""
+    try:
+        return str(load_profile(root, name).config.version)
+    except UserError:
+        return "none"
+
+
+class AssignmentPoller:
+    """Pulls the versions assigned to ``line`` into ``root``; ``on_pulled(name)`` after
+    each version installed."""
+
+    def __init__(self, engine: Engine, line: str, root: Path, interval_s: float,
+                 on_pulled: Callable[[str], None] = lambda _name: None) -> None:  # fmt: skip
+        self.engine, self.line, self.root, self.interval_s = engine, line, root, interval_s
+        self.on_pulled = on_pulled
+        self.settled: dict[str, int] = {}  # profile -> the assignment id installed or current
+        self.refused: dict[str, tuple[int, float]] = {}  # profile -> (assignment id, when)
+        self.pulls = 0
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll every ``interval_s`` until ``stop``; a database away is logged, not fatal."""
+        while not stop.wait(self.interval_s):
+            try:
+                self.poll()
+            except Exception as err:  # the database away for a moment: next time
+                log.warning("daemon.assignments_unreadable",
+                            error=f"{type(err).__name__}: {err}")  # fmt: skip
+
+    def poll(self) -> list[str]:
+        """Pull every assignment of this line not yet installed; the names pulled."""
+        with reading(self.engine) as conn:
+            current = assigned(conn, self.line)
+        pulled = []
+        for assignment in current:
+            if self.settled.get(assignment.profile) == assignment.id:
+                continue
+            refused = self.refused.get(assignment.profile)
+            logged = refused is not None and refused[0] == assignment.id
+            if logged and time.monotonic() - refused[1] < RETRY_REFUSED_S:  # type: ignore[index]
+                continue
+            if self.take(assignment, logged=logged):
+                pulled.append(assignment.profile)
+        return pulled
+
+    def take(self, assignment: Assignment, logged: bool = False) -> bool:
+        """Pull ``assignment``'s version; True when a new one was installed."""
+        name, version = assignment.profile, assignment.version
+        try:
+            with reading(self.engine) as conn:
+                installed = pull_version(conn, self.root, name, version)
+        except UserError as err:
+            self.refused[name] = (assignment.id, time.monotonic())
+            if not logged:
+                keeps = running_version(self.root, name)
+                log.error(
+                    "daemon.profile_pull_refused", profile=name, version=version,
+                    running_version=keeps, error=str(err),
+                    fix=f"the daemon keeps version {keeps} of profile '{name}'",
+                )  # fmt: skip
+            return False
+        self.refused.pop(name, None)
+        self.settled[name] = assignment.id
+        if installed is None:
+            return False
+        self.pulls += 1
+        log.info("daemon.profile_pulled", profile=name, version=version, line=self.line,
+                 assigned_by=assignment.assigned_by, action=assignment.action)  # fmt: skip
+        self.on_pulled(name)
+        return True
+
+
+def pull_at_start(config: DaemonConfig, root: Path) -> list[str]:
+    """Before ``watch`` opens its profiles: pull what this line is assigned, so a line PC
+    with an empty profiles folder runs its versions. A database that does not exist yet,
+    is not at the newest schema or cannot be reached leaves the folder as it is (the
+    daemon's poller takes over once it runs); a refused version is logged, and the
+    folder's own version, if any, runs."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from padformer_edge.store.engine import open_engine, resolve_url, sqlite_path
+    from padformer_edge.store.schema import current_revision, head_revision
+
+    published = config.published_profiles
+    if not published.enabled:
+        return []
+    url = resolve_url(published.database or config.database)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return []
+    engine = open_engine(url, read_only=True)
+    try:
+        if current_revision(engine) != head_revision():
+            return []
+        return AssignmentPoller(engine, config.line_name, root, interval_s=0).poll()
+    except (SQLAlchemyError, UserError) as err:  # unreachable: the line inspects regardless
+        log.warning("daemon.assignments_unreadable", error=str(err),
+                    fix="the daemon starts with the profile versions on disk")  # fmt: skip
+        return []
+    finally:
+        engine.dispose()
