@@ -25,6 +25,7 @@ import time
 from sqlalchemy import Engine, text
 
 from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
+from padformer_edge.daemon.forwarder import Forwarder
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
@@ -33,6 +34,7 @@ from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.detect.tf32 import allow_tf32
+from padformer_edge.errors import UserError
 from padformer_edge.gpu_gauges import follow_devices
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
@@ -40,6 +42,7 @@ from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import with_line
 from padformer_edge.store.models import utc_now
+from padformer_edge.store.outbox import disable_forwarding, enable_forwarding
 from padformer_edge.store.queue import requeue_interrupted
 from padformer_edge.store.schema import migrate_on_start
 
@@ -74,6 +77,7 @@ class Daemon:
         requeued, failed = requeue_interrupted(
             self.engine, max_attempts=self.config.worker.max_attempts
         )
+        self.forwarder = self._plant_forwarder()
         stale = remove_stale_temporaries(self.layout.heatmaps)
         log.info(
             "daemon.recovered",
@@ -124,10 +128,30 @@ class Daemon:
         # /metrics in this process shows the GPU the worker's detectors are on, if any
         follow_devices(lambda: [i.detector.device for i in self.worker.inspectors.values()])
         self.dispatcher.start()
+        if self.forwarder is not None:
+            self.forwarder.start()
         self.intake.start_observer()
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
         self.reload_thread = self._spawn("profiles", lambda: self.reloader.run(self.stop))
+
+    def _plant_forwarder(self) -> Forwarder | None:
+        """With ``plant_database`` set, capture this line's changes into the outbox from
+        now on (after migrating: a migration may have rebuilt the tables the capture
+        triggers sit on) and the forwarder that sends them; without it, no capture."""
+        if self.config.plant_database is None:
+            disable_forwarding(self.engine)
+            return None
+        if self.engine.dialect.name != "sqlite":
+            raise UserError(
+                f"plant_database forwards from the line's own SQLite database, but this "
+                f"daemon's database is {self.engine.dialect.name} (set by database or "
+                "$PADFORMER_EDGE_DB); use a SQLite file there or remove plant_database."
+            )
+        forwarder = Forwarder(self.engine, self.config.plant_database)
+        enable_forwarding(self.engine, forwarder.where)
+        log.info("plant.forwarding", plant=forwarder.where, line=forwarder.line)
+        return forwarder
 
     def inspector_on_cpu(self, name: str) -> Inspector:
         """Profile ``name`` rebuilt on the CPU (the worker's way out of a failed GPU)."""
@@ -168,10 +192,11 @@ class Daemon:
         return True
 
     def status_line(self) -> str:
-        return (
+        line = (
             f"backlog {self.worker.backlog()}, inspected {self.worker.processed}, "
             f"last {self.worker.last_result}"
         )
+        return f"{line}, {self.forwarder.status()}" if self.forwarder is not None else line
 
     def supervise(self) -> int:
         """Until a stop signal (0), or until a thread that cannot be restarted died (1):
@@ -239,6 +264,8 @@ class Daemon:
         # The reloader is not joined: a version being built now is of no use any more,
         # and waiting for its model to load would only delay the stop.
         self.dispatcher.stop()  # after the worker: its last alerts are in the outbox
+        if self.forwarder is not None:
+            self.forwarder.stop()  # what it has not sent waits in the outbox for next time
         requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
 

@@ -228,6 +228,12 @@ class DaemonConfig(StrictModel):
         description="History database: a path or URL; default results.sqlite3, or "
         "$PADFORMER_EDGE_DB.",
     )
+    plant_database: str | None = Field(
+        None,
+        description="The plant's PostgreSQL URL (postgresql://USER@HOST/DB): results, "
+        "reviews and alerts are forwarded there exactly once from the line's own SQLite "
+        "database, which keeps the queue; unset: the SQLite database alone.",
+    )
     heatmaps: Path | None = Field(
         None, description="Heatmap folder (default heatmaps); never inside a camera folder."
     )
@@ -280,6 +286,28 @@ class DaemonConfig(StrictModel):
         if value is None or "://" in value or Path(value).expanduser().is_absolute():
             return value
         return str(state_dir() / value)
+
+    @field_validator("plant_database")
+    @classmethod
+    def _plant_is_postgresql(cls, value: str | None) -> str | None:
+        """Only a server can be the plant's database: several line PCs write it."""
+        if value is not None and not value.startswith(("postgresql://", "postgresql+")):
+            raise ValueError(
+                "plant_database must be a PostgreSQL URL such as "
+                "postgresql://padformer@plant-db/padformer; a SQLite file is one PC's database"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _plant_beside_local_sqlite(self) -> DaemonConfig:
+        server = self.database is not None and self.database.startswith("postgresql")
+        if self.plant_database is not None and server:
+            raise ValueError(
+                "plant_database forwards from the line's own SQLite database, but database "
+                "is a server already; set database to a SQLite file (or leave it out) or "
+                "remove plant_database"
+            )
+        return self
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:
