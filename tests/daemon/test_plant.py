@@ -5,46 +5,18 @@ while the plant was away."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
-from padformer_edge.store.engine import resolve_url
 from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image
+from tests.daemon.plant_chaos import Webhook, backlog, local, plant, run_plant_chaos
 from tests.detect_images import product_image
 from tests.pg_cluster import Cluster, own_cluster
 
 LINE = "press-1"
-
-
-class Webhook:
-    """127.0.0.1 endpoint counting accepted deliveries per alert id."""
-
-    def __init__(self) -> None:
-        self.received: Counter[int] = Counter()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                receiver.received[body["alert_id"]] += 1
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 @pytest.fixture
@@ -57,7 +29,7 @@ def cluster() -> Iterator[Cluster]:
 def hook() -> Iterator[Webhook]:
     receiver = Webhook()
     yield receiver
-    receiver.server.shutdown()
+    receiver.close()
 
 
 def plant_site(tmp_path: Path, cluster: Cluster, hook: Webhook) -> Site:
@@ -69,32 +41,6 @@ def plant_site(tmp_path: Path, cluster: Cluster, hook: Webhook) -> Site:
         plant_database=cluster.url,
         alerts={"sinks": {"hook": {"type": "webhook", "url": hook.url}}, "cooldown_s": 0},
     )
-
-
-def local(site: Site, query: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{site.database}?mode=ro", uri=True, timeout=30)
-    try:
-        return conn.execute(query).fetchall()
-    except sqlite3.OperationalError:
-        return []  # not migrated yet
-    finally:
-        conn.close()
-
-
-def plant(cluster: Cluster, query: str) -> list[tuple]:
-    engine = create_engine(resolve_url(cluster.url))
-    try:
-        with engine.connect() as conn:
-            return [tuple(row) for row in conn.execute(text(query)).all()]
-    except Exception:  # not migrated yet, or stopped: nothing readable there
-        return []
-    finally:
-        engine.dispose()
-
-
-def backlog(site: Site) -> int:
-    found = local(site, "SELECT count(*) FROM plant_outbox")
-    return int(found[0][0]) if found else -1
 
 
 def alerts_sent(site: Site, expected: int) -> bool:
@@ -190,3 +136,30 @@ def test_sigkill_while_the_backlog_drains_loses_and_repeats_nothing(
         wait_for(lambda: backlog(site) == 0, 120, daemon, "the backlog drained after restart")
         assert daemon.terminate() == 0
     assert_plant_equals_line(site, cluster, 12, hook)
+
+
+CHAOS_LINES, CHAOS_IMAGES, CHAOS_KILLS = 3, 24, 6
+"""The issue's shape (three lines, SIGKILLs among them, the plant cut and back) scaled to
+fit CI on two cores; ``benchmarks/chaos.py --plant`` runs the full size (300 images
+each, 10 SIGKILLs)."""
+
+
+def test_three_lines_under_sigkills_and_a_plant_outage(tmp_path: Path, cluster: Cluster) -> None:
+    report = run_plant_chaos(
+        tmp_path, cluster, lines=CHAOS_LINES, images=CHAOS_IMAGES, kills=CHAOS_KILLS
+    )
+    assert report["settled"], report
+    assert report["kills"] == CHAOS_KILLS
+    assert report["files"] == CHAOS_LINES * CHAOS_IMAGES
+    assert report["alerts"] >= report["files"]  # a webhook alert per file at least
+    wrong = (
+        "lost",
+        "duplicated",
+        "plant_lost",
+        "plant_duplicated",
+        "plant_alerts_lost",
+        "plant_alerts_duplicated",
+        "alerts_never_delivered",
+        "plant_rows_of_no_line",
+    )
+    assert {key: report[key] for key in wrong} == dict.fromkeys(wrong, 0), report
