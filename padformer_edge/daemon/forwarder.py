@@ -71,6 +71,7 @@ class Forwarder:
     def __init__(self, local: Engine, plant: str) -> None:
         self.local = local
         self.url = plant_url(plant)
+        self.where = describe(resolve_url(plant))  # for people: no password, no options
         self.line = line_of(local)
         self.forwarded = 0
         self.unreachable_since: datetime | None = None
@@ -78,12 +79,7 @@ class Forwarder:
         self._plant: Engine | None = None
         self._beat_sent: datetime | None = None
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-
-    @property
-    def where(self) -> str:
-        return describe(self.url)
 
     def start(self) -> None:
         if self._thread is not None:
@@ -93,15 +89,10 @@ class Forwarder:
 
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
-        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
         if self._plant is not None:
             self._plant.dispose()
-
-    def wake(self) -> None:
-        """Forward now rather than at the next poll (a batch was just committed)."""
-        self._wake.set()
 
     @property
     def alive(self) -> bool:
@@ -178,9 +169,8 @@ class Forwarder:
                     backlog=line_backlog(self.local),
                 )
                 self.unreachable_since, self.last_error = None, None
-            if settled < BATCH:
-                self._wake.wait(POLL_S)
-                self._wake.clear()
+            if settled < BATCH:  # caught up: look again in a moment
+                self._stop.wait(POLL_S)
 
     def _failed(self, err: Exception) -> None:
         if self._plant is not None:
