@@ -25,7 +25,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import InterfaceError, OperationalError
 
+from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, resolve_url
 from padformer_edge.store.heartbeat import read_heartbeat, record_heartbeat
@@ -76,6 +78,8 @@ class Forwarder:
         self.forwarded = 0
         self.unreachable_since: datetime | None = None
         self.last_error: str | None = None
+        self.refused = False
+        """The last failure was not a connection failing (the plant refused a write)."""
         self._plant: Engine | None = None
         self._beat_sent: datetime | None = None
         self._stop = threading.Event()
@@ -102,8 +106,9 @@ class Forwarder:
         """One phrase for the daemon's status line (STATUS=, the heartbeat, the page)."""
         backlog = line_backlog(self.local)
         if self.unreachable_since is not None:
+            what = "failing writes" if self.refused else "unreachable"
             return (
-                f"plant database unreachable since {self.unreachable_since:%H:%M:%S} UTC, "
+                f"plant database {what} since {self.unreachable_since:%H:%M:%S} UTC, "
                 f"{backlog} change(s) waiting"
             )
         if self._plant is None:
@@ -168,7 +173,7 @@ class Forwarder:
                     down_s=round(time.time() - self.unreachable_since.timestamp(), 1),
                     backlog=line_backlog(self.local),
                 )
-                self.unreachable_since, self.last_error = None, None
+                self.unreachable_since, self.last_error, self.refused = None, None, False
             if settled < BATCH:  # caught up: look again in a moment
                 self._stop.wait(POLL_S)
 
@@ -176,14 +181,19 @@ class Forwarder:
         if self._plant is not None:
             self._plant.dispose()  # fresh connections next time, not the broken ones
         message = f"{type(err).__name__}: {_first_line(err)}"
+        # A lost connection (or a schema check that could not connect) is the plant being
+        # away, which heals by itself; anything else (a write the plant refuses, a schema
+        # a newer version wrote) needs a person, so it is an error, logged again whenever
+        # the reason changes.
+        self.refused = not isinstance(err, (OperationalError, InterfaceError, UserError))
+        if self.refused and message != self.last_error:
+            log.error("plant.write_failed", plant=self.where, error=message,
+                      backlog=_safe_backlog(self.local))  # fmt: skip
         if self.unreachable_since is None:
             self.unreachable_since = datetime.now(UTC)
-            log.warning(
-                "plant.unreachable",
-                plant=self.where,
-                error=message,
-                backlog=_safe_backlog(self.local),
-            )
+            if not self.refused:
+                log.warning("plant.unreachable", plant=self.where, error=message,
+                            backlog=_safe_backlog(self.local))  # fmt: skip
         self.last_error = message
 
 

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import Cooldown
+from padformer_edge.daemon.forwarder import Forwarder
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
 from padformer_edge.store.models import ReviewVerdict
@@ -30,7 +31,7 @@ from padformer_edge.store.queue import mark_alert_failed, mark_alert_sent
 from padformer_edge.store.reviews import save_review
 from padformer_edge.store.schema import migrate_on_start, upgrade
 from padformer_edge.store.tables import alerts, inspections, review_history, reviews
-from tests.alerts.conftest import store_result
+from tests.alerts.conftest import store_result, wait_until
 from tests.pg_cluster import Cluster, own_cluster
 
 LINE = "press-3"
@@ -146,3 +147,28 @@ def test_a_later_change_after_a_forward_updates_the_same_rows(line: Engine, plan
     assert (_count(plant, inspections), _count(plant, alerts), _count(plant, reviews)) == (1, 1, 1)
     with plant.connect() as conn:
         assert conn.execute(select(alerts.c.state)).scalar_one().value == "sent"
+
+
+def test_the_forwarder_keeps_a_refused_change_until_the_plant_takes_it(
+    line: Engine, plant: Engine, cluster: Cluster
+) -> None:
+    enable_forwarding(line, cluster.url)
+    store_result(line, ALERTS, Cooldown(0), "refused.png")
+    refuse = "ALTER TABLE inspections ADD CONSTRAINT refuse_cam_1 CHECK (camera <> 'cam-1')"
+    with plant.begin() as conn:
+        conn.execute(text(refuse))
+    forwarder = Forwarder(line, cluster.url)
+    forwarder.start()
+    try:
+        wait_until(lambda: forwarder.refused, "the plant refusing the change")
+        assert forwarder.last_error is not None and "refuse_cam_1" in forwarder.last_error
+        assert "plant database failing writes since" in forwarder.status()
+        assert "2 change(s) waiting" in forwarder.status()
+        assert _count(plant, inspections) == 0
+        with plant.begin() as conn:
+            conn.execute(text("ALTER TABLE inspections DROP CONSTRAINT refuse_cam_1"))
+        wait_until(lambda: line_backlog(line) == 0, "the backlog forwarded")
+    finally:
+        forwarder.stop()
+    assert (_count(plant, inspections), _count(plant, alerts)) == (1, 1)
+    assert forwarder.status() == "plant backlog 0" and not forwarder.refused
