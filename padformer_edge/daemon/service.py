@@ -8,7 +8,8 @@ warming every detector. Only then READY=1. The main thread supervises: it
 restarts a dead observer, pings the systemd watchdog only while the observer, the
 worker and the database are all healthy (so systemd restarts a daemon that is wedged
 rather than one that is merely busy), and reports the backlog in STATUS=. A fourth
-thread takes up new profile versions without a restart (``reload.py``).
+thread takes up new profile versions without a restart (``reload.py``); with
+``plant_database`` set, another forwards the line's outbox to the plant (``forwarder.py``).
 
 SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
 anything still ``processing`` to ``pending`` and exit 0.
@@ -174,7 +175,9 @@ class Daemon:
 
     # -- supervision -------------------------------------------------------------------
     def healthy(self) -> bool:
-        """Observer, intake, worker and alert threads alive, the worker not stuck, DB reachable."""
+        """Observer, intake, worker, alert (and plant forwarder) threads alive, the worker
+        not stuck, the line's database reachable (the plant's may be away: that is
+        the forwarder's to wait out, not a reason to restart the line)."""
         busy = self.worker.busy_since
         stalled = max(time.monotonic() - self.worker.beat, 0.0) > self.config.watchdog_stall_s
         stuck = busy is not None and time.monotonic() - busy > self.config.watchdog_stall_s
@@ -184,6 +187,8 @@ class Daemon:
             return False
         if not self.dispatcher.alive:
             return False
+        if self.forwarder is not None and not self.forwarder.alive:
+            return False  # its loop survives the plant's failures; dead means a bug
         try:
             with reading(self.engine) as conn:
                 conn.execute(text("SELECT 1"))

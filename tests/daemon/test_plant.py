@@ -68,6 +68,7 @@ def assert_plant_equals_line(site: Site, cluster: Cluster, files: int, hook: Web
     assert Counter(plant_alerts).most_common(1)[0][1] == 1
     hook_ids = {alert_id for (alert_id,) in local(site, "SELECT id FROM alerts WHERE sink='hook'")}
     assert set(hook.received) == hook_ids
+    assert set(hook.received.values()) == {1}
 
 
 def write_burst(site: Site, start: int, count: int) -> list[Path]:
