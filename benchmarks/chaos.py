@@ -16,6 +16,15 @@ process), and alerts delivered once, more than once or never. Prints a table and
 line; ``--write-docs`` puts the table into the docs.
 
     python benchmarks/chaos.py [--kills 3] [--burst 12] [--seed 0] [--write-docs]
+
+``--plant`` runs the plant case instead (``tests/daemon/plant_chaos.py``, which the CI
+test runs smaller): ``--lines`` daemons forwarding to one PostgreSQL server of its own,
+``--images`` images each, ``--kills`` SIGKILLs among them and the plant server stopped
+and started again mid-way; it reports files and alerts lost or duplicated on the lines
+and in the plant database, and alerts the lines did not deliver. It needs PostgreSQL's
+server programs (``apt-get install postgresql``).
+
+    python benchmarks/chaos.py --plant [--lines 3] [--images 300] [--kills 10] [--seed 0]
 """
 
 from __future__ import annotations
@@ -242,7 +251,16 @@ def main() -> None:
         help="the worker's host_threads: decoding and heatmaps in that many threads",
     )  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--plant", action="store_true",
+        help="the plant case: several lines forwarding to one PostgreSQL under SIGKILLs",
+    )  # fmt: skip
+    parser.add_argument("--lines", type=int, default=3, help="--plant: line daemons")
+    parser.add_argument("--images", type=int, default=300, help="--plant: images per line")
     args = parser.parse_args()
+    if args.plant:
+        plant_main(args)
+        return
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         result = run(args.kills, args.burst, args.seed, Path(tmp), args.host_threads)
     labels = [
@@ -275,6 +293,49 @@ def main() -> None:
     print_json_line("chaos", {k: v for k, v in result.items() if k != "examples"})
     if any(result["examples"].values()):
         print(json.dumps(result["examples"]), file=sys.stderr)
+
+
+def plant_main(args: argparse.Namespace) -> None:
+    """``--plant``: the lines, the kills and the outage; a table and one JSON line."""
+    from tests.daemon.plant_chaos import run_plant_chaos
+    from tests.pg_cluster import own_cluster, server_programs
+
+    if server_programs() is None:
+        sys.exit("--plant needs PostgreSQL's server programs: apt-get install postgresql")
+    with tempfile.TemporaryDirectory(prefix="chaos-plant-") as tmp, own_cluster() as cluster:
+        result = run_plant_chaos(
+            Path(tmp), cluster, lines=args.lines, images=args.images, kills=args.kills,
+            seed=args.seed,
+        )  # fmt: skip
+    labels = [
+        ("line daemons", "lines"),
+        ("images written per line", "images_per_line"),
+        ("SIGKILLs", "kills"),
+        ("every line settled (all inspected, alerted, forwarded)", "settled"),
+        ("files written", "files"),
+        ("lost on the lines (no row)", "lost"),
+        ("duplicated on the lines", "duplicated"),
+        ("files not done (failed by the kills)", "not_done"),
+        ("lost in the plant database", "plant_lost"),
+        ("duplicated in the plant database", "plant_duplicated"),
+        ("alerts stored by the lines", "alerts"),
+        ("alerts lost in the plant database", "plant_alerts_lost"),
+        ("alerts duplicated in the plant database", "plant_alerts_duplicated"),
+        ("webhook alerts never delivered", "alerts_never_delivered"),
+        ("webhook alerts delivered more than once", "alerts_delivered_more_than_once"),
+        ("plant rows of no line under test", "plant_rows_of_no_line"),
+    ]
+    table = markdown_table(["metric", "value"], [[label, result[key]] for label, key in labels])
+    print(table)
+    if args.write_docs:
+        note = (
+            f"{result['kills']} SIGKILLs among {args.lines} line daemons, {args.images} images "
+            "each in rounds, the plant server stopped and started again mid-way; "
+            f"{result['seconds']} s in all. Tiny random-weight model, threshold 0 (every "
+            "image raises an alert)."
+        )
+        update_docs_section("chaos-plant-benchmark", f"{table}\n\n{note}")
+    print_json_line("chaos_plant", result)
 
 
 if __name__ == "__main__":

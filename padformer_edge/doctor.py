@@ -52,6 +52,7 @@ def examine(config_path: Path | None, expect_running: bool = False) -> list[Find
     findings += check_profiles(config)
     findings += check_device(config, profiles_folder(config))
     findings += check_database(config.database)
+    findings += check_plant(config)
     findings += check_sinks(config)
     findings += check_certificate(config)
     heatmaps = state_dir() / (config.heatmaps or "heatmaps")
@@ -215,6 +216,47 @@ def check_database(database: str | None) -> Iterator[Finding]:
             f"{where} is at schema {current}, this version needs {head}; {upgrade} "
             "(stop the daemon first).",
         )
+
+
+def check_plant(config: DaemonConfig) -> Iterator[Finding]:
+    """With ``plant_database`` set: the plant database answers (its schema is the
+    daemon's to migrate), and what the line still owes it. Unreachable is a finding, not
+    a stop: the line inspects and alerts on and forwards the backlog when it returns."""
+    if config.plant_database is None:
+        return
+    from padformer_edge.daemon.forwarder import plant_url
+    from padformer_edge.store.lines import with_line
+    from padformer_edge.store.outbox import line_backlog
+
+    url = plant_url(config.plant_database)
+    owed = ""
+    local = sqlite_path(resolve_url(config.database))
+    if local is not None and local.exists():
+        engine = with_line(open_engine(str(local), read_only=True), config.line_name)
+        try:
+            owed = f"; {line_backlog(engine)} change(s) of this line not yet forwarded"
+        except Exception:  # not migrated to the outbox yet: the database finding says so
+            owed = ""
+        finally:
+            engine.dispose()
+    try:
+        engine = open_engine(url.update_query_dict({"connect_timeout": "3"}), read_only=True)
+        try:
+            current = current_revision(engine)
+        finally:
+            engine.dispose()
+    except Exception as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        yield Finding(
+            "plant",
+            False,
+            f"{describe(url)} cannot be reached ({reason}){owed}; the line inspects and "
+            "alerts on and forwards when it answers: check the URL, the server and the "
+            "network.",
+        )
+        return
+    schema = f"at schema {current}" if current else "empty (watch migrates it)"
+    yield Finding("plant", True, f"{describe(url)} answers, {schema}{owed}")
 
 
 def check_heartbeat(

@@ -8,8 +8,9 @@ warming every detector. Only then READY=1. The main thread supervises: it
 restarts a dead observer, pings the systemd watchdog only while the observer, the
 worker and the database are all healthy (so systemd restarts a daemon that is wedged
 rather than one that is merely busy), and reports the backlog in STATUS=. A fourth
-thread takes up new profile versions without a restart (``reload.py``), and a fifth
-pulls the versions published and assigned to this line (``assignments.py``).
+thread takes up new profile versions without a restart (``reload.py``), a fifth pulls
+the versions published and assigned to this line (``assignments.py``), and with
+``plant_database`` set another forwards the line's outbox to the plant (``forwarder.py``).
 
 SIGTERM or SIGINT stop intake first, let the worker finish the batch in hand, return
 anything still ``processing`` to ``pending`` and exit 0.
@@ -27,6 +28,7 @@ from sqlalchemy import Engine, text
 
 from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
 from padformer_edge.daemon.assignments import AssignmentPoller
+from padformer_edge.daemon.forwarder import Forwarder
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
@@ -35,6 +37,7 @@ from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.detect.tf32 import allow_tf32
+from padformer_edge.errors import UserError
 from padformer_edge.gpu_gauges import follow_devices
 from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
@@ -42,6 +45,7 @@ from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import with_line
 from padformer_edge.store.models import utc_now
+from padformer_edge.store.outbox import disable_forwarding, enable_forwarding
 from padformer_edge.store.queue import requeue_interrupted
 from padformer_edge.store.schema import migrate_on_start
 
@@ -76,6 +80,7 @@ class Daemon:
         requeued, failed = requeue_interrupted(
             self.engine, max_attempts=self.config.worker.max_attempts
         )
+        self.forwarder = self._plant_forwarder()
         stale = remove_stale_temporaries(self.layout.heatmaps)
         log.info(
             "daemon.recovered",
@@ -127,6 +132,8 @@ class Daemon:
         # /metrics in this process shows the GPU the worker's detectors are on, if any
         follow_devices(lambda: [i.detector.device for i in self.worker.inspectors.values()])
         self.dispatcher.start()
+        if self.forwarder is not None:
+            self.forwarder.start()
         self.intake.start_observer()
         self.intake_thread = self._spawn("intake", self._intake_loop)
         self.worker_thread = self._spawn("worker", lambda: self.worker.run(self.stop))
@@ -136,18 +143,38 @@ class Daemon:
             self._spawn("assignments", lambda: poller.run(self.stop))
 
     def _assignment_poller(self) -> AssignmentPoller | None:
-        """The poller of this line's published profile versions, on the daemon's own
-        database or the one ``published_profiles.database`` names (only read)."""
+        """The poller of this line's published profile versions, on the database
+        ``published_profiles.database`` names, else the plant's (``plant_database``: where
+        the workstation publishes), else the daemon's own (only read)."""
         published = self.config.published_profiles
         if not published.enabled:
             return None
         engine = self.engine
-        if published.database is not None:
-            engine = open_engine(published.database, read_only=True)
+        source = published.database or self.config.plant_database
+        if source is not None:
+            engine = open_engine(source, read_only=True)
         return AssignmentPoller(
             engine, self.config.line_name, self.layout.profiles, published.poll_interval_s,
             on_pulled=lambda _name: self.reloader.wake(),
         )  # fmt: skip
+
+    def _plant_forwarder(self) -> Forwarder | None:
+        """With ``plant_database`` set, capture this line's changes into the outbox from
+        now on (after migrating: a migration may have rebuilt the tables the capture
+        triggers sit on) and the forwarder that sends them; without it, no capture."""
+        if self.config.plant_database is None:
+            disable_forwarding(self.engine)
+            return None
+        if self.engine.dialect.name != "sqlite":
+            raise UserError(
+                f"plant_database forwards from the line's own SQLite database, but this "
+                f"daemon's database is {self.engine.dialect.name} (set by database or "
+                "$PADFORMER_EDGE_DB); use a SQLite file there or remove plant_database."
+            )
+        forwarder = Forwarder(self.engine, self.config.plant_database)
+        enable_forwarding(self.engine, forwarder.where)
+        log.info("plant.forwarding", plant=forwarder.where, line=forwarder.line)
+        return forwarder
 
     def inspector_on_cpu(self, name: str) -> Inspector:
         """Profile ``name`` rebuilt on the CPU (the worker's way out of a failed GPU)."""
@@ -170,7 +197,9 @@ class Daemon:
 
     # -- supervision -------------------------------------------------------------------
     def healthy(self) -> bool:
-        """Observer, intake, worker and alert threads alive, the worker not stuck, DB reachable."""
+        """Observer, intake, worker, alert (and plant forwarder) threads alive, the worker
+        not stuck, the line's database reachable (the plant's may be away: that is
+        the forwarder's to wait out, not a reason to restart the line)."""
         busy = self.worker.busy_since
         stalled = max(time.monotonic() - self.worker.beat, 0.0) > self.config.watchdog_stall_s
         stuck = busy is not None and time.monotonic() - busy > self.config.watchdog_stall_s
@@ -180,6 +209,8 @@ class Daemon:
             return False
         if not self.dispatcher.alive:
             return False
+        if self.forwarder is not None and not self.forwarder.alive:
+            return False  # its loop survives the plant's failures; dead means a bug
         try:
             with reading(self.engine) as conn:
                 conn.execute(text("SELECT 1"))
@@ -188,10 +219,11 @@ class Daemon:
         return True
 
     def status_line(self) -> str:
-        return (
+        line = (
             f"backlog {self.worker.backlog()}, inspected {self.worker.processed}, "
             f"last {self.worker.last_result}"
         )
+        return f"{line}, {self.forwarder.status()}" if self.forwarder is not None else line
 
     def supervise(self) -> int:
         """Until a stop signal (0), or until a thread that cannot be restarted died (1):
@@ -259,6 +291,8 @@ class Daemon:
         # The reloader is not joined: a version being built now is of no use any more,
         # and waiting for its model to load would only delay the stop.
         self.dispatcher.stop()  # after the worker: its last alerts are in the outbox
+        if self.forwarder is not None:
+            self.forwarder.stop()  # what it has not sent waits in the outbox for next time
         requeued, _ = requeue_interrupted(self.engine, max_attempts=1 << 30)
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
 

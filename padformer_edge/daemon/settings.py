@@ -226,7 +226,8 @@ class PublishedProfilesConfig(StrictModel):
     database: str | None = Field(
         None,
         description="Where the published profiles and assignments are: a path or URL "
-        "(the plant's PostgreSQL); default: the daemon's own database.",
+        "(the plant's PostgreSQL); default: plant_database when set, else the daemon's own "
+        "database.",
     )
     poll_interval_s: float = Field(
         5.0,
@@ -259,6 +260,12 @@ class DaemonConfig(StrictModel):
         None,
         description="History database: a path or URL; default results.sqlite3, or "
         "$PADFORMER_EDGE_DB.",
+    )
+    plant_database: str | None = Field(
+        None,
+        description="The plant's PostgreSQL URL (postgresql://USER@HOST/DB): results, "
+        "reviews and alerts are forwarded there exactly once from the line's own SQLite "
+        "database, which keeps the queue; unset: the SQLite database alone.",
     )
     heatmaps: Path | None = Field(
         None, description="Heatmap folder (default heatmaps); never inside a camera folder."
@@ -308,6 +315,28 @@ class DaemonConfig(StrictModel):
         return self.line or default_line()
 
     _database_in_state = field_validator("database")(database_in_state)
+
+    @field_validator("plant_database")
+    @classmethod
+    def _plant_is_postgresql(cls, value: str | None) -> str | None:
+        """Only a server can be the plant's database: several line PCs write it."""
+        if value is not None and not value.startswith(("postgresql://", "postgresql+")):
+            raise ValueError(
+                "plant_database must be a PostgreSQL URL such as "
+                "postgresql://padformer@plant-db/padformer; a SQLite file is one PC's database"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _plant_beside_local_sqlite(self) -> DaemonConfig:
+        server = self.database is not None and self.database.startswith("postgresql")
+        if self.plant_database is not None and server:
+            raise ValueError(
+                "plant_database forwards from the line's own SQLite database, but database "
+                "is a server already; set database to a SQLite file (or leave it out) or "
+                "remove plant_database"
+            )
+        return self
 
     @model_validator(mode="after")
     def _camera_names_are_unique(self) -> DaemonConfig:

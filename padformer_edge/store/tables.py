@@ -296,3 +296,31 @@ daemon_claims = Table(
     Column("ttl_s", Float, nullable=False),
     Index("ix_daemon_claims_line", "line"),
 )
+
+# The lines of this database whose changes go on to a plant database (``store.outbox``):
+# a daemon with ``plant_database`` set registers its line here at start, and removes it
+# when started without. The capture triggers write outbox rows only for lines listed, so
+# a line PC with no plant keeps no outbox.
+plant_forwarding = Table(
+    "plant_forwarding",
+    metadata,
+    Column("line", String(MAX_LINE_CHARS), primary_key=True),
+    Column("plant", Text, nullable=False),
+    Column("since", UTCDateTime, nullable=False, default=utc_now),
+)
+
+# What a forwarding line still owes the plant database: one row per change of a result,
+# review, review history entry or alert (``kind`` and the changed row's local id), written
+# by a trigger in the same transaction as the change, deleted once the plant database has
+# committed it (``daemon.forwarder``). Rows name the changed row, not its values: the
+# forwarder sends the row as it is when it forwards, so a change forwarded twice writes
+# the same values twice, never a second row.
+plant_outbox = Table(
+    "plant_outbox",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    _line(),
+    Column("kind", String(16), nullable=False),
+    Column("row_id", Integer, nullable=False),
+    Index("ix_plant_outbox_line_id", "line", "id"),
+)

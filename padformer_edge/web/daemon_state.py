@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from padformer_edge.errors import UserError
 from padformer_edge.log import get_logger
+from padformer_edge.store.engine import reading
 from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
+from padformer_edge.store.outbox import backlog
 
 if TYPE_CHECKING:
     from padformer_edge.web.webapp import WebApp
@@ -72,7 +74,32 @@ def judge(beat: Heartbeat, stale_after_beats: float, named: bool) -> DaemonState
     return DaemonState("alive", f"{who} alive: heartbeat {seconds(beat.age_s)} ago.", beat, limit)
 
 
+def plant_backlog_sentence(app: WebApp) -> str:
+    """What the lines of this database still owe the plant database (``store.outbox``),
+    as a sentence; empty when nothing is owed or the database forwards nothing."""
+    try:
+        with reading(app.reader()) as conn:
+            owed = {line: n for line, n in backlog(conn).items() if n}
+    except Exception as err:  # the banner's own sentence already says what is wrong
+        log.warning("web.plant_backlog_unread", error=f"{type(err).__name__}: {err}")
+        return ""
+    if not owed:
+        return ""
+    parts = ", ".join(f"{n} of line {line}" for line, n in sorted(owed.items()))
+    return f" Changes waiting for the plant database: {parts}."
+
+
 def daemon_state(app: WebApp) -> DaemonState:
+    """Every line's heartbeat judged (``line_states``), and the backlog still owed to
+    the plant database, if any, said after it."""
+    state = line_states(app)
+    if state.state == "unreadable":
+        return state
+    waiting = plant_backlog_sentence(app)
+    return replace(state, sentence=state.sentence + waiting) if waiting else state
+
+
+def line_states(app: WebApp) -> DaemonState:
     """Read every line's heartbeat in this database and judge each against the configured
     multiple: red while any line's daemon is silent (the first such line's sentence, and
     how many others are), else alive."""

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, case, func, select
 
 from padformer_edge.gpu_gauges import read_gpus
 from padformer_edge.store.models import Alert, AlertState, Inspection, ReviewVerdict, Status
+from padformer_edge.store.outbox import backlog as plant_backlog
 from padformer_edge.store.reviews import review_counts
 from padformer_edge.web.queries import distinct_in, unindexed
 
@@ -233,6 +234,17 @@ class StoreCollector(Collector):
                 count = found.get((line, product, verdict.value), 0)
                 reviews.add_metric([line, product, verdict.value], count)
         out: list[Metric] = [depth, alerts, reviews, *gpu_families()]
+        # Only a line database that forwards to a plant has the family at all.
+        if owed := plant_backlog(conn):
+            plant = GaugeMetricFamily(
+                "padformer_plant_backlog",
+                "Changes (results, reviews, alerts) a line has not yet forwarded to the "
+                "plant database; it grows while that database is unreachable.",
+                labels=["line"],
+            )
+            for line, count in sorted(owed.items()):
+                plant.add_metric([line], count)
+            out.append(plant)
         if self._ages:
             beat = GaugeMetricFamily(
                 "padformer_daemon_heartbeat_age_seconds",

@@ -1,0 +1,95 @@
+"""The plant database's side of forwarding: a line's changes written idempotently.
+
+Every row is written by its natural key, never by the line's local ids (two line PCs
+both have an inspection 1): an inspection by (line, path, content), the file's identity
+on the plant; a review by its inspection; a review history entry by (inspection, time,
+reviewer, verdict); an alert by (inspection, sink, time, payload). Writing the same batch
+twice therefore leaves the database as writing it once, which is what makes forwarding
+exactly once: the forwarder acknowledges its outbox rows after this transaction commits,
+and a crash between the two only repeats a batch. One line's rows are written by its one
+daemon (``store.claims``), so the look-ups below never race another writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, and_, select, update
+from sqlalchemy.dialects import postgresql
+
+from padformer_edge.store.outbox import Batch
+from padformer_edge.store.tables import alerts, inspections, review_history, reviews
+
+_INSPECTION_KEY = ("line", "source_path", "sha256")
+
+
+def _without(row: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in names}
+
+
+def _upsert_inspection(conn: Connection, row: dict[str, Any]) -> int:
+    """The plant's id of the inspection ``row`` (a line's local row), inserted or brought
+    up to date."""
+    values = _without(row, "id")
+    insert = postgresql.insert(inspections).values(**values)
+    changed = {k: insert.excluded[k] for k in values if k not in _INSPECTION_KEY}
+    statement = insert.on_conflict_do_update(index_elements=list(_INSPECTION_KEY), set_=changed)
+    return int(conn.execute(statement.returning(inspections.c.id)).scalar_one())
+
+
+def _upsert_review(conn: Connection, row: dict[str, Any], plant_id: int) -> None:
+    values = {**row, "inspection_id": plant_id}
+    insert = postgresql.insert(reviews).values(**values)
+    changed = {k: insert.excluded[k] for k in values if k != "inspection_id"}
+    conn.execute(insert.on_conflict_do_update(index_elements=["inspection_id"], set_=changed))
+
+
+def _insert_history(conn: Connection, row: dict[str, Any], plant_id: int) -> None:
+    c = review_history.c
+    found = conn.execute(
+        select(c.id).where(
+            c.inspection_id == plant_id,
+            c.reviewed_at == row["reviewed_at"],
+            c.reviewer == row["reviewer"],
+            c.verdict == row["verdict"],
+        )
+    ).first()
+    if found is None:
+        values = {**_without(row, "id"), "inspection_id": plant_id}
+        conn.execute(review_history.insert().values(values))
+
+
+_ALERT_PROGRESS = ("state", "attempts", "next_attempt_at", "last_error", "sent_at")
+
+
+def _upsert_alert(conn: Connection, row: dict[str, Any], plant_id: int) -> None:
+    c = alerts.c
+    key = and_(
+        c.inspection_id == plant_id,
+        c.sink == row["sink"],
+        c.created_at == row["created_at"],
+        c.payload == row["payload"],
+    )
+    found = conn.execute(select(c.id).where(key)).first()
+    if found is None:
+        conn.execute(alerts.insert().values({**_without(row, "id"), "inspection_id": plant_id}))
+    else:
+        progress = {k: row[k] for k in _ALERT_PROGRESS}
+        conn.execute(update(alerts).where(c.id == found[0]).values(**progress))
+
+
+def write_batch(plant: Engine, batch: Batch) -> None:
+    """Write ``batch`` (``outbox.take``) into the plant database in one transaction."""
+    with plant.begin() as conn:
+        plant_ids = {row["id"]: _upsert_inspection(conn, row) for row in batch.inspections}
+        # A child is read with its inspection in one snapshot (and deleted with it), so
+        # its parent is always here; ``get`` only guards that invariant.
+        for rows, write in (
+            (batch.reviews, _upsert_review),
+            (batch.review_history, _insert_history),
+            (batch.alerts, _upsert_alert),
+        ):
+            for row in rows:
+                plant_id = plant_ids.get(row["inspection_id"])
+                if plant_id is not None:
+                    write(conn, row, plant_id)

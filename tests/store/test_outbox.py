@@ -1,0 +1,174 @@
+"""The plant outbox on a real SQLite file and a PostgreSQL server the test owns: changes
+captured in the writing transaction, forwarded by natural keys, a batch written twice
+(a crash between the plant's commit and the outbox's acknowledgement) adding nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select, text
+
+from padformer_edge.daemon.alerts.config import AlertsConfig
+from padformer_edge.daemon.alerts.planning import Cooldown
+from padformer_edge.daemon.forwarder import Forwarder
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.lines import with_line
+from padformer_edge.store.models import ReviewVerdict
+from padformer_edge.store.outbox import (
+    TRIGGER_NAMES,
+    acknowledge,
+    backlog,
+    disable_forwarding,
+    enable_forwarding,
+    installed_triggers,
+    line_backlog,
+    take,
+)
+from padformer_edge.store.plant import write_batch
+from padformer_edge.store.queue import mark_alert_failed, mark_alert_sent
+from padformer_edge.store.reviews import save_review
+from padformer_edge.store.schema import migrate_on_start, upgrade
+from padformer_edge.store.tables import alerts, inspections, review_history, reviews
+from tests.alerts.conftest import store_result, wait_until
+from tests.pg_cluster import Cluster, own_cluster
+
+LINE = "press-3"
+ALERTS = AlertsConfig(cooldown_s=0)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with own_cluster() as owned:
+        yield owned
+
+
+@pytest.fixture
+def plant(cluster: Cluster) -> Iterator[Engine]:
+    engine = with_line(open_engine(cluster.url), LINE)
+    migrate_on_start(engine)
+    yield engine
+    with engine.begin() as conn:  # the next test starts from an empty plant
+        for table in (alerts, review_history, reviews, inspections):
+            conn.execute(table.delete())
+    engine.dispose()
+
+
+@pytest.fixture
+def line(tmp_path: Path) -> Iterator[Engine]:
+    engine = with_line(open_engine(str(tmp_path / "results.sqlite3")), LINE)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def _count(engine: Engine, table) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def _forward(line: Engine, plant: Engine) -> int:
+    settled = 0
+    while batch := take(line, 7):  # small batches: several transactions, in order
+        write_batch(plant, batch)
+        acknowledge(line, batch.outbox_ids)
+        settled += len(batch)
+    return settled
+
+
+def test_without_a_plant_nothing_is_captured(line: Engine) -> None:
+    store_result(line, ALERTS, Cooldown(0), "a.png")
+    with line.connect() as conn:
+        assert installed_triggers(conn) == set()
+        assert backlog(conn) == {}
+    enable_forwarding(line, "postgresql://plant")
+    disable_forwarding(line)
+    store_result(line, ALERTS, Cooldown(0), "b.png")
+    with line.connect() as conn:
+        assert installed_triggers(conn) == set(TRIGGER_NAMES)  # they stay, idle
+        assert backlog(conn) == {}
+    assert line_backlog(line) == 0
+
+
+def test_results_reviews_and_alerts_reach_the_plant_once(line: Engine, plant: Engine) -> None:
+    enable_forwarding(line, "postgresql://plant")
+    enable_forwarding(line, "postgresql://plant")  # a restart: nothing doubles
+    stored = [store_result(line, ALERTS, Cooldown(0), f"{i}.png") for i in range(5)]
+    first, alerted = stored[0]
+    assert alerted == 1  # the log sink
+    save_review(line, first, ReviewVerdict.false_alarm, reviewer="ana")
+    save_review(line, first, ReviewVerdict.true_defect, reviewer="ben", note="crack")
+    with line.connect() as conn:
+        alert_ids = [row.id for row in conn.execute(select(alerts.c.id)).all()]
+    mark_alert_sent(line, alert_ids[0])
+    mark_alert_failed(line, alert_ids[1], "timeout", max_attempts=5)  # no state change
+    # 5 results, 5 alerts created, 1 settled, 2 reviews (insert, update), 2 history rows
+    assert line_backlog(line) == 5 + 5 + 1 + 2 + 2
+
+    batch = take(line, 100)
+    write_batch(plant, batch)
+    write_batch(plant, batch)  # the plant committed, the line died before acknowledging
+    acknowledge(line, batch.outbox_ids)
+    assert line_backlog(line) == 0
+    assert _forward(line, plant) == 0
+
+    assert _count(plant, inspections) == 5
+    assert _count(plant, alerts) == 5
+    assert _count(plant, reviews) == 1
+    assert _count(plant, review_history) == 2
+    with plant.connect() as conn:
+        plant_rows = conn.execute(select(inspections)).mappings().all()
+        review = conn.execute(select(reviews)).mappings().one()
+        states = sorted(row.state.value for row in conn.execute(select(alerts.c.state)).all())
+    with line.connect() as conn:
+        local_rows = conn.execute(select(inspections)).mappings().all()
+    columns = [c.name for c in inspections.c if c.name != "id"]
+    assert sorted(tuple(r[c] for c in columns) for r in plant_rows) == sorted(
+        tuple(r[c] for c in columns) for r in local_rows
+    )
+    assert {r["line"] for r in plant_rows} == {LINE}
+    assert (review["verdict"].value, review["reviewer"], review["note"]) == (
+        "true_defect", "ben", "crack"
+    )  # fmt: skip
+    assert states == ["pending"] * 4 + ["sent"]
+
+
+def test_a_later_change_after_a_forward_updates_the_same_rows(line: Engine, plant: Engine) -> None:
+    enable_forwarding(line, "postgresql://plant")
+    inspection, _ = store_result(line, ALERTS, Cooldown(0), "x.png")
+    assert _forward(line, plant) == 2
+    save_review(line, inspection, ReviewVerdict.true_defect, reviewer="ana")
+    with line.connect() as conn:
+        (alert_id,) = conn.execute(select(alerts.c.id)).scalars().all()
+    mark_alert_sent(line, alert_id)
+    # the review's inspection is sent again with it: harmless, and no second row
+    assert _forward(line, plant) == 3
+    assert (_count(plant, inspections), _count(plant, alerts), _count(plant, reviews)) == (1, 1, 1)
+    with plant.connect() as conn:
+        assert conn.execute(select(alerts.c.state)).scalar_one().value == "sent"
+
+
+def test_the_forwarder_keeps_a_refused_change_until_the_plant_takes_it(
+    line: Engine, plant: Engine, cluster: Cluster
+) -> None:
+    enable_forwarding(line, cluster.url)
+    store_result(line, ALERTS, Cooldown(0), "refused.png")
+    refuse = "ALTER TABLE inspections ADD CONSTRAINT refuse_cam_1 CHECK (camera <> 'cam-1')"
+    with plant.begin() as conn:
+        conn.execute(text(refuse))
+    forwarder = Forwarder(line, cluster.url)
+    forwarder.start()
+    try:
+        wait_until(lambda: forwarder.refused, "the plant refusing the change")
+        assert forwarder.last_error is not None and "refuse_cam_1" in forwarder.last_error
+        assert "plant database failing writes since" in forwarder.status()
+        assert "2 change(s) waiting" in forwarder.status()
+        assert _count(plant, inspections) == 0
+        with plant.begin() as conn:
+            conn.execute(text("ALTER TABLE inspections DROP CONSTRAINT refuse_cam_1"))
+        wait_until(lambda: line_backlog(line) == 0, "the backlog forwarded")
+    finally:
+        forwarder.stop()
+    assert (_count(plant, inspections), _count(plant, alerts)) == (1, 1)
+    assert forwarder.status() == "plant backlog 0" and not forwarder.refused
