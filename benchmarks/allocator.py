@@ -1,4 +1,4 @@
-"""What keeping freed memory mapped (``padformer_edge.allocator``) saves per detection.
+"""What keeping freed memory mapped (``padformer_edge.devices.allocator``) saves per detection.
 
 The same workloads run in fresh child processes, once with glibc's defaults
 (``PADFORMER_EDGE_MALLOC_TUNING=0``) and once tuned, alternating for ``--rounds``:
@@ -37,7 +37,7 @@ from benchmarks.common import (
     timed,
     update_docs_section,
 )
-from padformer_edge.allocator import DISABLE_VARIABLE, retain_freed_memory
+from padformer_edge.devices.allocator import DISABLE_VARIABLE, retain_freed_memory
 
 WORKLOADS = ("detection, main thread", "detection, worker thread", "training step")
 

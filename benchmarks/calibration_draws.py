@@ -58,7 +58,7 @@ PROFILE = "calibration-draws"
 def render(mesh: str, folder: Path, train: int, good: int, size: int, seed: int) -> Path:
     """The class folder of a render with ``train`` reference candidates and ``good`` good
     test views (and one view of one defect kind: the renderer wants at least one)."""
-    from padformer_edge.native_output import import_native
+    from padformer_edge.reporting.native_output import import_native
 
     import_native("pybullet")
     from padformer_edge_training.synth import ViewCounts, render_dataset
@@ -74,7 +74,7 @@ def score_renders(args: argparse.Namespace) -> dict:
     ``--work/scores.json`` under the options and the model files that made them."""
     from padformer_edge.detect.images import list_images
     from padformer_edge.detect.settings import PRODUCT_METRIC, DetectionSettings
-    from padformer_edge.digest import file_sha256
+    from padformer_edge.files.digest import file_sha256
     from padformer_edge.profiles.calibrate import score_files
     from padformer_edge.profiles.create import create_profile
     from padformer_edge.profiles.profile import load_profile

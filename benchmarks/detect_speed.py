@@ -64,10 +64,10 @@ from benchmarks.common import (
     update_docs_section,
 )
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.devices.runtimes import RUNTIMES
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.passes import score_query
 from padformer_edge.model.padformer import build_model
-from padformer_edge.runtimes import RUNTIMES
 
 
 @torch.inference_mode()
@@ -134,9 +134,9 @@ def line_profiles(
     ``LineDetector`` rows."""
     import cv2
 
+    from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
     from padformer_edge.model.checkpoint import save_checkpoint
     from padformer_edge.profiles.create import create_profile
-    from padformer_edge.runtimes import GRAPH_RUNTIMES
 
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / "model.safetensors"
@@ -167,7 +167,7 @@ def line_timings(
     graph runtime's ``LineDetector``. (In this process, where torch is loaded, numpy's
     BLAS threads and torch's competed and the numpy scoring ran several times slower than
     it does where torch is absent.)"""
-    from padformer_edge.runtimes import GRAPH_RUNTIMES
+    from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
 
     names = {line_profile_name(r, references): f"{LINE_ROW}{r}" for r in GRAPH_RUNTIMES}
     command = [sys.executable, str(Path(__file__).with_name("line_timing.py"))]

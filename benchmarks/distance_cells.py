@@ -44,8 +44,8 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.cell_distance import CellDistanceScorer, parse_cells
 from padformer_edge_training.evaluation.comparator_readouts import (

@@ -36,7 +36,7 @@ from benchmarks.common import markdown_table, print_json_line, update_docs_secti
 from padformer_edge.daemon.drift import DriftMonitor, WindowTests
 from padformer_edge.daemon.drift_tests import ks_statistics
 from padformer_edge.daemon.settings import DriftConfig
-from padformer_edge.image_stats import BY_NAME, NAMES, statistics_table
+from padformer_edge.images.image_stats import BY_NAME, NAMES, statistics_table
 from padformer_edge.profiles.thresholds import false_alarm_threshold
 
 CHUNK = 2000  # windows tested at once: bounded memory

@@ -8,7 +8,7 @@ render, all distinct viewpoints) is scored as rendered and with every pixel mult
 by ``1 + --brightness`` (clipped to 255), the change a brighter lamp makes.
 
 With ``--statistics-only`` no model runs (nor loads torch): every good view of each
-``--class`` gets the drift watch's image statistics (``padformer_edge.image_stats``, the
+``--class`` gets the drift watch's image statistics (``padformer_edge.images.image_stats``, the
 function the daemon and calibration call) as rendered and after each ``--brightness``
 change, for ``benchmarks/drift.py --statistics FILE``.
 """
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from padformer_edge.detect.images import list_images, read_image
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.image_stats import NAMES, image_statistics
+from padformer_edge.images.image_stats import NAMES, image_statistics
 
 if TYPE_CHECKING:  # torch: loaded only when scoring
     from padformer_edge.methods.padformer.detector import Detector

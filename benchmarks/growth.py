@@ -66,8 +66,8 @@ from benchmarks.quality import validated_choices
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.settings import PRODUCT_METRIC, DetectionSettings
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.profiles.calibrate import calibrate_profile, score_files
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import Profile, load_profile

@@ -168,7 +168,7 @@ def calibrate(work: Path, scores: list[float], images: list[np.ndarray]) -> floa
     """Set the profile's threshold between the two highest scores (one image in ten
     above it) and keep the scores and image statistics as a calibration does, with that
     share as the expected false-alarm rate, so the drift watch runs and stays quiet."""
-    from padformer_edge.image_stats import image_statistics, statistics_table
+    from padformer_edge.images.image_stats import image_statistics, statistics_table
     from padformer_edge.profiles.profile import load_profile
     from padformer_edge.profiles.schema import CalibrationResult
     from padformer_edge.profiles.versions import save_profile

@@ -40,7 +40,7 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
-from padformer_edge.runtimes import RUNTIMES
+from padformer_edge.devices.runtimes import RUNTIMES
 
 SCORE_RTOL = 1e-4  # issue 33's targets
 AUROC_POINTS = 0.1

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from benchmarks.process_stats import cpu_seconds, status_kib
-from padformer_edge.runtimes import RUNTIMES
+from padformer_edge.devices.runtimes import RUNTIMES
 from tests.daemon.harness import DaemonProcess, Site, make_profile, rows, wait_for, write_image
 from tests.detect_images import product_image
 

@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from padformer_edge.log import configure_logging  # noqa: E402
+from padformer_edge.reporting.log import configure_logging  # noqa: E402
 from padformer_edge_training.synth import ViewCounts, render_dataset  # noqa: E402
 from padformer_edge_training.synth.kinds import ALL_KINDS  # noqa: E402
 

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.log import configure_logging
+from padformer_edge.reporting.log import configure_logging
 from padformer_edge_training.synth import ViewCounts, builtin_names, render_dataset
 
 

@@ -25,8 +25,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge.log import configure_logging
 from padformer_edge.model.config import PRESETS
+from padformer_edge.reporting.log import configure_logging
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.progress import Reporter, StepInfo
 from padformer_edge_training.trainer import run_training

@@ -146,7 +146,7 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type
 
 def config_reference() -> str:
     """The text of ``docs/config.md``."""
-    from padformer_edge.config_kinds import config_kinds
+    from padformer_edge.tools.config_kinds import config_kinds
 
     out = [
         NOTICE,

@@ -7,7 +7,7 @@ is composed as well so that a validation error can point at the line the user mu
 
 The schemas live beside their owners and register themselves with
 ``register_config_kind``; this module imports none of them, so every one of them can
-import it without a circle. ``padformer_edge.config_kinds`` imports the owners, which is
+import it without a circle. ``padformer_edge.tools.config_kinds`` imports the owners, which is
 where every kind must be known (``config check``, the configuration reference).
 """
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from padformer_edge.config import CONFIG_KINDS, StrictModel, load_config, register_config_kind
-from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
+from padformer_edge.tools.config_kinds import check_config
 
 
 class Camera(StrictModel):

@@ -187,16 +187,15 @@ def test_no_module_defines_a_getattr_facade() -> None:
 
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("padformer_edge", "errors", "log", "atomic", "digest", "numbers", "config",
-              "anomaly", "allocator", "decode", "runtimes", "native_output", "gpu_gauges",
-              "gpu_probe", "image_stats", "findings")),
+    ("base", ("padformer_edge", "errors", "config", "anomaly", "files", "images", "devices",
+              "reporting")),
     ("weights and records", ("model", "weights", "store")),
     ("scoring", ("detect",)),
     ("export", ("deploy",)),
     ("scoring methods", ("methods",)),
     ("profiles and pages", ("profiles", "web", "padformer_edge_migrations")),
     ("the line and the workstation", ("daemon", "padformer_edge_training")),
-    ("checks and tools", ("config_kinds", "demo", "device_check", "doctor", "state_copy")),
+    ("checks and tools", ("tools", "demo")),
     ("commands", ("cli", "__main__")),
 )  # fmt: skip
 """The layers, the lowest first, each a name and its units: a subpackage or loose module
@@ -238,7 +237,7 @@ def upward_imports(
 
 def test_the_project_modules_import_one_another_without_a_circle() -> None:
     graph = import_graph(type_only=True)
-    assert "padformer_edge.cli.app" in graph and graph["padformer_edge.config_kinds"]
+    assert "padformer_edge.cli.app" in graph and graph["padformer_edge.tools.config_kinds"]
     # The web package's middleware names the app's type only for its hints: counted here.
     assert "padformer_edge.web.webapp" in graph["padformer_edge.web.middleware"]
     assert import_circles(graph) == [], "move the shared piece into the lower module"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.header import read_header
 from padformer_edge.model.padformer import build_model

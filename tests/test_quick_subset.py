@@ -34,12 +34,13 @@ def test_slow_paths_are_folders_files_and_name_starts(relative: str, slow: bool)
 def test_not_slow_deselects_the_slow_files_at_collection() -> None:
     command = [
         sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p",
-        "no:cacheprovider", "-m", "not slow", "tests/test_services.py", "tests/test_digest.py",
+        "no:cacheprovider", "-m", "not slow", "tests/test_services.py",
+        "tests/files/test_digest.py",
     ]  # fmt: skip
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     collected = [line for line in result.stdout.splitlines() if "::" in line]
-    assert collected and all(line.startswith("tests/test_digest.py::") for line in collected)
+    assert collected and all(line.startswith("tests/files/test_digest.py::") for line in collected)
     assert "deselected" in result.stdout
 
 

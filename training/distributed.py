@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 # resolve_device is the package's one device rule
-from padformer_edge.runtimes import resolve_device
+from padformer_edge.devices.runtimes import resolve_device
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.model.backbone import build_efficientnet_lite0, efficientnet_lite0_weights_path
+from padformer_edge.reporting.log import get_logger
 
 # Which stages' outputs are compared: strides 4, 8 and 16 keep edges and parts, not labels.
 EFFICIENTNET_STAGES = (1, 2, 3)

@@ -22,7 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 
 @dataclass

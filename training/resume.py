@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
 
 RESUME_FORMAT = "padformer-edge-resume/1"
 

@@ -26,7 +26,6 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.model.checkpoint import (
     file_sha256,
     load_checkpoint,
@@ -34,6 +33,7 @@ from padformer_edge.model.checkpoint import (
     save_checkpoint,
 )
 from padformer_edge.model.padformer import PADFormer, build_model
+from padformer_edge.reporting.log import get_logger
 from padformer_edge_training.augment import WithinViewAugment
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.data.layouts import DatasetIndex, index_dataset

@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from padformer_edge import __version__
-from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.cli import (
     alerts_cmd,
     config_cmd,
@@ -40,8 +39,9 @@ from padformer_edge.cli import (
 from padformer_edge.cli.eval_cmd import evaluate
 from padformer_edge.cli.synth import synth
 from padformer_edge.cli.usage import click_errors, tidy_help, usage_line
+from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.errors import UserError
-from padformer_edge.log import configure_logging
+from padformer_edge.reporting.log import configure_logging
 
 app = typer.Typer(
     name="padformer-edge",

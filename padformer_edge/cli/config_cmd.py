@@ -18,7 +18,7 @@ def check(
 ) -> None:
     """Validate FILE against its schema; print the kind it was checked as, or one line
     per problem. What a daemon config points at is left to ``doctor``, and said so."""
-    from padformer_edge.config_kinds import check_config  # every schema: only when run
+    from padformer_edge.tools.config_kinds import check_config  # every schema: only when run
 
     detected, _ = check_config(file, kind)
     typer.echo(f"{file}: valid {detected} config.")
@@ -32,7 +32,7 @@ def check(
 @app.command("kinds")
 def kinds() -> None:
     """List the config kinds this version knows."""
-    from padformer_edge.config_kinds import config_kinds
+    from padformer_edge.tools.config_kinds import config_kinds
 
     for name, model in sorted(config_kinds().items()):
         doc = (model.__doc__ or "").strip().splitlines()

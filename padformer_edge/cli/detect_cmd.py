@@ -14,8 +14,8 @@ from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.decode import IMAGE_SUFFIXES
 from padformer_edge.errors import UserError
+from padformer_edge.images.decode import IMAGE_SUFFIXES
 from padformer_edge.weights import resolve_model
 
 EXPORT_FORMAT = {"onnxruntime": "onnx", "openvino": "openvino"}

@@ -22,8 +22,8 @@ from padformer_edge.detect.settings import (
     PRODUCT_METRIC,
     DetectionSettings,
 )
+from padformer_edge.devices.runtimes import DEVICES, RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import DEVICES, RUNTIMES
 
 _DEFAULT = DetectionSettings()
 OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ

@@ -25,7 +25,7 @@ def doctor(
     """Check the config, its profiles and models, the device they detect on (the GPU or the
     CPU), camera folders, the database's schema, the alert sinks and free disk (with
     --expect-running, the daemon's heartbeat); exit 1 if anything needs fixing."""
-    from padformer_edge.doctor import examine  # the daemon's modules: only when asked for
+    from padformer_edge.tools.doctor import examine  # the daemon's modules: only when asked for
 
     findings = examine(config, expect_running)
     if as_json:

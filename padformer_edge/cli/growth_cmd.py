@@ -20,9 +20,9 @@ from rich.table import Table
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
+from padformer_edge.devices.runtimes import DEVICES
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import load_profile
-from padformer_edge.runtimes import DEVICES
 
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the history
     from sqlalchemy import Engine

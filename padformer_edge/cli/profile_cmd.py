@@ -19,6 +19,7 @@ from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import METRIC_CHOICES
+from padformer_edge.devices.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
@@ -27,7 +28,6 @@ from padformer_edge.profiles.profile import (
     list_profile_names,
     load_profile,
 )
-from padformer_edge.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.weights import resolve_model
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 LOG_INTERVAL_S = 10.0
 

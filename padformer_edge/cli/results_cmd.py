@@ -16,11 +16,11 @@ from typing import Any, get_args
 import typer
 from rich.table import Table
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
 from padformer_edge.store.timespec import parse_age, parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS, ExportFormat, GroupBy, Status
 
@@ -306,7 +306,7 @@ def review(
     """Mark inspection ID a true defect or a false alarm; a second review replaces the first."""
     if true_defect == false_alarm:
         raise UserError("give exactly one of --true-defect or --false-alarm.")
-    from padformer_edge.log import get_logger
+    from padformer_edge.reporting.log import get_logger
     from padformer_edge.store import schema  # SQLAlchemy: only when run
     from padformer_edge.store.engine import open_engine, reading
     from padformer_edge.store.models import ReviewVerdict

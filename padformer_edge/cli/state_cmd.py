@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from padformer_edge.state_copy import CopyReport
+    from padformer_edge.tools.state_copy import CopyReport
 
 app = typer.Typer(
     help="Back up or restore the state folder (history, profiles, heatmaps).",
@@ -33,7 +33,7 @@ def backup(
 ) -> None:
     """Copy the state folder into DESTINATION, while the daemon may keep running; move
     that folder to another place or PC and restore it there."""
-    from padformer_edge.state_copy import back_up_state  # SQLite and YAML: only when run
+    from padformer_edge.tools.state_copy import back_up_state  # SQLite and YAML: only when run
 
     _say(back_up_state(destination, db), "backed up")
 
@@ -44,6 +44,6 @@ def restore(
 ) -> None:
     """Copy the backup in SOURCE into the state folder ($PADFORMER_EDGE_STATE_DIR), which
     must be new or empty; every file is checked against the backup's sha256 first."""
-    from padformer_edge.state_copy import restore_state
+    from padformer_edge.tools.state_copy import restore_state
 
     _say(restore_state(source), "restored")

@@ -10,7 +10,7 @@ import typer
 
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.errors import UserError
-from padformer_edge.native_output import import_native
+from padformer_edge.reporting.native_output import import_native
 
 
 def _parse_colour(text: str) -> tuple[int, int, int]:

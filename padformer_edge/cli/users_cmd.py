@@ -44,7 +44,7 @@ def _writer(db: str | None, config: Path | None) -> Engine:
 
 
 def _log(event: str, **fields: str) -> None:
-    from padformer_edge.log import get_logger
+    from padformer_edge.reporting.log import get_logger
 
     get_logger("users").info(event, **fields)
 

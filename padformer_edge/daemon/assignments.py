@@ -22,9 +22,9 @@ from sqlalchemy import Engine
 
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.pull import pull_version
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import reading
 from padformer_edge.store.published import Assignment, assigned
 

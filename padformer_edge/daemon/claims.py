@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 
 from padformer_edge.daemon.layout import resolve_layout
 from padformer_edge.daemon.settings import DaemonConfig
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.claims import Claimant, acquire, release, renew
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line

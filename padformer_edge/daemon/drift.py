@@ -29,7 +29,7 @@ from padformer_edge.daemon.drift_tests import (
     ks_statistics,
 )
 from padformer_edge.daemon.settings import DriftConfig
-from padformer_edge.image_stats import BY_NAME, NAMES, known_statistics
+from padformer_edge.images.image_stats import BY_NAME, NAMES, known_statistics
 
 CHANGE_NAMED = 0.005
 """A median moved by less than this share is not called brighter or darker: the test saw

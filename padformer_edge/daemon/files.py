@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.decode import (
+from padformer_edge.images.decode import (
     DEFAULT_MAX_PIXELS,
     HEAD_BYTES,
     IMAGE_SUFFIXES,

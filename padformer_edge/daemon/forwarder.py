@@ -28,7 +28,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, resolve_url
 from padformer_edge.store.heartbeat import read_heartbeat, record_heartbeat
 from padformer_edge.store.lines import line_of, with_line

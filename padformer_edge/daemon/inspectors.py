@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from padformer_edge.detect.images import read_image
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.reporting.log import get_logger
 
 if TYPE_CHECKING:  # a protocol: naming it loads no method and no runtime
     from padformer_edge.detect.detection import InspectionDetector

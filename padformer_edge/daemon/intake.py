@@ -43,8 +43,8 @@ from watchdog.observers.polling import PollingObserver
 
 from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
 from padformer_edge.daemon.settings import IntakeConfig
-from padformer_edge.decode import IMAGE_SUFFIXES
-from padformer_edge.log import get_logger
+from padformer_edge.images.decode import IMAGE_SUFFIXES
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import reading
 from padformer_edge.store.lines import line_of
 from padformer_edge.store.locations import stored_path

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from padformer_edge.allocator import heap_usage, release_free_memory
-from padformer_edge.log import get_logger
+from padformer_edge.devices.allocator import heap_usage, release_free_memory
+from padformer_edge.reporting.log import get_logger
 
 log = get_logger("worker")
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 log = get_logger("worker")
 T = TypeVar("T")

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.settings import WorkerConfig
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
+from padformer_edge.reporting.log import get_logger
 
 log = get_logger("daemon")
 

@@ -37,10 +37,10 @@ from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.detect.tf32 import allow_tf32
+from padformer_edge.devices.gpu_gauges import follow_devices
 from padformer_edge.errors import UserError
-from padformer_edge.gpu_gauges import follow_devices
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import PROFILE_FILE
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import with_line

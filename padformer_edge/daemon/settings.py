@@ -18,9 +18,9 @@ from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel, load_config, register_config_kind
 from padformer_edge.daemon.alerts.config import AlertsConfig
-from padformer_edge.decode import DEFAULT_MAX_PIXELS
+from padformer_edge.devices.runtimes import DeviceName, RuntimeName
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import DeviceName, RuntimeName
+from padformer_edge.images.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.store.lines import LINE_PATTERN, MAX_LINE_CHARS, default_line
 from padformer_edge.store.locations import state_dir
 from padformer_edge.web.config import HttpConfig

@@ -46,11 +46,11 @@ from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.memory import PeriodicTrim
 from padformer_edge.daemon.overlap import Ahead, Finisher
 from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
-from padformer_edge.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
-from padformer_edge.image_stats import image_statistics
-from padformer_edge.log import get_logger
+from padformer_edge.images.decode import DEFAULT_MAX_PIXELS
+from padformer_edge.images.image_stats import image_statistics
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import pending_count, propose
 from padformer_edge.store.drift import has_open_drift, record_drift
 from padformer_edge.store.engine import reading

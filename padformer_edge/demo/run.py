@@ -35,10 +35,10 @@ from padformer_edge.demo.plan import DemoPlan
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.native_output import import_native
 from padformer_edge.profiles.calibrate import calibrate_profile
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.schema import FalseAlarmBounds
+from padformer_edge.reporting.native_output import import_native
 from padformer_edge.store.engine import fold_sqlite_journal, open_engine, resolve_url
 from padformer_edge.store.history import Filters, list_inspections, record
 from padformer_edge.store.schema import migrate_lock_path

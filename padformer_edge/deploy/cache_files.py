@@ -18,8 +18,8 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import load_file, save
 
-from padformer_edge.atomic import write_atomic
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import write_atomic
+from padformer_edge.reporting.log import get_logger
 
 
 def cache_key(model_sha256: str, reference_sha256s: Sequence[str], precision: str) -> str:

@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.graphs import (
     QUERY_GRAPH,
     REFERENCE_GRAPH,
@@ -37,8 +36,9 @@ from padformer_edge.deploy.graphs import (
 )
 from padformer_edge.deploy.names import MANIFEST
 from padformer_edge.detect.masks import mask_indices
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.header import tensors_sha256
 from padformer_edge.model.padformer import PADFormer
 

@@ -21,8 +21,8 @@ from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, we
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.deploy.sessions import import_onnxruntime as import_runtime
 from padformer_edge.deploy.sessions import open_graphs
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.checkpoint import split_legacy_scoring
 from padformer_edge.model.padformer import PADFormer
 

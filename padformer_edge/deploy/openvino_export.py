@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.export import MANIFEST, export_onnx
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
 from padformer_edge.deploy.sessions import import_openvino, ir_name
-from padformer_edge.digest import file_sha256
+from padformer_edge.files.atomic import atomic_path
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.padformer import PADFormer
 
 MANIFEST_KEY = "openvino"

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from padformer_edge.devices.runtimes import INSTALL_COMMANDS
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import INSTALL_COMMANDS
 
 LINE_ONNXRUNTIME_HINT = INSTALL_COMMANDS["onnxruntime"]
 CUDA_PROVIDER = "CUDAExecutionProvider"
@@ -107,7 +107,7 @@ class OnnxGraph:
         # at batches of a size not seen before (benchmarks/soak.py), even after warming
         # up on a full batch; without it resident memory stays flat over batch sizes, at
         # no CPU cost measured. Tensors then come from malloc, which keeps freed memory
-        # for the next call (padformer_edge.allocator) and returns it when the daemon trims.
+        # for the next call (padformer_edge.devices.allocator) and returns it when the daemon trims.
         options.enable_cpu_mem_arena = False
         providers = onnxruntime_providers(ort, device)
         self.session = ort.InferenceSession(str(path), options, providers=providers)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 
 
 def verify_files(folder: Path, files: dict[str, str], fix: str) -> None:

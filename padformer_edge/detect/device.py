@@ -23,8 +23,8 @@ import torch
 
 from padformer_edge.detect.settings import PRECISIONS
 from padformer_edge.detect.tf32 import tf32_allowed
+from padformer_edge.devices.runtimes import resolve_device
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import resolve_device
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

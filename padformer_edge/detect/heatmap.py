@@ -18,8 +18,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from padformer_edge.atomic import write_atomic
-from padformer_edge.numbers import plain
+from padformer_edge.files.atomic import write_atomic
+from padformer_edge.reporting.numbers import plain
 
 HEATMAP_FIX = "choose a writable --out folder"
 

@@ -1,6 +1,6 @@
 """Decoding image files and fitting image arrays to the model's square input.
 
-Files are decoded from their bytes (``padformer_edge.decode``, the decoder the daemon
+Files are decoded from their bytes (``padformer_edge.images.decode``, the decoder the daemon
 uses too) rather than from a path, so that names with non-ASCII characters (common on
 shared factory drives) decode like any other and a decompression bomb is refused by its
 header.
@@ -15,9 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from padformer_edge.decode import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, DecodeError, decode_image
 from padformer_edge.detect.scoring_config import MIN_SIDE
 from padformer_edge.errors import UserError
+from padformer_edge.images.decode import (
+    DEFAULT_MAX_PIXELS,
+    IMAGE_SUFFIXES,
+    DecodeError,
+    decode_image,
+)
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: the line install has none
     import torch

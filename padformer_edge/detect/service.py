@@ -18,7 +18,7 @@ from padformer_edge.detect.images import (
     read_image,
 )
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 
 @dataclass(frozen=True)

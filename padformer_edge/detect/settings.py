@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, field_serializer, model_validator
 
 from padformer_edge.config import StrictModel
 from padformer_edge.detect.scoring_config import ScoringConfig
-from padformer_edge.runtimes import DeviceName, RuntimeName
+from padformer_edge.devices.runtimes import DeviceName, RuntimeName
 
 MaskSchedule = Literal["random", "balanced"]
 ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance", "compare"]

@@ -24,11 +24,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from padformer_edge.atomic import atomic_path
+from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
 
 # Re-exported: the model checksum stored with every result is a plain file digest.
-from padformer_edge.digest import file_sha256 as file_sha256
-from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256 as file_sha256
 from padformer_edge.model.config import ModelConfig
 from padformer_edge.model.header import FORMAT_TAG, read_header, tensors_sha256
 from padformer_edge.model.padformer import PADFormer

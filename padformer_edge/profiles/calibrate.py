@@ -21,10 +21,9 @@ from padformer_edge.anomaly import is_anomalous
 from padformer_edge.detect.detection import InspectionDetector
 from padformer_edge.detect.images import IMAGE_SUFFIXES, list_images, read_image
 from padformer_edge.detect.signature import Signature
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.image_stats import image_statistics, statistics_table
-from padformer_edge.log import get_logger
+from padformer_edge.files.digest import file_sha256
+from padformer_edge.images.image_stats import image_statistics, statistics_table
 from padformer_edge.profiles.create import now_iso
 from padformer_edge.profiles.fpr_bounds import rate_bounds, upper_bound_threshold
 from padformer_edge.profiles.profile import Profile, load_profile
@@ -39,6 +38,7 @@ from padformer_edge.profiles.thresholds import (
     summarise,
 )
 from padformer_edge.profiles.versions import save_profile, version_for
+from padformer_edge.reporting.log import get_logger
 
 if TYPE_CHECKING:
     from padformer_edge.model.padformer import PADFormer

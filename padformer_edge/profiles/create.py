@@ -16,9 +16,9 @@ from pathlib import Path
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.service import load_references
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.digest import file_sha256
+from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.registry import method_for
 from padformer_edge.model.header import read_header
 from padformer_edge.profiles.layout import (
@@ -36,7 +36,7 @@ from padformer_edge.profiles.schema import (
 )
 from padformer_edge.profiles.selection import select_references
 from padformer_edge.profiles.versions import save_profile, version_for
-from padformer_edge.runtimes import GRAPH_RUNTIMES
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.locations import stored_path
 
 

@@ -11,8 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import existing_profile_folder
+from padformer_edge.reporting.log import get_logger
 
 UNKNOWN_FIX = "check the name with `padformer-edge profile list`"
 """What to do about a profile to delete that does not exist (a broken profile.yaml is still

@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.devices.runtimes import RuntimeName
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.layout import EXPORTED_DIR, PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import ExportedFiles, ProfileConfig
-from padformer_edge.runtimes import RuntimeName
+from padformer_edge.reporting.log import get_logger
 
 
 def export_into(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import write_atomic
 from padformer_edge.store.locations import state_dir
 
 PROFILES_ENV = "PADFORMER_EDGE_PROFILES"

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.config import load_config
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.digest import file_sha256
+from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.interface import ReferenceSlot
 from padformer_edge.methods.registry import method_for
 from padformer_edge.profiles.layout import (
@@ -31,7 +32,6 @@ from padformer_edge.profiles.layout import (
     check_name,
 )
 from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, ProfileConfig
-from padformer_edge.runtimes import GRAPH_RUNTIMES
 from padformer_edge.store.locations import resolve_stored
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import write_atomic
 from padformer_edge.profiles.layout import PROFILE_FILE, check_name
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.publish import file_paths

@@ -44,11 +44,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.detect.images import list_images, read_image
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import write_atomic
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.profiles.calibrate import image_files, measure_calibration, score_files
 from padformer_edge.profiles.layout import APPROVED_DIR, CACHE_FILE, REFERENCES_DIR
 from padformer_edge.profiles.profile import Profile, load_profile
@@ -61,6 +60,7 @@ from padformer_edge.profiles.schema import (
 )
 from padformer_edge.profiles.thresholds import MIN_GOOD_IMAGES, good_images_needed
 from padformer_edge.profiles.versions import install, next_version, now_iso
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import Candidate
 
 FAR_ABOVE = 1.0

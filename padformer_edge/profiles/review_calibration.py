@@ -26,11 +26,11 @@ from sqlalchemy import Engine
 
 from padformer_edge.anomaly import is_anomalous
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import CalibrationResult, ProfileChange, ReviewsUsed
 from padformer_edge.profiles.thresholds import anomaly_check, summarise
 from padformer_edge.profiles.versions import save_profile, version_for
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.reviews import MAX_REVIEWER_CHARS, ReviewedInspection
 from padformer_edge.store.verdict_changes import VerdictChange, unreviewed_cleared

@@ -98,7 +98,7 @@ class CalibrationResult(StrictModel):
     camera's recent scores with them. None in files calibrated before they were kept (or
     with a pinned threshold); a recalibration from reviews keeps the earlier ones."""
     good_image_stats: dict[str, list[float]] | None = None
-    """Cheap statistics of each held-out good image (``padformer_edge.image_stats``: its
+    """Cheap statistics of each held-out good image (``padformer_edge.images.image_stats``: its
     luminance percentiles, one list per statistic, in image order): the daemon's drift
     watch compares each camera's recent images with them, which sees a lighting or camera
     change the scores may not. None in files calibrated before they were kept (the image

@@ -21,10 +21,9 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.config import load_config
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import write_atomic
 from padformer_edge.profiles.layout import (
     PROFILE_FILE,
     REFERENCES_DIR,
@@ -33,6 +32,7 @@ from padformer_edge.profiles.layout import (
 )
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import ProfileChange, ProfileConfig
+from padformer_edge.reporting.log import get_logger
 
 
 def now_iso() -> str:

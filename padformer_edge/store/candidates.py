@@ -28,9 +28,9 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.files.digest import file_sha256
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import reading
 from padformer_edge.store.locations import resolve_stored, state_dir, stored_path
 from padformer_edge.store.tables import inspections, reference_candidates, reviews, utc_now

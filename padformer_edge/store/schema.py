@@ -30,9 +30,9 @@ from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import atomic_path
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, sqlite_path, state_dir
 
 if TYPE_CHECKING:

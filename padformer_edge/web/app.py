@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import events, login, pages
 from padformer_edge.web.middleware import Gate, Headers
 from padformer_edge.web.responses import TooLarge, authorised, error, web_app

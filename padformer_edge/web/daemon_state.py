@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import reading
 from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
 from padformer_edge.store.outbox import backlog

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import queries
 from padformer_edge.web.pages import card
 from padformer_edge.web.responses import web_app

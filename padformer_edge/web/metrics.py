@@ -28,7 +28,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy import Connection, Engine, case, func, select
 
-from padformer_edge.gpu_gauges import read_gpus
+from padformer_edge.devices.gpu_gauges import read_gpus
 from padformer_edge.store.models import Alert, AlertState, Inspection, ReviewVerdict, Status
 from padformer_edge.store.outbox import backlog as plant_backlog
 from padformer_edge.store.reviews import review_counts

@@ -29,7 +29,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import auth
 from padformer_edge.web.responses import page, text
 from padformer_edge.web.sessions import COOKIE

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import decide, get_candidate, list_candidates
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events

@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from padformer_edge.numbers import plain
+from padformer_edge.reporting.numbers import plain
 
 
 def when(value: str | datetime | None, zone: tzinfo | None = None) -> str:

@@ -151,7 +151,7 @@ def comparator_label(sha256: str | None) -> str:
 def locate_shipped(path: Path, env_var: str, what: str, instead: str) -> Path:
     """``path`` after checking its bytes against the sha256 of its card (cached per size and
     mtime, so a line that builds many detectors hashes the file once)."""
-    from padformer_edge.digest import file_sha256  # hashlib only: doctor stays torch-free
+    from padformer_edge.files.digest import file_sha256  # hashlib only: doctor stays torch-free
 
     if not path.is_file():
         if os.environ.get(env_var):

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.log import configure_logging
+from padformer_edge.reporting.log import configure_logging
 
 
 def events(text: str) -> list[dict]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from padformer_edge.image_stats import image_statistics, statistics_table
+from padformer_edge.images.image_stats import image_statistics, statistics_table
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import make_server
 from tests.cli_process import run_cli

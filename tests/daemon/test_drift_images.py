@@ -12,7 +12,7 @@ import pytest
 
 from padformer_edge.daemon.drift import DriftMonitor, WindowTests
 from padformer_edge.daemon.settings import DriftConfig
-from padformer_edge.image_stats import (
+from padformer_edge.images.image_stats import (
     MAX_PIXELS,
     NAMES,
     image_statistics,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from padformer_edge.digest import file_sha256
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.profiles.layout import PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.schema import ReferenceEntry

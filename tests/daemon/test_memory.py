@@ -54,7 +54,7 @@ def test_trims_come_at_most_once_per_interval() -> None:
 
 CHILD = """
 import json
-from padformer_edge.allocator import heap_usage, retain_freed_memory
+from padformer_edge.devices.allocator import heap_usage, retain_freed_memory
 from padformer_edge.daemon.memory import PeriodicTrim, resident_mib
 retain_freed_memory()
 import numpy as np

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from padformer_edge.deploy.sessions import IrGraph
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.padformer.line_detector import LineDetector
 from padformer_edge.model.checkpoint import load_checkpoint
 from padformer_edge.profiles.calibrate import pin_threshold

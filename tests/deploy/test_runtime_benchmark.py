@@ -2,7 +2,7 @@
 
 import json
 
-from padformer_edge.runtimes import RUNTIMES
+from padformer_edge.devices.runtimes import RUNTIMES
 from tests.benchmark_process import run_benchmark
 
 

@@ -4,7 +4,7 @@ torch's switches can be set and read without a GPU, so the function that applies
 checked here on a CPU-only torch with a CUDA device named; ``detection_device`` is checked
 through ``auto`` with ``torch.cuda.is_available`` answering yes, the one part of a GPU this
 machine cannot supply. Which device a name means is ``runtimes.resolve_device``'s
-(tests/test_device_choice.py).
+(tests/devices/test_device_choice.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from padformer_edge.detect.heatmap import (
     write_heatmap,
 )
 from padformer_edge.detect.images import ImageReadError, read_image
-from padformer_edge.numbers import plain
+from padformer_edge.reporting.numbers import plain
 from tests.detect_images import product_image
 
 

@@ -18,7 +18,7 @@ from padformer_edge.daemon.drift import WindowTests
 from padformer_edge.daemon.settings import DriftConfig
 from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
-from padformer_edge.image_stats import NAMES, image_statistics, statistics_table
+from padformer_edge.images.image_stats import NAMES, image_statistics, statistics_table
 from padformer_edge.profiles.calibrate import calibrate_profile, pin_threshold, score_files
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.layout import PROFILE_FILE

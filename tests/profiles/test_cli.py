@@ -13,10 +13,10 @@ import yaml
 from typer.testing import CliRunner
 
 from padformer_edge.cli.app import app
-from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.schema import ProfileConfig
+from padformer_edge.tools.config_kinds import check_config
 from tests.profiles.conftest import write_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import torch
 import yaml
 
 from padformer_edge.daemon.settings import DaemonConfig
-from padformer_edge.device_check import check_device, driver_loaded, probe_torch_cuda
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.tools.device_check import check_device, driver_loaded, probe_torch_cuda
 from tests.profiles.conftest import FAST
 
 H100 = {

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from padformer_edge.config import load_config
-from padformer_edge.config_kinds import check_config
 from padformer_edge.errors import UserError
+from padformer_edge.tools.config_kinds import check_config
 from padformer_edge_training.config import TrainConfig
 
 RECIPES = Path(__file__).resolve().parents[2] / "config" / "train"

@@ -9,7 +9,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from padformer_edge.log import configure_logging
+from padformer_edge.reporting.log import configure_logging
 from padformer_edge_training.gpu_use import UtilizationSamples, utilization_probe
 from padformer_edge_training.progress import Reporter, RichReporter, StepInfo
 from padformer_edge_training.trainer import StageReport

@@ -75,7 +75,7 @@ def test_without_a_perceptual_network_the_loss_is_mse_alone() -> None:
 
 def test_missing_package_falls_back_to_mse_with_a_warning(monkeypatch, capsys) -> None:
     import padformer_edge_training.losses as losses
-    from padformer_edge.log import configure_logging
+    from padformer_edge.reporting.log import configure_logging
 
     configure_logging("json")
     monkeypatch.setattr(losses, "efficientnet_lite0_weights_path", lambda: None)

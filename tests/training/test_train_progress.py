@@ -8,7 +8,7 @@ import json
 import pytest
 from rich.console import Console
 
-from padformer_edge.log import configure_logging
+from padformer_edge.reporting.log import configure_logging
 from padformer_edge_training.progress import Reporter, RichReporter, StepInfo
 
 

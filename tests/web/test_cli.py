@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from padformer_edge.config_kinds import check_config
 from padformer_edge.daemon.settings import file_roots, load_daemon_config
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.schema import upgrade
+from padformer_edge.tools.config_kinds import check_config
 from tests.cli_process import REPO, run_cli
 from tests.web.site import build_site
 

@@ -19,8 +19,8 @@ import yaml
 from pydantic import ValidationError
 
 from padformer_edge.daemon.settings import load_daemon_config
-from padformer_edge.doctor import check_certificate
 from padformer_edge.errors import UserError
+from padformer_edge.tools.doctor import check_certificate
 from padformer_edge.web.certificate import RENEW_WITHIN_DAYS, expiry
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import WebServer, make_server

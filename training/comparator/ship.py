@@ -26,8 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from padformer_edge.atomic import atomic_path
-from padformer_edge.digest import file_sha256
+from padformer_edge.files.atomic import atomic_path
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.compare.checkpoint import load_comparator
 from padformer_edge.weights import COMPARATOR_NAME, card_path, package_folder
 from padformer_edge_training.comparator.recipe import load_recipe

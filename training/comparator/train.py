@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from padformer_edge.devices.runtimes import resolve_device
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
 from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
 from padformer_edge.methods.compare.model import ComparisonModel
 from padformer_edge.model.backbone import require_weights
-from padformer_edge.runtimes import resolve_device
+from padformer_edge.reporting.log import get_logger
 from padformer_edge_training.comparator.episodes import (
     Batch,
     EpisodeMix,

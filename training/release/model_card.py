@@ -77,7 +77,7 @@ def kept_rows(folder: Path, root: Path) -> list[list[str]]:
     """One card row per kept weights file in ``folder`` (named relative to ``root``):
     what its header says it is, and the sha256 of its bytes, so that a docs table that
     names the file can be checked against the very file (``tests/test_keep_weights.py``)."""
-    from padformer_edge.digest import file_sha256
+    from padformer_edge.files.digest import file_sha256
     from padformer_edge.model.header import read_header
 
     rows = []

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from padformer_edge.errors import UserError
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
 from padformer_edge_training.synth.defects import DEFECT_KINDS
 from padformer_edge_training.synth.kinds import NEWER_GENERATORS, make_scene, resolve_kinds

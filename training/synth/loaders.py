@@ -15,8 +15,8 @@ import numpy as np
 import pybullet
 import trimesh
 
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge_training.synth.builtins import BUILTINS, Builtin
 from padformer_edge_training.synth.model3d import Model3D, Part, normalised, part_from_trimesh
 from padformer_edge_training.synth.procedural import (

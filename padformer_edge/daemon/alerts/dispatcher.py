@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.contract import DeliveryFailed, Sink
 from padformer_edge.daemon.alerts.factory import build_sinks
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.models import Alert
 from padformer_edge.store.queue import due_alerts, mark_alert_failed, mark_alert_sent
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from padformer_edge import __version__
 from padformer_edge.daemon.alerts.contract import DeliveryFailed, encode_body
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 log = get_logger("alerts")
 

@@ -21,10 +21,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.deploy.cache_files import stored_key
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import write_atomic
 from padformer_edge.methods.compare.scorer import ReferenceCells
+from padformer_edge.reporting.log import get_logger
 
 
 def cells_key(comparator_sha256: str, reference_sha256s: Sequence[str]) -> str:

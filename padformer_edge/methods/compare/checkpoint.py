@@ -15,8 +15,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.model.header import tensors_sha256
 

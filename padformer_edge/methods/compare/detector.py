@@ -18,13 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
 from padformer_edge.detect.images import check_queries, check_references, to_unit_tensor
 from padformer_edge.detect.readout import score_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
+from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.methods.compare.cells_cache import CellsCacheFile
 from padformer_edge.methods.compare.scorer import (
     compare_signature,

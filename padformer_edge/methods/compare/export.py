@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.export import OPSET
 from padformer_edge.deploy.names import (
     COMPARE_CELLS_GRAPH,
@@ -28,6 +27,7 @@ from padformer_edge.deploy.names import (
 )
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
 from padformer_edge.methods.compare.model import ComparisonModel
 from padformer_edge.methods.compare.scorer import TURNS, CompareMetric, compare_signature
 
@@ -101,7 +101,7 @@ def export_comparator(settings: DetectionSettings, out: Path) -> dict[str, str]:
     """A line's files for the comparator ``settings`` name: its two graphs and
     ``scoring.json`` (``export_compare``), with IR beside them for openvino;
     ``{file: sha256}``."""
-    from padformer_edge.digest import file_sha256
+    from padformer_edge.files.digest import file_sha256
     from padformer_edge.methods.compare.scorer import load_compare_metric
 
     metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)

@@ -21,7 +21,6 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from padformer_edge.allocator import retain_freed_memory
 from padformer_edge.deploy.graph_runner import GraphRunner, graphs_needed
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
@@ -40,6 +39,7 @@ from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.readout import score_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
+from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 from padformer_edge.methods.padformer.passes import call_inputs, score_query

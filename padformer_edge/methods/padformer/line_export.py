@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from safetensors.numpy import save_file
 from torch import nn
 
-from padformer_edge.atomic import atomic_path
 from padformer_edge.deploy.export import OPSET, export_onnx
 from padformer_edge.deploy.names import (
     CELLS_GRAPH,
@@ -34,8 +33,9 @@ from padformer_edge.deploy.names import (
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import atomic_path
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.padformer import PADFormer
 
 SCORING_TAG = "padformer-edge-line-scoring/1"

@@ -16,10 +16,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
-from padformer_edge.atomic import write_atomic
 from padformer_edge.deploy.cache_files import cache_key, stored_key
-from padformer_edge.log import get_logger
+from padformer_edge.files.atomic import write_atomic
 from padformer_edge.model.padformer import PADFormer, ReferenceCache
+from padformer_edge.reporting.log import get_logger
 
 __all__ = ["ReferenceCacheFile", "cache_key", "read_cache", "stored_key", "write_cache"]
 

@@ -15,8 +15,8 @@ from padformer_edge import weights
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
-from padformer_edge.digest import file_sha256
 from padformer_edge.errors import UserError
+from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
 from padformer_edge.methods.compare.detector import CompareDetector
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
@@ -219,7 +219,7 @@ def test_a_profile_keeps_the_comparator_it_was_made_with(
 ) -> None:
     """A ``compare`` profile records its comparator's sha256 and scores with it after a
     newer default ships; ``doctor`` names the move, and ``set-model`` makes it."""
-    from padformer_edge.doctor import earlier_score
+    from padformer_edge.tools.doctor import earlier_score
 
     monkeypatch.delenv(weights.COMPARATOR_ENV_VAR)
     root = make_sources(tmp_path, references)

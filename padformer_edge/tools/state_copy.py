@@ -32,8 +32,8 @@ from pathlib import Path
 
 import yaml
 
-from padformer_edge.atomic import fsync_directory, write_atomic
 from padformer_edge.errors import UserError
+from padformer_edge.files.atomic import fsync_directory, write_atomic
 from padformer_edge.profiles.layout import PROFILE_FILE, profiles_root
 from padformer_edge.store.locations import state_dir, stored_path
 

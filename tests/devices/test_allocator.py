@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from padformer_edge.allocator import DISABLE_VARIABLE
+from padformer_edge.devices.allocator import DISABLE_VARIABLE
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="needs glibc"
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(
 
 CHILD = """
 import json, resource, threading
-from padformer_edge.allocator import retain_freed_memory
+from padformer_edge.devices.allocator import retain_freed_memory
 applied = retain_freed_memory()
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""What torch sees of CUDA, as one JSON line: run as ``python -m padformer_edge.gpu_probe``.
+"""What torch sees of CUDA, as one JSON line: run as ``python -m padformer_edge.devices.gpu_probe``.
 
 ``doctor`` must answer without importing torch (it checks a line PC in a second, and a
 torch-free line install has no torch to import), yet only torch can say whether the

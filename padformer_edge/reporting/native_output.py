@@ -20,7 +20,7 @@ import sys
 import tempfile
 from types import ModuleType
 
-from padformer_edge.log import get_logger
+from padformer_edge.reporting.log import get_logger
 
 STDERR_FD = 2
 

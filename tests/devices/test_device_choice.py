@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.devices.runtimes import DEVICES, resolve_device
 from padformer_edge.errors import UserError
-from padformer_edge.runtimes import DEVICES, resolve_device
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Schemas live beside their owners and are all known to ``config check`` through
-``padformer_edge.config_kinds``, which imports every owner."""
+``padformer_edge.tools.config_kinds``, which imports every owner."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.cli_process import REPO
 
 PROBE = """
 import json, sys
-from padformer_edge.config_kinds import config_kinds
+from padformer_edge.tools.config_kinds import config_kinds
 kinds = {name: f"{cls.__module__}.{cls.__name__}" for name, cls in config_kinds().items()}
 print(json.dumps({"kinds": kinds, "torch": "torch" in sys.modules}))
 """

@@ -20,14 +20,14 @@ from urllib.parse import urlsplit
 from padformer_edge.daemon.alerts.config import SinkConfig
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
 from padformer_edge.detect.settings import PRODUCT_METRIC
-from padformer_edge.device_check import check_device
+from padformer_edge.devices.runtimes import INSTALL_COMMANDS, missing_modules
 from padformer_edge.errors import UserError
-from padformer_edge.findings import Finding
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import Profile, load_profile
-from padformer_edge.runtimes import INSTALL_COMMANDS, missing_modules
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
 from padformer_edge.store.schema import current_revision, head_revision
+from padformer_edge.tools.device_check import check_device
+from padformer_edge.tools.findings import Finding
 from padformer_edge.web.config import HttpConfig
 
 MIN_FREE_BYTES = 1 << 30  # below 1 GiB a day of heatmaps and database growth may not fit

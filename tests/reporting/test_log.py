@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from padformer_edge.log import configure_logging, get_logger
+from padformer_edge.reporting.log import configure_logging, get_logger
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.schema import upgrade
 from tests.cli_process import REPO

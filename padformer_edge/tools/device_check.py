@@ -3,7 +3,7 @@
 A profile runs where ``worker.device`` (else its own ``detection.device``) says: ``cpu``,
 ``cuda``, or ``auto`` (the first CUDA GPU torch sees, else the CPU). Whether torch sees
 one is torch's to say, and doctor stays torch-free, so the question goes to a child
-process (``padformer_edge.gpu_probe``), and only when it can matter: some profile on the
+process (``padformer_edge.devices.gpu_probe``), and only when it can matter: some profile on the
 torch runtime asks for ``auto`` or ``cuda`` and a GPU driver is loaded on this PC (no
 driver, no CUDA device, without starting torch). Graph runtimes are reported as they run:
 OpenVINO on the CPU, onnxruntime where its providers put it (not probed here).
@@ -20,8 +20,8 @@ from typing import Any
 
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.errors import UserError
-from padformer_edge.findings import Finding
 from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.tools.findings import Finding
 
 PROBE_TIMEOUT_S = 120.0  # a first torch import on a slow line PC takes tens of seconds
 DRIVER_FILES = (Path("/proc/driver/nvidia/version"), Path("/dev/kfd"))
@@ -38,7 +38,7 @@ def probe_torch_cuda(timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
     """``gpu_probe``'s answer from a child process; ``{"error": ...}`` if it gave none."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "padformer_edge.gpu_probe"],
+            [sys.executable, "-m", "padformer_edge.devices.gpu_probe"],
             capture_output=True,
             text=True,
             timeout=timeout_s,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from padformer_edge.atomic import atomic_path, write_atomic
+from padformer_edge.files.atomic import atomic_path, write_atomic
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.resume import save_resume

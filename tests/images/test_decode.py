@@ -11,11 +11,11 @@ import cv2
 import numpy as np
 import pytest
 
-from padformer_edge.decode import DecodeError, decode_image, dimensions, signature_reason
 from padformer_edge.detect.images import ImageReadError, read_image
+from padformer_edge.images.decode import DecodeError, decode_image, dimensions, signature_reason
 from tests.hostile_files import png_bomb, png_header_only
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def encode(suffix: str, height: int = 37, width: int = 53, *params: int) -> bytes:
@@ -112,7 +112,7 @@ def test_opencv_exceptions_become_decode_errors() -> None:
     """OpenCV's own pixel limit raises cv2.error; it must arrive as DecodeError."""
     code = (
         "from tests.hostile_files import png_bomb\n"
-        "from padformer_edge.decode import DecodeError, decode_image\n"
+        "from padformer_edge.images.decode import DecodeError, decode_image\n"
         "try:\n"
         "    decode_image(png_bomb(20, 20), max_pixels=10**12)\n"
         "except DecodeError as err:\n"
