@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from padformer_edge import doctor as doctor_module
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.errors import UserError
 from padformer_edge.profiles.calibrate import pin_threshold
@@ -26,6 +25,7 @@ from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.schema import upgrade
+from padformer_edge.tools import doctor as doctor_module
 from tests.cli_process import run_cli, run_cli_modules
 from tests.profiles.conftest import FAST, write_checkpoint
 
