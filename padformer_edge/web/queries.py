@@ -170,7 +170,7 @@ def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int
 
 
 def alert_before(engine: Engine, row: Inspection) -> int | None:
-    """The latest inspection before ``row`` of its camera and profile that raised an
+    """The latest inspection before ``row`` of its line, camera and profile that raised an
     anomaly alert: for an anomaly without alerts, the one whose alert started the
     cooldown that held this one back (the only reason the daemon raises none). ``None``
     when no such inspection is kept."""
@@ -178,6 +178,7 @@ def alert_before(engine: Engine, row: Inspection) -> int | None:
         select(func.max(Inspection.id))
         .join(Alert, Alert.inspection_id == Inspection.id)
         .where(
+            Inspection.line == row.line,  # a cooldown is one line's daemon's, never another's
             Inspection.camera == row.camera,
             Inspection.product == row.product,
             Inspection.id < row.id,

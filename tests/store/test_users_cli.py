@@ -72,6 +72,9 @@ def test_users_limited_to_lines(db_url: str, engine: Engine) -> None:
     with reading(engine) as conn:
         assert find_user(conn, "ola").lines == frozenset()
     assert run_cli("users", "lines", "nobody", "--all-lines", *db).returncode == 2
+    assert run_cli("users", "lines", "ola", "--line", "press-3", *db).returncode == 0
+    assert run_cli("users", "remove", "ola", "--yes", *db).returncode == 0  # lines and all
+    assert json.loads(run_cli("users", "list", "--json", *db).stdout) == []
 
 
 def test_results_review_is_signed_by_a_user_once_users_exist(
