@@ -22,7 +22,7 @@ from padformer_edge.store.drift import DriftEvent
 from padformer_edge.store.heartbeat import read_heartbeats
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status
 from padformer_edge.store.tables import drift_events
-from padformer_edge.web.daemon_state import DaemonState, judge
+from padformer_edge.web.daemon_state import DaemonState, judge, seconds
 from padformer_edge.web.queries import distinct_in, unindexed
 
 LAST_ROWS = 5  # alerts and drift events shown per line
@@ -40,6 +40,17 @@ class LineSummary:
     alerts: list[dict[str, Any]] = field(default_factory=list)
     drifts: list[DriftEvent] = field(default_factory=list)
     url: str | None = None  # the line's own page, when ``http.line_urls`` names it
+
+    @property
+    def daemon(self) -> str:
+        """The heartbeat in a few words for the table (the banner's sentence is its
+        tooltip): ``alive, 4 s ago``, ``silent for 11 min (limit 15 s)``, ``no heartbeat``."""
+        beat, state = self.state.beat, self.state
+        if beat is None:
+            return "no heartbeat"
+        if state.red:
+            return f"silent for {seconds(beat.age_s)} (limit {seconds(state.limit_s or 0.0)})"
+        return f"alive, {seconds(beat.age_s)} ago"
 
 
 def _window_counts(conn: Connection, since: datetime) -> dict[str, tuple[int, int]]:

@@ -60,6 +60,7 @@ def test_the_plant_view_shows_every_line(serve: Callable[..., WebServer], site: 
     mine, other = _section(page, f"line-{default_line()}"), _section(page, f"line-{OTHER}")
     assert "line-state-alive" in mine and f"Line {default_line()}'s daemon alive" in mine
     assert "line-state-stale" in other and f"Line {OTHER}'s daemon silent" in other
+    assert re.search(r">alive, \d+ s ago<", mine) and ">silent for 10 min (limit 15 s)<" in other
     # the site's own rows were discovered 20 to 50 minutes ago: none in the window
     assert f'<td class="per-minute">{number(0.0)}</td>' in mine
     assert f'<td class="per-minute">{number(3 / 15)}</td>' in other
