@@ -91,10 +91,6 @@ class People:
         """True once any user exists: reviews then need a named login."""
         return bool(self.current())
 
-    def still_valid(self, person: Person) -> bool:
-        """True while ``person`` exists with the token they logged in with."""
-        return self.refreshed(person) is not None
-
     def refreshed(self, person: Person) -> Person | None:
         """``person`` as the list now has them (role and lines as changed since their
         login); ``None`` once removed or given a new token."""
