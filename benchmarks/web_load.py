@@ -25,8 +25,15 @@ the server (and with whatever else runs), so compare figures measured at similar
 The clients are coroutines dealt over ``--processes`` processes of their own, so that
 what one client waits for is the server, not the other clients' share of one GIL.
 
+With ``--db URL`` (an empty PostgreSQL database the run may fill and empty) the store is
+a plant instead: ``--lines`` lines of ``--rows`` rows each (``plant_fill``), and the
+clients ask for different pages: the plant view, each line's history (newest, reviewed,
+an older page keyed on a row) and detail pages, the line and row drawn per client and
+load, so a hundred clients do not share one cached render.
+
     python benchmarks/web_load.py [--clients 100] [--rows 200000] [--requests 10]
                                   [--think-ms 0] [--processes 2] [--write-docs]
+    python benchmarks/web_load.py --db postgresql://USER@HOST/EMPTY_DB [--lines 3] ...
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from urllib.request import Request, urlopen
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import REPO, markdown_table, print_json_line, update_docs_section
+from benchmarks.plant_fill import empty, fill_plant, line_names
 from benchmarks.process_stats import cpu_seconds, status_kib
 from benchmarks.web_pages import LINE, fill
 
@@ -83,7 +91,7 @@ def add_reviews(path: Path, rows: int) -> int:
     return len(values)
 
 
-def start_server(db: Path, state: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(db: Path | str, state: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
     """``padformer-edge serve`` on a free port, its stderr (the structured log and
     anything printed) into ``log``; returns the process and its URL."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PADFORMER_EDGE_STATE_DIR": str(state),
@@ -148,6 +156,14 @@ class Client:
 
 
 Loads = list[tuple[str, int, float, bool]]  # (page, load number, milliseconds, success)
+
+
+def page_path(template: str, client: int, load: int, lines: list[str], rows: int) -> str:
+    """``template`` with ``{line}`` and ``{row}`` drawn for this client's ``load``-th
+    page: every client asks for its own rows (a template without them is itself)."""
+    line = lines[(client + load) % len(lines)] if lines else ""
+    row = 1 + (client * 7919 + load * 104_729) % max(rows, 1)
+    return template.format(line=line, row=row)
 _release: Any = None  # the cross-process barrier, set in each client process
 
 
@@ -157,7 +173,7 @@ def _set_release(barrier: Any) -> None:
 
 
 def _client_process(base: str, pages: dict[str, str], indexes: list[int], requests: int,
-                    think_ms: float) -> Loads:  # fmt: skip
+                    think_ms: float, lines: list[str], rows: int) -> Loads:  # fmt: skip
     """The clients ``indexes`` on one event loop, started when every process is ready."""
     parts = urlsplit(base)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -169,7 +185,7 @@ def _client_process(base: str, pages: dict[str, str], indexes: list[int], reques
         try:
             for n in range(requests):
                 name = names[(index + n) % len(names)]
-                ms, ok = await client.get(pages[name])
+                ms, ok = await client.get(page_path(pages[name], index, n, lines, rows))
                 loads.append((name, n, ms, ok))
                 if think_ms > 0 and n + 1 < requests:
                     await asyncio.sleep(think_ms * pause.uniform(0.5, 1.5) / 1000)
@@ -185,8 +201,9 @@ def _client_process(base: str, pages: dict[str, str], indexes: list[int], reques
 
 
 def run_load(base: str, pages: dict[str, str], clients: int, requests: int, processes: int,
-             think_ms: float = 0.0) -> tuple[dict[str, list[float]], dict[str, list[float]],
-                                             dict[str, int], float]:  # fmt: skip
+             think_ms: float = 0.0, lines: list[str] | None = None, rows: int = 1,
+             ) -> tuple[dict[str, list[float]], dict[str, list[float]],
+                        dict[str, int], float]:  # fmt: skip
     """Every client loads ``requests`` pages, cycling through ``pages`` from its own
     offset, the clients dealt over ``processes`` processes (each its own GIL and event
     loop) and all released together; returns per page the latencies of every load and of
@@ -201,8 +218,8 @@ def run_load(base: str, pages: dict[str, str], clients: int, requests: int, proc
     shares = [list(range(clients))[k::processes] for k in range(processes)]
     with ProcessPoolExecutor(processes, mp_context=context, initializer=_set_release,
                              initargs=(barrier,)) as pool:  # fmt: skip
-        futures = [pool.submit(_client_process, base, pages, share, requests, think_ms)
-                   for share in shares]  # fmt: skip
+        futures = [pool.submit(_client_process, base, pages, share, requests, think_ms,
+                               lines or [], rows) for share in shares]  # fmt: skip
         barrier.wait(START_TIMEOUT_S)
         started = time.perf_counter()
         for future in futures:
@@ -223,7 +240,8 @@ def hang_ups(base: str, pages: dict[str, str]) -> int:
     address = (parts.hostname or "127.0.0.1", parts.port or 80)
     head = f"Host: {address[0]}:{address[1]}\r\n"
     requests = [b"GET /history HTTP/1.1\r\nHo"]
-    for path in [*pages.values(), "/history.csv", "/events"]:
+    paths = [page_path(p, 0, 0, ["line-1"], 1) for p in pages.values()]
+    for path in [*paths, "/history.csv", "/events"]:
         requests.append(f"GET {path} HTTP/1.1\r\n{head}\r\n".encode())
     made = 0
     for after_s in (0.0, HANG_UP_AFTER_S):
@@ -258,18 +276,42 @@ def main() -> None:
                         help="mean pause of a client between its page loads")  # fmt: skip
     parser.add_argument("--processes", type=int, default=2,
                         help="client processes the clients are dealt over")  # fmt: skip
+    parser.add_argument("--db", default=None, metavar="URL",
+                        help="an empty PostgreSQL database to fill with a plant's lines "
+                        "(emptied afterwards); default: a SQLite file of one line")  # fmt: skip
+    parser.add_argument("--lines", type=int, default=3,
+                        help="lines in the --db plant, --rows each")  # fmt: skip
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
-    if min(args.clients, args.rows, args.requests, args.processes) < 1 or args.think_ms < 0:
-        parser.error("--clients, --rows, --requests and --processes must be at least 1, "
-                     "--think-ms >= 0")  # fmt: skip
+    if min(args.clients, args.rows, args.requests, args.processes, args.lines) < 1 or (
+        args.think_ms < 0
+    ):
+        parser.error("--clients, --rows, --requests, --processes and --lines must be at "
+                     "least 1, --think-ms >= 0")  # fmt: skip
+    if args.db is not None and not args.db.startswith("postgresql"):
+        parser.error("--db takes a PostgreSQL URL (postgresql://USER@HOST/DB); without it "
+                     "the benchmark makes its own SQLite file")  # fmt: skip
+    lines = line_names(args.lines) if args.db else []
+    total_rows = args.rows * len(lines) if args.db else args.rows
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "load.sqlite3"
-        fill_s = fill(db, args.rows, datetime.now(UTC) - timedelta(days=30))
-        reviewed = add_reviews(db, args.rows)
-        server_log = Path(tmp) / "serve.log"
-        process, base = start_server(db, Path(tmp) / "state", server_log)
-        try:
+        db: Path | str
+        if args.db:
+            db = args.db
+            fill_s = fill_plant(args.db, lines, args.rows)
+            reviewed = total_rows // 100
+            middle = max(1, total_rows // 2)
+            pages = {
+                "plant view /plant": "/plant",
+                "a line's history, newest 50": "/history?line={line}",
+                "a line's history, reviewed": "/history?line={line}&review=reviewed",
+                "a line's history, an older page": "/history?line={line}&before={row}",
+                "detail /inspections/ID (a row per client)": "/inspections/{row}",
+                "live view /": "/",
+            }
+        else:
+            db = Path(tmp) / "load.sqlite3"
+            fill_s = fill(db, args.rows, datetime.now(UTC) - timedelta(days=30))
+            reviewed = add_reviews(db, args.rows)
             middle = max(1, args.rows // 2)
             pages = {
                 "live view /": "/",
@@ -277,13 +319,18 @@ def main() -> None:
                 "history --review reviewed": "/history?review=reviewed",
                 "detail /inspections/ID": f"/inspections/{middle}",
             }
+        server_log = Path(tmp) / "serve.log"
+        process, base = start_server(db, Path(tmp) / "state", server_log)
+        try:
             for path in pages.values():  # first loads open the engine and fill caches
-                warm = Request(base + path, headers={"Accept": "text/html"})
+                warm = Request(base + page_path(path, 0, 0, lines, total_rows),
+                               headers={"Accept": "text/html"})  # fmt: skip
                 urlopen(warm, timeout=REQUEST_TIMEOUT_S).read()
             load_before = os.getloadavg()[0]
             cpu_before = cpu_seconds(process.pid)
             latencies, later, errors, wall_s = run_load(base, pages, args.clients, args.requests,
-                                                 args.processes, args.think_ms)  # fmt: skip
+                                                 args.processes, args.think_ms, lines,
+                                                 total_rows)  # fmt: skip
             server_cpu_s = cpu_seconds(process.pid) - cpu_before
             memory = status_kib(process.pid, "VmRSS", "VmHWM")
             rss_mib, peak_mib = memory["VmRSS"] / 1024, memory["VmHWM"] / 1024
@@ -294,6 +341,8 @@ def main() -> None:
         finally:
             process.terminate()
             process.wait(30)
+            if args.db:
+                empty(args.db)
         tracebacks, error_lines = printed_trouble(server_log)
     every = [v for values in latencies.values() for v in values]
     total_errors = sum(errors.values())
@@ -311,7 +360,9 @@ def main() -> None:
                  f"{nearest_rank(every, 95):.1f} ms", p95_later(every_later),
                  f"{max(every):.1f} ms", total_errors])  # fmt: skip
     think = f", think {args.think_ms:g} ms" if args.think_ms else ", no think time"
-    headers = [f"page ({args.clients} clients{think}, {args.rows:,} rows)", "loads", "p50",
+    store = (f"PostgreSQL, {len(lines)} lines x {args.rows:,} rows" if args.db
+             else f"{args.rows:,} rows")  # fmt: skip
+    headers = [f"page ({args.clients} clients{think}, {store})", "loads", "p50",
                "p95", "p95 after the first load", "max", "errors"]  # fmt: skip
     table = markdown_table(headers, rows)
     summary = (
@@ -327,12 +378,14 @@ def main() -> None:
     )
     print(table)
     print(summary)
-    print(f"(bulk fill of {args.rows:,} rows with {reviewed:,} reviews took {fill_s:.0f} s)")
+    print(f"(bulk fill of {total_rows:,} rows with {reviewed:,} reviews took {fill_s:.0f} s)")
     print_json_line(
         "web_load",
         {
             "clients": args.clients,
             "rows": args.rows,
+            "database": "postgresql" if args.db else "sqlite",
+            "lines": len(lines) or 1,
             "requests_per_client": args.requests,
             "think_ms": args.think_ms,
             "processes": args.processes,
@@ -355,7 +408,11 @@ def main() -> None:
     )
     if args.write_docs:
         block = "web-load-think-benchmark" if args.think_ms else "web-load-benchmark"
-        update_docs_section(block, f"{table}\n\n{summary}")
+        block = "web-load-plant-benchmark" if args.db else block
+        command = None  # the database's own URL is no business of the docs
+        if args.db:
+            command = "python " + " ".join(sys.argv).replace(args.db, "postgresql://USER@HOST/DB")
+        update_docs_section(block, f"{table}\n\n{summary}", command=command)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Users live in the history database (the one ``--db`` or ``--config`` names, as f
 ``results``). A token is printed once, when it is made (``add``, ``reset-token``): only
 its hash is stored, so it cannot be shown again, only replaced. While no user exists
 the page and reviews work as they did before users existed; the first ``users add``
-makes every review on the page need a named login.
+makes every review on the page need a named login. On a plant database a user may be
+limited to lines (``--line``, ``users lines``): the page then shows them only those
+lines' rows.
 """
 
 from __future__ import annotations
@@ -33,6 +35,18 @@ _out = table_console()
 SHOWN_ONCE = "(shown only now: the database keeps a hash; give it to them privately)"
 
 
+def line_option() -> list[str]:
+    return typer.Option(
+        [],
+        "--line",
+        help="A line they may see and review (repeat for several); none: every line.",
+    )
+
+
+def _lines(names: frozenset[str]) -> str:
+    return ", ".join(sorted(names)) if names else "every line"
+
+
 def _writer(db: str | None, config: Path | None) -> Engine:
     """A writing engine on a database already at the newest schema."""
     from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
@@ -58,6 +72,7 @@ def add(
         [r.value for r in Role],
         help="operator: reviews inspections; engineer: reviews and applies recalibrations.",
     ),
+    line: list[str] = line_option(),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
@@ -66,11 +81,12 @@ def add(
 
     engine = _writer(db, config)
     try:
-        user, token = add_user(engine, name, Role(role))
+        user, token = add_user(engine, name, Role(role), line)
     finally:
         engine.dispose()
-    _log("users.added", user=user.name, role=user.role.value)
-    typer.echo(f"added {user.name} ({user.role.value}); their token {SHOWN_ONCE}:", err=True)
+    _log("users.added", user=user.name, role=user.role.value, lines=_lines(user.lines))
+    typer.echo(f"added {user.name} ({user.role.value}, {_lines(user.lines)}); their token "
+               f"{SHOWN_ONCE}:", err=True)  # fmt: skip
     typer.echo(token)
 
 
@@ -93,13 +109,41 @@ def reset(
     typer.echo(token)
 
 
+@app.command("lines")
+def lines(
+    name: str = typer.Argument(..., help="The user's name."),
+    line: list[str] = line_option(),
+    all_lines: bool = typer.Option(
+        False, "--all-lines", help="Let them see every line again (no --line)."
+    ),
+    db: str | None = db_option(),
+    config: Path | None = config_option(),
+) -> None:
+    """Limit NAME to the lines given with --line, or give every line back with
+    --all-lines; their open page sessions follow within seconds."""
+    from padformer_edge.store.users import set_lines
+
+    if bool(line) == all_lines:
+        raise UserError(
+            f"say which lines user '{name}' may see with --line LINE (repeat for several), "
+            "or --all-lines for every line; not both."
+        )
+    engine = _writer(db, config)
+    try:
+        user = set_lines(engine, name, line)
+    finally:
+        engine.dispose()
+    _log("users.lines_set", user=user.name, lines=_lines(user.lines))
+    typer.echo(f"{user.name} ({user.role.value}) sees {_lines(user.lines)}.")
+
+
 @app.command("list")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="A JSON array instead of a table."),
     db: str | None = db_option(),
     config: Path | None = config_option(),
 ) -> None:
-    """Every user with their role and when their token was set (never the token)."""
+    """Every user with their role, lines and when their token was set (never the token)."""
     from padformer_edge.store.schema import open_checked
     from padformer_edge.store.users import list_users
 
@@ -108,7 +152,8 @@ def list_(
         found = list_users(engine)
     finally:
         engine.dispose()
-    rows = [{"name": u.name, "role": u.role.value, "created_at": u.created_at.isoformat(),
+    rows = [{"name": u.name, "role": u.role.value, "lines": sorted(u.lines),
+             "created_at": u.created_at.isoformat(),
              "token_set_at": u.token_set_at.isoformat()} for u in found]  # fmt: skip
     if as_json:
         echo_json(rows)
@@ -116,9 +161,10 @@ def list_(
     if not rows:
         typer.echo("no users: reviews take a free-typed name; 'users add NAME' adds one.")
         return
-    table = Table("name", "role", "added", "token set")
+    table = Table("name", "role", "lines", "added", "token set")
     for row in rows:
-        table.add_row(row["name"], row["role"], row["created_at"], row["token_set_at"])
+        table.add_row(row["name"], row["role"], ", ".join(row["lines"]) or "every line",
+                      row["created_at"], row["token_set_at"])  # fmt: skip
     _out.print(table)
 
 

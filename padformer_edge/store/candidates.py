@@ -70,6 +70,7 @@ class Candidate:
     decided_at: datetime | None
     decided_by: str | None
     note: str | None
+    line: str  # the line of the inspection it came from
 
     @property
     def path(self) -> Path:
@@ -79,7 +80,7 @@ class Candidate:
 
 _COLUMNS = (RC.id, RC.inspection_id, RC.product, RC.image_path, RC.sha256, RC.score,
             RC.threshold, RC.model_sha256, RC.origin, RC.state, RC.proposed_at,
-            RC.proposed_by, RC.decided_at, RC.decided_by, RC.note)  # fmt: skip
+            RC.proposed_by, RC.decided_at, RC.decided_by, RC.note, RC.line)  # fmt: skip
 
 
 def _candidate(row: Sequence[object]) -> Candidate:
@@ -173,9 +174,12 @@ def list_candidates(
     product: str | None = None,
     state: CandidateState | None = None,
     limit: int | None = None,
+    lines: frozenset[str] | None = None,
 ) -> list[Candidate]:
-    """Candidates, newest first, of ``product`` and in ``state`` when given."""
+    """Candidates, newest first, of ``product``, in ``state`` and of ``lines`` when given."""
     statement = select(*_COLUMNS).order_by(RC.id.desc())
+    if lines is not None:
+        statement = statement.where(RC.line.in_(sorted(lines)))
     if product is not None:
         statement = statement.where(RC.product == product)
     if state is not None:

@@ -20,6 +20,8 @@ import re
 import socket
 from typing import TYPE_CHECKING
 
+from padformer_edge.errors import UserError
+
 if TYPE_CHECKING:  # the daemon's config imports the line's rules without SQLAlchemy
     from sqlalchemy import Engine
 
@@ -34,6 +36,18 @@ def default_line() -> str:
     ``-``, cut to the column's width; ``line`` if nothing is left."""
     name = _UNSAFE.sub("-", socket.gethostname()).strip("-")[:MAX_LINE_CHARS]
     return name or "line"
+
+
+def line_name(raw: str) -> str:
+    """``raw`` as a line name, or one sentence saying what a line name may be."""
+    name = raw.strip()
+    if not re.match(LINE_PATTERN, name) or len(name) > MAX_LINE_CHARS:
+        shown = raw if len(raw) <= 40 else raw[:40] + "..."
+        raise UserError(
+            f"'{shown}' is not a line name; use up to {MAX_LINE_CHARS} letters, digits, "
+            "'.', '_' or '-', as the line's 'line:' in its daemon config."
+        )
+    return name
 
 
 def with_line(engine: Engine, line: str) -> Engine:

@@ -225,6 +225,15 @@ users = Table(
     Column("token_set_at", UTCDateTime, nullable=False, default=utc_now),
 )
 
+# The lines a user is limited to, one row per (user, line): a user with no row sees and
+# reviews every line (``store.users``). Removing the user removes their rows.
+user_lines = Table(
+    "user_lines",
+    metadata,
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("line", String(MAX_LINE_CHARS), primary_key=True),
+)
+
 # A drift a camera's recent scores showed against its profile's calibration (the daemon's
 # ``drift`` monitor): which test, how sure, and until when operators had not yet seen it.
 # Its alerts go through the outbox like any other, tied to the last inspection of the

@@ -81,6 +81,7 @@ def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaita
             authorised(request),
             bool(state.get("session", False)),
             getattr(state.get("person"), "name", None),  # a named user's own form and header
+            getattr(state.get("person"), "lines", None),  # the lines they may see, as now
             web_app(request).people.exist(),  # the review form differs once users exist
         )
         pages = web_app(request).page_cache
@@ -144,6 +145,7 @@ def _routes() -> list[BaseRoute]:
         ("/candidates", cached(pages.candidates)),
         ("/candidates/{candidate_id:row_id}/image", pages.candidate_image),
         ("/health", pages.health),
+        ("/plant", cached(pages.plant)),
         ("/metrics", pages.metrics),
         ("/login", login.login_form),
     ]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel
 from padformer_edge.errors import UserError
+from padformer_edge.store.lines import line_name
 
 TOKEN_ENV = "PADFORMER_EDGE_HTTP_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -47,6 +49,32 @@ class HttpConfig(StrictModel):
         default_factory=list,
         description="Reverse proxies (addresses or networks) whose X-Forwarded-* is believed.",
     )
+
+    line_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Each line's own page (line name: http(s) URL), linked from the plant view for "
+            "pictures kept on that line's PC."
+        ),
+    )
+
+    @field_validator("line_urls")
+    @classmethod
+    def _line_urls(cls, value: dict[str, str]) -> dict[str, str]:
+        checked = {}
+        for line, url in value.items():
+            try:
+                name = line_name(line)
+            except UserError as err:
+                raise ValueError(str(err)) from err
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(
+                    f"line_urls: '{url}' for line {name} is not an http(s) URL; write e.g. "
+                    "https://press-1.plant.example:8080"
+                )
+            checked[name] = url.rstrip("/")
+        return checked
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -74,12 +74,14 @@ def judge(beat: Heartbeat, stale_after_beats: float, named: bool) -> DaemonState
     return DaemonState("alive", f"{who} alive: heartbeat {seconds(beat.age_s)} ago.", beat, limit)
 
 
-def plant_backlog_sentence(app: WebApp) -> str:
-    """What the lines of this database still owe the plant database (``store.outbox``),
-    as a sentence; empty when nothing is owed or the database forwards nothing."""
+def plant_backlog_sentence(app: WebApp, lines: frozenset[str] | None = None) -> str:
+    """What the lines of this database (of ``lines`` when given) still owe the plant
+    database (``store.outbox``), as a sentence; empty when nothing is owed or the
+    database forwards nothing."""
     try:
         with reading(app.reader()) as conn:
-            owed = {line: n for line, n in backlog(conn).items() if n}
+            owed = {line: n for line, n in backlog(conn).items()
+                    if n and (lines is None or line in lines)}  # fmt: skip
     except Exception as err:  # the banner's own sentence already says what is wrong
         log.warning("web.plant_backlog_unread", error=f"{type(err).__name__}: {err}")
         return ""
@@ -89,22 +91,25 @@ def plant_backlog_sentence(app: WebApp) -> str:
     return f" Changes waiting for the plant database: {parts}."
 
 
-def daemon_state(app: WebApp) -> DaemonState:
+def daemon_state(app: WebApp, lines: frozenset[str] | None = None) -> DaemonState:
     """Every line's heartbeat judged (``line_states``), and the backlog still owed to
-    the plant database, if any, said after it."""
-    state = line_states(app)
+    the plant database, if any, said after it; of ``lines`` only when given (a viewer
+    limited to lines: ``scope``)."""
+    state = line_states(app, lines)
     if state.state == "unreadable":
         return state
-    waiting = plant_backlog_sentence(app)
+    waiting = plant_backlog_sentence(app, lines)
     return replace(state, sentence=state.sentence + waiting) if waiting else state
 
 
-def line_states(app: WebApp) -> DaemonState:
-    """Read every line's heartbeat in this database and judge each against the configured
-    multiple: red while any line's daemon is silent (the first such line's sentence, and
-    how many others are), else alive."""
+def line_states(app: WebApp, lines: frozenset[str] | None = None) -> DaemonState:
+    """Read every line's heartbeat in this database (of ``lines`` when given) and judge
+    each against the configured multiple: red while any line's daemon is silent (the
+    first such line's sentence, and how many others are), else alive."""
     try:
         beats = read_heartbeats(app.reader())
+        if lines is not None:
+            beats = [beat for beat in beats if beat.line in lines]
     except UserError as err:
         return DaemonState("unreadable", f"The database cannot be read: {err}")
     except Exception as err:  # a banner must never take the page down with it

@@ -21,6 +21,7 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import queries
 from padformer_edge.web.pages import card
 from padformer_edge.web.responses import web_app
+from padformer_edge.web.scope import lines_of
 
 log = get_logger("web")
 KEEPALIVE_S = 15.0
@@ -29,11 +30,11 @@ KEEPALIVE_S = 15.0
 def events(request: Request) -> Response:
     """A plain function so the first database open runs in the thread pool (and a
     missing database is the usual 503 before any stream starts)."""
-    app = web_app(request)
+    app, lines = web_app(request), lines_of(request)
     engine = app.reader()
 
     def newest() -> list[dict]:
-        return [card(r) for r in queries.newest(engine, app.live_cards)]
+        return [card(r) for r in queries.newest(engine, app.live_cards, lines)]
 
     async def stream() -> AsyncIterator[bytes]:
         yield b"retry: 2000\n\n"

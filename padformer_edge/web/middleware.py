@@ -11,7 +11,8 @@ shared bearer token or a logged-in session (401: the login form for a browser, o
 sentence for a script). Once users exist only a named login opens a session: a session
 of the shared token, or of a user since removed or given a new token, no longer counts,
 and the request's ``state.person`` says who is logged in (``None`` for the shared
-token, which may read but not review). A
+token, which may read but not review; a user limited to lines carries them, as the
+list has them now: ``scope``). A
 wrong bearer token counts against the client's address in the same throttle as the
 login form, so a script cannot guess past the form's limit on the other path: past the
 limit every bearer request from that address waits (429), right token or not, and each
@@ -109,8 +110,8 @@ class Gate:
             return False, False, None
         if opened.person is None:  # a shared-token login: only while no user exists
             return not named, not named, None
-        valid = self.web.people.still_valid(opened.person)
-        return valid, valid, opened.person if valid else None
+        current = self.web.people.refreshed(opened.person)  # with the lines given now
+        return current is not None, current is not None, current
 
     def _bearer(self, conn: HTTPConnection) -> Response | None:
         """A 429 while this client is throttled, or a 401 for a wrong bearer token (counted

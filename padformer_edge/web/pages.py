@@ -37,8 +37,10 @@ from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS, CandidateState, Role
 from padformer_edge.web import auth, queries
 from padformer_edge.web.daemon_state import daemon_state
+from padformer_edge.web.plant_view import line_summaries
 from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, person_of, read_form, text, web_app
+from padformer_edge.web.scope import lines_of, sees, visible
 
 log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
@@ -121,23 +123,27 @@ def query_of(request: Request) -> dict[str, str]:
 
 def live(request: Request) -> Response:
     """The newest cards, under every open drift event (shown until acknowledged)."""
-    app = web_app(request)
-    cards = [card(r) for r in queries.newest(app.reader(), app.live_cards)]
-    return page(request, "live.html", cards=cards, drifts=open_drift_events(app.reader()))
+    app, lines = web_app(request), lines_of(request)
+    cards = [card(r) for r in queries.newest(app.reader(), app.live_cards, lines)]
+    drifts = [d for d in open_drift_events(app.reader()) if sees(request, d.line)]
+    return page(request, "live.html", cards=cards, drifts=drifts)
 
 
 def live_json(request: Request) -> Response:
-    app = web_app(request)
-    return JSONResponse([card(r) for r in queries.newest(app.reader(), app.live_cards)])
+    app, lines = web_app(request), lines_of(request)
+    return JSONResponse([card(r) for r in queries.newest(app.reader(), app.live_cards, lines)])
 
 
 def heartbeat_json(request: Request) -> Response:
     """What the banner on every page polls: the daemon's state as ``base.html`` shows it."""
-    return JSONResponse(daemon_state(web_app(request)).as_json())
+    return JSONResponse(daemon_state(web_app(request), lines_of(request)).as_json())
 
 
-def history_query(params: dict[str, str]) -> queries.HistoryQuery:
-    """The history filters from a query string; a bad value is one sentence."""
+def history_query(
+    params: dict[str, str], lines: frozenset[str] | None = None
+) -> queries.HistoryQuery:
+    """The history filters from a query string (within the viewer's ``lines``, when
+    limited: ``scope``); a bad value is one sentence."""
     verdict = params.get("verdict") or None
     if verdict is not None and verdict not in queries.VERDICTS:
         raise UserError(
@@ -164,6 +170,7 @@ def history_query(params: dict[str, str]) -> queries.HistoryQuery:
         until=until,
         before=before,
         limit=limit,
+        lines=lines,
     )
 
 
@@ -175,7 +182,7 @@ def _filter_link(params: dict[str, str], **changes: Any) -> str:
 
 def history(request: Request) -> Response:
     app, params = web_app(request), query_of(request)
-    query = history_query(params)
+    query = history_query(params, lines_of(request))
     engine = app.reader()
     found = queries.history_page(engine, query)
     kept = {k: v for k, v in params.items() if k != "before"}
@@ -187,7 +194,7 @@ def history(request: Request) -> Response:
         cards={row["id"]: card(row) for row in found.rows},
         verdicts=queries.VERDICTS,
         reviews=REVIEW_FILTERS,
-        lines=queries.distinct_values(engine, "line"),
+        lines=visible(request, queries.distinct_values(engine, "line")),
         cameras=queries.distinct_values(engine, "camera"),
         products=queries.distinct_values(engine, "product"),
         params=params,
@@ -202,7 +209,8 @@ def export(request: Request) -> Response:
     fmt = request.path_params["fmt"]
     if fmt not in ("csv", "json"):
         return error(request, 404, "there is no such page.")
-    query = history_query({k: v for k, v in query_of(request).items() if k != "before"})
+    query = history_query({k: v for k, v in query_of(request).items() if k != "before"},
+                          lines_of(request))  # fmt: skip
     rows = queries.iter_history(web_app(request).reader(), query)
 
     def as_csv() -> Iterator[bytes]:
@@ -234,7 +242,7 @@ def export(request: Request) -> Response:
 def detail(request: Request) -> Response:
     app, inspection_id = web_app(request), request.path_params["inspection_id"]
     row = queries.get_inspection(app.reader(), inspection_id)
-    if row is None:
+    if row is None or not sees(request, row.line):  # another line's row: as if absent
         return error(request, 404, f"there is no inspection {inspection_id}.")
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
                    for c in COLUMNS})  # fmt: skip
@@ -258,7 +266,22 @@ def detail(request: Request) -> Response:
         can_review=row.status.value == "done",
         named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
+        pictures_here=app.media.allowed(row.source_path) is not None,
+        line_url=app.line_urls.get(row.line),
+        line_link=line_link(app.line_urls.get(row.line), row),
     )
+
+
+def line_link(base: str | None, row: Inspection) -> str | None:
+    """The row on its line's own page (``http.line_urls``): that page's history at the
+    row's line, camera and discovery time, which the plant database keeps as the line
+    wrote them (the plant's id is not the line's)."""
+    if base is None:
+        return None
+    at = row.discovered_at
+    query = {"line": row.line, "camera": row.camera, "since": at.isoformat(),
+             "until": (at + timedelta(milliseconds=1)).isoformat()}  # fmt: skip
+    return f"{base}/history?{urlencode(query)}"
 
 
 def _recorded(request: Request) -> tuple[str, str | None] | None:
@@ -268,10 +291,12 @@ def _recorded(request: Request) -> tuple[str, str | None] | None:
         return None
     column = Inspection.source_path if kind == "image" else Inspection.heatmap_path
     with web_app(request).reader().connect() as conn:
-        recorded = conn.execute(
-            select(column).where(Inspection.id == inspection_id)
-        ).scalar_one_or_none()
-    return kind, recorded
+        found = conn.execute(
+            select(column, Inspection.line).where(Inspection.id == inspection_id)
+        ).first()
+    if found is None or not sees(request, found[1]):  # another line's row: as if absent
+        return kind, None
+    return kind, found[0]
 
 
 def media(request: Request) -> Response:
@@ -313,7 +338,7 @@ def health(request: Request) -> Response:
         raise UserError(f"window '{window}' is not one of {', '.join(WINDOWS)}; pick one.")
     minutes = WINDOWS[window]
     since = datetime.now(UTC) - timedelta(minutes=minutes)
-    report = queries.health(app.reader(), since, float(minutes))
+    report = queries.health(app.reader(), since, float(minutes), lines=lines_of(request))
     return page(
         request,
         "health.html",
@@ -325,7 +350,25 @@ def health(request: Request) -> Response:
 
 
 def metrics(request: Request) -> Response:
+    """Prometheus' scrape: every line's series, so not for a viewer limited to lines."""
+    if lines_of(request) is not None:
+        return text(403, "/metrics covers every line; a user limited to lines cannot read it.")
     return Response(web_app(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+def plant(request: Request) -> Response:
+    """Every line of this database (the viewer's, when limited): its daemon's heartbeat,
+    images per minute over the window, its newest alerts and drift events, and links to
+    its history and what is left to review there."""
+    app = web_app(request)
+    window = query_of(request).get("window", "15m")
+    if window not in WINDOWS:
+        raise UserError(f"window '{window}' is not one of {', '.join(WINDOWS)}; pick one.")
+    minutes = WINDOWS[window]
+    since = datetime.now(UTC) - timedelta(minutes=minutes)
+    summaries = line_summaries(app.reader(), since, float(minutes), app.stale_after_beats,
+                               lines_of(request), app.line_urls)  # fmt: skip
+    return page(request, "plant.html", lines=summaries, window=window, windows=list(WINDOWS))
 
 
 NAMED_ONLY = (
@@ -357,6 +400,9 @@ async def retry(request: Request) -> Response:
     if not auth.same_origin(request):
         return text(403, "this request did not come from this server's own page.")
     form = await read_form(request)
+    line = await run_in_threadpool(queries.line_of, app.reader(), "alerts", alert_id)
+    if line is not None and not sees(request, line):  # another line's alert: as if absent
+        raise UserError(f"there is no alert {alert_id}; the health page lists them.")
     await run_in_threadpool(queries.retry_alert, app.writer(), alert_id)
     app.page_cache.clear()
     log.info("web.alert_retried", alert=alert_id)
@@ -382,6 +428,9 @@ async def review(request: Request) -> Response:
     if app.people.exist() and person is None:
         return text(403, NAMED_ONLY)
     form = await read_form(request)
+    line = await run_in_threadpool(queries.line_of, app.reader(), "inspections", inspection_id)
+    if line is not None and not sees(request, line):  # another line's row: as if absent
+        return text(404, f"there is no inspection {inspection_id}.")
     verdict = form.get("verdict", "")
     if verdict not in {v.value for v in ReviewVerdict}:
         raise UserError(f"review verdict '{verdict}' is not true_defect or false_alarm; pick one.")
@@ -426,7 +475,7 @@ def candidates(request: Request) -> Response:
         raise UserError(f"state '{state}' is not one of {', '.join(CANDIDATE_STATES)}; pick one.")
     plain_text(params, "product")
     found = list_candidates(app.reader(), params.get("product"), CandidateState(state),
-                            limit=MAX_LIMIT)  # fmt: skip
+                            limit=MAX_LIMIT, lines=lines_of(request))  # fmt: skip
     return page(request, "candidates.html", candidates=found, state=state,
                 states=CANDIDATE_STATES, params=params, can_decide=may_decide(request),
                 named=app.people.exist())  # fmt: skip
@@ -436,6 +485,8 @@ def candidate_image(request: Request) -> Response:
     """A candidate's picture, from the copy in the state folder the row names."""
     app, candidate_id = web_app(request), request.path_params["candidate_id"]
     found = get_candidate(app.reader(), candidate_id)
+    if found is not None and not sees(request, found.line):  # another line's: as if absent
+        found = None
     picture = (
         app.candidate_media.read(found.image_path, app.conversions) if found is not None else None
     )
@@ -453,6 +504,9 @@ async def decide_candidate(request: Request) -> Response:
     if not may_decide(request):
         return text(403, ENGINEERS_ONLY if app.people.exist() else NAMED_ONLY)
     form = await read_form(request)
+    found = await run_in_threadpool(get_candidate, app.reader(), candidate_id)
+    if found is not None and not sees(request, found.line):  # another line's: as if absent
+        return text(404, f"there is no candidate {candidate_id}.")
     decision = form.get("decision", "")
     states = {"approve": CandidateState.approved, "reject": CandidateState.rejected}
     if decision not in states:

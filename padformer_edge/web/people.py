@@ -9,6 +9,11 @@ token ends the sessions opened before, on the next request after the list is re-
 A database that cannot be read keeps the last list seen (no list at all: no users, and
 then every page answers 503 anyway; a review is checked against the database itself
 when it is saved).
+
+A user limited to lines (``store.users``) carries them in ``Person.lines``. The gate
+takes the person from the list re-read every ``TTL_S`` (``refreshed``), not from the
+session, so lines given or taken with ``users lines`` reach open sessions within
+seconds, as a removal does.
 """
 
 from __future__ import annotations
@@ -36,6 +41,16 @@ class Person:
     name: str
     role: Role
     stamp: str  # the token hash the login was checked against
+    lines: frozenset[str] = frozenset()  # the lines they are limited to; empty: every line
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.lines)
+
+
+def as_person(user: User) -> Person:
+    """``user`` as logged in to the page."""
+    return Person(user.name, user.role, user.token_hash, user.lines)
 
 
 class People:
@@ -76,10 +91,13 @@ class People:
         """True once any user exists: reviews then need a named login."""
         return bool(self.current())
 
-    def still_valid(self, person: Person) -> bool:
-        """True while ``person`` exists with the token they logged in with."""
+    def refreshed(self, person: Person) -> Person | None:
+        """``person`` as the list now has them (role and lines as changed since their
+        login); ``None`` once removed or given a new token."""
         user = self.current().get(person.name)
-        return user is not None and user.token_hash == person.stamp
+        if user is None or user.token_hash != person.stamp:
+            return None
+        return as_person(user)
 
     def forget(self) -> None:
         """Read the list again on the next request."""
@@ -94,4 +112,4 @@ class People:
         if user is None:
             return None
         self.forget()  # the session is checked against the list: make it include them
-        return Person(user.name, user.role, user.token_hash)
+        return as_person(user)

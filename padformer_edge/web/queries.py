@@ -64,6 +64,7 @@ class HistoryQuery:
     review: ReviewFilter | None = None
     before: int | None = None
     limit: int = 50
+    lines: frozenset[str] | None = None  # the viewer's lines (``scope``); None: every line
 
     def clauses(self) -> list[ColumnElement[bool]]:
         clauses = Filters(
@@ -86,6 +87,8 @@ class HistoryQuery:
             clauses.append(Inspection.status == Status(self.verdict))
         if self.review is not None:
             clauses.append(review_clause(self.review))
+        if self.lines is not None:
+            clauses.append(Inspection.line.in_(sorted(self.lines)))
         return clauses
 
 
@@ -125,9 +128,10 @@ def iter_history(engine: Engine, query: HistoryQuery, batch: int = 1000) -> Iter
             yield record(dict(row))
 
 
-def newest(engine: Engine, limit: int) -> list[dict[str, Any]]:
-    """The live view's cards: the newest rows whatever their state."""
-    return history_page(engine, HistoryQuery(limit=limit)).rows
+def newest(engine: Engine, limit: int, lines: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    """The live view's cards: the newest rows whatever their state (of ``lines`` only
+    when given)."""
+    return history_page(engine, HistoryQuery(limit=limit, lines=lines)).rows
 
 
 def distinct_values(engine: Engine, column: Literal["line", "camera", "product"]) -> list[str]:
@@ -155,8 +159,18 @@ def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
     return store_get_inspection(engine, inspection_id)
 
 
+def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int) -> str | None:
+    """The line of inspection or alert ``row_id``; ``None`` when there is no such row
+    (what a write by id checks against the viewer's lines before it is made)."""
+    column = Inspection.line if table == "inspections" else Alert.line
+    key = Inspection.id if table == "inspections" else Alert.id
+    with engine.connect() as conn:
+        found = conn.execute(select(column).where(key == row_id)).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
 def alert_before(engine: Engine, row: Inspection) -> int | None:
-    """The latest inspection before ``row`` of its camera and profile that raised an
+    """The latest inspection before ``row`` of its line, camera and profile that raised an
     anomaly alert: for an anomaly without alerts, the one whose alert started the
     cooldown that held this one back (the only reason the daemon raises none). ``None``
     when no such inspection is kept."""
@@ -164,6 +178,7 @@ def alert_before(engine: Engine, row: Inspection) -> int | None:
         select(func.max(Inspection.id))
         .join(Alert, Alert.inspection_id == Inspection.id)
         .where(
+            Inspection.line == row.line,  # a cooldown is one line's daemon's, never another's
             Inspection.camera == row.camera,
             Inspection.product == row.product,
             Inspection.id < row.id,
@@ -210,7 +225,14 @@ class Health:
     dead_alerts: list[dict[str, Any]]
 
 
-def _window_counts(conn: Connection, since: datetime) -> dict[str, tuple[int, int, int]]:
+def _in_lines(column: Any, lines: frozenset[str] | None) -> list[ColumnElement[bool]]:
+    """A clause keeping rows of ``lines`` (none when every line is wanted)."""
+    return [] if lines is None else [column.in_(sorted(lines))]
+
+
+def _window_counts(
+    conn: Connection, since: datetime, lines: frozenset[str] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Per camera (inspected, anomalous, failed) among rows discovered since ``since``."""
     camera = unindexed(Inspection.camera).label("camera")
     status = Inspection.status
@@ -221,16 +243,19 @@ def _window_counts(conn: Connection, since: datetime) -> dict[str, tuple[int, in
     rows = conn.execute(
         select(camera, count_if(status == Status.done),
                count_if(Inspection.is_anomaly.is_(True)), count_if(status == Status.failed))
-        .where(Inspection.discovered_at >= since)
+        .where(Inspection.discovered_at >= since, *_in_lines(Inspection.line, lines))
         .group_by(camera)
     ).all()  # fmt: skip
     return {str(c): (int(d or 0), int(a or 0), int(f or 0)) for c, d, a, f in rows}
 
 
-def _window_detect_percentiles(conn: Connection, since: datetime) -> dict[str, tuple[float, float]]:
+def _window_detect_percentiles(
+    conn: Connection, since: datetime, lines: frozenset[str] | None = None
+) -> dict[str, tuple[float, float]]:
     """Nearest-rank p50 and p95 of detect time per camera over the window, in SQL."""
     camera = unindexed(Inspection.camera)
-    where = [Inspection.discovered_at >= since, Inspection.detect_ms.is_not(None)]
+    where = [Inspection.discovered_at >= since, Inspection.detect_ms.is_not(None),
+             *_in_lines(Inspection.line, lines)]  # fmt: skip
     sizes = conn.execute(select(camera, func.count()).where(*where).group_by(camera)).all()
     ranks = {str(c): (max(1, math.ceil(n * 0.5)), max(1, math.ceil(n * 0.95))) for c, n in sizes}
     if not ranks:
@@ -257,33 +282,42 @@ def _window_detect_percentiles(conn: Connection, since: datetime) -> dict[str, t
     }
 
 
-def health(engine: Engine, since: datetime, window_min: float, failed_limit: int = 20) -> Health:
+def health(
+    engine: Engine,
+    since: datetime,
+    window_min: float,
+    failed_limit: int = 20,
+    lines: frozenset[str] | None = None,
+) -> Health:
     """Per camera rate, anomaly rate and detect-time percentiles over the window since
     ``since`` (a range of the time index); the queue, the newest failures and the outbox
-    over the whole store (the status and state indexes)."""
+    over the whole store (the status and state indexes); of ``lines`` only when given."""
+    mine = _in_lines(Inspection.line, lines)
     with engine.connect() as conn:
-        counts = _window_counts(conn, since)
-        times = _window_detect_percentiles(conn, since)
+        counts = _window_counts(conn, since, lines)
+        times = _window_detect_percentiles(conn, since, lines)
         queued = dict(
             conn.execute(
                 select(Inspection.camera, func.count())
-                .where(Inspection.status.in_(QUEUED))
+                .where(Inspection.status.in_(QUEUED), *mine)
                 .group_by(Inspection.camera)
             ).all()
         )
         failed = conn.execute(
             select(Inspection.id, Inspection.camera, Inspection.source_path, Inspection.error,
                    Inspection.discovered_at)
-            .where(Inspection.status == Status.failed)
+            .where(Inspection.status == Status.failed, *mine)
             .order_by(Inspection.id.desc())
             .limit(failed_limit)
         ).mappings().all()  # fmt: skip
-        states = dict(conn.execute(select(Alert.state, func.count()).group_by(Alert.state)).all())
+        states = dict(conn.execute(select(Alert.state, func.count())
+                                   .where(*_in_lines(Alert.line, lines))
+                                   .group_by(Alert.state)).all())  # fmt: skip
         dead = conn.execute(
             select(Alert.id, Alert.inspection_id, Alert.sink, Alert.attempts, Alert.last_error,
                    Alert.created_at, Inspection.camera)
             .join(Inspection, Alert.inspection_id == Inspection.id)
-            .where(Alert.state == AlertState.dead)
+            .where(Alert.state == AlertState.dead, *_in_lines(Alert.line, lines))
             .order_by(Alert.id.desc())
             .limit(failed_limit)
         ).mappings().all()  # fmt: skip

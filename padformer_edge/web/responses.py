@@ -43,6 +43,12 @@ def person_of(request: Request) -> Person | None:
     return request.scope.get("state", {}).get("person")
 
 
+def lines_of(request: Request) -> frozenset[str] | None:
+    """The lines this viewer is limited to (``scope``); ``None``: every line."""
+    person = person_of(request)
+    return person.lines if person is not None and person.limited else None
+
+
 def text(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     return PlainTextResponse(message.rstrip("\n") + "\n", status, headers)
 
@@ -62,7 +68,7 @@ def page(
         template,
         app=app,
         path=request.url.path,
-        daemon=daemon_state(app) if shown else None,
+        daemon=daemon_state(app, lines_of(request)) if shown else None,
         session=bool(request.scope.get("state", {}).get("session", False)),
         person=person_of(request),
         **context,

@@ -204,6 +204,7 @@ def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebSer
         live_cards=config.live_cards,
         stale_after_beats=config.stale_after_beats,
         trusted_proxies=config.trusted_proxies,
+        line_urls=config.line_urls,
     )
     try:
         return WebServer(app, config.host, config.port, tls=tls)

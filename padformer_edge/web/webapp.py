@@ -52,6 +52,7 @@ class WebApp:
         sessions: Sessions | None = None,
         page_cache_s: float = TTL_S,
         trusted_proxies: list[str] | None = None,
+        line_urls: dict[str, str] | None = None,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
@@ -66,6 +67,7 @@ class WebApp:
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
         self.proxies = TrustedProxies(trusted_proxies or [])
+        self.line_urls = dict(line_urls or {})  # each line's own page, for its pictures
         self.thumbnails = Thumbnails()
         self.conversions = conversions()  # TIFFs as PNG for the detail page, made once
         self.stopping = threading.Event()

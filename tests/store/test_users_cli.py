@@ -14,7 +14,7 @@ from sqlalchemy import Engine, select
 from padformer_edge.store.drift import record_drift
 from padformer_edge.store.engine import reading
 from padformer_edge.store.tables import drift_events
-from padformer_edge.store.users import authenticate
+from padformer_edge.store.users import authenticate, find_user
 from tests.cli_process import run_cli
 
 from .seed import seed_history
@@ -45,6 +45,36 @@ def test_users_add_list_reset_and_remove(db_url: str, engine: Engine, tmp_path: 
     assert run_cli("users", "remove", "ann", "--yes", *db).returncode == 0
     listed = json.loads(run_cli("users", "list", "--json", *db).stdout)
     assert [u["name"] for u in listed] == ["eve"]
+
+
+def test_users_limited_to_lines(db_url: str, engine: Engine) -> None:
+    """``--line`` on ``add`` and ``users lines`` set the lines a user sees; the list
+    shows them; a name that is no line name, or neither --line nor --all-lines, is one
+    sentence."""
+    db = ("--db", db_url)
+    added = run_cli("users", "add", "ola", "--line", "press-1", "--line", "press-2", *db)
+    assert added.returncode == 0, added.stderr
+    assert "added ola (operator, press-1, press-2)" in added.stderr
+    with reading(engine) as conn:
+        assert find_user(conn, "ola").lines == {"press-1", "press-2"}
+    listed = json.loads(run_cli("users", "list", "--json", *db).stdout)
+    assert listed[0]["lines"] == ["press-1", "press-2"]
+    narrowed = run_cli("users", "lines", "ola", "--line", "press-2", *db)
+    assert narrowed.returncode == 0 and narrowed.stdout.strip() == "ola (operator) sees press-2."
+    table = run_cli("users", "list", *db).stdout
+    assert "press-2" in table and "press-1" not in table
+    bad = run_cli("users", "lines", "ola", "--line", "press 1", *db)
+    assert bad.returncode == 2 and "'press 1' is not a line name" in bad.stderr
+    neither = run_cli("users", "lines", "ola", *db)
+    assert neither.returncode == 2 and "--all-lines for every line; not both" in neither.stderr
+    every = run_cli("users", "lines", "ola", "--all-lines", *db)
+    assert every.returncode == 0 and every.stdout.strip() == "ola (operator) sees every line."
+    with reading(engine) as conn:
+        assert find_user(conn, "ola").lines == frozenset()
+    assert run_cli("users", "lines", "nobody", "--all-lines", *db).returncode == 2
+    assert run_cli("users", "lines", "ola", "--line", "press-3", *db).returncode == 0
+    assert run_cli("users", "remove", "ola", "--yes", *db).returncode == 0  # lines and all
+    assert json.loads(run_cli("users", "list", "--json", *db).stdout) == []
 
 
 def test_results_review_is_signed_by_a_user_once_users_exist(

@@ -198,7 +198,7 @@ def test_pages_fit_the_screen_width(server: Any, site: Site, page: Any, width: i
     scrolls inside its own box instead."""
     page.set_viewport_size({"width": width, "height": 844})
     paths = ["/", "/history", f"/inspections/{site.anomalies[0]}",
-             f"/inspections/{site.failed}", "/health"]  # fmt: skip
+             f"/inspections/{site.failed}", "/health", "/plant"]  # fmt: skip
     for path in paths:
         page.goto(server.url + path)
         page.wait_for_load_state("load")

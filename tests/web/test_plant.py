@@ -1,0 +1,185 @@
+"""One page over every line, on a real server on 127.0.0.1 over the real store: the plant
+view shows each line's heartbeat, images per minute and last alerts and drift events; a
+user limited to lines sees and reviews only those lines' rows, by list, export, URL or
+form; a picture kept on another line's PC is said to be there, with a link to the row
+on that line's own page."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable
+from html import unescape
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import func, select
+
+from padformer_edge.store.drift import record_drift
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.lines import default_line, with_line
+from padformer_edge.store.models import Review
+from padformer_edge.store.users import add_user, set_lines
+from padformer_edge.store.vocabulary import Role
+from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.render import number
+from padformer_edge.web.server import WebServer
+from tests.web.client import Reply, request
+from tests.web.site import Site
+from tests.web.test_lines import OTHER, _beat, _other_line
+
+LINE_URL = "https://press-2.plant.example:8443"
+HTML = {"Accept": "text/html"}
+
+
+def _section(page: str, element_id: str, end: str = "tr") -> str:
+    """The element ``element_id`` (a table row, or a ``section``), unescaped."""
+    found = re.search(rf'id="{re.escape(element_id)}".*?</{end}>', page, re.S)
+    assert found, f"no element {element_id}"
+    return unescape(found.group(0))
+
+
+def _drift(site: Site, line: str, reason: str, inspection_id: int) -> None:
+    engine = with_line(open_engine(site.db), line)
+    record_drift(engine, camera="cam-a", product="bolt", kind="ks", statistic=0.4,
+                 p_value=0.001, level=0.01, window_size=50, reason=reason,
+                 inspection_id=inspection_id, requests=[])  # fmt: skip
+    engine.dispose()
+
+
+def test_the_plant_view_shows_every_line(serve: Callable[..., WebServer], site: Site) -> None:
+    server = serve(line_urls={OTHER: LINE_URL})
+    theirs = _other_line(site, 3)  # discovered now: inside the 15-minute window
+    _beat(site, default_line(), age_s=1.0)
+    _beat(site, OTHER, age_s=600.0)
+    _drift(site, OTHER, "scores rose above the calibration", theirs[0])
+    page = request(server.url, "/plant", headers=HTML).text
+    mine, other = _section(page, f"line-{default_line()}"), _section(page, f"line-{OTHER}")
+    assert "line-state-alive" in mine and f"Line {default_line()}'s daemon alive" in mine
+    assert "line-state-stale" in other and f"Line {OTHER}'s daemon silent" in other
+    assert re.search(r">alive, \d+ s ago<", mine) and ">silent for 10 min (limit 15 s)<" in other
+    # the site's own rows were discovered 20 to 50 minutes ago: none in the window
+    assert f'<td class="per-minute">{number(0.0)}</td>' in mine
+    assert f'<td class="per-minute">{number(3 / 15)}</td>' in other
+    assert f'href="/history?line={OTHER}"' in other
+    assert f'href="/history?line={OTHER}&verdict=anomaly&review=unreviewed"' in other
+    assert f'href="{LINE_URL}/"' in other and LINE_URL not in mine
+    last_mine = _section(page, f"last-{default_line()}", "section")
+    last_other = _section(page, f"last-{OTHER}", "section")
+    assert "<td>hook</td>" in last_mine and "dead" in last_mine  # the site's alerts
+    assert "scores rose above the calibration" in last_other and "(open)" in last_other
+    assert "<td>hook</td>" not in last_other
+    hour = request(server.url, "/plant?window=1h", headers=HTML).text
+    # the ten results and the failed file count; the six rows still queued do not
+    assert f'<td class="per-minute">{number(11 / 60)}</td>' in _section(
+        hour, f"line-{default_line()}"
+    )
+    assert request(server.url, "/plant?window=2d").status == 400
+
+
+def test_a_picture_on_another_line_is_said_to_be_there(
+    serve: Callable[..., WebServer], site: Site
+) -> None:
+    """The plant's page has not the line PC's files: the detail page says where they are
+    and links to the row on the line's own page, whose history filters find exactly it."""
+    server = serve(line_urls={OTHER: LINE_URL})
+    row = _other_line(site, 2)[1]
+    page = request(server.url, f"/inspections/{row}", headers=HTML).text
+    assert "The pictures are not on this server" in page and 'id="base"' not in page
+    link = unescape(re.search(r'id="line-link" href="([^"]+)"', page).group(1))
+    assert link.startswith(f"{LINE_URL}/history?")
+    # This server reads the same database, so it answers the link as the line's page would.
+    found = json.loads(request(server.url, "/history.json?" + urlsplit(link).query).body)
+    assert [r["id"] for r in found] == [row]
+    own = request(server.url, f"/inspections/{site.good[0]}", headers=HTML).text
+    assert 'id="base"' in own and "pictures-elsewhere" not in own
+
+
+def test_line_urls_are_checked() -> None:
+    with pytest.raises(ValidationError, match="is not a line name"):
+        HttpConfig(line_urls={"press 1": LINE_URL})
+    with pytest.raises(ValidationError, match="is not an http"):
+        HttpConfig(line_urls={"press-1": "press-1.plant:8080"})
+
+
+def _login(server: WebServer, name: str, token: str) -> dict[str, str]:
+    body = urlencode({"name": name, "token": token, "next": "/"}).encode()
+    reply = request(server.url, "/login", method="POST", headers={"Origin": server.url},
+                    body=body)  # fmt: skip
+    assert reply.status == 303, reply.text
+    return {"Cookie": reply.headers["set-cookie"].split(";")[0]}
+
+
+def _review(server: WebServer, row: int, who: dict[str, str]) -> Reply:
+    return request(server.url, f"/inspections/{row}/review", method="POST",
+                   headers={"Origin": server.url, **who},
+                   body=urlencode({"verdict": "false_alarm"}).encode())  # fmt: skip
+
+
+def _reviews_of(site: Site, row: int) -> int:
+    engine = open_engine(site.db, read_only=True)
+    with engine.connect() as conn:
+        count = conn.execute(
+            select(func.count()).select_from(Review).where(Review.inspection_id == row)
+        ).scalar()
+    engine.dispose()
+    return int(count or 0)
+
+
+def test_a_user_limited_to_a_line_sees_and_reviews_only_its_rows(
+    server: WebServer, site: Site
+) -> None:
+    theirs = _other_line(site, 3)
+    _beat(site, default_line(), age_s=1.0)
+    _beat(site, OTHER, age_s=1.0)
+    engine = open_engine(site.db)
+    ola = add_user(engine, "ola", Role.operator, [OTHER])[1]
+    eve = add_user(engine, "eve", Role.engineer)[1]
+    engine.dispose()
+    ola_in, eve_in = _login(server, "ola", ola), _login(server, "eve", eve)
+    hidden = site.anomalies[0]  # a row of the site's own line
+    # by URL: another line's row is as absent as a row that never existed
+    assert request(server.url, f"/inspections/{hidden}", headers=ola_in).status == 404
+    assert request(server.url, f"/inspections/{theirs[0]}", headers=ola_in).status == 200
+    for kind in ("media", "thumbs"):
+        assert request(server.url, f"/{kind}/{site.good[0]}/image", headers=ola_in).status == 404
+        assert request(server.url, f"/{kind}/{site.good[0]}/image", headers=eve_in).status == 200
+    refused = _review(server, hidden, ola_in)
+    assert refused.status == 404 and _reviews_of(site, hidden) == 0
+    assert _review(server, theirs[0], ola_in).status == 200 and _reviews_of(site, theirs[0]) == 1
+    retry = request(server.url, f"/alerts/{site.dead_alert}/retry", method="POST",
+                    headers={"Origin": server.url, **ola_in}, body=b"")  # fmt: skip
+    assert retry.status == 400 and f"there is no alert {site.dead_alert}" in retry.text
+    # lists and exports hold their line's rows only, whatever the filter asks
+    listed = json.loads(request(server.url, "/history.json?limit=500", headers=ola_in).body)
+    assert sorted(r["id"] for r in listed) == sorted(theirs)
+    asked = f"/history.json?line={default_line()}"
+    assert json.loads(request(server.url, asked, headers=ola_in).body) == []
+    exported = list(csv.DictReader(io.StringIO(
+        request(server.url, "/history.csv", headers=ola_in).text)))  # fmt: skip
+    assert sorted(int(r["id"]) for r in exported) == sorted(theirs)
+    assert {r["line"] for r in exported} == {OTHER}
+    live = json.loads(request(server.url, "/api/live", headers=ola_in).body)
+    assert {c["line"] for c in live} == {OTHER}
+    history = request(server.url, "/history", headers={**ola_in, **HTML}).text
+    assert f'<option value="{default_line()}"' not in history
+    health = request(server.url, "/health", headers={**ola_in, **HTML}).text
+    assert 'id="dead-alerts"' not in health and 'id="failed"' not in health
+    plant = request(server.url, "/plant", headers={**ola_in, **HTML}).text
+    assert f'id="line-{OTHER}"' in plant and f'id="line-{default_line()}"' not in plant
+    beat = json.loads(request(server.url, "/api/heartbeat", headers=ola_in).body)
+    assert default_line() not in beat["sentence"]
+    assert request(server.url, "/metrics", headers=ola_in).status == 403
+    # a user with no lines sees the plant
+    assert request(server.url, f"/inspections/{hidden}", headers=eve_in).status == 200
+    assert len(json.loads(request(server.url, "/history.json?limit=500",
+                                  headers=eve_in).body)) > len(theirs)  # fmt: skip
+    # lines given back reach the open session once the page re-reads its users
+    engine = open_engine(site.db)
+    assert set_lines(engine, "ola", []).lines == frozenset()
+    engine.dispose()
+    server.app.people.forget()
+    assert request(server.url, f"/inspections/{hidden}", headers=ola_in).status == 200
