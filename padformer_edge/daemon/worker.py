@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import Engine, func, select
 
+from padformer_edge.atomic import folder_syncs_deferred, sync_folders
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import (
     AlertKind,
@@ -519,27 +520,37 @@ class Worker:
         transaction (``notices``, alerts planned by something other than a score, go
         with the first row that has its heatmap). The heatmaps (drawing and encoding,
         the slow part) and the image statistics run in the host threads, outside
-        ``shared``. Every heatmap is in place before the transaction that records it,
-        so a kill in between leaves the rows ``processing`` for the next start, whose
-        retry rewrites the same heatmap names. A row whose heatmap fails is recorded as
+        ``shared``. Every heatmap is in place, and its folder synced (once for the batch,
+        not once per file), before the transaction that records it, so a kill in between
+        leaves the rows ``processing`` for the next start, whose retry rewrites the same
+        heatmap names. A row whose heatmap fails is recorded as
         failed alone; so is a row the batch's transaction cannot take (it is then
         retried row by row)."""
+
+        folders: set[Path] = set()  # the heatmaps' shard folders, synced once below
 
         def draw(item: tuple[Inspection, np.ndarray, Detection]) -> tuple[Path, Statistics]:
             row, image, detection = item
             heatmap = heatmap_path(self.heatmaps, row.id)
-            write_heatmap(
-                heatmap,
-                image,
-                detection.anomaly_map,
-                detection.score,
-                threshold=inspector.threshold,  # one colour scale per profile
-                compress=self.config.compress_heatmaps,
-            )
+            with folder_syncs_deferred(folders):
+                write_heatmap(
+                    heatmap,
+                    image,
+                    detection.anomaly_map,
+                    detection.score,
+                    threshold=inspector.threshold,  # one colour scale per profile
+                    compress=self.config.compress_heatmaps,
+                )
             return heatmap, self.image_statistics(image, inspector)
 
+        drawn_all = self.host.map(draw, items)
+        try:  # every heatmap's rename durable before the transaction that names it
+            sync_folders(folders)
+        except OSError as err:
+            failed = OSError(f"cannot sync the heatmaps' folder: {err.strerror or err}")
+            drawn_all = [failed for _ in items]
         ready: list[Finished] = []
-        for (row, _, detection), drawn in zip(items, self.host.map(draw, items), strict=True):
+        for (row, _, detection), drawn in zip(items, drawn_all, strict=True):
             if isinstance(drawn, Exception):
                 reason = f"storing the result failed: {type(drawn).__name__}: {drawn}"
                 self.record_failure(row, reason)

@@ -155,24 +155,32 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
     second oldest, ...), so one camera's burst cannot starve the others.
     """
     now = utc_now()
-    pending = and_(Inspection.status == Status.pending, Inspection.line == line_of(engine))
+    table = Inspection.__table__
+    pending = and_(table.c.status == Status.pending, table.c.line == line_of(engine))
     if fair:
-        turn = (
-            func.row_number()
-            .over(partition_by=Inspection.camera, order_by=Inspection.id)
-            .label("turn")
-        )
-        ranked = select(Inspection.id, turn).where(pending).subquery()
+        turn = func.row_number().over(partition_by=table.c.camera, order_by=table.c.id)
+        ranked = select(table.c.id, turn.label("turn")).where(pending).subquery()
         chosen = select(ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
-        query = select(Inspection).where(Inspection.id.in_(chosen), pending)
+        query = select(table).where(table.c.id.in_(chosen), pending)
     else:
-        query = select(Inspection).where(pending).order_by(Inspection.id).limit(limit)
-    with _session(engine) as session, session.begin():
-        rows = sorted(session.scalars(query.with_for_update(skip_locked=True)), key=lambda r: r.id)
-        for row in rows:
-            row.status, row.attempts, row.started_at = Status.processing, row.attempts + 1, now
-            row.error = None
-        return rows
+        query = select(table).where(pending).order_by(table.c.id).limit(limit)
+    claimed = {"status": Status.processing, "started_at": now, "error": None}
+    # Core statements, the rows built from what they read: the ORM's loading of each row
+    # into a session and its flush of each change cost more than the two queries
+    with engine.begin() as conn:
+        found = conn.execute(query.with_for_update(skip_locked=True)).mappings().all()
+        if not found:
+            return []
+        ids = [row["id"] for row in found]
+        conn.execute(
+            update(table)
+            .where(table.c.id.in_(ids))
+            .values(attempts=table.c.attempts + 1, **claimed)
+        )
+    return [
+        Inspection(**{**row, **claimed, "attempts": row["attempts"] + 1})
+        for row in sorted(found, key=lambda row: row["id"])
+    ]
 
 
 def _processing(session: Session, inspection_id: int) -> Inspection:
