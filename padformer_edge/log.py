@@ -60,8 +60,8 @@ class _AfterStdout:
 
     def write(self, text: str) -> int:
         with self._lock:
-            with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken
-                sys.stdout.flush()
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken,
+                sys.stdout.flush()  # or None
             written = sys.stderr.write(text)
             sys.stderr.flush()
             return written

@@ -523,9 +523,9 @@ class Worker:
         ``shared``. Every heatmap is in place, and its folder synced (once for the batch,
         not once per file), before the transaction that records it, so a kill in between
         leaves the rows ``processing`` for the next start, whose retry rewrites the same
-        heatmap names. A row whose heatmap fails is recorded as
-        failed alone; so is a row the batch's transaction cannot take (it is then
-        retried row by row)."""
+        heatmap names. A row whose heatmap fails is recorded as failed alone (all of them
+        if the folder cannot be synced); so is a row the batch's transaction cannot take
+        (it is then retried row by row)."""
 
         folders: set[Path] = set()  # the heatmaps' shard folders, synced once below
 
