@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, bindparam, func, select
 
 from padformer_edge.atomic import folder_syncs_deferred, sync_folders
 from padformer_edge.daemon.alerts.config import AlertsConfig
@@ -73,6 +73,13 @@ log = get_logger("worker")
 IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
+PENDING_COUNT = (
+    select(func.count())
+    .select_from(Inspection)
+    .where(Inspection.status == Status.pending, Inspection.line == bindparam("line"))
+)
+"""``backlog``'s query, built once: the worker counts before every batch, and building
+the expression cost as much as running it."""
 Decoded = list[tuple[Inspection, np.ndarray]]
 Statistics = tuple[float, ...] | None
 
@@ -266,10 +273,8 @@ class Worker:
         """This line's files waiting to be inspected (another line's, on a database they
         share, are not its work)."""
         with reading(self.engine) as conn:
-            query = select(func.count()).where(
-                Inspection.status == Status.pending, Inspection.line == line_of(self.engine)
-            )
-            return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
+            found = conn.execute(PENDING_COUNT, {"line": line_of(self.engine)}).scalar()
+            return int(found or 0)
 
     def run_batch(self, wait: bool = True, prefetch: bool = False) -> int:
         """Claim (or take the batch claimed ahead) and detect one batch; returns how many

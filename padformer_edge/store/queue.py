@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, select, update
+from sqlalchemy import Engine, Integer, Select, Update, and_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -148,15 +148,13 @@ def _queued_values(found: QueuedFile, line: str) -> dict[str, Any]:
     )
 
 
-def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
-    """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
-
-    ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
-    second oldest, ...), so one camera's burst cannot starve the others.
-    """
-    now = utc_now()
+def _claim_queries(fair: bool) -> tuple[Select, Update]:
+    """``claim_batch``'s two statements, built once: their rows and values are bound per
+    call (``line``, ``limit``; ``ids``, ``now``), since building the expressions cost as
+    much as running them."""
     table = Inspection.__table__
-    pending = and_(table.c.status == Status.pending, table.c.line == line_of(engine))
+    pending = and_(table.c.status == Status.pending, table.c.line == bindparam("line"))
+    limit = bindparam("limit", type_=Integer)
     if fair:
         turn = func.row_number().over(partition_by=table.c.camera, order_by=table.c.id)
         ranked = select(table.c.id, turn.label("turn")).where(pending).subquery()
@@ -164,19 +162,38 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
         query = select(table).where(table.c.id.in_(chosen), pending)
     else:
         query = select(table).where(pending).order_by(table.c.id).limit(limit)
-    claimed = {"status": Status.processing, "started_at": now, "error": None}
-    # Core statements, the rows built from what they read: the ORM's loading of each row
-    # into a session and its flush of each change cost more than the two queries
+    claim = (
+        update(table)
+        .where(table.c.id.in_(bindparam("ids", expanding=True)))
+        .values(
+            status=Status.processing,
+            attempts=table.c.attempts + 1,
+            started_at=bindparam("now", type_=table.c.started_at.type),
+            error=None,
+        )
+    )
+    return query.with_for_update(skip_locked=True), claim
+
+
+_CLAIM_QUERIES = {fair: _claim_queries(fair) for fair in (False, True)}
+
+
+def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
+    """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
+
+    ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
+    second oldest, ...), so one camera's burst cannot starve the others. Two Core
+    statements, the rows built from what they read: the ORM's loading of each row into a
+    session and its flush of each change cost more than the two queries.
+    """
+    now = utc_now()
+    query, claim = _CLAIM_QUERIES[fair]
     with engine.begin() as conn:
-        found = conn.execute(query.with_for_update(skip_locked=True)).mappings().all()
+        found = conn.execute(query, {"line": line_of(engine), "limit": limit}).mappings().all()
         if not found:
             return []
-        ids = [row["id"] for row in found]
-        conn.execute(
-            update(table)
-            .where(table.c.id.in_(ids))
-            .values(attempts=table.c.attempts + 1, **claimed)
-        )
+        conn.execute(claim, {"ids": [row["id"] for row in found], "now": now})
+    claimed = {"status": Status.processing, "started_at": now, "error": None}
     return [
         Inspection(**{**row, **claimed, "attempts": row["attempts"] + 1})
         for row in sorted(found, key=lambda row: row["id"])
