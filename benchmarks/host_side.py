@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table
+from benchmarks.daemon_run import STABLE_MS, encoded, make_profile, run_daemon
 
 DISTINCT = 10
 """Distinct images per set: the burst cycles through them; one scores above the threshold."""
@@ -209,8 +210,6 @@ def measure_set(
 ) -> list[dict]:
     """One set: its payloads, the stored detections, a daemon run per way of arriving
     (``--arrivals``) and, for the first, a profiled one. One result per arrival."""
-    from benchmarks.daemon_throughput import encoded
-
     distinct = [
         encoded(camera_photo(image_set.height, image_set.width, 2000 + i), image_set.suffix)
         for i in range(DISTINCT)
@@ -234,8 +233,6 @@ def run_once(
     """(wall s, CPU s, latencies s from each file closed or renamed, anomaly share, the
     profile's path, the largest detection ms recorded, the mean heatmap file in KiB) of
     one daemon run."""
-    from benchmarks.daemon_throughput import run_daemon
-
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
     prof = run_dir / "daemon.prof"
     launcher = [sys.executable, str(STORED_MAPS), str(store)]
@@ -299,9 +296,7 @@ def measure_arrival(
 
 
 def measure(args: argparse.Namespace) -> dict:
-    """Every set in ``SETS`` with the profile ``daemon_throughput.make_profile`` makes."""
-    from benchmarks.daemon_throughput import STABLE_MS, make_profile
-
+    """Every set in ``SETS`` with the profile ``daemon_run.make_profile`` makes."""
     began = time.process_time()
     with tempfile.TemporaryDirectory(prefix="host-side-") as tmp:
         work = Path(tmp)

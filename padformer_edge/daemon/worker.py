@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, bindparam, func, select
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import (
@@ -48,6 +48,7 @@ from padformer_edge.daemon.overlap import Ahead, Finisher
 from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.heatmap import write_heatmap
+from padformer_edge.files.atomic import folder_syncs_deferred, sync_folders
 from padformer_edge.images.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.images.image_stats import image_statistics
 from padformer_edge.reporting.log import get_logger
@@ -72,6 +73,13 @@ log = get_logger("worker")
 IDLE_RECHECK_S = 1.0
 """With nothing queued the worker sleeps until intake wakes it; this bound only keeps the
 watchdog heartbeat going and catches rows queued by another process."""
+PENDING_COUNT = (
+    select(func.count())
+    .select_from(Inspection)
+    .where(Inspection.status == Status.pending, Inspection.line == bindparam("line"))
+)
+"""``backlog``'s query, built once: the worker counts before every batch, and building
+the expression cost as much as running it."""
 Decoded = list[tuple[Inspection, np.ndarray]]
 Statistics = tuple[float, ...] | None
 
@@ -265,10 +273,8 @@ class Worker:
         """This line's files waiting to be inspected (another line's, on a database they
         share, are not its work)."""
         with reading(self.engine) as conn:
-            query = select(func.count()).where(
-                Inspection.status == Status.pending, Inspection.line == line_of(self.engine)
-            )
-            return int(conn.execute(query.select_from(Inspection)).scalar() or 0)
+            found = conn.execute(PENDING_COUNT, {"line": line_of(self.engine)}).scalar()
+            return int(found or 0)
 
     def run_batch(self, wait: bool = True, prefetch: bool = False) -> int:
         """Claim (or take the batch claimed ahead) and detect one batch; returns how many
@@ -519,27 +525,37 @@ class Worker:
         transaction (``notices``, alerts planned by something other than a score, go
         with the first row that has its heatmap). The heatmaps (drawing and encoding,
         the slow part) and the image statistics run in the host threads, outside
-        ``shared``. Every heatmap is in place before the transaction that records it,
-        so a kill in between leaves the rows ``processing`` for the next start, whose
-        retry rewrites the same heatmap names. A row whose heatmap fails is recorded as
-        failed alone; so is a row the batch's transaction cannot take (it is then
-        retried row by row)."""
+        ``shared``. Every heatmap is in place, and its folder synced (once for the batch,
+        not once per file), before the transaction that records it, so a kill in between
+        leaves the rows ``processing`` for the next start, whose retry rewrites the same
+        heatmap names. A row whose heatmap fails is recorded as failed alone (all of them
+        if the folder cannot be synced); so is a row the batch's transaction cannot take
+        (it is then retried row by row)."""
+
+        folders: set[Path] = set()  # the heatmaps' shard folders, synced once below
 
         def draw(item: tuple[Inspection, np.ndarray, Detection]) -> tuple[Path, Statistics]:
             row, image, detection = item
             heatmap = heatmap_path(self.heatmaps, row.id)
-            write_heatmap(
-                heatmap,
-                image,
-                detection.anomaly_map,
-                detection.score,
-                threshold=inspector.threshold,  # one colour scale per profile
-                compress=self.config.compress_heatmaps,
-            )
+            with folder_syncs_deferred(folders):
+                write_heatmap(
+                    heatmap,
+                    image,
+                    detection.anomaly_map,
+                    detection.score,
+                    threshold=inspector.threshold,  # one colour scale per profile
+                    compress=self.config.compress_heatmaps,
+                )
             return heatmap, self.image_statistics(image, inspector)
 
+        drawn_all = self.host.map(draw, items)
+        try:  # every heatmap's rename durable before the transaction that names it
+            sync_folders(folders)
+        except OSError as err:
+            failed = OSError(f"cannot sync the heatmaps' folder: {err.strerror or err}")
+            drawn_all = [failed for _ in items]
         ready: list[Finished] = []
-        for (row, _, detection), drawn in zip(items, self.host.map(draw, items), strict=True):
+        for (row, _, detection), drawn in zip(items, drawn_all, strict=True):
             if isinstance(drawn, Exception):
                 reason = f"storing the result failed: {type(drawn).__name__}: {drawn}"
                 self.record_failure(row, reason)

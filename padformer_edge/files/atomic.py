@@ -5,7 +5,9 @@ A reader (an operator's viewer, a sync job, the daemon after a power cut) must n
 half a file: data goes to a temporary sibling that is synced and then moved into place
 by ``os.replace`` in one step, on the same file system. The rename itself lives in the
 folder's own metadata, so the folder is synced too; without that a power cut can undo
-the rename after the database already committed a row naming the file.
+the rename after the database already committed a row naming the file. Writes made in
+a batch may leave their folders to one sync at the batch's end, before that commit
+(``folder_syncs_deferred``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from padformer_edge.errors import UserError
@@ -48,6 +51,32 @@ def fsync_directory(folder: Path) -> None:
         os.close(fd)
 
 
+_FOLDERS_LEFT: ContextVar[set[Path] | None] = ContextVar("folders_left_to_sync", default=None)
+
+
+@contextmanager
+def folder_syncs_deferred(folders: set[Path]) -> Iterator[None]:
+    """Within it, the calling thread's atomic writes sync each file and rename it into
+    place as always, but add its folder to ``folders`` instead of syncing it.
+
+    The daemon writes a batch of heatmaps into one shard folder: a folder sync per file
+    is a journal commit each, where one for the whole batch, made before the transaction
+    that records the files (``sync_folders``), makes every rename as durable. The caller
+    must sync ``folders`` before anything relies on the renames surviving a power cut.
+    A context variable, so each host thread defers only its own writes."""
+    token = _FOLDERS_LEFT.set(folders)
+    try:
+        yield
+    finally:
+        _FOLDERS_LEFT.reset(token)
+
+
+def sync_folders(folders: Iterable[Path]) -> None:
+    """``fsync_directory`` of each folder once: the deferred half of atomic writes."""
+    for folder in sorted(set(folders)):
+        fsync_directory(folder)
+
+
 @contextmanager
 def atomic_path(path: str | Path, *, fix: str = "check its permissions") -> Iterator[Path]:
     """Yield a fresh temporary sibling of ``path`` for any writer (OpenCV, safetensors,
@@ -69,7 +98,11 @@ def atomic_path(path: str | Path, *, fix: str = "check its permissions") -> Iter
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_directory(path.parent)
+    deferred = _FOLDERS_LEFT.get()
+    if deferred is None:
+        fsync_directory(path.parent)
+    else:  # the caller syncs it once for a batch (folder_syncs_deferred)
+        deferred.add(path.parent)
 
 
 def write_atomic(path: str | Path, data: bytes, *, fix: str = "check its permissions") -> Path:

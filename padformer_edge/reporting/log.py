@@ -19,6 +19,7 @@ import io
 import logging
 import os
 import sys
+import threading
 from typing import Literal
 
 import structlog
@@ -45,15 +46,42 @@ def auto_format(service: bool = False) -> LogFormat:
 
 class _AfterStdout:
     """stderr, written to only once stdout's buffer is out: log lines keep their place
-    after what the command printed before them when both streams end in one place."""
+    after what the command printed before them when both streams end in one place.
+
+    One instance (``_LINES``) takes every log line, each in one ``write`` under its lock:
+    the daemon logs from several threads, and lines written in two pieces each (structlog's
+    ``PrintLogger`` prints the text, then the newline, under a lock of its own instance)
+    ran into each other as ``{...}{...}`` on one line, which a reader of the JSON lines
+    (the chaos benchmark waiting for ``daemon.ready``) could not parse. Re-entrant, for a
+    signal handler that logs while its thread is writing a line."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
 
     def write(self, text: str) -> int:
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken, None
-            sys.stdout.flush()
-        return sys.stderr.write(text)
+        with self._lock:
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, broken,
+                sys.stdout.flush()  # or None
+            written = sys.stderr.write(text)
+            sys.stderr.flush()
+            return written
 
     def flush(self) -> None:
         sys.stderr.flush()
+
+
+_LINES = _AfterStdout()
+
+
+class _LineLogger:
+    """structlog's output end: each event is one whole line, in one write to ``_LINES``
+    (to whatever ``sys.stderr`` is at that moment)."""
+
+    def msg(self, message: str) -> None:
+        _LINES.write(message + "\n")
+
+    log = debug = info = warn = warning = msg
+    err = error = exception = critical = fatal = failure = msg
 
 
 def configure_logging(fmt: LogFormat = "auto", level: str = "INFO", service: bool = False) -> None:
@@ -82,7 +110,7 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO", service: boo
     )
     # Third-party libraries log through stdlib logging and warn through ``warnings``;
     # both are rendered like our own events (JSON off a terminal), not as loose text.
-    handler = logging.StreamHandler(_AfterStdout())  # type: ignore[arg-type]
+    handler = logging.StreamHandler(_LINES)  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
@@ -98,14 +126,14 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "INFO", service: boo
     logging.captureWarnings(True)
 
 
-def _current_stderr_logger(*_args: object) -> structlog.PrintLogger:
+def _current_stderr_logger(*_args: object) -> _LineLogger:
     """Write to whatever ``sys.stderr`` is when the event is logged, not when configured
     (after flushing stdout, ``_AfterStdout``).
 
     Test runners and the daemon's supervisor may swap the stream; a logger bound to the
     old object would write into a closed file.
     """
-    return structlog.PrintLogger(file=_AfterStdout())  # type: ignore[arg-type]
+    return _LineLogger()
 
 
 def get_logger(name: str | None = None) -> structlog.typing.FilteringBoundLogger:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, select, update
+from sqlalchemy import Engine, Integer, Select, Update, and_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -148,31 +148,56 @@ def _queued_values(found: QueuedFile, line: str) -> dict[str, Any]:
     )
 
 
+def _claim_queries(fair: bool) -> tuple[Select, Update]:
+    """``claim_batch``'s two statements, built once: their rows and values are bound per
+    call (``line``, ``limit``; ``ids``, ``now``), since building the expressions cost as
+    much as running them."""
+    table = Inspection.__table__
+    pending = and_(table.c.status == Status.pending, table.c.line == bindparam("line"))
+    limit = bindparam("limit", type_=Integer)
+    if fair:
+        turn = func.row_number().over(partition_by=table.c.camera, order_by=table.c.id)
+        ranked = select(table.c.id, turn.label("turn")).where(pending).subquery()
+        chosen = select(ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
+        query = select(table).where(table.c.id.in_(chosen), pending)
+    else:
+        query = select(table).where(pending).order_by(table.c.id).limit(limit)
+    claim = (
+        update(table)
+        .where(table.c.id.in_(bindparam("ids", expanding=True)))
+        .values(
+            status=Status.processing,
+            attempts=table.c.attempts + 1,
+            started_at=bindparam("now", type_=table.c.started_at.type),
+            error=None,
+        )
+    )
+    return query.with_for_update(skip_locked=True), claim
+
+
+_CLAIM_QUERIES = {fair: _claim_queries(fair) for fair in (False, True)}
+
+
 def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
     """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
 
     ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
-    second oldest, ...), so one camera's burst cannot starve the others.
+    second oldest, ...), so one camera's burst cannot starve the others. Two Core
+    statements, the rows built from what they read: the ORM's loading of each row into a
+    session and its flush of each change cost more than the two queries.
     """
     now = utc_now()
-    pending = and_(Inspection.status == Status.pending, Inspection.line == line_of(engine))
-    if fair:
-        turn = (
-            func.row_number()
-            .over(partition_by=Inspection.camera, order_by=Inspection.id)
-            .label("turn")
-        )
-        ranked = select(Inspection.id, turn).where(pending).subquery()
-        chosen = select(ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
-        query = select(Inspection).where(Inspection.id.in_(chosen), pending)
-    else:
-        query = select(Inspection).where(pending).order_by(Inspection.id).limit(limit)
-    with _session(engine) as session, session.begin():
-        rows = sorted(session.scalars(query.with_for_update(skip_locked=True)), key=lambda r: r.id)
-        for row in rows:
-            row.status, row.attempts, row.started_at = Status.processing, row.attempts + 1, now
-            row.error = None
-        return rows
+    query, claim = _CLAIM_QUERIES[fair]
+    with engine.begin() as conn:
+        found = conn.execute(query, {"line": line_of(engine), "limit": limit}).mappings().all()
+        if not found:
+            return []
+        conn.execute(claim, {"ids": [row["id"] for row in found], "now": now})
+    claimed = {"status": Status.processing, "started_at": now, "error": None}
+    return [
+        Inspection(**{**row, **claimed, "attempts": row["attempts"] + 1})
+        for row in sorted(found, key=lambda row: row["id"])
+    ]
 
 
 def _processing(session: Session, inspection_id: int) -> Inspection:

@@ -44,8 +44,12 @@ def probe_torch_cuda(timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
             timeout=timeout_s,
             check=False,
         )
-    except subprocess.TimeoutExpired:
-        return {"error": f"torch did not answer within {timeout_s:.0f} s"}
+    except subprocess.TimeoutExpired:  # a busy PC, or a torch that hangs on import
+        return {
+            "error": f"torch did not answer within {timeout_s:.0f} s (a busy PC or a torch "
+            "import that hangs); run doctor again when the PC is quieter, or time "
+            "`python -c 'import torch'` on it"
+        }
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return {"error": f"the probe exited {done.returncode}: {last}"}

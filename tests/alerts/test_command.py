@@ -64,14 +64,19 @@ def test_command_gets_the_alert_as_json_on_stdin_and_no_shell(
 
 
 def test_exit_code_timeout_and_missing_program_are_recorded(engine: Engine, tmp_path: Path) -> None:
+    # (argv, timeout_s): only "slow" is to be killed; the others get the time a Python
+    # start takes on a loaded machine (a 1 s limit killed "exit" under the suite's load)
     cases = {
-        "exit": [sys.executable, "-c", "import sys; sys.stderr.write('no andon\\n'); sys.exit(3)"],
-        "slow": [sys.executable, "-c", "import time; time.sleep(30)"],
-        "missing": [str(tmp_path / "no-such-program")],
+        "exit": (
+            [sys.executable, "-c", "import sys; sys.stderr.write('no andon\\n'); sys.exit(3)"],
+            120,
+        ),
+        "slow": ([sys.executable, "-c", "import time; time.sleep(30)"], 1),
+        "missing": ([str(tmp_path / "no-such-program")], 120),
     }
     config = AlertsConfig.model_validate(
-        {"sinks": {name: {"type": "command", "argv": argv, "timeout_s": 1}
-                   for name, argv in cases.items()}, **FAST}
+        {"sinks": {name: {"type": "command", "argv": argv, "timeout_s": timeout_s}
+                   for name, (argv, timeout_s) in cases.items()}, **FAST}
     )  # fmt: skip
     store_result(engine, config, Cooldown(0), "part.png")
     AlertDispatcher(engine, config).drain_once()

@@ -8,6 +8,9 @@ bound, never a timing assertion); the queue, files, heatmaps and commits are rea
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -193,6 +196,47 @@ def test_a_batchs_results_are_committed_in_one_transaction(tmp_path: Path) -> No
     assert len(seen) == 1
     assert [status for _, status in statuses(engine)] == [Status.done] * BATCH
     assert all(heatmap_path(tmp_path / "heat", row.id).is_file() for row, _, _ in items)
+    engine.dispose()
+
+
+def test_a_batch_syncs_its_heatmap_folder_once_after_its_files_and_before_its_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each heatmap's data is synced before its rename, the shard folder once for the
+    batch, and only then is the batch committed (the real ``os.fsync`` still runs)."""
+    engine, worker, items = claimed(tmp_path, BATCH)
+    order: list[str] = []
+    real = os.fsync
+
+    def watching(fd: int) -> None:
+        order.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", watching)
+    event.listen(engine, "commit", lambda _conn: order.append("commit"))
+    worker.finish_all(items, worker.inspectors["c"], [])
+    assert order == ["file"] * BATCH + ["dir", "commit"]
+    assert [status for _, status in statuses(engine)] == [Status.done] * BATCH
+    engine.dispose()
+
+
+def test_a_heatmap_folder_that_cannot_be_synced_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the folder's sync the renames may not survive a power cut: no row of the
+    batch is recorded done, each goes back for another try with the reason."""
+    engine, worker, items = claimed(tmp_path, BATCH)
+
+    def refused(_folders: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(worker_module, "sync_folders", refused)
+    worker.finish_all(items, worker.inspectors["c"], [])
+    assert [status for _, status in statuses(engine)] == [Status.pending] * BATCH
+    with engine.connect() as conn:
+        reasons = {r for (r,) in conn.execute(select(Inspection.error))}
+    said = "storing the result failed: OSError: cannot sync the heatmaps' folder: "
+    assert reasons == {said + "Input/output error"}
     engine.dispose()
 
 

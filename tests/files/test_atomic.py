@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from padformer_edge.files.atomic import atomic_path, write_atomic
+from padformer_edge.files.atomic import (
+    atomic_path,
+    folder_syncs_deferred,
+    sync_folders,
+    write_atomic,
+)
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge_training.resume import save_resume
@@ -71,3 +76,17 @@ def test_checkpoints_and_resume_points_take_the_same_path(tmp_path, synced) -> N
         "last.resume.pt",
         "last.safetensors",
     ]
+
+
+def test_a_batch_syncs_each_file_and_leaves_its_folders_to_one_sync(tmp_path, synced) -> None:
+    folders: set[Path] = set()
+    with folder_syncs_deferred(folders):
+        for name in ("a/1.png", "a/2.png", "b/3.png"):
+            write_atomic(tmp_path / name, name.encode())
+    assert [kind for kind, _ in synced] == ["file", "file", "file"]  # data before each rename
+    assert folders == {tmp_path / "a", tmp_path / "b"}
+    assert (tmp_path / "a" / "2.png").read_bytes() == b"a/2.png"  # in place at once
+    sync_folders([*folders, tmp_path / "a"])
+    assert [kind for kind, _ in synced[3:]] == ["dir", "dir"]  # each folder once
+    write_atomic(tmp_path / "c" / "4.png", b"4")  # outside the batch: synced as ever
+    assert [kind for kind, _ in synced[5:]] == ["file", "dir"]

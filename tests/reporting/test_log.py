@@ -71,3 +71,31 @@ def test_a_merged_stream_gets_plain_lines_and_separate_ones_json(tmp_path: Path)
     events = [json.loads(line) for line in apart.stderr.splitlines()]
     assert "review.saved" in [e["event"] for e in events]
     assert apart.stdout.startswith(f"inspection {rows[1]} reviewed as false_alarm")
+
+
+def test_threads_logging_at_once_write_whole_lines(tmp_path: Path) -> None:
+    """The daemon logs from several threads: each event is one JSON line, never two run
+    into each other (``{...}{...}`` on one line, which the chaos benchmark met waiting
+    for ``daemon.ready``). In a child process, its stderr a real file."""
+    script = (
+        "import threading\n"
+        "from padformer_edge.reporting.log import configure_logging, get_logger\n"
+        "configure_logging('json')\n"
+        "log = get_logger('t')\n"
+        "def burst(n):\n"
+        "    for i in range(300):\n"
+        "        log.info('tick', thread=n, i=i, pad='x' * (i % 50))\n"
+        "threads = [threading.Thread(target=burst, args=(n,)) for n in range(6)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+    )
+    err = tmp_path / "stderr.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with open(err, "wb") as handle:
+        subprocess.run([sys.executable, "-c", script], stderr=handle, env=env, timeout=120,
+                       check=True)  # fmt: skip
+    lines = err.read_text().splitlines()
+    events = [json.loads(line) for line in lines]  # a run-together line fails here
+    assert sorted((e["thread"], e["i"]) for e in events) == [
+        (n, i) for n in range(6) for i in range(300)
+    ]
