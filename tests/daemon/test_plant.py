@@ -131,6 +131,9 @@ def test_sigkill_while_the_backlog_drains_loses_and_repeats_nothing(
             daemon,
             "forwarding under way",
         )
+        # claimed in the plant once it answered: forwarding waits for that claim
+        line_claim = "SELECT host, pid FROM daemon_claims WHERE resource = 'line press-1'"
+        assert [pid for _, pid in plant(cluster, line_claim)] == [daemon.process.pid]
         daemon.kill()
     with DaemonProcess(site) as daemon:
         daemon.wait_ready()
