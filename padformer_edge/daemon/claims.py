@@ -60,8 +60,8 @@ CURRENT_FRACTION = 2 / 3
 the last third is the margin for a slow write and for two PCs' clocks disagreeing
 about when a claim expired."""
 PLANT_RETRY_S = 2.0
-"""How often a daemon whose plant did not answer at start asks again: its results wait
-in the outbox until it holds the line there."""
+"""How often a daemon asks the plant again while it does not answer (at start, or
+during an outage): its results wait in the outbox until its claim there is current."""
 
 
 def _error(err: BaseException) -> str:
@@ -84,6 +84,7 @@ class PlantClaim:
         self.held = False
         self._confirmed: float | None = None  # time.monotonic() of the last take/renewal
         self._engine: Engine | None = None
+        self._warned: str | None = None  # the failure last logged, until one succeeds
 
     def current(self) -> bool:
         """Whether this daemon holds the line in the plant now, as far as it can know."""
@@ -103,6 +104,18 @@ class PlantClaim:
             self._engine = engine
         return self._engine
 
+    @property
+    def answering(self) -> bool:
+        """Whether the last take or renewal reached the plant."""
+        return self._warned is None
+
+    def _warn(self, event: str, err: Exception) -> None:
+        """Log a failure once per reason, not at every retry of a long outage."""
+        message = _error(err)
+        if message != self._warned:
+            log.warning(event, plant=self.where, error=message)
+            self._warned = message
+
     def _away(self) -> None:
         if self._engine is not None:
             self._engine.dispose()  # fresh connections next time, not broken ones
@@ -118,9 +131,9 @@ class PlantClaim:
             raise
         except Exception as err:  # away, or a schema this role cannot upgrade: try later
             self._away()
-            log.warning("daemon.plant_claim_waiting", plant=self.where, error=_error(err))
+            self._warn("daemon.plant_claim_waiting", err)
             return False
-        self.held, self._confirmed = True, asked
+        self.held, self._confirmed, self._warned = True, asked, None
         log.info("daemon.plant_claimed", plant=self.where, line=self.claimant.line)
         return True
 
@@ -139,10 +152,10 @@ class PlantClaim:
             held = renew(self._connect(), self.claimant, self.folders)
         except Exception as err:  # the plant away for a moment: the forwarder waits too
             self._away()
-            log.warning("daemon.plant_claim_renew_failed", plant=self.where, error=_error(err))
+            self._warn("daemon.plant_claim_renew_failed", err)
             return None
         if held == len(self.claimant.resources(self.folders)):
-            self._confirmed = asked
+            self._confirmed, self._warned = asked, None
             return None
         self._confirmed = None
         return self._lost_sentence()
@@ -227,7 +240,8 @@ class ClaimKeeper:
 
     def _keep(self) -> None:
         """Renew the local claims every ``every_s``; beat the plant claim as often, or
-        every ``PLANT_RETRY_S`` while it is still to be taken (the forwarder waits)."""
+        every ``PLANT_RETRY_S`` while it is still to be taken or the plant does not
+        answer (the forwarder waits for the claim: a backlog drains soon after an outage)."""
         now = time.monotonic()
         next_local = next_plant = now + self.every_s
         if self.plant is not None and not self.plant.held:
@@ -246,7 +260,8 @@ class ClaimKeeper:
                               error=sentence)  # fmt: skip
                     os.kill(os.getpid(), signal.SIGTERM)  # stop: the line is another's
                     return
-                wait_s = self.every_s if self.plant.held else min(self.every_s, PLANT_RETRY_S)
+                settled = self.plant.held and self.plant.answering
+                wait_s = self.every_s if settled else min(self.every_s, PLANT_RETRY_S)
                 next_plant = time.monotonic() + wait_s
 
     def _renew_local(self) -> bool:

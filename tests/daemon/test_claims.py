@@ -1,14 +1,14 @@
 """One daemon per line and camera folder, with real daemon processes on one database (a
 SQLite file, and the test PostgreSQL when ``PADFORMER_EDGE_TEST_PG_URL`` names one): a
 second daemon on a held line or folder refuses at once naming the holder; after the
-holder is SIGKILLed a new one starts; another PC's claim holds until it expires. Two
-line PCs on one plant database (a PostgreSQL server the test owns) meet in the plant."""
+holder is SIGKILLed a new one starts. Two line PCs on one plant database (a PostgreSQL
+server the test owns) meet in the plant, where another PC's claim holds until it
+expires (``tests/store/test_claims.py`` holds the expiry rule itself on every backend)."""
 
 from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -99,27 +99,6 @@ def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     assert _claim_pids(db_url) == set()  # a clean stop lets go
 
 
-def test_another_pcs_claim_holds_until_it_expires(tmp_path: Path) -> None:
-    """A claim written by a daemon on another PC sharing the database: refused while it
-    is fresh, taken over once it is older than its expiry."""
-    base = make_site(tmp_path)
-    site = with_config(base, "line", line="press-1", claim_expiry_s=30)
-    with DaemonProcess(site) as daemon:  # creates and migrates the database, then stops
-        daemon.wait_ready()
-        assert daemon.terminate() == 0
-    since = datetime.now(UTC) - timedelta(hours=2)
-    _foreign_claim(base.database, renewed=datetime.now(UTC), since=since)
-    output, _ = refused(site)
-    assert "line 'press-1' is held by the daemon of line 'press-1' on host far-pc " \
-           f"(PID 4242, since {since.isoformat(timespec='seconds')})" in output  # fmt: skip
-
-    _foreign_claim(base.database, renewed=datetime.now(UTC) - timedelta(seconds=31), since=since)
-    with DaemonProcess(site) as daemon:
-        daemon.wait_ready()
-        assert _claim_pids(str(base.database)) == {daemon.process.pid}
-        assert daemon.terminate() == 0
-
-
 def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path) -> None:
     """Two line PCs configured with one line name and one plant database: two state
     folders, each with its own SQLite file and camera folder, so only the plant sees
@@ -199,22 +178,6 @@ def _claim_pids(db: str) -> set[int]:
             return set(conn.execute(select(daemon_claims.c.pid)).scalars())
     finally:
         engine.dispose()
-
-
-def _foreign_claim(database: Path, renewed: datetime, since: datetime) -> None:
-    """The row a daemon of line press-1 on PC ``far-pc`` writes (naive UTC, as the store
-    keeps times in SQLite)."""
-    with sqlite3.connect(database) as conn:
-        conn.execute("DELETE FROM daemon_claims")
-        conn.execute(
-            "INSERT INTO daemon_claims (resource, line, host, pid, started_at, renewed_at, "
-            "ttl_s) VALUES (?, 'press-1', 'far-pc', 4242, ?, ?, 30.0)",
-            (line_resource("press-1"), _naive(since), _naive(renewed)),
-        )
-
-
-def _naive(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
 assert os.name == "posix"  # SIGKILL and process ids as the daemon's claims use them
