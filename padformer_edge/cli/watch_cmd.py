@@ -42,7 +42,7 @@ def watch(
         open_profile(layout.profiles, name)
 
     # One daemon per line and camera folder: a held one is refused here, before torch.
-    with ClaimKeeper(settings):
+    with ClaimKeeper(settings) as claims:
         from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
 
         server = None
@@ -51,8 +51,9 @@ def watch(
 
             server = make_server(settings.http, settings.database, file_roots(settings)).start()
         try:
-            code = run_daemon(settings)
+            code = run_daemon(settings, plant_claimed=claims.plant_current)
         finally:
             if server is not None:
                 server.stop()
+        claims.raise_refusal()  # the plant showed another live holder after start
     raise typer.Exit(code)

@@ -12,6 +12,10 @@ idempotent by natural keys) and only then deletes the batch's outbox rows. A SIG
 between the two repeats the batch at the next start, which writes the same rows again
 and adds none: exactly once.
 
+With ``plant_database`` the line is claimed in the plant too (``daemon.claims``), and
+nothing is written there unless that claim is current: two PCs configured with one line
+name never both forward into it.
+
 The plant database gets its schema from the same migrations as every database, run here
 (under the advisory lock every daemon of the plant takes) when the thread first reaches
 it, so a line whose plant is down at start still starts.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
@@ -70,8 +75,13 @@ def _first_line(error: BaseException) -> str:
 class Forwarder:
     """Forwards ``local``'s line's outbox to the plant database at ``plant`` until ``stop()``."""
 
-    def __init__(self, local: Engine, plant: str) -> None:
+    def __init__(
+        self, local: Engine, plant: str, claimed: Callable[[], bool] | None = None
+    ) -> None:
         self.local = local
+        self.claimed = claimed
+        """Whether this daemon's claim on its line in the plant is current
+        (``daemon.claims``); nothing is written to the plant while it is not."""
         self.url = plant_url(plant)
         self.where = describe(resolve_url(plant))  # for people: no password, no options
         self.line = line_of(local)
@@ -111,9 +121,17 @@ class Forwarder:
                 f"plant database {what} since {self.unreachable_since:%H:%M:%S} UTC, "
                 f"{backlog} change(s) waiting"
             )
+        if not self._may_write():
+            return (
+                f"waiting for line {self.line}'s claim in the plant database, "
+                f"{backlog} change(s) waiting"
+            )
         if self._plant is None:
             return f"plant database not reached yet, {backlog} change(s) waiting"
         return f"plant backlog {backlog}"
+
+    def _may_write(self) -> bool:
+        return self.claimed is None or self.claimed()
 
     # -- the thread ----------------------------------------------------------------------
     def _connect(self) -> Engine:
@@ -158,6 +176,9 @@ class Forwarder:
     def _run(self) -> None:
         retry_s = FIRST_RETRY_S
         while not self._stop.is_set():
+            if not self._may_write():  # another PC may hold the line: send it nothing
+                self._stop.wait(POLL_S)
+                continue
             try:
                 settled = self.forward_once()
             except Exception as err:  # the plant is away (or refused): keep the backlog

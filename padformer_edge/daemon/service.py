@@ -23,6 +23,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 from sqlalchemy import Engine, text
 
@@ -59,8 +60,14 @@ INTAKE_TICK_S = 0.1
 class Daemon:
     """Owns the threads; ``run`` blocks until a stop signal and returns the exit code."""
 
-    def __init__(self, config: DaemonConfig, notifier: Notifier | None = None) -> None:
+    def __init__(
+        self,
+        config: DaemonConfig,
+        notifier: Notifier | None = None,
+        plant_claimed: Callable[[], bool] | None = None,
+    ) -> None:
         self.config = config
+        self.plant_claimed = plant_claimed
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
         self.layout = resolve_layout(config)
@@ -171,7 +178,7 @@ class Daemon:
                 f"daemon's database is {self.engine.dialect.name} (set by database or "
                 "$PADFORMER_EDGE_DB); use a SQLite file there or remove plant_database."
             )
-        forwarder = Forwarder(self.engine, self.config.plant_database)
+        forwarder = Forwarder(self.engine, self.config.plant_database, self.plant_claimed)
         enable_forwarding(self.engine, forwarder.where)
         log.info("plant.forwarding", plant=forwarder.where, line=forwarder.line)
         return forwarder
@@ -322,6 +329,8 @@ class Daemon:
         return code
 
 
-def run_daemon(config: DaemonConfig) -> int:
-    """Run until SIGTERM/SIGINT; the exit code for the CLI."""
-    return Daemon(config).run()
+def run_daemon(config: DaemonConfig, plant_claimed: Callable[[], bool] | None = None) -> int:
+    """Run until SIGTERM/SIGINT; the exit code for the CLI. ``plant_claimed`` says when
+    the line's claim in the plant database is current (``ClaimKeeper``): only then does
+    the forwarder write there."""
+    return Daemon(config, plant_claimed=plant_claimed).run()

@@ -305,8 +305,9 @@ class DaemonConfig(StrictModel):
         30.0,
         ge=3.0,
         le=3600,
-        description="A daemon renews its claim on its line and camera folders every third "
-        "of this; one silent this long (its PC died) no longer holds them.",
+        description="A daemon renews its claim on its line and camera folders (in the "
+        "plant database too, with plant_database) every third of this; one silent this long "
+        "(its PC died) no longer holds them.",
     )
 
     @property

@@ -54,6 +54,14 @@ class Claimant:
         return [line_resource(self.line)] + [folder_resource(self.host, f) for f in folders]
 
 
+class ClaimRefused(UserError):
+    """A live daemon holds what was asked for; the message is ``Claim.refusal``'s."""
+
+    def __init__(self, claim: Claim) -> None:
+        super().__init__(claim.refusal())
+        self.claim = claim
+
+
 @dataclass(frozen=True)
 class Claim:
     """A claim as stored."""
@@ -120,7 +128,7 @@ def acquire(
     ttl_s: float,
     now: datetime | None = None,
 ) -> None:
-    """Claim ``claimant``'s line and ``folders``, or raise a ``UserError`` naming the live
+    """Claim ``claimant``'s line and ``folders``, or raise ``ClaimRefused`` naming the live
     holder of the first one held; nothing changes then.
 
     Claims this line held before and no longer wants (a folder taken out of the config)
@@ -132,7 +140,7 @@ def acquire(
         _lock(conn)
         for claim in _claims(conn, resources):
             if claim.live(at, claimant.host) and not claim.held_by(claimant):
-                raise UserError(claim.refusal())
+                raise ClaimRefused(claim)
         conn.execute(
             delete(daemon_claims).where((DC.line == claimant.line) | DC.resource.in_(resources))
         )
@@ -150,9 +158,14 @@ def renew(
     engine: Engine, claimant: Claimant, folders: Sequence[str], now: datetime | None = None
 ) -> int:
     """Move the renewal time of ``claimant``'s claims to now; returns how many it still
-    holds (fewer than its resources means another daemon took one after it expired)."""
+    holds (fewer than its resources means another daemon took one after it expired).
+
+    Under the same lock as ``acquire``: a renewal racing a newcomer that found the claim
+    expired either lands first (the newcomer then sees it fresh and refuses) or finds the
+    rows taken, never both daemons believing they hold the line."""
     resources = claimant.resources(folders)
     with engine.begin() as conn:
+        _lock(conn)
         result = conn.execute(
             update(daemon_claims)
             .where(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine, func, insert, select
+from sqlalchemy.exc import IntegrityError
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.published_tables import (
@@ -119,7 +120,23 @@ def publish(
     comparator_sha256, threshold) with ``files`` (path -> (sha256, bytes)) published by
     ``by``; returns it and whether it is new. The same files published again change
     nothing; other files under a published version number are refused, since a version
-    number must name one set of files on every line."""
+    number must name one set of files on every line.
+
+    Two publishes of one new version at the same moment both find it missing and both
+    insert; the database's unique key on (name, version) lets one commit and fails the
+    other, which then looks again and answers as a publish that came second does."""
+    try:
+        return _publish_once(engine, identity, files, by)
+    except IntegrityError:
+        return _publish_once(engine, identity, files, by)
+
+
+def _publish_once(
+    engine: Engine,
+    identity: Mapping[str, object],
+    files: Mapping[str, tuple[str, bytes]],
+    by: str,
+) -> tuple[PublishedVersion, bool]:
     name, version = str(identity["name"]), int(identity["version"])  # type: ignore[call-overload]
     wanted = {path: sha for path, (sha, _) in files.items()}
     with engine.begin() as conn:

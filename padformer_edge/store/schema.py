@@ -282,9 +282,37 @@ def migrate_on_start(engine: Engine, backup_dir: Path | None = None) -> str:
             )
             saved = backup(engine, target)
             log.info("db.backup", path=str(saved), revision=current)
-        upgrade(engine)
+        try:
+            upgrade(engine)
+        except DBAPIError as err:
+            if getattr(err.orig, "pgcode", None) != INSUFFICIENT_PRIVILEGE:
+                raise
+            raise UserError(_no_schema_rights(engine, err, current, head)) from err
         log.info("db.upgraded", from_revision=current, to_revision=head)
     return head
+
+
+INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied"
+
+
+def _no_schema_rights(engine: Engine, err: DBAPIError, current: str | None, head: str) -> str:
+    """The sentence for a role that may write rows but not change the schema (the plant's
+    line, workstation and page roles, docs/deploy.md): nothing was changed, since
+    PostgreSQL runs the whole upgrade in one transaction."""
+    role = engine.url.username
+    if role is None:  # libpq's default, the login name: ask the server who it was
+        try:
+            with engine.connect() as conn:
+                role = str(conn.execute(text("SELECT current_user")).scalar_one())
+        except DBAPIError:
+            role = "this connection's role"
+    at = f"at schema {current}" if current else "empty"
+    return (
+        f"the PostgreSQL role '{role}' may not change the schema of {describe(engine.url)} "
+        f"({_first_line(err.orig)}), which is {at} while this version needs {head}; run "
+        "'padformer-edge db upgrade --db URL' with the URL of the role that owns the "
+        "database (docs/deploy.md, Roles), then try again."
+    )
 
 
 def integrity_errors(engine: Engine) -> list[str]:

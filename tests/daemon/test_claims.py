@@ -1,20 +1,21 @@
 """One daemon per line and camera folder, with real daemon processes on one database (a
 SQLite file, and the test PostgreSQL when ``PADFORMER_EDGE_TEST_PG_URL`` names one): a
 second daemon on a held line or folder refuses at once naming the holder; after the
-holder is SIGKILLed a new one starts; another PC's claim holds until it expires."""
+holder is SIGKILLed a new one starts. Two line PCs on one plant database (a PostgreSQL
+server the test owns) meet in the plant, where another PC's claim holds until it
+expires (``tests/store/test_claims.py`` holds the expiry rule itself on every backend)."""
 
 from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import torch
 import yaml
-from sqlalchemy import select
+from sqlalchemy import delete, insert, select
 
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
@@ -24,8 +25,10 @@ from padformer_edge.store.claims import line_resource
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.tables import daemon_claims
 from tests.cli_process import run_cli_modules
-from tests.daemon.harness import DaemonProcess, Site, make_site, write_image
+from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image
+from tests.daemon.plant_chaos import backlog, local, plant
 from tests.detect_images import product_image
+from tests.pg_cluster import own_cluster
 from tests.store.conftest import db_url  # noqa: F401  (the sqlite/postgresql parameter)
 
 REFUSED_WITHIN_S = 2.0
@@ -96,25 +99,76 @@ def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     assert _claim_pids(db_url) == set()  # a clean stop lets go
 
 
-def test_another_pcs_claim_holds_until_it_expires(tmp_path: Path) -> None:
-    """A claim written by a daemon on another PC sharing the database: refused while it
-    is fresh, taken over once it is older than its expiry."""
-    base = make_site(tmp_path)
-    site = with_config(base, "line", line="press-1", claim_expiry_s=30)
-    with DaemonProcess(site) as daemon:  # creates and migrates the database, then stops
-        daemon.wait_ready()
-        assert daemon.terminate() == 0
-    since = datetime.now(UTC) - timedelta(hours=2)
-    _foreign_claim(base.database, renewed=datetime.now(UTC), since=since)
-    output, _ = refused(site)
-    assert "line 'press-1' is held by the daemon of line 'press-1' on host far-pc " \
-           f"(PID 4242, since {since.isoformat(timespec='seconds')})" in output  # fmt: skip
+def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path) -> None:
+    """Two line PCs configured with one line name and one plant database: two state
+    folders, each with its own SQLite file and camera folder, so only the plant sees
+    both. The daemon has no host-name override, so both run on this host under their
+    own process ids; another PC's holder is a claim row written into the plant as
+    ``far-pc``'s daemon writes it (its liveness is its age, as for any other host)."""
+    with own_cluster() as cluster:
+        first = with_config(make_site(tmp_path / "a"), "a", line="press-1",
+                            plant_database=cluster.url)  # fmt: skip
+        second = with_config(make_site(tmp_path / "b"), "b", line="press-1",
+                             plant_database=cluster.url)  # fmt: skip
+        host = socket.gethostname()
+        with DaemonProcess(first) as holder:
+            holder.wait_ready()
+            output, elapsed = refused(second)
+            assert f"line 'press-1' is held by the daemon of line 'press-1' on host {host} " \
+                   f"(PID {holder.process.pid}, since " in output  # fmt: skip
+            assert elapsed < REFUSED_WITHIN_S, f"refused after {elapsed:.1f} s"
+            assert not second.database.exists()  # refused by the plant before anything local
+            assert holder.terminate() == 0
+        assert _claim_pids(cluster.url) == set()  # a clean stop lets go of the plant too
 
-    _foreign_claim(base.database, renewed=datetime.now(UTC) - timedelta(seconds=31), since=since)
-    with DaemonProcess(site) as daemon:
-        daemon.wait_ready()
-        assert _claim_pids(str(base.database)) == {daemon.process.pid}
-        assert daemon.terminate() == 0
+        # Another PC holds the line while the plant is away: the second starts on its
+        # local claim, inspects, forwards nothing, and stops once the plant answers.
+        since = datetime.now(UTC) - timedelta(hours=1)
+        _foreign_plant_claim(cluster.url, renewed=datetime.now(UTC), since=since)
+        cluster.stop()
+        with DaemonProcess(second) as daemon:
+            daemon.wait_ready()
+            write_image(second.cameras["cam0"] / "0.png", product_image(48, 64, 0))
+            wait_for(settled(second.database, 1), 120, daemon, "the image inspected")
+            assert backlog(second) > 0
+            cluster.start()
+            assert daemon.wait(60) == USER_ERROR_EXIT
+        output = daemon.log.read_text()
+        assert (
+            "error: line 'press-1' is held by the daemon of line 'press-1' on host "
+            f"far-pc (PID 4242, since {since.isoformat(timespec='seconds')})" in output
+        )
+        assert any(e.get("event") == "daemon.plant_claim_refused" for e in daemon.events())
+        assert plant(cluster, "SELECT * FROM inspections") == []  # nothing forwarded
+        owed = backlog(second)
+        assert owed > 0  # kept for when this PC holds the line
+
+        # The other PC's claim expired: the line is this one's, its backlog goes over.
+        _foreign_plant_claim(cluster.url, renewed=datetime.now(UTC) - timedelta(hours=2),
+                             since=since)  # fmt: skip
+        with DaemonProcess(second) as daemon:
+            daemon.wait_ready()
+            wait_for(lambda: backlog(second) == 0, 60, daemon, "the backlog forwarded")
+            assert _claim_pids(cluster.url) == {daemon.process.pid}
+            assert daemon.terminate() == 0
+        query = "SELECT line, source_path, sha256 FROM inspections"
+        assert plant(cluster, query) == local(second, query)
+        assert [row[0] for row in plant(cluster, query)] == ["press-1"]
+
+
+def _foreign_plant_claim(url: str, renewed: datetime, since: datetime) -> None:
+    """The line claim ``far-pc``'s daemon of press-1 holds in the plant, renewed at
+    ``renewed``; an hour's expiry, so only its age decides."""
+    engine = open_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(delete(daemon_claims))
+            conn.execute(insert(daemon_claims).values(
+                resource=line_resource("press-1"), line="press-1", host="far-pc", pid=4242,
+                started_at=since, renewed_at=renewed, ttl_s=3600.0,
+            ))  # fmt: skip
+    finally:
+        engine.dispose()
 
 
 def _claim_pids(db: str) -> set[int]:
@@ -124,22 +178,6 @@ def _claim_pids(db: str) -> set[int]:
             return set(conn.execute(select(daemon_claims.c.pid)).scalars())
     finally:
         engine.dispose()
-
-
-def _foreign_claim(database: Path, renewed: datetime, since: datetime) -> None:
-    """The row a daemon of line press-1 on PC ``far-pc`` writes (naive UTC, as the store
-    keeps times in SQLite)."""
-    with sqlite3.connect(database) as conn:
-        conn.execute("DELETE FROM daemon_claims")
-        conn.execute(
-            "INSERT INTO daemon_claims (resource, line, host, pid, started_at, renewed_at, "
-            "ttl_s) VALUES (?, 'press-1', 'far-pc', 4242, ?, ?, 30.0)",
-            (line_resource("press-1"), _naive(since), _naive(renewed)),
-        )
-
-
-def _naive(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
 assert os.name == "posix"  # SIGKILL and process ids as the daemon's claims use them

@@ -24,6 +24,8 @@ from padformer_edge.store.schema import (
     open_checked,
     upgrade,
 )
+from tests.cli_process import run_cli
+from tests.pg_cluster import own_cluster
 
 from .seed import digest
 
@@ -159,7 +161,9 @@ def test_migrate_on_start_is_a_no_op_at_head(sqlite_file: Path, tmp_path: Path) 
 
 
 def finished_rows_at_an_old_revision(
-    engine: Engine, count: int, sources: list[str] | None = None,
+    engine: Engine,
+    count: int,
+    sources: list[str] | None = None,
     heatmaps: list[str | None] | None = None,
 ) -> list[int]:
     """``count`` finished inspections (scores 0, 1, ...; ``sources`` and ``heatmaps``
@@ -247,3 +251,29 @@ def test_the_path_migration_makes_state_paths_relative_and_goes_back(
     assert back[2:] == [("/srv/camera/c.png", f"{state}/heatmaps/00000/3.png"),
                         (f"{tmp_path}/real_stateX/d.png", None)]  # fmt: skip
     engine.dispose()
+
+
+def test_db_upgrade_by_a_role_without_schema_rights_says_so(tmp_path: Path) -> None:
+    """The plant's line, workstation and page roles write rows, not the schema
+    (docs/deploy.md, Roles): ``db upgrade`` run as one on a database that is behind says
+    which role it was and what to run instead, and leaves the schema as it was."""
+    with own_cluster() as cluster:
+        owner = open_engine(cluster.url)
+        behind = schema.revision_chain()[head_revision()][0]
+        upgrade(owner, behind)
+        with owner.begin() as conn:
+            conn.execute(text("CREATE ROLE line_writer LOGIN"))
+            conn.execute(text("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                              "public TO line_writer"))  # fmt: skip
+        as_line = cluster.url.replace("//padformer@", "//line_writer@")
+        done = run_cli("db", "upgrade", "--db", as_line,
+                       env={"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        message = done.stderr.strip()
+        assert "\n" not in message and "Traceback" not in message
+        assert message.startswith("error: the PostgreSQL role 'line_writer' may not change "
+                                  "the schema of ")  # fmt: skip
+        assert f"at schema {behind} while this version needs {head_revision()}" in message
+        assert "'padformer-edge db upgrade --db URL'" in message
+        assert current_revision(owner) == behind
+        owner.dispose()

@@ -4,6 +4,7 @@ captured in the writing transaction, forwarded by natural keys, a batch written 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +173,32 @@ def test_the_forwarder_keeps_a_refused_change_until_the_plant_takes_it(
         forwarder.stop()
     assert (_count(plant, inspections), _count(plant, alerts)) == (1, 1)
     assert forwarder.status() == "plant backlog 0" and not forwarder.refused
+
+
+def test_the_forwarder_writes_nothing_while_the_line_is_not_claimed_in_the_plant(
+    line: Engine, plant: Engine, cluster: Cluster
+) -> None:
+    """Another PC may hold the line in the plant (``daemon.claims``): until this daemon's
+    claim there is current the forwarder leaves the plant alone and keeps the backlog."""
+    enable_forwarding(line, cluster.url)
+    store_result(line, ALERTS, Cooldown(0), "unclaimed.png")
+    asked = threading.Semaphore(0)
+    claimed = threading.Event()
+
+    def claim_current() -> bool:
+        asked.release()
+        return claimed.is_set()
+
+    forwarder = Forwarder(line, cluster.url, claim_current)
+    forwarder.start()
+    try:
+        for _ in range(3):  # three passes of its loop, each finding the claim not held
+            assert asked.acquire(timeout=60)
+        assert "waiting for line press-3's claim in the plant database" in forwarder.status()
+        assert "2 change(s) waiting" in forwarder.status()
+        assert _count(plant, inspections) == 0 and forwarder.forwarded == 0
+        claimed.set()
+        wait_until(lambda: line_backlog(line) == 0, "the backlog forwarded once claimed")
+    finally:
+        forwarder.stop()
+    assert (_count(plant, inspections), _count(plant, alerts)) == (1, 1)

@@ -5,12 +5,16 @@ to the version the line ran before."""
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, delete, insert, text
 
 from padformer_edge.errors import UserError
-from padformer_edge.store.engine import reading
+from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.published import (
     ROLLBACK,
     assign,
@@ -23,6 +27,9 @@ from padformer_edge.store.published import (
     rollback_line,
     version_files,
 )
+from padformer_edge.store.published_tables import published_files, published_profiles
+from padformer_edge.store.schema import upgrade
+from tests.pg_cluster import Cluster, own_cluster
 
 
 def identity(version: int, threshold: float = 0.5) -> dict[str, object]:
@@ -97,3 +104,80 @@ def test_rollback_goes_back_to_the_version_the_line_ran_before(engine: Engine) -
     with reading(engine) as conn:
         assert [a.version for a in history(conn, "line-a", "bolt")] == [1, 3, 2, 3, 2]
         assert [a.version for a in assigned(conn, "line-a")] == [2]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Cluster]:
+    """A PostgreSQL server of this module's own: the race below needs a server's
+    concurrent writers (SQLite's writers take the lock before they read)."""
+    with own_cluster() as owned:
+        migrated = open_engine(owned.url)
+        upgrade(migrated)
+        migrated.dispose()
+        yield owned
+
+
+@pytest.mark.parametrize("same_files", [True, False], ids=["same-files", "other-files"])
+def test_two_publishes_of_one_new_version_at_once(server: Cluster, same_files: bool) -> None:
+    """Both find the version missing and insert it; the one whose insert waits on the
+    other's fails on the unique key when that commits, looks again and answers as a
+    second publish does: the version as stored, or the one-sentence refusal."""
+    engine = open_engine(server.url)
+    with engine.begin() as conn:
+        conn.execute(delete(published_profiles))  # the files go with their version
+    theirs = files(b"one")
+    mine = theirs if same_files else files(b"two")
+    outcome: list[object] = []
+
+    def second_publish() -> None:
+        try:
+            outcome.append(publish(engine, identity(1), mine, "bo"))
+        except UserError as refused:
+            outcome.append(refused)
+
+    try:
+        with engine.begin() as first:  # the first publish, held open mid-transaction
+            published_id = first.execute(
+                insert(published_profiles).values(
+                    **identity(1), published_at=datetime.now(UTC), published_by="ana"
+                )
+            ).inserted_primary_key[0]
+            for path, (sha, content) in theirs.items():
+                first.execute(insert(published_files).values(
+                    published_id=published_id, path=path, sha256=sha,
+                    size_bytes=len(content), content=content,
+                ))  # fmt: skip
+            racer = threading.Thread(target=second_publish)
+            racer.start()
+            wait_until_blocked(server)  # its insert waits on the first one's key
+        racer.join(60)
+        assert not racer.is_alive()
+        with reading(engine) as conn:
+            stored = published_versions(conn, "bolt")
+        assert [(v.id, v.published_by) for v in stored] == [(published_id, "ana")]
+        [answer] = outcome
+        if same_files:
+            assert answer == (stored[0], False)
+        else:
+            assert isinstance(answer, UserError)
+            assert "version 1 of profile 'bolt' was published on" in str(answer)
+            assert "by ana with other files" in str(answer)
+    finally:
+        engine.dispose()
+
+
+def wait_until_blocked(cluster: Cluster) -> None:
+    """Until a session of ``cluster`` waits for a lock another holds."""
+    watcher = open_engine(cluster.url)
+    try:
+        for _ in range(600):
+            with watcher.connect() as conn:
+                waiting = conn.execute(
+                    text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                ).scalar_one()
+            if waiting:
+                return
+            time.sleep(0.1)
+        raise AssertionError("the second publish never waited on the first one's insert")
+    finally:
+        watcher.dispose()
