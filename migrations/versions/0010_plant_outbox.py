@@ -30,6 +30,8 @@ TRIGGERS = (
     "plant_outbox_review_history_insert",
     "plant_outbox_alert_insert",
     "plant_outbox_alert_update",
+    "plant_outbox_drift_insert",  # added to store.outbox after this revision: dropped too
+    "plant_outbox_drift_update",
 )
 
 

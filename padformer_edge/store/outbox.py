@@ -2,11 +2,12 @@
 
 A line PC keeps its queue, results and alerts in its own SQLite file; with a plant
 database configured, every change the plant must see (a finished result, a review, a
-review history entry, an alert created or settled) also leaves a row in ``plant_outbox``
-naming the changed row. The row is written by a SQLite trigger, inside the transaction
-that made the change: a change committed is a change owed to the plant, whatever kills
-the process a moment later, and none of the many writers (the worker, intake, the
-dispatcher, the page's reviews, the CLI) has to remember to queue it.
+review history entry, an alert created or settled, a drift event raised or acknowledged)
+also leaves a row in ``plant_outbox`` naming the changed row. The row is written by a
+SQLite trigger, inside the transaction that made the change: a change committed is a
+change owed to the plant, whatever kills the process a moment later, and none of the
+many writers (the worker, intake, the dispatcher, the page's reviews, the CLI, the
+drift watch) has to remember to queue it.
 
 The triggers fire only for lines listed in ``plant_forwarding``, which a forwarding
 daemon fills at start (``enable_forwarding``) and a daemon without a plant empties
@@ -32,6 +33,7 @@ from padformer_edge.store.engine import reading
 from padformer_edge.store.lines import line_of
 from padformer_edge.store.tables import (
     alerts,
+    drift_events,
     inspections,
     plant_forwarding,
     plant_outbox,
@@ -40,7 +42,7 @@ from padformer_edge.store.tables import (
     utc_now,
 )
 
-Kind = Literal["inspection", "review", "review_history", "alert"]
+Kind = Literal["inspection", "review", "review_history", "alert", "drift_event"]
 FINAL_STATUSES = "('done', 'failed', 'skipped')"
 _FORWARDING = "EXISTS (SELECT 1 FROM plant_forwarding WHERE line = NEW.line)"
 
@@ -70,6 +72,13 @@ _TRIGGERS: dict[str, tuple[str, str, Kind, str]] = {
     "plant_outbox_alert_insert": ("AFTER INSERT ON alerts", "1", "alert", "NEW.id"),
     # settled (sent or dead): a retry's attempt count alone is not the plant's business
     "plant_outbox_alert_update": ("AFTER UPDATE OF state ON alerts", "1", "alert", "NEW.id"),
+    "plant_outbox_drift_insert": ("AFTER INSERT ON drift_events", "1", "drift_event", "NEW.id"),
+    "plant_outbox_drift_update": (
+        "AFTER UPDATE OF acknowledged_at ON drift_events",
+        "1",
+        "drift_event",
+        "NEW.id",
+    ),
 }
 TRIGGER_NAMES = tuple(_TRIGGERS)
 
@@ -120,15 +129,18 @@ def installed_triggers(conn: Connection) -> set[str]:
 class Batch:
     """Outbox rows taken together, and the local rows they name, read in one snapshot.
 
-    ``inspections`` holds every inspection the batch touches, the parents of its reviews
-    and alerts included: the plant database needs a child's inspection before the child,
-    and sending a parent again is harmless."""
+    ``inspections`` holds every inspection the batch touches, the parents of its reviews,
+    alerts and drift events included: the plant database needs a child's inspection
+    before the child, and sending a parent again is harmless. A drift event's inspection
+    is only a pointer to its window's last image: when the line has pruned it, the event
+    goes without it."""
 
     outbox_ids: list[int] = field(default_factory=list)
     inspections: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
     review_history: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    drift_events: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.outbox_ids)
@@ -156,7 +168,8 @@ def take(engine: Engine, limit: int) -> Batch:
         if not owed:
             return batch
         ids: dict[str, set[int]] = {"inspection": set(), "review": set(),
-                                    "review_history": set(), "alert": set()}  # fmt: skip
+                                    "review_history": set(), "alert": set(),
+                                    "drift_event": set()}  # fmt: skip
         for outbox_id, kind, row_id in owed:
             batch.outbox_ids.append(outbox_id)
             ids[kind].add(row_id)
@@ -164,7 +177,9 @@ def take(engine: Engine, limit: int) -> Batch:
         batch.review_history = _rows(conn, review_history, review_history.c.id,
                                      ids["review_history"])  # fmt: skip
         batch.alerts = _rows(conn, alerts, alerts.c.id, ids["alert"])
-        parents = {r["inspection_id"] for r in batch.reviews + batch.review_history + batch.alerts}
+        batch.drift_events = _rows(conn, drift_events, drift_events.c.id, ids["drift_event"])
+        children = batch.reviews + batch.review_history + batch.alerts + batch.drift_events
+        parents = {r["inspection_id"] for r in children if r["inspection_id"] is not None}
         batch.inspections = _rows(conn, inspections, inspections.c.id, ids["inspection"] | parents)
     return batch
 

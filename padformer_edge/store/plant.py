@@ -3,11 +3,13 @@
 Every row is written by its natural key, never by the line's local ids (two line PCs
 both have an inspection 1): an inspection by (line, path, content), the file's identity
 on the plant; a review by its inspection; a review history entry by (inspection, time,
-reviewer, verdict); an alert by (inspection, sink, time, payload). Writing the same batch
-twice therefore leaves the database as writing it once, which is what makes forwarding
-exactly once: the forwarder acknowledges its outbox rows after this transaction commits,
-and a crash between the two only repeats a batch. One line's rows are written by its one
-daemon (``store.claims``), so the look-ups below never race another writer.
+reviewer, verdict); an alert by (inspection, sink, time, payload); a drift event by
+(line, camera, kind, time), the key ``db copy`` uses, so an event copied in and later
+forwarded stays one row. Writing the same batch twice therefore leaves the database as
+writing it once, which is what makes forwarding exactly once: the forwarder
+acknowledges its outbox rows after this transaction commits, and a crash between the
+two only repeats a batch. One line's rows are written by its one daemon
+(``store.claims``), so the look-ups below never race another writer.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from sqlalchemy import Connection, Engine, and_, select, update
 from sqlalchemy.dialects import postgresql
 
 from padformer_edge.store.outbox import Batch
-from padformer_edge.store.tables import alerts, inspections, review_history, reviews
+from padformer_edge.store.tables import (
+    alerts,
+    drift_events,
+    inspections,
+    review_history,
+    reviews,
+)
 
 _INSPECTION_KEY = ("line", "source_path", "sha256")
 
@@ -78,6 +86,26 @@ def _upsert_alert(conn: Connection, row: dict[str, Any], plant_id: int) -> None:
         conn.execute(update(alerts).where(c.id == found[0]).values(**progress))
 
 
+_DRIFT_KEY = ("line", "camera", "kind", "raised_at")
+
+
+def _upsert_drift(conn: Connection, row: dict[str, Any], plant_id: int | None) -> None:
+    """The event inserted, or its acknowledgement brought over. An acknowledgement is
+    never taken back: one given on the plant (``alerts ack`` there) stays when the line
+    sends the event again still open."""
+    c = drift_events.c
+    found = conn.execute(
+        select(c.id).where(*(c[name] == row[name] for name in _DRIFT_KEY))
+    ).first()
+    if found is None:
+        values = {**_without(row, "id"), "inspection_id": plant_id}
+        conn.execute(drift_events.insert().values(values))
+    elif row["acknowledged_at"] is not None:
+        acknowledged = {"acknowledged_at": row["acknowledged_at"],
+                        "acknowledged_by": row["acknowledged_by"]}  # fmt: skip
+        conn.execute(update(drift_events).where(c.id == found[0]).values(**acknowledged))
+
+
 def write_batch(plant: Engine, batch: Batch) -> None:
     """Write ``batch`` (``outbox.take``) into the plant database in one transaction."""
     with plant.begin() as conn:
@@ -93,3 +121,6 @@ def write_batch(plant: Engine, batch: Batch) -> None:
                 plant_id = plant_ids.get(row["inspection_id"])
                 if plant_id is not None:
                     write(conn, row, plant_id)
+        # An event's inspection is a pointer, not a parent: one the line pruned is none.
+        for row in batch.drift_events:
+            _upsert_drift(conn, row, plant_ids.get(row["inspection_id"]))

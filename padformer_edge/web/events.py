@@ -19,7 +19,7 @@ from starlette.responses import Response, StreamingResponse
 
 from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import queries
-from padformer_edge.web.pages import card
+from padformer_edge.web.pages import cards
 from padformer_edge.web.responses import web_app
 from padformer_edge.web.scope import lines_of
 
@@ -34,7 +34,7 @@ def events(request: Request) -> Response:
     engine = app.reader()
 
     def newest() -> list[dict]:
-        return [card(r) for r in queries.newest(engine, app.live_cards, lines)]
+        return cards(app, queries.newest(engine, app.live_cards, lines))
 
     async def stream() -> AsyncIterator[bytes]:
         yield b"retry: 2000\n\n"
@@ -42,14 +42,14 @@ def events(request: Request) -> Response:
         quiet = 0.0
         while not app.stopping.is_set():
             try:
-                cards = await run_in_threadpool(newest)
+                shown = await run_in_threadpool(newest)
             except Exception as err:  # the browser reconnects; the page must not hang
                 log.error("web.events_failed", error=f"{type(err).__name__}: {err}")
                 return
-            key = [(c["id"], c["verdict"]) for c in cards]
+            key = [(c["id"], c["verdict"]) for c in shown]
             if key != last:
                 last, quiet = key, 0.0
-                yield b"event: cards\ndata: " + json.dumps(cards).encode() + b"\n\n"
+                yield b"event: cards\ndata: " + json.dumps(shown).encode() + b"\n\n"
             elif quiet >= KEEPALIVE_S:
                 quiet = 0.0
                 yield b": keep-alive\n\n"

@@ -13,9 +13,9 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -41,6 +41,9 @@ from padformer_edge.web.plant_view import line_summaries
 from padformer_edge.web.render import when
 from padformer_edge.web.responses import error, page, person_of, read_form, text, web_app
 from padformer_edge.web.scope import lines_of, sees, visible
+
+if TYPE_CHECKING:
+    from padformer_edge.web.webapp import WebApp
 
 log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
@@ -90,10 +93,18 @@ def plain_text(params: dict[str, str], name: str) -> None:
         raise UserError(f"{name} contains a control character; fix the link.")
 
 
-def card(row: dict[str, Any]) -> dict[str, Any]:
-    """What a live card shows, as JSON-ready values (the page script builds the DOM)."""
+def card(row: dict[str, Any], here: bool) -> dict[str, Any]:
+    """What a live card shows, as JSON-ready values (the page script builds the DOM).
+
+    ``here`` says whether this server holds the row's picture (``cards``); when it does
+    not, as for another line's row on the plant's page, the card names the line whose PC
+    keeps it (``elsewhere``) instead of thumbnails that could only be broken images."""
     row_id = row["id"]
     verdict = queries.verdict_of(row)
+    # A refused file is often not a picture at all: an icon rather than a broken image.
+    refused = verdict == "failed"
+    elsewhere = row["line"] if not here and not refused else None
+    shown = elsewhere is None
     return {
         "id": row_id,
         "line": row["line"],
@@ -104,15 +115,24 @@ def card(row: dict[str, Any]) -> dict[str, Any]:
         "threshold": row["threshold"],
         "verdict": verdict,
         "error": row["error"],
-        # A refused file is often not a picture at all: an icon rather than a broken image.
-        "image": REFUSED_ICON if verdict == "failed" else f"/media/{row_id}/image",
+        "image": REFUSED_ICON if refused else f"/media/{row_id}/image",
         "heatmap": f"/media/{row_id}/heatmap" if row["heatmap_path"] else None,
         # What the live cards and history rows show: small cached copies (``thumbnails``).
-        "thumb": REFUSED_ICON if verdict == "failed" else f"/thumbs/{row_id}/image",
-        "heatmap_thumb": f"/thumbs/{row_id}/heatmap" if row["heatmap_path"] else None,
+        "thumb": REFUSED_ICON if refused else f"/thumbs/{row_id}/image" if shown else None,
+        "heatmap_thumb": (
+            f"/thumbs/{row_id}/heatmap" if row["heatmap_path"] and shown else None
+        ),
+        "elsewhere": elsewhere,
         "detail": f"/inspections/{row_id}",
         "review": row.get("review"),
     }
+
+
+def cards(app: WebApp, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cards of ``rows``, each knowing whether this server holds its picture: the
+    same rule as the detail page (the recorded file, under one of this server's roots),
+    so a card never shows a thumbnail its detail page would not."""
+    return [card(row, app.media.allowed(row["source_path"]) is not None) for row in rows]
 
 
 def query_of(request: Request) -> dict[str, str]:
@@ -124,14 +144,14 @@ def query_of(request: Request) -> dict[str, str]:
 def live(request: Request) -> Response:
     """The newest cards, under every open drift event (shown until acknowledged)."""
     app, lines = web_app(request), lines_of(request)
-    cards = [card(r) for r in queries.newest(app.reader(), app.live_cards, lines)]
+    newest = cards(app, queries.newest(app.reader(), app.live_cards, lines))
     drifts = [d for d in open_drift_events(app.reader()) if sees(request, d.line)]
-    return page(request, "live.html", cards=cards, drifts=drifts)
+    return page(request, "live.html", cards=newest, drifts=drifts)
 
 
 def live_json(request: Request) -> Response:
     app, lines = web_app(request), lines_of(request)
-    return JSONResponse([card(r) for r in queries.newest(app.reader(), app.live_cards, lines)])
+    return JSONResponse(cards(app, queries.newest(app.reader(), app.live_cards, lines)))
 
 
 def heartbeat_json(request: Request) -> Response:
@@ -191,7 +211,7 @@ def history(request: Request) -> Response:
         "history.html",
         rows=found.rows,
         columns=HISTORY_COLUMNS,
-        cards={row["id"]: card(row) for row in found.rows},
+        cards={c["id"]: c for c in cards(app, found.rows)},
         verdicts=queries.VERDICTS,
         reviews=REVIEW_FILTERS,
         lines=visible(request, queries.distinct_values(engine, "line")),
@@ -244,8 +264,9 @@ def detail(request: Request) -> Response:
     row = queries.get_inspection(app.reader(), inspection_id)
     if row is None or not sees(request, row.line):  # another line's row: as if absent
         return error(request, 404, f"there is no inspection {inspection_id}.")
+    pictures_here = app.media.allowed(row.source_path) is not None
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
-                   for c in COLUMNS})  # fmt: skip
+                   for c in COLUMNS}, pictures_here)  # fmt: skip
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
     with reading(app.reader()) as conn:
         past = reviews_of(conn, inspection_id)
@@ -266,7 +287,7 @@ def detail(request: Request) -> Response:
         can_review=row.status.value == "done",
         named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
-        pictures_here=app.media.allowed(row.source_path) is not None,
+        pictures_here=pictures_here,
         line_url=app.line_urls.get(row.line),
         line_link=line_link(app.line_urls.get(row.line), row),
     )

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from padformer_edge.store.drift import record_drift
+from padformer_edge.store.engine import open_engine
+from padformer_edge.store.lines import with_line
 from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image
 from tests.daemon.plant_chaos import Webhook, backlog, local, plant, run_plant_chaos
 from tests.detect_images import product_image
@@ -71,6 +74,19 @@ def assert_plant_equals_line(site: Site, cluster: Cluster, files: int, hook: Web
     assert set(hook.received.values()) == {1}
 
 
+DRIFT_QUERY = "SELECT line, camera, kind FROM drift_events"
+
+
+def raise_drift(site: Site) -> None:
+    """A drift event stored as the daemon's drift watch stores one (no sink to alert)."""
+    engine = with_line(open_engine(str(site.database)), LINE)
+    (inspection,) = local(site, "SELECT max(id) FROM inspections")[0]
+    record_drift(engine, camera="cam0", product="nut", kind="ks", statistic=0.5,
+                 p_value=0.001, level=0.01, window_size=16, reason="scores moved",
+                 inspection_id=inspection, requests=[])  # fmt: skip
+    engine.dispose()
+
+
 def write_burst(site: Site, start: int, count: int) -> list[Path]:
     camera = site.cameras["cam0"]
     return [
@@ -114,6 +130,7 @@ def test_plant_away_then_cut_mid_burst_then_a_sigkill_loses_and_repeats_nothing(
         # the line inspects on and sends its own alerts with the plant away
         wait_for(settled(site.database, 16), 180, daemon, "every file inspected")
         wait_for(lambda: alerts_sent(site, 16), 60, daemon, "every alert sent by the line")
+        raise_drift(site)  # into the file the daemon writes: its triggers note it
         owed = backlog(site)
         assert owed > 0
         wait_for(heartbeat_says(site, "plant database unreachable", "change(s) waiting"), 60,
@@ -132,6 +149,7 @@ def test_plant_away_then_cut_mid_burst_then_a_sigkill_loses_and_repeats_nothing(
         wait_for(lambda: backlog(site) == 0, 120, daemon, "the backlog drained after restart")
         assert daemon.terminate() == 0
     assert_plant_equals_line(site, cluster, 16, hook)
+    assert plant(cluster, DRIFT_QUERY) == local(site, DRIFT_QUERY) == [(LINE, "cam0", "ks")]
     beats = plant(cluster, "SELECT line, status FROM daemon_heartbeat")
     assert [line for line, _ in beats] == [LINE]
 

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, func, select, text
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import Cooldown
 from padformer_edge.daemon.forwarder import Forwarder
+from padformer_edge.store.drift import acknowledge_drift, record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
 from padformer_edge.store.models import ReviewVerdict
@@ -28,10 +29,16 @@ from padformer_edge.store.outbox import (
     take,
 )
 from padformer_edge.store.plant import write_batch
-from padformer_edge.store.queue import mark_alert_failed, mark_alert_sent
+from padformer_edge.store.queue import AlertRequest, mark_alert_failed, mark_alert_sent
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import migrate_on_start, upgrade
-from padformer_edge.store.tables import alerts, inspections, review_history, reviews
+from padformer_edge.store.schema import downgrade, migrate_on_start, upgrade
+from padformer_edge.store.tables import (
+    alerts,
+    drift_events,
+    inspections,
+    review_history,
+    reviews,
+)
 from tests.alerts.conftest import store_result, wait_until
 from tests.pg_cluster import Cluster, own_cluster
 
@@ -51,7 +58,7 @@ def plant(cluster: Cluster) -> Iterator[Engine]:
     migrate_on_start(engine)
     yield engine
     with engine.begin() as conn:  # the next test starts from an empty plant
-        for table in (alerts, review_history, reviews, inspections):
+        for table in (drift_events, alerts, review_history, reviews, inspections):
             conn.execute(table.delete())
     engine.dispose()
 
@@ -90,6 +97,77 @@ def test_without_a_plant_nothing_is_captured(line: Engine) -> None:
         assert installed_triggers(conn) == set(TRIGGER_NAMES)  # they stay, idle
         assert backlog(conn) == {}
     assert line_backlog(line) == 0
+
+
+def test_downgrading_past_the_outbox_drops_every_capture_trigger(line: Engine) -> None:
+    """A trigger left behind would name the dropped outbox in every later write."""
+    enable_forwarding(line, "postgresql://plant")
+    downgrade(line, "0009")
+    with line.connect() as conn:
+        assert installed_triggers(conn) == set()
+    store_result(line, ALERTS, Cooldown(0), "after-downgrade.png")
+
+
+def _raise_drift(line: Engine, inspection_id: int, camera: str = "cam-1") -> int:
+    return record_drift(
+        line, camera=camera, product="nut", kind="scores", statistic=0.61, p_value=0.0004,
+        level=0.01, window_size=50, reason="scores moved", inspection_id=inspection_id,
+        requests=[AlertRequest("log", {"kind": "drift"})],
+    )  # fmt: skip
+
+
+def test_drift_events_reach_the_plant_once_and_their_acknowledgement_follows(
+    line: Engine, plant: Engine
+) -> None:
+    enable_forwarding(line, "postgresql://plant")
+    inspection, _ = store_result(line, ALERTS, Cooldown(0), "window-end.png")
+    assert _forward(line, plant) == 2  # the result and its alert
+    opened = _raise_drift(line, inspection)
+    closed = _raise_drift(line, inspection, camera="cam-2")
+    acknowledge_drift(line, closed, by="ana")
+    # 2 events raised, each with 1 alert, 1 acknowledged
+    assert line_backlog(line) == 2 + 2 + 1
+
+    batch = take(line, 100)
+    assert len(batch.drift_events) == 2 and len(batch.inspections) == 1  # their parent
+    write_batch(plant, batch)
+    write_batch(plant, batch)  # the plant committed, the line died before acknowledging
+    acknowledge(line, batch.outbox_ids)
+    assert line_backlog(line) == 0
+    assert (_count(plant, drift_events), _count(plant, alerts), _count(plant, inspections)) == (
+        2, 3, 1
+    )  # fmt: skip
+
+    with line.connect() as conn:
+        local = {r["camera"]: dict(r) for r in conn.execute(select(drift_events)).mappings()}
+    with plant.connect() as conn:
+        (plant_inspection,) = conn.execute(select(inspections.c.id)).scalars().all()
+        remote = {r["camera"]: dict(r) for r in conn.execute(select(drift_events)).mappings()}
+    for camera in ("cam-1", "cam-2"):  # every value as the line has it but the two ids
+        assert _without_ids(remote[camera]) == _without_ids(local[camera])
+        assert remote[camera]["inspection_id"] == plant_inspection
+    assert local["cam-1"]["id"] == opened and remote["cam-1"]["acknowledged_at"] is None
+    assert remote["cam-2"]["acknowledged_by"] == "ana"
+
+    with plant.begin() as conn:  # acknowledged on the plant (``alerts ack`` there)
+        conn.execute(drift_events.update().where(drift_events.c.camera == "cam-1")
+                     .values(acknowledged_at=func.now(), acknowledged_by="cy"))  # fmt: skip
+    write_batch(plant, batch)  # the line's open copy sent again takes nothing back
+    with plant.connect() as conn:
+        by = conn.execute(select(drift_events.c.acknowledged_by).order_by(drift_events.c.camera))
+        assert by.scalars().all() == ["cy", "ana"]
+
+    acknowledge_drift(line, opened, by="ben")  # later, on the line: the same row closes
+    assert _forward(line, plant) == 1
+    with plant.connect() as conn:
+        (by,) = conn.execute(
+            select(drift_events.c.acknowledged_by).where(drift_events.c.camera == "cam-1")
+        ).one()
+    assert by == "ben" and _count(plant, drift_events) == 2
+
+
+def _without_ids(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("id", "inspection_id")}
 
 
 def test_results_reviews_and_alerts_reach_the_plant_once(line: Engine, plant: Engine) -> None:

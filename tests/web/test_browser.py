@@ -36,6 +36,7 @@ from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
 from tests.detect_images import product_image
 from tests.web.conftest import TOKEN
 from tests.web.site import THRESHOLD, Site
+from tests.web.test_lines import OTHER, _other_line
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -112,6 +113,22 @@ def test_a_dropped_image_appears_as_a_live_card_without_reload(tmp_path: Path, p
         assert page.evaluate("() => document.querySelector('.card img.image').naturalWidth") > 0
         assert appeared < 15
         assert daemon.terminate() == 0
+
+
+def test_a_new_card_of_another_line_names_the_line_instead_of_a_picture(
+    server: Any, site: Site, page: Any
+) -> None:
+    """The page script builds the cards the stream sends: another line's row (its picture
+    on that line's PC) gets the placeholder, never a broken image."""
+    page.goto(server.url + "/")
+    page.wait_for_function("() => document.getElementById('stream-state').textContent === 'live'")
+    theirs = _other_line(site, 1)[0]
+    card = page.locator(f'.card[data-id="{theirs}"]')
+    card.wait_for(timeout=15_000)
+    assert card.locator(".elsewhere").inner_text() == f"Picture on line {OTHER}'s PC"
+    assert card.locator("img").count() == 0
+    # the site's own cards, rebuilt by the same script, still show their pictures
+    page.wait_for_function(HEATMAP_LOADED, arg=f'.card[data-id="{site.good[0]}"] img.image')
 
 
 def _camera_cells(page: Any) -> list[str]:

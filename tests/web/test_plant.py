@@ -98,6 +98,35 @@ def test_a_picture_on_another_line_is_said_to_be_there(
     assert 'id="base"' in own and "pictures-elsewhere" not in own
 
 
+def _pictures(page: str) -> list[str]:
+    return [unescape(src) for src in re.findall(r'<img[^>]*\ssrc="([^"]+)"', page)]
+
+
+def test_thumbnails_of_another_lines_rows_name_the_line_instead(
+    serve: Callable[..., WebServer], site: Site
+) -> None:
+    """Live cards and history rows show no thumbnail this server cannot send (it would be
+    a broken image): a placeholder names the line whose PC keeps the picture, and every
+    picture the pages do ask for is there."""
+    server = serve()
+    theirs = _other_line(site, 2)  # the newest rows: first on both pages
+    for path in ("/", "/history"):
+        page = request(server.url, path, headers=HTML).text
+        for row in theirs:
+            assert f"/thumbs/{row}/" not in page
+        assert page.count(f"Picture on line {OTHER}'s PC" if path == "/" else
+                          f"on {OTHER}'s PC</span>") == len(theirs)  # fmt: skip
+        shown = _pictures(page)
+        assert any(src.startswith("/thumbs/") for src in shown)  # the site's own rows
+        for src in shown:
+            assert request(server.url, src).status == 200, src
+    cards = {c["id"]: c for c in json.loads(request(server.url, "/api/live").body)}
+    for row in theirs:  # what the live stream sends the page script
+        assert (cards[row]["elsewhere"], cards[row]["thumb"]) == (OTHER, None)
+    assert cards[site.good[0]]["elsewhere"] is None
+    assert cards[site.failed]["thumb"] == "/static/refused.svg"
+
+
 def test_line_urls_are_checked() -> None:
     with pytest.raises(ValidationError, match="is not a line name"):
         HttpConfig(line_urls={"press 1": LINE_URL})

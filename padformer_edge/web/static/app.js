@@ -18,12 +18,17 @@ function buildCard(c) {
   card.dataset.id = String(c.id);
   const pictures = el("a", "pictures");
   pictures.href = c.detail;
-  const image = el("img", "image");
-  image.src = c.thumb;
-  // A refused file gets the server's icon (c.thumb), named as such for screen readers.
-  image.alt = (c.verdict === "failed" ? "refused file " : "camera image ") + c.id;
-  pictures.appendChild(image);
-  if (c.heatmap) {
+  if (c.elsewhere) {
+    // Another line's PC keeps the picture: say where rather than show a broken image.
+    pictures.appendChild(el("span", "elsewhere", "Picture on line " + c.elsewhere + "'s PC"));
+  } else {
+    const image = el("img", "image");
+    image.src = c.thumb;
+    // A refused file gets the server's icon (c.thumb), named as such for screen readers.
+    image.alt = (c.verdict === "failed" ? "refused file " : "camera image ") + c.id;
+    pictures.appendChild(image);
+  }
+  if (c.heatmap_thumb) {
     const heat = el("img", "heatmap");
     heat.src = c.heatmap_thumb;
     heat.alt = "heatmap " + c.id;
