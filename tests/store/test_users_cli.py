@@ -26,7 +26,7 @@ def test_users_add_list_reset_and_remove(db_url: str, engine: Engine, tmp_path: 
     assert added.returncode == 0, added.stderr
     token = added.stdout.strip()
     assert len(added.stdout.splitlines()) == 1 and len(token) >= 32
-    assert "added ann (operator)" in added.stderr and "shown only now" in added.stderr
+    assert "added ann (operator, every line)" in added.stderr and "shown only now" in added.stderr
     with reading(engine) as conn:
         assert authenticate(conn, "ann", token) is not None
     assert run_cli("users", "add", "eve", "--role", "engineer", *db).returncode == 0

@@ -141,7 +141,7 @@ def test_a_render_is_byte_identical_to_the_code_before_later_kinds(
     subprocess.run(
         [sys.executable, "-c", OLD_RENDER, str(tmp_path / "before"), str(old), meshes, *chosen],
         env={**os.environ, "PYTHONPATH": str(old / "packages")}, check=True, timeout=600,
-        capture_output=True,
+        capture_output=True, cwd=tmp_path,  # not the checkout: `-c` puts the folder first
     )  # fmt: skip
     now = render_dataset(
         MESHES, tmp_path / "now", ViewCounts(2, 2, 1), size=64, seed=5,
