@@ -44,6 +44,11 @@ UNCOMPRESSED_PNG = [
 deflate (even OpenCV's fastest, the default) spends most of an overlay's encoding CPU on
 a camera's noisy pixels; row filters would cost CPU and save nothing without deflate."""
 
+JET_COLOURS = cv2.applyColorMap(np.arange(256, dtype=np.uint8).reshape(256, 1), cv2.COLORMAP_JET)
+"""OpenCV's JET colour map as a 256 x 1 BGR table, built once: given as a user colour
+map, ``applyColorMap`` draws the same colours without rebuilding the table on every
+call, which was most of its cost on a 224-px overlay."""
+
 LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
 MIN_LABEL_SCALE = 0.3
 """Below this font scale a one-line label is split into its score and threshold lines."""
@@ -155,12 +160,20 @@ def colour_indices(
     top = HOT_FACTOR * threshold if vmax is None else float(vmax)
     if top <= threshold:
         raise ValueError(f"heatmap max {top:g} must lie above the threshold {threshold:g}")
-    calm = values / threshold * CALM_SHARE
-    hot = CALM_SHARE + (values - threshold) / (top - threshold) * (1.0 - CALM_SHARE)
-    scaled = np.clip(np.where(values <= threshold, calm, hot), 0.0, 1.0)
+    # Each half's scale in the same float32 steps as written out, but in place in two
+    # arrays: a temporary array per step cost more than the arithmetic on an overlay.
+    calm = np.divide(values, threshold)
+    calm *= CALM_SHARE
+    scaled = np.subtract(values, threshold)
+    scaled /= top - threshold
+    scaled *= 1.0 - CALM_SHARE
+    scaled += CALM_SHARE
+    np.copyto(scaled, calm, where=values <= threshold)
+    np.clip(scaled, 0.0, 1.0, out=scaled)
     # Floored, so the threshold itself is the calm half's last index (127), and anything
     # above it lands in the hot half.
-    return np.floor(scaled * 255.999).astype(np.uint8)
+    scaled *= 255.999
+    return np.floor(scaled, out=scaled).astype(np.uint8)
 
 
 def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, int]) -> np.ndarray:
@@ -215,7 +228,7 @@ def render_overlay(
     """
     size = overlay_shape(image.shape)
     small_map = _shrunk(anomaly_map.astype(np.float32, copy=False), size)
-    colour = cv2.applyColorMap(colour_indices(small_map, vmax, threshold), cv2.COLORMAP_JET)
+    colour = cv2.applyColorMap(colour_indices(small_map, vmax, threshold), JET_COLOURS)
     base = cv2.cvtColor(_shrunk(image, size), cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
     parts = (f"score {plain(score)}",)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from padformer_edge.detect.heatmap import (
+    JET_COLOURS,
     LABEL_FONT,
     MAX_OVERLAY_SIDE,
     MIN_MARK_SHARE,
@@ -143,6 +144,32 @@ def test_profile_scale_gives_one_value_one_colour_across_images(tmp_path):
     ]
     assert not np.array_equal(own[0][40:, 40:], own[1][40:, 40:])
     np.testing.assert_array_equal(fixed[0][40:, 40:], fixed[1][40:, 40:])
+
+
+def test_the_stored_colour_table_is_opencvs_jet():
+    """The overlay colours through a table built once; every index gets JET's colour."""
+    every_index = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    np.testing.assert_array_equal(
+        cv2.applyColorMap(every_index, JET_COLOURS),
+        cv2.applyColorMap(every_index, cv2.COLORMAP_JET),
+    )
+
+
+def test_anchored_indices_follow_the_two_halves_formula_exactly():
+    """The in-place arithmetic gives the indices of the formula written out (calm half
+    below the threshold, hot half above, clipped and floored) on every value, the
+    threshold itself and values a float32 step either side of it included."""
+    rng = np.random.default_rng(7)
+    threshold, top = 0.37, 1.1
+    values = rng.uniform(0.0, 1.5, (64, 64)).astype(np.float32)
+    edge = np.float32(threshold)
+    values[0, :3] = [np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(2))]
+    calm = values / threshold * 0.5
+    hot = 0.5 + (values - threshold) / (top - threshold) * 0.5
+    written_out = np.floor(np.clip(np.where(values <= threshold, calm, hot), 0, 1) * 255.999)
+    np.testing.assert_array_equal(
+        colour_indices(values, vmax=top, threshold=threshold), written_out.astype(np.uint8)
+    )
 
 
 def test_threshold_anchors_the_scale_halves():
