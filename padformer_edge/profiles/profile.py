@@ -249,7 +249,7 @@ class Profile:
             checks.append(self.method.weights_checked(self.detection))
             checked = ", ".join(check for check in checks if check)
         else:
-            from padformer_edge.methods.padformer.line_detector import verify_files
+            from padformer_edge.deploy.verify import verify_files
 
             exported = self.exported_files()
             verify_files(self.folder / exported.folder, exported.files, self.export_fix)

@@ -10,7 +10,6 @@ is checked against the sha256 the profile records before a session opens it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,18 +21,13 @@ from padformer_edge.deploy.line_readout import F32, flat_cells, smooth
 from padformer_edge.deploy.names import (
     COMPARE_CELLS_GRAPH,
     COMPARE_GRAPH,
-    SCHEDULE_FIELDS,
-    SCORING_FILE,
 )
 from padformer_edge.deploy.sessions import (
     LINE_ONNXRUNTIME_HINT,
     LINE_OPENVINO_HINT,
-    import_onnxruntime,
-    import_openvino,
-    ir_files,
     open_graphs,
 )
-from padformer_edge.deploy.verify import verify_files
+from padformer_edge.deploy.verify import read_line_export
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
@@ -59,24 +53,8 @@ class LineCompareDetector(GroupedDetection):
     ) -> None:
         runtime = settings.runtime
         hint = LINE_OPENVINO_HINT if runtime == "openvino" else LINE_ONNXRUNTIME_HINT
-        if runtime == "openvino":
-            import_openvino(hint)
-            missing = [name for name in ir_files(GRAPHS) if name not in files]
-            if missing:
-                raise UserError(
-                    f"the export in {folder} holds no OpenVINO IR ({missing[0]}); {fix}."
-                )
-        else:
-            import_onnxruntime(hint)
         self.folder, self.settings = Path(folder), settings
-        verify_files(self.folder, files, fix)
-        record = json.loads((self.folder / SCORING_FILE).read_text())
-        wanted = {field: getattr(settings, field) for field in SCHEDULE_FIELDS}
-        if record.get("metric") != "compare" or record["settings"] != wanted:
-            raise UserError(
-                f"the graphs in {self.folder} were exported for detection settings "
-                f"{record['settings']} but the profile now asks for {wanted}; {fix}."
-            )
+        record = read_line_export(self.folder, files, settings, GRAPHS, hint, fix, "compare")
         self.metric_name, self.scoring = "compare", record["signature"]
         self.input_size, self.sigma = int(record["input_size"]), float(record["sigma"])
         self.turns = [int(turn) for turn in record["turns"]]

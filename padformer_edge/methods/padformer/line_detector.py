@@ -27,22 +27,16 @@ from padformer_edge.deploy.names import (
     PASSES_FILE,
     QUERY_GRAPH,
     REFERENCE_GRAPH,
-    SCHEDULE_FIELDS,
-    SCORING_FILE,
     TERMS_GRAPH,
 )
 from padformer_edge.deploy.sessions import (
     LINE_ONNXRUNTIME_HINT,
     LINE_OPENVINO_HINT,
-    import_onnxruntime,
-    import_openvino,
-    ir_files,
     open_graphs,
 )
-from padformer_edge.deploy.verify import verify_files
+from padformer_edge.deploy.verify import read_line_export
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.errors import UserError
 from padformer_edge.methods.distance.line import reference_maps, score_distance
 from padformer_edge.methods.padformer.line_scoring import (
     QueryTargets,
@@ -84,25 +78,8 @@ class LineDetector(GroupedDetection):
             for name in (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH, FEATURES_GRAPH, CELLS_GRAPH)
             if name in files
         ]
-        if runtime == "openvino":
-            import_openvino(hint)  # a missing package is named before the files are read
-            missing = [name for name in ir_files(graphs) if name not in files]
-            if missing:
-                raise UserError(
-                    f"the export in {folder} holds no OpenVINO IR ({missing[0]}); {fix}."
-                )
-        else:
-            import_onnxruntime(hint)
         self.folder, self.settings = Path(folder), settings
-        verify_files(self.folder, files, fix)
-        record = json.loads((self.folder / SCORING_FILE).read_text())
-        exported = record["settings"]
-        wanted = {field: getattr(settings, field) for field in SCHEDULE_FIELDS}
-        if exported != wanted:
-            raise UserError(
-                f"the graphs in {self.folder} were exported for detection settings {exported} "
-                f"but the profile now asks for {wanted}; {fix}."
-            )
+        record = read_line_export(self.folder, files, settings, graphs, hint, fix)
         self.spec = ScoringSpec.from_record(record)
         self.metric_name, self.scoring = self.spec.metric, self.spec.signature
         manifest = json.loads((self.folder / MANIFEST).read_text())
