@@ -194,7 +194,7 @@ class Forwarder:
                     down_s=round(time.time() - self.unreachable_since.timestamp(), 1),
                     backlog=line_backlog(self.local),
                 )
-                self.unreachable_since, self.last_error, self.refused = None, None, False
+                self.refused, self.unreachable_since, self.last_error = False, None, None
             if settled < BATCH:  # caught up: look again in a moment
                 self._stop.wait(POLL_S)
 
@@ -206,16 +206,19 @@ class Forwarder:
         # away, which heals by itself; anything else (a write the plant refuses, a schema
         # a newer version wrote) needs a person, so it is an error, logged again whenever
         # the reason changes.
-        self.refused = not isinstance(err, (OperationalError, InterfaceError, UserError))
-        if self.refused and message != self.last_error:
+        refused = not isinstance(err, (OperationalError, InterfaceError, UserError))
+        if refused and message != self.last_error:
             log.error("plant.write_failed", plant=self.where, error=message,
                       backlog=_safe_backlog(self.local))  # fmt: skip
         if self.unreachable_since is None:
             self.unreachable_since = datetime.now(UTC)
-            if not self.refused:
+            if not refused:
                 log.warning("plant.unreachable", plant=self.where, error=message,
                             backlog=_safe_backlog(self.local))  # fmt: skip
+        # the reason before the flag: a reader (status(), the page) that sees the plant
+        # refusing also sees why, never the flag with no reason or an older one
         self.last_error = message
+        self.refused = refused
 
 
 def _safe_backlog(engine: Engine) -> int | None:
