@@ -5,9 +5,9 @@ graphs.
 torch model, ``openvino_export`` converts them to OpenVINO IR; ``onnx_runner`` and
 ``openvino_runner`` run them for the torch ``Detector``'s reconstruction step
 (``graph_runner`` says what it asks of them). For a line with no torch, ``sessions``
-opens a graph in either runtime, ``verify`` checks a profile's files against their
-sha256, and ``line_readout`` and ``arrays`` are the numpy readout and image arithmetic
-every method's line scorer shares; each method's own line export and scorer live in its
-package under ``methods``. The modules a line runs (``names``, ``sessions``, ``verify``,
-``arrays``, ``line_readout``) import no torch.
+opens a graph in either runtime and ``verify`` checks a profile's files against their
+sha256; the readout every line scorer shares is the torch detectors' own
+(``detect.readout``, on numpy through ``detect.arrays``), and each method's own line
+export and scorer live in its package under ``methods``. The modules a line runs
+(``names``, ``sessions``, ``verify``) import no torch.
 """

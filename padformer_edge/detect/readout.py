@@ -1,23 +1,30 @@
-"""How a map becomes what an operator sees and its image score: the readout every
-method shares (its mean-or-filtered map, smoothed by a Gaussian counted in model pixels,
-whose maximum is the score), and the score of a method that reads no pass.
+"""How error maps become what an operator sees and its image score: the readout every
+method shares, written once for torch tensors and numpy arrays alike.
 
-Free of any model: PADFormer's metrics (``methods.padformer``, ``methods.fused``) and
-the learned comparison (``methods.compare``) read their maps through it alike.
+A job (the anomaly map, or the map whose maximum is the image score) reads the passes of
+one error mix as their consistency-filtered or plain mean, smoothed by a Gaussian counted
+in model pixels; passes are folded in chunks with an exact mean and variance merge. The
+torch detectors run this on their device (a GPU line pays no host CPU for it) and the
+torch-free line detectors on numpy: each array kind brings only its primitives
+(``array_ops``), and the arithmetic that composes them is here alone, so the two can
+differ by float32 rounding only.
+
+The readout stays outside the exported graphs: its Gaussian and its shrink factor follow
+the size of each camera frame, and the runtimes' pooling and padding take those as fixed
+attributes of a graph.
+
+No torch is imported here: a line PC reads its maps through this module too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import kornia
-import torch
-import torch.nn.functional as F
-
+from padformer_edge.detect.array_ops import Array, ops_of
 from padformer_edge.detect.scoring_config import (
-    BLUR_KERNEL,
-    BLUR_SIGMA,
+    MAX_CHUNK_VALUES,
     MAX_READOUT_SIGMA,
     PAPER_READOUT_SETTINGS,
     SMOOTH_MAX_SIGMA,
@@ -26,9 +33,8 @@ from padformer_edge.detect.scoring_config import (
 
 @dataclass(frozen=True)
 class Readout:
-    """How one job (the anomaly map, or the map whose maximum is the image score) reads
-    the passes of one error mix: the paper's consistency filter or the plain pass mean,
-    then a Gaussian of ``sigma`` pixels of the model's input (0: none).
+    """How one job reads the passes of one error mix: the paper's consistency filter or
+    the plain pass mean, then a Gaussian of ``sigma`` pixels of the model's input (0: none).
 
     Sigma is counted in model pixels so that a readout chosen on 224 px renders smooths
     the same share of the part in a 20 MP camera frame.
@@ -43,7 +49,7 @@ class Readout:
                 f"readout sigma must lie in [0, {MAX_READOUT_SIGMA}], not {self.sigma}."
             )
 
-    def apply(self, mean: torch.Tensor, variance: torch.Tensor, scale: float) -> torch.Tensor:
+    def apply(self, mean: Array, variance: Array, scale: float) -> Array:
         """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel."""
         amap = consistency_filter(mean, variance) if self.consistency_filter else mean
         return smooth(amap, self.sigma * scale)
@@ -53,14 +59,18 @@ PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
 """The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
 
 
-def blur(images: torch.Tensor) -> torch.Tensor:
-    """The paper's query smoothing: Gaussian, sigma 1.4, 7x7, per channel."""
-    return kornia.filters.gaussian_blur2d(
-        images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
-    )
+def consistency_filter(mean: Array, variance: Array) -> Array:
+    """Keep ``mean`` where ``variance`` is strictly above its median, zero elsewhere.
+
+    The median is the lower middle value and ties at it are dropped, so at least half of
+    the pixels are always zeroed: a map whose variance is flat everywhere has nothing
+    inconsistent to report.
+    """
+    ops = ops_of(mean)
+    return ops.keep_above(mean, variance, ops.lower_median(variance))
 
 
-def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
+def smooth(amap: Array, sigma: float) -> Array:
     """``[H, W]`` map blurred by a Gaussian of ``sigma`` pixels (0: unchanged).
 
     A wide blur on a large camera frame runs on a frame shrunk by an integer factor (area
@@ -69,72 +79,117 @@ def smooth(amap: torch.Tensor, sigma: float) -> torch.Tensor:
     """
     if sigma <= 0:
         return amap
+    ops = ops_of(amap)
     factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
-    size = amap.shape[-2:]
-    small = amap[None, None]
-    if factor > 1:
-        small = F.avg_pool2d(small, factor, ceil_mode=True)
+    size = (int(amap.shape[-2]), int(amap.shape[-1]))
+    small = ops.average_pool(amap, factor) if factor > 1 else amap
     sigma_small = sigma / factor
     radius = min(int(4 * sigma_small + 0.5), min(small.shape[-2:]) - 1)
     if radius < 1:
         return amap
-    kernel = 2 * radius + 1
-    small = kornia.filters.gaussian_blur2d(
-        small, (kernel, kernel), (sigma_small, sigma_small), border_type="reflect"
-    )
-    return upsample(small, (int(size[0]), int(size[1])))[0, 0]
-
-
-
-
-def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Bilinear resize of ``[B, C, h, w]`` to ``size`` (a no-op at that size already)."""
-    if tuple(images.shape[-2:]) == tuple(size):
-        return images
-    return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
-
-
-def consistency_filter(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
-    """Keep ``mean`` where ``variance`` is strictly above its median, zero elsewhere.
-
-    The median is the lower middle value (``kthvalue``, which unlike ``quantile`` has no
-    size limit), and ties at it are dropped, so at least half of the pixels are always
-    zeroed: a map whose variance is flat everywhere has nothing inconsistent to report.
-    """
-    flat = variance.reshape(-1)
-    median = flat.kthvalue((flat.numel() + 1) // 2).values
-    return torch.where(variance > median, mean, torch.zeros_like(mean))
+    blurred = ops.gaussian_blur(small, 2 * radius + 1, sigma_small)
+    return ops.upsample(blurred, size)
 
 
 @dataclass
 class ScoredQuery:
-    """The anomaly map of one query, its score and per-pass error summaries."""
+    """The anomaly map of one query (a tensor or an array, as it was scored), its score
+    and per-pass error summaries."""
 
-    anomaly_map: torch.Tensor
+    anomaly_map: Array
     score: float
     pass_mean: list[float]
     pass_max: list[float]
 
 
-class PasslessMetric(Protocol):
-    """A metric that reads no reconstruction pass (the distance, the learned comparison):
-    each query's maps, each read by its job's readout at the metric's input size."""
+@dataclass
+class PassMoments:
+    """Running count, mean and sum of squared deviations of error maps over passes."""
 
-    input_size: int
+    count: int
+    mean: Array
+    sq_dev: Array
+
+    @classmethod
+    def of(cls, errors: Array) -> PassMoments:
+        ops = ops_of(errors)
+        mean = ops.mean(errors, 0)
+        return cls(errors.shape[0], mean, ops.sum(ops.square(errors - mean), 0))
+
+    def merge(self, other: PassMoments) -> PassMoments:
+        """Exact combination of two disjoint groups of passes (Chan et al.)."""
+        square = ops_of(self.mean).square
+        count = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / count)
+        sq_dev = self.sq_dev + other.sq_dev + square(delta) * (self.count * other.count / count)
+        return PassMoments(count, mean, sq_dev)
+
+    @property
+    def variance(self) -> Array:
+        """Population variance (divide by the number of passes), as the paper defines it."""
+        return self.sq_dev / self.count
+
+
+class JobReadouts(Protocol):
+    """What reads a metric's maps: one readout for the map's job, one for the score's."""
+
     map_readout: Readout
     score_readout: Readout
 
 
-def score_without_passes(
-    metric: PasslessMetric, query01: torch.Tensor, maps: list[torch.Tensor]
+def read_jobs(
+    readouts: JobReadouts, means: Sequence[Array], variances: Sequence[Array], scale: float
+) -> tuple[Array, float]:
+    """The anomaly map and image score of one query's job channels (their pass means and
+    variances): the map's job reads the first channel, the score's the last (one channel:
+    both read it)."""
+    anomaly_map = readouts.map_readout.apply(means[0], variances[0], scale)
+    # one mix read one way (the paper's metrics) is one map: filter a 20 MP frame once
+    same = len(means) == 1 and readouts.score_readout == readouts.map_readout
+    score_map = (
+        anomaly_map if same else readouts.score_readout.apply(means[-1], variances[-1], scale)
+    )
+    return anomaly_map, float(score_map.max())
+
+
+def fold_passes(
+    readouts: JobReadouts,
+    errors_of: Callable[[slice], Array],
+    passes: int,
+    size: tuple[int, int],
+    input_size: int,
 ) -> ScoredQuery:
-    """Score one query (``[1, 3, H, W]`` in [0, 1]) from the maps a metric that reads no
-    pass made for it (the map's job first, the score's last), each read with its job's
-    readout, as ``score_query`` would read passes that all agree (no per-pass summaries,
-    since there are no passes)."""
-    size = (query01.shape[-2], query01.shape[-1])
-    scale = max(size) / metric.input_size  # query pixels per model pixel
-    flat = torch.zeros_like(maps[0])  # no passes, no variance
-    anomaly_map = metric.map_readout.apply(maps[0], flat, scale)
-    score_map = metric.score_readout.apply(maps[-1], flat, scale)
-    return ScoredQuery(anomaly_map, float(score_map.max()), [], [])
+    """Score one query of ``size`` from ``passes`` error maps that ``errors_of`` makes for
+    a slice of the passes (``[p, H, W]``, or ``[p, jobs, H, W]`` for a metric that ranks
+    images with another mix than it draws maps with), folded in chunks so a 20 MP frame
+    never holds every pass's map at once; ``input_size`` is the model's side, which sets
+    the readouts' pixel scale."""
+    chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
+    moments: PassMoments | None = None
+    pass_mean: list[float] = []
+    pass_max: list[float] = []
+    for start in range(0, passes, chunk):
+        errors = errors_of(slice(start, start + chunk))
+        errors = errors if errors.ndim == 4 else errors[:, None]  # [p, map(, score), H, W]
+        ops = ops_of(errors)
+        pass_mean += [float(value) for value in ops.mean(errors[:, 0], (1, 2))]
+        pass_max += [float(value) for value in ops.amax(errors[:, 0], (1, 2))]
+        folded = PassMoments.of(errors)
+        moments = folded if moments is None else moments.merge(folded)
+    assert moments is not None, "a query is scored from at least one pass"
+    scale = max(size) / input_size  # query pixels per model pixel
+    anomaly_map, score = read_jobs(readouts, moments.mean, moments.variance, scale)
+    return ScoredQuery(anomaly_map, score, pass_mean, pass_max)
+
+
+def read_without_passes(
+    readouts: JobReadouts, maps: Sequence[Array], size: tuple[int, int], input_size: int
+) -> ScoredQuery:
+    """Score one query of ``size`` from the maps a metric that reads no pass made for it
+    (the map's job first, the score's last), each read with its job's readout, as
+    ``fold_passes`` would read passes that all agree (no variance, no per-pass summaries)."""
+    flat = ops_of(maps[0]).zeros_like(maps[0])  # no passes, no variance
+    scale = max(size) / input_size  # query pixels per model pixel
+    anomaly_map, score = read_jobs(readouts, maps, [flat] * len(maps), scale)
+    return ScoredQuery(anomaly_map, score, [], [])

@@ -11,7 +11,7 @@ threshold between the scores.
 import numpy as np
 import pytest
 
-from padformer_edge.deploy import arrays
+from padformer_edge.detect import arrays
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.line_detector import LineDetector

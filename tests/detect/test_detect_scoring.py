@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect.readout import Readout, consistency_filter, smooth
+from padformer_edge.detect.readout import PassMoments, Readout, consistency_filter, smooth
 from padformer_edge.detect.scoring_config import SMOOTH_MAX_SIGMA
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric
-from padformer_edge.methods.padformer.passes import PassMoments, score_query
+from padformer_edge.methods.padformer.passes import score_query
 
 
 def as_tensor(image01: np.ndarray) -> torch.Tensor:
@@ -77,7 +77,7 @@ def test_score_is_the_maximum_of_the_filtered_map_and_chunking_changes_nothing(m
     recon = torch.rand(6, 3, 10, 10, generator=generator)
     metric = ColourMetric("lab")
     whole = score_query(metric, query, None, recon)
-    monkeypatch.setattr("padformer_edge.methods.padformer.passes.MAX_CHUNK_VALUES", 3 * 20 * 30 * 2)
+    monkeypatch.setattr("padformer_edge.detect.readout.MAX_CHUNK_VALUES", 3 * 20 * 30 * 2)
     chunked = score_query(metric, query, None, recon)
     assert whole.score == pytest.approx(whole.anomaly_map.max().item())
     assert whole.anomaly_map.shape == (20, 30)

@@ -8,7 +8,8 @@ from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.scoring_config import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.methods.fused.metric import FusedMetric, Mix
+from padformer_edge.methods.fused.metric import FusedMetric
+from padformer_edge.methods.fused.mix import Mix
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches

@@ -25,7 +25,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.readout import consistency_filter, smooth, upsample
+from padformer_edge.detect.readout import consistency_filter, smooth
+from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.model import ComparisonModel
 from padformer_edge.methods.compare.scorer import SCORE_SIGMA, ReferenceCells

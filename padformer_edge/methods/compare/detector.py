@@ -21,7 +21,7 @@ import torch
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
 from padformer_edge.detect.images import check_queries, check_references, to_unit_tensor
-from padformer_edge.detect.readout import score_without_passes
+from padformer_edge.detect.readout import read_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.devices.allocator import retain_freed_memory
@@ -104,7 +104,8 @@ class CompareDetector(GroupedDetection):
         detections = []
         for query, query_maps in zip(full, maps, strict=True):
             score_start = time.perf_counter()
-            scored = score_without_passes(self.metric, query, query_maps)
+            size = (query.shape[-2], query.shape[-1])
+            scored = read_without_passes(self.metric, query_maps, size, self.metric.input_size)
             anomaly_map = scored.anomaly_map.float().cpu().numpy()
             timings = call_timings(prepare_share, compare_share, time.perf_counter() - score_start)
             detections.append(Detection(scored.score, anomaly_map, [], [], timings))

@@ -3,9 +3,10 @@
 ``LineCompareDetector`` answers the calls ``LineDetector`` answers (``detect``,
 ``detect_each``, ``scoring``...) from the two graphs ``methods.compare.export`` wrote: the
 references' cells, upright and turned by quarter turns, are one bank made once; each
-query's cells are compared with it and the per-cell scores read as the torch metric reads
-them (bilinear to the query's size, then a Gaussian of ``sigma`` model pixels). Every file
-is checked against the sha256 the profile records before a session opens it.
+query's cells are compared with it and the per-cell scores, brought bilinearly to the
+query's size, are read by the readout the torch metric reads them with
+(``detect.readout``). Every file is checked against the sha256 the profile records before
+a session opens it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.deploy import arrays
-from padformer_edge.deploy.line_readout import F32, flat_cells, smooth
 from padformer_edge.deploy.names import (
     COMPARE_CELLS_GRAPH,
     COMPARE_GRAPH,
@@ -28,7 +27,10 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.deploy.verify import read_line_export
+from padformer_edge.detect import arrays
+from padformer_edge.detect.arrays import F32, flat_cells
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
+from padformer_edge.detect.readout import Readout, read_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 
@@ -57,6 +59,7 @@ class LineCompareDetector(GroupedDetection):
         record = read_line_export(self.folder, files, settings, GRAPHS, hint, fix, "compare")
         self.metric_name, self.scoring = "compare", record["signature"]
         self.input_size, self.sigma = int(record["input_size"]), float(record["sigma"])
+        self.map_readout = self.score_readout = Readout(consistency_filter=False, sigma=self.sigma)
         self.turns = [int(turn) for turn in record["turns"]]
         self.max_batch = settings.max_batch
         self.sessions = open_graphs(runtime, self.folder, GRAPHS, threads, hint, settings.device)
@@ -110,10 +113,11 @@ class LineCompareDetector(GroupedDetection):
         detections = []
         for image, cell_scores in zip(images, scores, strict=True):
             score_start = time.perf_counter()
-            size = image.shape[:2]
-            scale = max(size) / self.input_size  # query pixels per model pixel
-            amap = smooth(arrays.upsample(cell_scores.astype(F32), size), self.sigma * scale)
+            size = (int(image.shape[0]), int(image.shape[1]))
+            upsampled = arrays.upsample(cell_scores.astype(F32), size)
+            scored = read_without_passes(self, [upsampled], size, self.input_size)
             score_time = time.perf_counter() - score_start
             timings = call_timings(prepare_share, compare_share, score_time)
-            detections.append(Detection(float(amap.max()), amap.astype(F32), [], [], timings))
+            amap = scored.anomaly_map.astype(F32)
+            detections.append(Detection(scored.score, amap, [], [], timings))
         return detections

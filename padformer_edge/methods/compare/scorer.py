@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.readout import Readout, smooth, upsample
+from padformer_edge.detect.readout import Readout, smooth
 from padformer_edge.detect.signature import Signature, readout_jobs
+from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.methods.compare.model import Comparison, ComparisonModel
 from padformer_edge.model.backbone import flat_cells
 

@@ -5,12 +5,14 @@ time, and the ``distance`` metric's map and score."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
-from padformer_edge.deploy import arrays
-from padformer_edge.deploy.line_readout import F32, LineReadout, LineScore, flat_cells
-from padformer_edge.methods.fused.line import LineMix
+from padformer_edge.detect import arrays
+from padformer_edge.detect.arrays import F32, flat_cells
+from padformer_edge.detect.readout import Readout, ScoredQuery, read_without_passes
+from padformer_edge.methods.fused.mix import Mix
 
 # query cells x bank rows per similarity block (``best_cosines``): 512K cosines, 2 MiB,
 # within a core's L2. Torch's detector uses 512 x 2048 (``search``); with numpy's layout
@@ -55,7 +57,7 @@ def _fold_max(
 
 
 def reference_maps(
-    mixes: Sequence[LineMix],
+    mixes: Sequence[Mix],
     query_cells: list[np.ndarray],
     banks: list[tuple[np.ndarray, int]],
     size: tuple[int, int],
@@ -82,18 +84,21 @@ def reference_maps(
     return maps
 
 
-def score_distance(
-    mixes: Sequence[LineMix],
-    references: list[np.ndarray | None],
-    readouts: tuple[LineReadout, LineReadout],
-    img_size: int,
-) -> LineScore:
-    """``readout.score_without_passes`` for the ``distance`` metric: each job's weighted
-    distance read by its readout (map job first), with no variance to filter by."""
+class DistanceSpec(Protocol):
+    """What the ``distance`` metric's line score reads of a profile's scoring record."""
+
+    mixes: tuple[Mix, ...]
+    map_readout: Readout
+    score_readout: Readout
+    img_size: int
+
+
+def score_distance(spec: DistanceSpec, references: list[np.ndarray | None]) -> ScoredQuery:
+    """The ``distance`` metric's map and score: each job's weighted distance read by the
+    readout torch shares (``readout.read_without_passes``), with no variance to filter by."""
     size = references[0].shape if references[0] is not None else (0, 0)
-    scale = max(size) / img_size
-    maps = [F32(mix.reference_weight) * d for mix, d in zip(mixes, references, strict=True)]
-    flat = np.zeros_like(maps[0])
-    anomaly_map = readouts[0].apply(maps[0], flat, scale)
-    score_map = readouts[1].apply(maps[-1], flat, scale)
-    return LineScore(anomaly_map.astype(F32), float(score_map.max()), [], [])
+    weighted = zip(spec.mixes, references, strict=True)
+    maps = [F32(mix.reference_weight) * distance for mix, distance in weighted]
+    scored = read_without_passes(spec, maps, (int(size[0]), int(size[1])), spec.img_size)
+    scored.anomaly_map = scored.anomaly_map.astype(F32, copy=False)
+    return scored

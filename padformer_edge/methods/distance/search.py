@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.readout import upsample
+from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.model.backbone import flat_cells, unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 

@@ -14,9 +14,6 @@ things. The reference term alone, with no reconstruction pass, is the ``distance
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import torch
 
 from padformer_edge.detect.readout import Readout
@@ -32,51 +29,9 @@ from padformer_edge.methods.distance.search import (
     reference_distance,
     resolve_search,
 )
+from padformer_edge.methods.fused.mix import Mix, mix_jobs
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.padformer import PADFormer
-
-
-@dataclass(frozen=True)
-class Mix:
-    """What one ``fused`` job adds up per pass: the LAB weight (the feature error takes the
-    rest), the nearest-reference term's weight, the zoom its distance is averaged to, and
-    whether the references are also matched turned by quarter turns."""
-
-    lab_weight: float
-    reference_weight: float = 0.0
-    zoom: int = 1
-    turns: bool = False
-
-    @classmethod
-    def of(cls, lab_weight: float, reference_weight: float, zoom: int, turns: bool) -> Mix:
-        """The mix, with zoom 1 and no turns where there is no reference term for them to
-        change."""
-        if reference_weight > 0:
-            return cls(lab_weight, reference_weight, zoom, turns)
-        return cls(lab_weight, reference_weight)
-
-    @classmethod
-    def of_job(cls, job: JobScoring) -> Mix:
-        """The mix a complete job's settings describe."""
-        assert job.is_complete
-        return cls.of(
-            float(job.lab_weight),  # type: ignore[arg-type]
-            float(job.reference_weight),  # type: ignore[arg-type]
-            int(job.reference_zoom),  # type: ignore[arg-type]
-            bool(job.reference_turns),
-        )
-
-    def signature(self, reads_reconstruction: bool) -> dict[str, Any]:
-        """The mix as a scoring signature's job holds it (``padformer.metrics``); the
-        ``distance`` metric weighs the reconstruction out, so it records no LAB weight."""
-        values: dict[str, Any] = {
-            "reference_weight": float(self.reference_weight),
-            "reference_zoom": self.zoom,
-            "reference_turns": self.turns,
-        }
-        if reads_reconstruction:
-            values = {"lab_weight": float(self.lab_weight), **values}
-        return values
 
 
 def readout_of_job(job: JobScoring) -> Readout:
@@ -96,29 +51,6 @@ def score_scales_of(model: PADFormer) -> tuple[float, float]:
     in the order ``mix_errors`` takes them."""
     lab_scale, feature_scale = (float(v) for v in model.score_scales)
     return lab_scale, feature_scale
-
-
-def mix_errors(
-    lab: torch.Tensor,
-    feature: torch.Tensor,
-    scales: tuple[float, float],
-    lab_weight: float,
-    reference: torch.Tensor | None = None,
-    reference_weight: float = 0.0,
-    reconstruction_weight: float = 1.0,
-) -> torch.Tensor:
-    """The ``fused`` mix of ``[P, H, W]`` LAB and feature errors, each divided by its
-    spread on good views, plus ``reference_weight`` times the ``[H, W]`` nearest-reference
-    distance: the one formula the detector and the validation sweep share.
-    ``reconstruction_weight`` 0 weighs the reconstruction out (the ``distance`` metric)."""
-    lab_part = lab_weight / scales[0] * reconstruction_weight
-    feature_part = (1.0 - lab_weight) / scales[1] * reconstruction_weight
-    mixed = lab * lab_part + feature * feature_part
-    if reference_weight > 0:
-        if reference is None:
-            raise ValueError("a reference weight above 0 needs the reference distance map.")
-        mixed = mixed + reference_weight * reference
-    return mixed
 
 
 class FusedMetric:
@@ -238,16 +170,6 @@ class FusedMetric:
     ) -> torch.Tensor:
         lab = self.lab.errors(target[0], recon01, size)
         feature = self.feature.errors(target[1], recon01, size, features, weights)
-        mixes = [
-            mix_errors(
-                lab,
-                feature,
-                self.scales,
-                mix.lab_weight,
-                reference,
-                mix.reference_weight,
-                self.reconstruction_weight,
-            )
-            for mix, reference in zip(self.mixes, target[2], strict=True)
-        ]
-        return mixes[0] if len(mixes) == 1 else torch.stack(mixes, dim=1)
+        return mix_jobs(
+            lab, feature, self.scales, self.mixes, target[2], self.reconstruction_weight
+        )

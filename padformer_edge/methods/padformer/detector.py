@@ -36,7 +36,7 @@ from padformer_edge.detect.images import (
     to_unit_tensor,
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
-from padformer_edge.detect.readout import score_without_passes
+from padformer_edge.detect.readout import read_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.devices.allocator import retain_freed_memory
@@ -245,7 +245,8 @@ class Detector(GroupedDetection):
             score_start = time.perf_counter()
             made = None if inputs is None else inputs[index]
             if recon is None:
-                scored = score_without_passes(self.metric, query, made)  # type: ignore[arg-type]
+                size = (query.shape[-2], query.shape[-1])
+                scored = read_without_passes(self.metric, made, size, self.metric.input_size)  # type: ignore[arg-type]
             else:
                 scored = score_query(
                     self.metric,

@@ -17,9 +17,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from padformer_edge.deploy import arrays
 from padformer_edge.deploy.cache_files import read_encodings, write_encodings
-from padformer_edge.deploy.line_readout import LineScore, flat_cells
 from padformer_edge.deploy.names import (
     CELLS_GRAPH,
     FEATURES_GRAPH,
@@ -35,7 +33,10 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.deploy.verify import read_line_export
+from padformer_edge.detect import arrays
+from padformer_edge.detect.arrays import flat_cells
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
+from padformer_edge.detect.readout import ScoredQuery
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.methods.distance.line import reference_maps, score_distance
 from padformer_edge.methods.padformer.line_scoring import (
@@ -286,14 +287,11 @@ class LineDetector(GroupedDetection):
         recon: np.ndarray | None,
         predicted: np.ndarray | None,
         index: int,
-    ) -> LineScore:
+    ) -> ScoredQuery:
         size = (query01.shape[-2], query01.shape[-1])
         targets = self.targets(query01, query_model)
         if recon is None:
-            readouts = (self.spec.map_readout, self.spec.score_readout)
-            return score_distance(
-                self.spec.mixes, targets.references, readouts, self.spec.img_size
-            )
+            return score_distance(self.spec, targets.references)
         return score_passes(
             self.spec,
             targets,

@@ -1,9 +1,11 @@
 """Per-query scoring in numpy: the torch detector's ``score_query`` for the line runtime.
 
-The metric's settings are not decided here: the exporter resolves them with the torch
-metric (``line_export.scoring_record``) and stores them in the profile, and this
-module only does the arithmetic. So the model's validated weights, zooms and readouts
-have one source, and a profile scores on the line with exactly the settings it was
+Neither the metric's settings nor its arithmetic are decided here. The exporter resolves
+the settings with the torch metric (``line_export.scoring_record``) and stores them in
+the profile; the arithmetic is the torch detector's own, written once for both array
+kinds (``errors``, ``fused.mix``, ``detect.readout``); this module reads the record and
+hands the graphs' arrays over. So the model's validated weights, zooms and readouts have
+one source, and a profile scores on the line with exactly the settings and steps it was
 calibrated with. Only the metrics a line runs are here: the paper's ``lab`` (and
 ``rgb``), ``fused`` and ``distance``; the encoder ``feature`` error of pixel models is
 refused at export.
@@ -16,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from padformer_edge.deploy import arrays
-from padformer_edge.deploy.line_readout import F32, LineReadout, LineScore
-from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA, MAX_CHUNK_VALUES
-from padformer_edge.methods.fused.line import LineMix, mix_errors
+from padformer_edge.detect.arrays import F32
+from padformer_edge.detect.readout import Readout, ScoredQuery, fold_passes
+from padformer_edge.methods.fused.mix import Mix, mix_jobs
+from padformer_edge.methods.padformer import errors
+from padformer_edge.methods.padformer.errors import ColourSpace
 
 
 @dataclass(frozen=True)
@@ -28,9 +31,9 @@ class ScoringSpec:
 
     metric: str
     signature: dict[str, Any]
-    map_readout: LineReadout
-    score_readout: LineReadout
-    mixes: tuple[LineMix, ...]
+    map_readout: Readout
+    score_readout: Readout
+    mixes: tuple[Mix, ...]
     scales: tuple[float, float]
     reconstruction_weight: float
     score_masked_cells: bool
@@ -45,9 +48,9 @@ class ScoringSpec:
         return cls(
             metric=record["metric"],
             signature=record["signature"],
-            map_readout=LineReadout(**record["map_readout"]),
-            score_readout=LineReadout(**record["score_readout"]),
-            mixes=tuple(LineMix(**mix) for mix in record["mixes"]),
+            map_readout=Readout(**record["map_readout"]),
+            score_readout=Readout(**record["score_readout"]),
+            mixes=tuple(Mix(**mix) for mix in record["mixes"]),
             scales=tuple(record["scales"]),  # type: ignore[arg-type]
             reconstruction_weight=record["reconstruction_weight"],
             score_masked_cells=record["score_masked_cells"],
@@ -57,6 +60,11 @@ class ScoringSpec:
             mean=tuple(record["mean"]),  # type: ignore[arg-type]
             std=tuple(record["std"]),  # type: ignore[arg-type]
         )
+
+    @property
+    def colour_space(self) -> ColourSpace:
+        """The colour error's space: RGB for the ablation, else the paper's LAB."""
+        return "rgb" if self.metric == "rgb" else "lab"
 
     @property
     def reads_passes(self) -> bool:
@@ -99,34 +107,7 @@ class QueryTargets:
 
 def colour_target(spec: ScoringSpec, query01: np.ndarray) -> np.ndarray:
     """``ColourMetric.target``: the blurred query in the metric's colour space."""
-    converted = query01 if spec.metric == "rgb" else arrays.rgb_to_lab(query01)
-    return arrays.gaussian_blur(converted, BLUR_KERNEL, BLUR_SIGMA)
-
-
-def colour_errors(spec: ScoringSpec, target: np.ndarray, recon01: np.ndarray) -> np.ndarray:
-    """``ColourMetric.errors``: ``[P, H, W]`` squared colour distances."""
-    upsampled = np.clip(arrays.upsample(recon01, target.shape[-2:]), 0.0, 1.0)
-    converted = upsampled if spec.metric == "rgb" else arrays.rgb_to_lab(upsampled)
-    return np.square(target - converted).sum(axis=1)
-
-
-def feature_errors(
-    spec: ScoringSpec,
-    target: np.ndarray,
-    predicted: np.ndarray,
-    weights: np.ndarray | None,
-    size: tuple[int, int],
-) -> np.ndarray:
-    """``PredictedFeatureMetric.errors``: ``[P, H, W]`` per-cell feature errors."""
-    cells = spec.cells_per_side
-    squared = np.square(predicted - target)  # [P, M, C * cells * cells]
-    per_cell = squared.reshape(*squared.shape[:2], -1, cells * cells).sum(axis=-2)
-    if spec.score_masked_cells:
-        if weights is None:
-            raise ValueError("this model scores its hidden patches only: pass their weights.")
-        per_cell = per_cell * weights[..., None].astype(F32)
-    maps = arrays.unfold_from_patches(per_cell, cells, spec.grid_size)
-    return arrays.upsample(maps, size)[:, 0]
+    return errors.colour_target(query01, spec.colour_space)
 
 
 def pass_errors(
@@ -137,15 +118,24 @@ def pass_errors(
     weights: np.ndarray | None,
     size: tuple[int, int],
 ) -> np.ndarray:
-    """``[P, jobs, H, W]`` errors of one chunk of passes (``metric.errors``)."""
+    """``[P, H, W]`` (or ``[P, jobs, H, W]``) errors of one chunk of passes
+    (``metric.errors``)."""
     assert targets.colour is not None
-    colour = colour_errors(spec, targets.colour, recon01)
+    colour = errors.colour_errors(targets.colour, recon01, size, spec.colour_space)
     if spec.metric != "fused":
-        return colour[:, None]
+        return colour
     if predicted is None or targets.features is None:
         raise ValueError("the fused metric needs predicted and target features.")
-    feature = feature_errors(spec, targets.features, predicted, weights, size)
-    return mix_errors(
+    feature = errors.feature_errors(
+        targets.features,
+        predicted,
+        weights,
+        size,
+        spec.cells_per_side,
+        spec.grid_size,
+        spec.score_masked_cells,
+    )
+    return mix_jobs(
         colour, feature, spec.scales, spec.mixes, targets.references, spec.reconstruction_weight
     )
 
@@ -157,41 +147,21 @@ def score_passes(
     predicted: np.ndarray | None,
     weights: np.ndarray | None,
     size: tuple[int, int],
-) -> LineScore:
-    """``scoring.score_query``: passes folded in chunks with the exact pairwise mean and
-    variance merge, then each job's readout; the score is the score map's maximum."""
-    chunk = max(1, MAX_CHUNK_VALUES // (3 * size[0] * size[1]))
-    count, mean, sq_dev = 0, None, None
-    pass_mean: list[float] = []
-    pass_max: list[float] = []
-    for start in range(0, recon01.shape[0], chunk):
-        part = slice(start, start + chunk)
-        errors = pass_errors(
+) -> ScoredQuery:
+    """``passes.score_query`` in numpy: this metric's errors, folded and read by the
+    readout torch shares (``readout.fold_passes``)."""
+
+    def errors_of(part: slice) -> np.ndarray:
+        made = pass_errors(
             spec,
             targets,
             recon01[part],
             None if predicted is None else predicted[part],
             None if weights is None else weights[part],
             size,
-        ).astype(F32, copy=False)
-        pass_mean += [float(v) for v in errors[:, 0].mean(axis=(1, 2))]
-        pass_max += [float(v) for v in errors[:, 0].max(axis=(1, 2))]
-        part_mean = errors.mean(axis=0)
-        part_sq = np.square(errors - part_mean).sum(axis=0)
-        if mean is None:
-            count, mean, sq_dev = errors.shape[0], part_mean, part_sq
-            continue
-        total = count + errors.shape[0]
-        delta = part_mean - mean
-        mean = mean + delta * F32(errors.shape[0] / total)
-        sq_dev = sq_dev + part_sq + np.square(delta) * F32(count * errors.shape[0] / total)
-        count = total
-    assert mean is not None and sq_dev is not None
-    variance = sq_dev / F32(count)
-    scale = max(size) / recon01.shape[-1]
-    anomaly_map = spec.map_readout.apply(mean[0], variance[0], scale)
-    same = mean.shape[0] == 1 and spec.score_readout == spec.map_readout
-    score_map = anomaly_map if same else spec.score_readout.apply(mean[-1], variance[-1], scale)
-    return LineScore(anomaly_map.astype(F32), float(score_map.max()), pass_mean, pass_max)
+        )
+        return made.astype(F32, copy=False)
 
-
+    scored = fold_passes(spec, errors_of, recon01.shape[0], size, recon01.shape[-1])
+    scored.anomaly_map = scored.anomaly_map.astype(F32, copy=False)
+    return scored

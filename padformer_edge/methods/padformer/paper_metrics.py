@@ -6,19 +6,25 @@ errors that every mask pattern reproduces are systematic (blur, texture the mode
 render) rather than anomalies, while an anomaly is only wrong when its patch was hidden.
 The image score is the maximum of that map (``readout.PAPER_READOUT``). The colour metrics (LAB,
 the paper's choice, and RGB for the ablation) and the feature metrics (encoder features of
-pixel models, the decoder's predicted CNN features of edge models) are here; the ``fused``
-mix of them is ``methods.fused``, the nearest-reference distance ``methods.distance``.
+pixel models, the decoder's predicted CNN features of edge models) are here, their
+arithmetic in ``errors`` (which the line's numpy scoring shares); the ``fused`` mix of
+them is ``methods.fused``, the nearest-reference distance ``methods.distance``.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
-import kornia
 import torch
 
-from padformer_edge.detect.readout import PAPER_READOUT, Readout, blur, upsample
-from padformer_edge.model.backbone import unfold_from_patches
+from padformer_edge.detect.readout import PAPER_READOUT, Readout
+from padformer_edge.detect.tensor_ops import upsample
+from padformer_edge.methods.padformer.errors import (
+    ColourSpace,
+    colour_errors,
+    colour_target,
+    feature_errors,
+)
 from padformer_edge.model.padformer import PADFormer
 
 
@@ -58,14 +64,11 @@ class ColourMetric:
 
     map_readout = score_readout = PAPER_READOUT
 
-    def __init__(self, space: Literal["lab", "rgb"]) -> None:
+    def __init__(self, space: ColourSpace) -> None:
         self.space = space
 
-    def convert(self, images01: torch.Tensor) -> torch.Tensor:
-        return kornia.color.rgb_to_lab(images01) if self.space == "lab" else images01
-
     def target(self, query01: torch.Tensor, query_model: torch.Tensor) -> torch.Tensor:
-        return blur(self.convert(query01))
+        return colour_target(query01, self.space)
 
     def errors(
         self,
@@ -75,8 +78,7 @@ class ColourMetric:
         features: torch.Tensor | None = None,
         weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        recon = self.convert(upsample(recon01, size).clamp_(0.0, 1.0))
-        return (target - recon).square_().sum(dim=1)
+        return colour_errors(target, recon01, size, self.space)
 
 
 class FeatureMetric:
@@ -133,12 +135,12 @@ class PredictedFeatureMetric:
         if features is None:
             raise ValueError("the feature error of a CNN-token model needs predicted features.")
         cfg = self.model.config
-        cells = cfg.cells_per_side
-        squared = (features.float() - target).square_()  # [P, M, C * cells * cells]
-        per_cell = squared.unflatten(-1, (-1, cells * cells)).sum(-2)  # [P, M, cells^2]
-        if cfg.score_masked_cells:
-            if weights is None:
-                raise ValueError("this model scores its hidden patches only: pass their weights.")
-            per_cell = per_cell * weights.unsqueeze(-1).to(per_cell.dtype)
-        maps = unfold_from_patches(per_cell, cells, cfg.grid_size)  # [P, 1, g*c, g*c]
-        return upsample(maps, size).squeeze(1)
+        return feature_errors(
+            target,
+            features,
+            weights,
+            size,
+            cfg.cells_per_side,
+            cfg.grid_size,
+            cfg.score_masked_cells,
+        )

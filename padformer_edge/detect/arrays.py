@@ -1,4 +1,5 @@
-"""The image arithmetic of detection in numpy, for a line PC that has no torch.
+"""The image arithmetic of detection in numpy, for a line PC that has no torch, and the
+primitives ``readout`` composes when it reads numpy arrays (``tensor_ops`` in torch).
 
 Each function mirrors one torch or kornia call of the torch detector (named in its
 docstring) with the same formula and float32 arithmetic, so the two differ only by the
@@ -9,6 +10,7 @@ two matrix products per channel rather than a gather per pixel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import cv2
@@ -163,3 +165,62 @@ def unfold_from_patches(tokens: np.ndarray, cells: int, grid: int) -> np.ndarray
     (``model.backbone.unfold_from_patches``)."""
     maps = tokens.transpose(0, 2, 1).reshape(tokens.shape[0], tokens.shape[2], grid, grid)
     return pixel_shuffle(maps, cells) if cells > 1 else maps
+
+
+def flat_cells(cells: np.ndarray) -> np.ndarray:
+    """``[B, C, h, w]`` -> ``[B * h * w, C]`` (``model.backbone.flat_cells``)."""
+    return cells.transpose(0, 2, 3, 1).reshape(-1, cells.shape[1])
+
+
+class NumpyOps:
+    """``array_ops.ArrayOps`` on float32 numpy arrays, for the torch-free line."""
+
+    def zeros_like(self, array: np.ndarray) -> np.ndarray:
+        return np.zeros_like(array)
+
+    def square(self, array: np.ndarray) -> np.ndarray:
+        return np.square(array)
+
+    def mean(self, array: np.ndarray, axis: int | tuple[int, ...]) -> np.ndarray:
+        return array.mean(axis=axis)
+
+    def sum(self, array: np.ndarray, axis: int) -> np.ndarray:
+        return array.sum(axis=axis)
+
+    def amax(self, array: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+        return array.max(axis=axis)
+
+    def stack(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
+        return np.stack(arrays, axis=axis)
+
+    def as_float32(self, array: np.ndarray) -> np.ndarray:
+        return array.astype(F32, copy=False)
+
+    def clip01(self, array: np.ndarray) -> np.ndarray:
+        return np.clip(array, 0.0, 1.0)
+
+    def lower_median(self, array: np.ndarray) -> np.ndarray:
+        flat = array.reshape(-1)
+        kth = (flat.size + 1) // 2 - 1
+        return np.partition(flat, kth)[kth]
+
+    def keep_above(self, values: np.ndarray, keys: np.ndarray, cut: np.ndarray) -> np.ndarray:
+        return np.where(keys > cut, values, F32(0.0)).astype(F32)
+
+    def average_pool(self, plane: np.ndarray, factor: int) -> np.ndarray:
+        return average_pool(plane, factor)
+
+    def gaussian_blur(self, images: np.ndarray, kernel: int, sigma: float) -> np.ndarray:
+        return gaussian_blur(images, kernel, sigma)
+
+    def upsample(self, images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        return upsample(images, size)
+
+    def rgb_to_lab(self, images01: np.ndarray) -> np.ndarray:
+        return rgb_to_lab(images01)
+
+    def unfold_from_patches(self, tokens: np.ndarray, cells: int, grid: int) -> np.ndarray:
+        return unfold_from_patches(tokens, cells, grid)
+
+
+NUMPY_OPS = NumpyOps()

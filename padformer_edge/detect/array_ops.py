@@ -1,0 +1,83 @@
+"""The primitives one array kind brings to the scoring arithmetic, and which kind an
+array is: torch tensors (``tensor_ops``, on the detector's device) or numpy arrays
+(``arrays``, on a torch-free line).
+
+The scoring arithmetic (``readout``, the metrics' error maps, the fused mix) is written
+once against ``ArrayOps`` and runs on either kind, so the torch detectors and the line
+detectors share one copy of it and differ by float32 rounding only. No torch is imported
+here: a tensor's primitives are loaded only when a tensor is handed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+Array = Any
+"""A torch tensor or a numpy array: the arithmetic takes either and answers in kind."""
+
+
+class ArrayOps(Protocol):
+    """What differs between the kinds: calls with other names or other libraries behind
+    them. Plain arithmetic (``+``, ``*``, indexing, ``reshape``, ``sum(axis)``) is
+    written on the arrays themselves."""
+
+    def zeros_like(self, array: Array) -> Array: ...
+
+    def square(self, array: Array) -> Array: ...
+
+    def mean(self, array: Array, axis: int | tuple[int, ...]) -> Array: ...
+
+    def sum(self, array: Array, axis: int) -> Array: ...
+
+    def amax(self, array: Array, axis: tuple[int, ...]) -> Array: ...
+
+    def stack(self, arrays: Sequence[Array], axis: int) -> Array: ...
+
+    def as_float32(self, array: Array) -> Array: ...
+
+    def clip01(self, array: Array) -> Array:
+        """``array`` clipped to [0, 1]."""
+        ...
+
+    def lower_median(self, array: Array) -> Array:
+        """The ``(n + 1) // 2``-th smallest value, as a 0-d array."""
+        ...
+
+    def keep_above(self, values: Array, keys: Array, cut: Array) -> Array:
+        """``values`` where ``keys`` is strictly above ``cut``, zero elsewhere."""
+        ...
+
+    def average_pool(self, plane: Array, factor: int) -> Array:
+        """``[H, W]`` averaged over ``factor`` blocks, partial edge blocks over what they hold."""
+        ...
+
+    def gaussian_blur(self, images: Array, kernel: int, sigma: float) -> Array:
+        """``[..., H, W]`` blurred by a ``kernel``-tap Gaussian with reflected borders."""
+        ...
+
+    def upsample(self, images: Array, size: tuple[int, int]) -> Array:
+        """``[..., h, w]`` resized bilinearly (half-pixel centres) to ``size``."""
+        ...
+
+    def rgb_to_lab(self, images01: Array) -> Array:
+        """``[..., 3, H, W]`` sRGB in [0, 1] as CIELAB under D65."""
+        ...
+
+    def unfold_from_patches(self, tokens: Array, cells: int, grid: int) -> Array:
+        """``[B, g * g, cells * cells * C]`` -> ``[B, C, g * cells, g * cells]``."""
+        ...
+
+
+def ops_of(array: Array) -> ArrayOps:
+    """The primitives of ``array``'s kind: numpy's, or torch's only when handed a tensor
+    (so a torch-free line never imports torch)."""
+    if isinstance(array, np.ndarray | np.generic):
+        from padformer_edge.detect.arrays import NUMPY_OPS
+
+        return NUMPY_OPS
+    from padformer_edge.detect.tensor_ops import TORCH_OPS
+
+    return TORCH_OPS

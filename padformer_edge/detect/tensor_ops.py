@@ -1,0 +1,89 @@
+"""The image arithmetic of detection in torch: the query blur and resizes the metrics
+call, and ``array_ops.ArrayOps`` on tensors, the primitives the shared scoring arithmetic
+composes (``arrays`` is their numpy counterpart on a torch-free line)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import kornia
+import torch
+import torch.nn.functional as F
+
+from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA
+from padformer_edge.model.backbone import unfold_from_patches
+
+
+def blur(images: torch.Tensor) -> torch.Tensor:
+    """The paper's query smoothing: Gaussian, sigma 1.4, 7x7, per channel."""
+    return kornia.filters.gaussian_blur2d(
+        images, (BLUR_KERNEL, BLUR_KERNEL), (BLUR_SIGMA, BLUR_SIGMA), border_type="reflect"
+    )
+
+
+def upsample(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear resize of ``[B, C, h, w]`` to ``size`` (a no-op at that size already)."""
+    if tuple(images.shape[-2:]) == tuple(size):
+        return images
+    return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
+
+
+class TorchOps:
+    """``array_ops.ArrayOps`` on tensors, on whatever device they live on."""
+
+    def zeros_like(self, array: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(array)
+
+    def square(self, array: torch.Tensor) -> torch.Tensor:
+        return array.square()
+
+    def mean(self, array: torch.Tensor, axis: int | tuple[int, ...]) -> torch.Tensor:
+        return array.mean(dim=axis)
+
+    def sum(self, array: torch.Tensor, axis: int) -> torch.Tensor:
+        return array.sum(dim=axis)
+
+    def amax(self, array: torch.Tensor, axis: tuple[int, ...]) -> torch.Tensor:
+        return array.amax(dim=axis)
+
+    def stack(self, arrays: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
+        return torch.stack(list(arrays), dim=axis)
+
+    def as_float32(self, array: torch.Tensor) -> torch.Tensor:
+        return array.float()
+
+    def clip01(self, array: torch.Tensor) -> torch.Tensor:
+        return array.clamp(0.0, 1.0)
+
+    def lower_median(self, array: torch.Tensor) -> torch.Tensor:
+        flat = array.reshape(-1)  # kthvalue, unlike quantile, has no size limit
+        return flat.kthvalue((flat.numel() + 1) // 2).values
+
+    def keep_above(
+        self, values: torch.Tensor, keys: torch.Tensor, cut: torch.Tensor
+    ) -> torch.Tensor:
+        return torch.where(keys > cut, values, torch.zeros_like(values))
+
+    def average_pool(self, plane: torch.Tensor, factor: int) -> torch.Tensor:
+        return F.avg_pool2d(plane[None, None], factor, ceil_mode=True)[0, 0]
+
+    def gaussian_blur(self, images: torch.Tensor, kernel: int, sigma: float) -> torch.Tensor:
+        batched = images.reshape(-1, 1, *images.shape[-2:]) if images.ndim != 4 else images
+        blurred = kornia.filters.gaussian_blur2d(
+            batched, (kernel, kernel), (sigma, sigma), border_type="reflect"
+        )
+        return blurred.reshape(images.shape)
+
+    def upsample(self, images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        if images.ndim == 2:
+            return upsample(images[None, None], size)[0, 0]
+        return upsample(images, size)
+
+    def rgb_to_lab(self, images01: torch.Tensor) -> torch.Tensor:
+        return kornia.color.rgb_to_lab(images01)
+
+    def unfold_from_patches(self, tokens: torch.Tensor, cells: int, grid: int) -> torch.Tensor:
+        return unfold_from_patches(tokens, cells, grid)
+
+
+TORCH_OPS = TorchOps()
