@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -30,6 +31,7 @@ from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.queue import enqueue
 from padformer_edge.store.schema import upgrade
@@ -102,11 +104,18 @@ def make_site(
     cameras: tuple[str, ...] = ("cam0",),
     threshold: float = 1e9,
     passes: int = 2,
+    profile: Path | None = None,
     **sections: dict,
 ) -> Site:
-    """Camera folders, a profile ``bolt`` and a daemon config; ``sections`` override it."""
+    """Camera folders, a profile ``bolt`` and a daemon config; ``sections`` override it.
+    ``profile``: a profile folder made once (``tests.daemon.plant_chaos.line_profile``)
+    copied in as ``bolt`` with ``threshold`` pinned, instead of a new tiny torch one."""
     state = root / "state"
-    make_profile(state / "profiles", "bolt", threshold, passes)
+    if profile is None:
+        make_profile(state / "profiles", "bolt", threshold, passes)
+    else:
+        shutil.copytree(profile, state / "profiles" / "bolt")
+        pin_threshold(load_profile(state / "profiles", "bolt"), threshold)
     folders = {name: root / "cameras" / name for name in cameras}
     for folder in folders.values():
         folder.mkdir(parents=True)

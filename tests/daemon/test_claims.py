@@ -63,8 +63,9 @@ def refused(site: Site) -> tuple[str, float]:
 def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     db_url: str,  # noqa: F811
     tmp_path: Path,
+    line_profile: Path,
 ) -> None:
-    site = make_site(tmp_path, cameras=("cam0", "cam1"))
+    site = make_site(tmp_path, cameras=("cam0", "cam1"), profile=line_profile)
     base = with_config(site, "base", database=db_url)
     first = with_config(base, "first", line="press-1")
     host = socket.gethostname()
@@ -99,17 +100,17 @@ def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     assert _claim_pids(db_url) == set()  # a clean stop lets go
 
 
-def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path) -> None:
+def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path, line_profile: Path) -> None:
     """Two line PCs configured with one line name and one plant database: two state
     folders, each with its own SQLite file and camera folder, so only the plant sees
     both. The daemon has no host-name override, so both run on this host under their
     own process ids; another PC's holder is a claim row written into the plant as
     ``far-pc``'s daemon writes it (its liveness is its age, as for any other host)."""
     with own_cluster() as cluster:
-        first = with_config(make_site(tmp_path / "a"), "a", line="press-1",
-                            plant_database=cluster.url)  # fmt: skip
-        second = with_config(make_site(tmp_path / "b"), "b", line="press-1",
-                             plant_database=cluster.url)  # fmt: skip
+        first = with_config(make_site(tmp_path / "a", profile=line_profile), "a",
+                            line="press-1", plant_database=cluster.url)  # fmt: skip
+        second = with_config(make_site(tmp_path / "b", profile=line_profile), "b",
+                             line="press-1", plant_database=cluster.url)  # fmt: skip
         host = socket.gethostname()
         with DaemonProcess(first) as holder:
             holder.wait_ready()
