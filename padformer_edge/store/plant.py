@@ -5,7 +5,8 @@ both have an inspection 1): an inspection by (line, path, content), the file's i
 on the plant; a review by its inspection; a review history entry by (inspection, time,
 reviewer, verdict); an alert by (inspection, sink, time, payload); a drift event by
 (line, camera, kind, time), the key ``db copy`` uses, so an event copied in and later
-forwarded stays one row. Writing the same batch twice therefore leaves the database as
+forwarded stays one row; a reference candidate by (product, picture sha256), the key the
+table holds it by. Writing the same batch twice therefore leaves the database as
 writing it once, which is what makes forwarding exactly once: the forwarder
 acknowledges its outbox rows after this transaction commits, and a crash between the
 two only repeats a batch. One line's rows are written by its one daemon
@@ -24,6 +25,7 @@ from padformer_edge.store.tables import (
     alerts,
     drift_events,
     inspections,
+    reference_candidates,
     review_history,
     reviews,
 )
@@ -106,6 +108,31 @@ def _upsert_drift(conn: Connection, row: dict[str, Any], plant_id: int | None) -
         conn.execute(update(drift_events).where(c.id == found[0]).values(**acknowledged))
 
 
+_DECISION = ("state", "decided_at", "decided_by", "note")
+
+
+def _upsert_candidate(conn: Connection, row: dict[str, Any], plant_id: int | None) -> None:
+    """The candidate inserted, or the line's decision on it brought over when it is newer
+    than the one the plant holds: a decision taken on the plant (``profile candidates``
+    there) is not taken back by the line sending the candidate again still pending, and
+    a later one on the line replaces it. A candidate whose inspection the line pruned
+    before the plant had it (``plant_id`` None) cannot be inserted: the plant names its
+    inspection by the plant's own id."""
+    c = reference_candidates.c
+    found = conn.execute(
+        select(c.id, c.decided_at).where(c.product == row["product"], c.sha256 == row["sha256"])
+    ).first()
+    if found is None:
+        if plant_id is not None:
+            values = {**_without(row, "id"), "inspection_id": plant_id}
+            conn.execute(reference_candidates.insert().values(values))
+        return
+    decided = row["decided_at"]
+    if decided is not None and (found.decided_at is None or decided > found.decided_at):
+        decision = {k: row[k] for k in _DECISION}
+        conn.execute(update(reference_candidates).where(c.id == found.id).values(**decision))
+
+
 def write_batch(plant: Engine, batch: Batch) -> None:
     """Write ``batch`` (``outbox.take``) into the plant database in one transaction."""
     with plant.begin() as conn:
@@ -124,3 +151,5 @@ def write_batch(plant: Engine, batch: Batch) -> None:
         # An event's inspection is a pointer, not a parent: one the line pruned is none.
         for row in batch.drift_events:
             _upsert_drift(conn, row, plant_ids.get(row["inspection_id"]))
+        for row in batch.candidates:  # kept by the line when it prunes their inspection
+            _upsert_candidate(conn, row, plant_ids.get(row["inspection_id"]))

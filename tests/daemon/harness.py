@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +135,14 @@ def make_site(
 class DaemonProcess:
     """``python -m padformer_edge watch`` with its JSON log captured to a file."""
 
-    def __init__(self, site: Site, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        site: Site,
+        env: dict[str, str] | None = None,
+        launcher: Sequence[str] = ("-m", "padformer_edge"),
+    ) -> None:
+        """``launcher``: the ``python`` arguments before the CLI's own (another way into
+        the same CLI, such as ``tests.daemon.held_import``'s)."""
         self.site = site
         self.log = site.root / f"daemon-{time.monotonic_ns()}.log"
         base = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
@@ -146,7 +153,7 @@ class DaemonProcess:
             "PADFORMER_EDGE_STATE_DIR": str(site.root / "state"),
             **(env or {}),
         }
-        command = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "watch"]
+        command = [sys.executable, *launcher, "--log-format", "json", "watch"]
         with open(self.log, "wb") as handle:  # the child keeps its own copy of the fd
             self.process = subprocess.Popen(
                 [*command, "--config", str(site.config)],

@@ -23,9 +23,11 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.claims import line_resource
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
 from padformer_edge.store.tables import daemon_claims
 from tests.cli_process import run_cli_modules
 from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image
+from tests.daemon.held_import import held_marker, launcher
 from tests.daemon.plant_chaos import backlog, local, plant
 from tests.detect_images import product_image
 from tests.pg_cluster import own_cluster
@@ -172,6 +174,10 @@ def _foreign_plant_claim(url: str, renewed: datetime, since: datetime) -> None:
         engine.dispose()
 
 
+def _logged(daemon: DaemonProcess, event: str) -> bool:
+    return any(e.get("event") == event for e in daemon.events())
+
+
 def _claim_pids(db: str) -> set[int]:
     engine = open_engine(db, read_only=True)
     try:
@@ -212,3 +218,37 @@ def test_an_uncalibrated_profile_is_refused_before_the_database_or_a_claim_exist
     assert len(result.stderr.strip().splitlines()) == 1
     assert "torch" not in modules
     assert not database.exists()
+
+
+def test_a_refusal_while_watch_still_imports_is_its_sentence_and_exit_2(
+    tmp_path: Path, line_profile: Path
+) -> None:
+    """The plant away at start: the daemon starts on its local claim and goes on to import
+    what runs it (held there by the test, a phase that otherwise lasts a second or two),
+    and meanwhile the plant answers with another PC's live claim. The refusal is the one
+    sentence naming the holder and exit 2, not a signal's exit 143."""
+    with own_cluster() as cluster:
+        upgrade_engine = open_engine(cluster.url)
+        upgrade(upgrade_engine)
+        upgrade_engine.dispose()
+        since = datetime.now(UTC) - timedelta(minutes=5)
+        _foreign_plant_claim(cluster.url, renewed=datetime.now(UTC), since=since)
+        site = with_config(make_site(tmp_path, profile=line_profile), "held", line="press-1",
+                           plant_database=cluster.url, claim_expiry_s=3.0)  # fmt: skip
+        cluster.stop()
+        gate = tmp_path / "gate"
+        held = launcher("padformer_edge.daemon.service", gate)
+        with DaemonProcess(site, launcher=held) as daemon:
+            wait_for(held_marker(gate).exists, 120, daemon, "watch holding its import")
+            cluster.start()
+            wait_for(lambda: _logged(daemon, "daemon.plant_claim_refused"), 60, daemon,
+                     "the plant's refusal")  # fmt: skip
+            gate.touch()
+            code = daemon.wait(120)
+        output = daemon.log.read_text()
+        assert code == USER_ERROR_EXIT, output[-3000:]
+        assert (
+            "error: line 'press-1' is held by the daemon of line 'press-1' on host "
+            f"far-pc (PID 4242, since {since.isoformat(timespec='seconds')})" in output
+        )
+        assert plant(cluster, "SELECT * FROM inspections") == []  # nothing forwarded
