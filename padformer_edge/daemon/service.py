@@ -70,7 +70,7 @@ class Daemon:
         self.config = config
         self.plant_claimed = plant_claimed
         self.notifier = notifier or Notifier()
-        self.stop = stop or threading.Event()
+        self.stop = stop if stop is not None else threading.Event()
         """Set by SIGTERM or SIGINT, and by whoever handed it in (``watch``'s claim keeper)."""
         self.layout = resolve_layout(config)
         self.started_at = utc_now()
