@@ -50,11 +50,11 @@ ALERT_QUERY = (
 def line_profile(folder: Path) -> Path:
     """The cheapest real profile a line daemon runs, made once under ``folder`` for every
     site to copy (``make_site(profile=...)``, as ``bolt``): a tiny random-weight edge
-    model on its fused metric, exported to ONNX and scored by onnxruntime, as a torch-free line
-    install runs a published profile. A daemon on it never imports torch, so it is ready
-    in a second or two where the torch stack's imports alone take ten on a loaded
-    2-core machine; what the plant tests check (claims, the outbox, forwarding, alerts)
-    does not depend on the detector. Returns the profile's folder."""
+    model on its fused metric, exported to ONNX and scored by onnxruntime, as a
+    torch-free line install runs a published profile. A daemon on it never loads torch,
+    so it is ready in a second or two where the torch stack's imports alone take about
+    ten on a loaded 2-core machine; what the plant tests check (claims, the outbox,
+    forwarding, alerts) does not depend on the detector. Returns the profile's folder."""
     source = folder / "source"
     save_checkpoint(source / "model.safetensors", tiny_model("edge"))
     for seed in range(2):
