@@ -32,6 +32,8 @@ TRIGGERS = (
     "plant_outbox_alert_update",
     "plant_outbox_drift_insert",  # added to store.outbox after this revision: dropped too
     "plant_outbox_drift_update",
+    "plant_outbox_candidate_insert",  # added to store.outbox after this revision: dropped too
+    "plant_outbox_candidate_update",
 )
 
 

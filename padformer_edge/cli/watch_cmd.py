@@ -37,12 +37,15 @@ def watch(
     require_profiles(layout, names)
     from padformer_edge.daemon.claims import ClaimKeeper
     from padformer_edge.daemon.inspectors import open_profile
+    from padformer_edge.daemon.stopping import stop_on_signals
 
     for name in sorted(names):
         open_profile(layout.profiles, name)
 
     # One daemon per line and camera folder: a held one is refused here, before torch.
-    with ClaimKeeper(settings) as claims:
+    # From then on a stop (a signal, or the plant naming another live holder) is a
+    # request the daemon takes up, in whatever phase of its start it comes.
+    with ClaimKeeper(settings) as claims, stop_on_signals(claims.stop):
         from padformer_edge.daemon.service import run_daemon  # torch: only when it runs
 
         server = None
@@ -51,9 +54,9 @@ def watch(
 
             server = make_server(settings.http, settings.database, file_roots(settings)).start()
         try:
-            code = run_daemon(settings, plant_claimed=claims.plant_current)
+            code = run_daemon(settings, plant_claimed=claims.plant_current, stop=claims.stop)
         finally:
             if server is not None:
                 server.stop()
-        claims.raise_refusal()  # the plant showed another live holder after start
+    claims.raise_refusal()  # the plant showed another live holder after start: exit 2
     raise typer.Exit(code)

@@ -8,7 +8,10 @@ the claims every third of ``claim_expiry_s``; it runs beside the daemon's own th
 rather than in the supervising loop's healthy-only beat, because a daemon still loading
 its models, or briefly unhealthy, still owns its line. A daemon that finds its claims
 gone (it was silent past the expiry, say the database was unreachable, and another
-daemon took over) stops itself with SIGTERM: two daemons must not run one line.
+daemon took over) stops itself: two daemons must not run one line. It sets ``stop``, the
+daemon's stop request, which SIGTERM sets too (``daemon.stopping``); the daemon takes it
+up in whatever phase of its start it comes, so a refusal is always the CLI's sentence
+and exit 2.
 
 With ``plant_database`` set the line's own SQLite file only sees the daemons of its own
 state folder, so the line and its folders are claimed in the plant database too
@@ -24,7 +27,6 @@ stay in its SQLite file and outbox, nothing lost; it stops with the refusal sent
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import threading
 import time
@@ -207,6 +209,9 @@ class ClaimKeeper:
                 config.plant_database, self.claimant, self.folders, config.claim_expiry_s
             )
         self.refusal: str | None = None
+        self.stop = threading.Event()
+        """Set when this daemon must stop (its claims are another's); the daemon's own
+        stop request, which SIGTERM and SIGINT set too (``watch``)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.engine: Engine | None = None
@@ -258,7 +263,7 @@ class ClaimKeeper:
                     self.refusal = sentence
                     log.error("daemon.plant_claim_refused", line=self.claimant.line,
                               error=sentence)  # fmt: skip
-                    os.kill(os.getpid(), signal.SIGTERM)  # stop: the line is another's
+                    self.stop.set()  # the line is another's
                     return
                 settled = self.plant.held and self.plant.answering
                 wait_s = self.every_s if settled else min(self.every_s, PLANT_RETRY_S)
@@ -276,7 +281,7 @@ class ClaimKeeper:
             return True
         if held < expected:
             log.error("daemon.claim_lost", line=self.claimant.line, held=held, expected=expected)
-            os.kill(os.getpid(), signal.SIGTERM)  # the daemon's own clean stop
+            self.stop.set()  # the daemon's own clean stop
             return False
         return True
 

@@ -19,7 +19,6 @@ anything still ``processing`` to ``pending`` and exit 0.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import threading
 import time
@@ -36,6 +35,7 @@ from padformer_edge.daemon.layout import resolve_layout
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.reload import ProfileReloader, file_digest
 from padformer_edge.daemon.settings import DaemonConfig
+from padformer_edge.daemon.stopping import stop_on_signals
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.detect.tf32 import allow_tf32
 from padformer_edge.devices.gpu_gauges import follow_devices
@@ -65,11 +65,13 @@ class Daemon:
         config: DaemonConfig,
         notifier: Notifier | None = None,
         plant_claimed: Callable[[], bool] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.config = config
         self.plant_claimed = plant_claimed
         self.notifier = notifier or Notifier()
-        self.stop = threading.Event()
+        self.stop = stop if stop is not None else threading.Event()
+        """Set by SIGTERM or SIGINT, and by whoever handed it in (``watch``'s claim keeper)."""
         self.layout = resolve_layout(config)
         self.started_at = utc_now()
 
@@ -304,12 +306,10 @@ class Daemon:
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
 
     def run(self) -> int:
-        def request_stop(signum: int, _frame: object) -> None:
-            log.info("daemon.signal", signal=signal.Signals(signum).name)
-            self.stop.set()
-
-        previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        with stop_on_signals(self.stop):
+            if self.stop.is_set():  # asked to stop while watch was still getting ready
+                log.info("daemon.stopped_before_start")
+                return 0
             self.start()
             if self.stop.is_set():
                 self.shutdown()
@@ -323,14 +323,15 @@ class Daemon:
             )
             code = self.supervise()
             self.shutdown()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         return code
 
 
-def run_daemon(config: DaemonConfig, plant_claimed: Callable[[], bool] | None = None) -> int:
-    """Run until SIGTERM/SIGINT; the exit code for the CLI. ``plant_claimed`` says when
-    the line's claim in the plant database is current (``ClaimKeeper``): only then does
-    the forwarder write there."""
-    return Daemon(config, plant_claimed=plant_claimed).run()
+def run_daemon(
+    config: DaemonConfig,
+    plant_claimed: Callable[[], bool] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT or ``stop`` is set; the exit code for the CLI.
+    ``plant_claimed`` says when the line's claim in the plant database is current
+    (``ClaimKeeper``): only then does the forwarder write there."""
+    return Daemon(config, plant_claimed=plant_claimed, stop=stop).run()

@@ -264,8 +264,9 @@ class DaemonConfig(StrictModel):
     plant_database: str | None = Field(
         None,
         description="The plant's PostgreSQL URL (postgresql://USER@HOST/DB): results, "
-        "reviews, alerts and drift events are forwarded there exactly once from the line's "
-        "own SQLite database, which keeps the queue; unset: the SQLite database alone.",
+        "reviews, alerts, drift events and reference candidates are forwarded there exactly "
+        "once from the line's own SQLite database, which keeps the queue; unset: the SQLite "
+        "database alone.",
     )
     heatmaps: Path | None = Field(
         None, description="Heatmap folder (default heatmaps); never inside a camera folder."

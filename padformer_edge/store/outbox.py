@@ -2,7 +2,8 @@
 
 A line PC keeps its queue, results and alerts in its own SQLite file; with a plant
 database configured, every change the plant must see (a finished result, a review, a
-review history entry, an alert created or settled, a drift event raised or acknowledged)
+review history entry, an alert created or settled, a drift event raised or acknowledged,
+a reference candidate proposed or decided)
 also leaves a row in ``plant_outbox`` naming the changed row. The row is written by a
 SQLite trigger, inside the transaction that made the change: a change committed is a
 change owed to the plant, whatever kills the process a moment later, and none of the
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.dialects import sqlite
@@ -37,12 +38,13 @@ from padformer_edge.store.tables import (
     inspections,
     plant_forwarding,
     plant_outbox,
+    reference_candidates,
     review_history,
     reviews,
     utc_now,
 )
 
-Kind = Literal["inspection", "review", "review_history", "alert", "drift_event"]
+Kind = Literal["inspection", "review", "review_history", "alert", "drift_event", "candidate"]
 FINAL_STATUSES = "('done', 'failed', 'skipped')"
 _FORWARDING = "EXISTS (SELECT 1 FROM plant_forwarding WHERE line = NEW.line)"
 
@@ -77,6 +79,19 @@ _TRIGGERS: dict[str, tuple[str, str, Kind, str]] = {
         "AFTER UPDATE OF acknowledged_at ON drift_events",
         "1",
         "drift_event",
+        "NEW.id",
+    ),
+    "plant_outbox_candidate_insert": (
+        "AFTER INSERT ON reference_candidates",
+        "1",
+        "candidate",
+        "NEW.id",
+    ),
+    # decided, withdrawn, or decided again
+    "plant_outbox_candidate_update": (
+        "AFTER UPDATE OF state, decided_at, decided_by, note ON reference_candidates",
+        "1",
+        "candidate",
         "NEW.id",
     ),
 }
@@ -130,10 +145,10 @@ class Batch:
     """Outbox rows taken together, and the local rows they name, read in one snapshot.
 
     ``inspections`` holds every inspection the batch touches, the parents of its reviews,
-    alerts and drift events included: the plant database needs a child's inspection
-    before the child, and sending a parent again is harmless. A drift event's inspection
-    is only a pointer to its window's last image: when the line has pruned it, the event
-    goes without it."""
+    alerts, drift events and reference candidates included: the plant database needs a
+    child's inspection before the child, and sending a parent again is harmless. A drift
+    event's inspection is only a pointer to its window's last image: when the line has
+    pruned it, the event goes without it; so may a candidate's (``store.plant``)."""
 
     outbox_ids: list[int] = field(default_factory=list)
     inspections: list[dict[str, Any]] = field(default_factory=list)
@@ -141,6 +156,7 @@ class Batch:
     review_history: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     drift_events: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.outbox_ids)
@@ -167,9 +183,7 @@ def take(engine: Engine, limit: int) -> Batch:
         ).all()
         if not owed:
             return batch
-        ids: dict[str, set[int]] = {"inspection": set(), "review": set(),
-                                    "review_history": set(), "alert": set(),
-                                    "drift_event": set()}  # fmt: skip
+        ids: dict[str, set[int]] = {kind: set() for kind in get_args(Kind)}
         for outbox_id, kind, row_id in owed:
             batch.outbox_ids.append(outbox_id)
             ids[kind].add(row_id)
@@ -178,7 +192,10 @@ def take(engine: Engine, limit: int) -> Batch:
                                      ids["review_history"])  # fmt: skip
         batch.alerts = _rows(conn, alerts, alerts.c.id, ids["alert"])
         batch.drift_events = _rows(conn, drift_events, drift_events.c.id, ids["drift_event"])
-        children = batch.reviews + batch.review_history + batch.alerts + batch.drift_events
+        batch.candidates = _rows(conn, reference_candidates, reference_candidates.c.id,
+                                 ids["candidate"])  # fmt: skip
+        children = (batch.reviews + batch.review_history + batch.alerts + batch.drift_events
+                    + batch.candidates)  # fmt: skip
         parents = {r["inspection_id"] for r in children if r["inspection_id"] is not None}
         batch.inspections = _rows(conn, inspections, inspections.c.id, ids["inspection"] | parents)
     return batch

@@ -319,11 +319,11 @@ plant_forwarding = Table(
 )
 
 # What a forwarding line still owes the plant database: one row per change of a result,
-# review, review history entry, alert or drift event (``kind`` and the changed row's local
-# id), written by a trigger in the same transaction as the change, deleted once the plant
-# database has committed it (``daemon.forwarder``). Rows name the changed row, not its values: the
-# forwarder sends the row as it is when it forwards, so a change forwarded twice writes
-# the same values twice, never a second row.
+# review, review history entry, alert, drift event or reference candidate (``kind`` and
+# the changed row's local id), written by a trigger in the same transaction as the
+# change, deleted once the plant database has committed it (``daemon.forwarder``). Rows
+# name the changed row, not its values: the forwarder sends the row as it is when it
+# forwards, so a change forwarded twice writes the same values twice, never a second row.
 plant_outbox = Table(
     "plant_outbox",
     metadata,

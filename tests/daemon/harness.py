@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.queue import enqueue
 from padformer_edge.store.schema import upgrade
@@ -102,11 +104,18 @@ def make_site(
     cameras: tuple[str, ...] = ("cam0",),
     threshold: float = 1e9,
     passes: int = 2,
+    profile: Path | None = None,
     **sections: dict,
 ) -> Site:
-    """Camera folders, a profile ``bolt`` and a daemon config; ``sections`` override it."""
+    """Camera folders, a profile ``bolt`` and a daemon config; ``sections`` override it.
+    ``profile``: a profile folder made once (``tests.daemon.plant_chaos.line_profile``)
+    copied in as ``bolt`` with ``threshold`` pinned, instead of a new tiny torch one."""
     state = root / "state"
-    make_profile(state / "profiles", "bolt", threshold, passes)
+    if profile is None:
+        make_profile(state / "profiles", "bolt", threshold, passes)
+    else:
+        shutil.copytree(profile, state / "profiles" / "bolt")
+        pin_threshold(load_profile(state / "profiles", "bolt"), threshold)
     folders = {name: root / "cameras" / name for name in cameras}
     for folder in folders.values():
         folder.mkdir(parents=True)
@@ -126,7 +135,14 @@ def make_site(
 class DaemonProcess:
     """``python -m padformer_edge watch`` with its JSON log captured to a file."""
 
-    def __init__(self, site: Site, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        site: Site,
+        env: dict[str, str] | None = None,
+        launcher: Sequence[str] = ("-m", "padformer_edge"),
+    ) -> None:
+        """``launcher``: the ``python`` arguments before the CLI's own (another way into
+        the same CLI, such as ``tests.daemon.held_import``'s)."""
         self.site = site
         self.log = site.root / f"daemon-{time.monotonic_ns()}.log"
         base = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
@@ -137,7 +153,7 @@ class DaemonProcess:
             "PADFORMER_EDGE_STATE_DIR": str(site.root / "state"),
             **(env or {}),
         }
-        command = [sys.executable, "-m", "padformer_edge", "--log-format", "json", "watch"]
+        command = [sys.executable, *launcher, "--log-format", "json", "watch"]
         with open(self.log, "wb") as handle:  # the child keeps its own copy of the fd
             self.process = subprocess.Popen(
                 [*command, "--config", str(site.config)],

@@ -23,9 +23,11 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.claims import line_resource
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.schema import upgrade
 from padformer_edge.store.tables import daemon_claims
 from tests.cli_process import run_cli_modules
 from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image
+from tests.daemon.held_import import held_marker, launcher
 from tests.daemon.plant_chaos import backlog, local, plant
 from tests.detect_images import product_image
 from tests.pg_cluster import own_cluster
@@ -63,8 +65,9 @@ def refused(site: Site) -> tuple[str, float]:
 def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     db_url: str,  # noqa: F811
     tmp_path: Path,
+    line_profile: Path,
 ) -> None:
-    site = make_site(tmp_path, cameras=("cam0", "cam1"))
+    site = make_site(tmp_path, cameras=("cam0", "cam1"), profile=line_profile)
     base = with_config(site, "base", database=db_url)
     first = with_config(base, "first", line="press-1")
     host = socket.gethostname()
@@ -99,17 +102,17 @@ def test_a_held_line_or_folder_is_refused_until_its_holder_is_gone(
     assert _claim_pids(db_url) == set()  # a clean stop lets go
 
 
-def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path) -> None:
+def test_one_line_across_pcs_sharing_a_plant(tmp_path: Path, line_profile: Path) -> None:
     """Two line PCs configured with one line name and one plant database: two state
     folders, each with its own SQLite file and camera folder, so only the plant sees
     both. The daemon has no host-name override, so both run on this host under their
     own process ids; another PC's holder is a claim row written into the plant as
     ``far-pc``'s daemon writes it (its liveness is its age, as for any other host)."""
     with own_cluster() as cluster:
-        first = with_config(make_site(tmp_path / "a"), "a", line="press-1",
-                            plant_database=cluster.url)  # fmt: skip
-        second = with_config(make_site(tmp_path / "b"), "b", line="press-1",
-                             plant_database=cluster.url)  # fmt: skip
+        first = with_config(make_site(tmp_path / "a", profile=line_profile), "a",
+                            line="press-1", plant_database=cluster.url)  # fmt: skip
+        second = with_config(make_site(tmp_path / "b", profile=line_profile), "b",
+                             line="press-1", plant_database=cluster.url)  # fmt: skip
         host = socket.gethostname()
         with DaemonProcess(first) as holder:
             holder.wait_ready()
@@ -171,6 +174,10 @@ def _foreign_plant_claim(url: str, renewed: datetime, since: datetime) -> None:
         engine.dispose()
 
 
+def _logged(daemon: DaemonProcess, event: str) -> bool:
+    return any(e.get("event") == event for e in daemon.events())
+
+
 def _claim_pids(db: str) -> set[int]:
     engine = open_engine(db, read_only=True)
     try:
@@ -211,3 +218,37 @@ def test_an_uncalibrated_profile_is_refused_before_the_database_or_a_claim_exist
     assert len(result.stderr.strip().splitlines()) == 1
     assert "torch" not in modules
     assert not database.exists()
+
+
+def test_a_refusal_while_watch_still_imports_is_its_sentence_and_exit_2(
+    tmp_path: Path, line_profile: Path
+) -> None:
+    """The plant away at start: the daemon starts on its local claim and goes on to import
+    what runs it (held there by the test, a phase that otherwise lasts a second or two),
+    and meanwhile the plant answers with another PC's live claim. The refusal is the one
+    sentence naming the holder and exit 2, not a signal's exit 143."""
+    with own_cluster() as cluster:
+        upgrade_engine = open_engine(cluster.url)
+        upgrade(upgrade_engine)
+        upgrade_engine.dispose()
+        since = datetime.now(UTC) - timedelta(minutes=5)
+        _foreign_plant_claim(cluster.url, renewed=datetime.now(UTC), since=since)
+        site = with_config(make_site(tmp_path, profile=line_profile), "held", line="press-1",
+                           plant_database=cluster.url, claim_expiry_s=3.0)  # fmt: skip
+        cluster.stop()
+        gate = tmp_path / "gate"
+        held = launcher("padformer_edge.daemon.service", gate)
+        with DaemonProcess(site, launcher=held) as daemon:
+            wait_for(held_marker(gate).exists, 120, daemon, "watch holding its import")
+            cluster.start()
+            wait_for(lambda: _logged(daemon, "daemon.plant_claim_refused"), 60, daemon,
+                     "the plant's refusal")  # fmt: skip
+            gate.touch()
+            code = daemon.wait(120)
+        output = daemon.log.read_text()
+        assert code == USER_ERROR_EXIT, output[-3000:]
+        assert (
+            "error: line 'press-1' is held by the daemon of line 'press-1' on host "
+            f"far-pc (PID 4242, since {since.isoformat(timespec='seconds')})" in output
+        )
+        assert plant(cluster, "SELECT * FROM inspections") == []  # nothing forwarded

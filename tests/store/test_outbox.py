@@ -14,6 +14,7 @@ from sqlalchemy import Engine, func, select, text
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import Cooldown
 from padformer_edge.daemon.forwarder import Forwarder
+from padformer_edge.store.candidates import decide
 from padformer_edge.store.drift import acknowledge_drift, record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
@@ -36,11 +37,14 @@ from padformer_edge.store.tables import (
     alerts,
     drift_events,
     inspections,
+    reference_candidates,
     review_history,
     reviews,
 )
+from padformer_edge.store.vocabulary import CandidateState
 from tests.alerts.conftest import store_result, wait_until
 from tests.pg_cluster import Cluster, own_cluster
+from tests.store.test_candidates import _inspected, _picture
 
 LINE = "press-3"
 ALERTS = AlertsConfig(cooldown_s=0)
@@ -58,7 +62,9 @@ def plant(cluster: Cluster) -> Iterator[Engine]:
     migrate_on_start(engine)
     yield engine
     with engine.begin() as conn:  # the next test starts from an empty plant
-        for table in (drift_events, alerts, review_history, reviews, inspections):
+        tables = (reference_candidates, drift_events, alerts, review_history, reviews,
+                  inspections)  # fmt: skip
+        for table in tables:
             conn.execute(table.delete())
     engine.dispose()
 
@@ -164,6 +170,49 @@ def test_drift_events_reach_the_plant_once_and_their_acknowledgement_follows(
             select(drift_events.c.acknowledged_by).where(drift_events.c.camera == "cam-1")
         ).one()
     assert by == "ben" and _count(plant, drift_events) == 2
+
+
+def test_reference_candidates_reach_the_plant_once_and_decisions_follow(
+    line: Engine, plant: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A false-alarm review on the line makes a candidate (a copy of its picture in the
+    line's state folder); the plant gets it once, by (product, picture), under the
+    plant's id of its inspection. A decision follows whichever side took it last: the
+    line's pending copy sent again takes back none made on the plant."""
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(tmp_path / "state"))
+    enable_forwarding(line, "postgresql://plant")
+    inspection = _inspected(line, _picture(tmp_path / "camera" / "a.png", 0), score=2.5)
+    made = save_review(line, inspection, ReviewVerdict.false_alarm, reviewer="ann").candidate
+    assert made is not None
+    batch = take(line, 100)
+    assert len(batch.candidates) == 1 and [r["id"] for r in batch.inspections] == [inspection]
+    write_batch(plant, batch)
+    write_batch(plant, batch)  # the plant committed, the line died before acknowledging
+    acknowledge(line, batch.outbox_ids)
+    assert line_backlog(line) == 0 and _count(plant, reference_candidates) == 1
+    with line.connect() as conn:
+        local = dict(conn.execute(select(reference_candidates)).mappings().one())
+    with plant.connect() as conn:
+        (plant_inspection,) = conn.execute(select(inspections.c.id)).scalars().all()
+        remote = dict(conn.execute(select(reference_candidates)).mappings().one())
+    assert _without_ids(remote) == _without_ids(local)  # every value as the line has it
+    assert remote["inspection_id"] == plant_inspection
+
+    with plant.begin() as conn:  # rejected on the plant (``profile candidates`` there)
+        conn.execute(reference_candidates.update().values(
+            state=CandidateState.rejected, decided_at=func.now(), decided_by="cy"))  # fmt: skip
+    write_batch(plant, batch)  # the line's pending copy again takes nothing back
+    with plant.connect() as conn:
+        rc = reference_candidates.c
+        decided = conn.execute(select(rc.state, rc.decided_by)).all()
+    assert [tuple(r) for r in decided] == [(CandidateState.rejected, "cy")]
+
+    decide(line, [made], CandidateState.approved, "eve")  # later, on the line
+    assert _forward(line, plant) == 1
+    with plant.connect() as conn:
+        remote = dict(conn.execute(select(reference_candidates)).mappings().one())
+    assert (remote["state"], remote["decided_by"]) == (CandidateState.approved, "eve")
+    assert _count(plant, reference_candidates) == 1
 
 
 def _without_ids(row: dict) -> dict:
