@@ -339,6 +339,14 @@ def measure(args: argparse.Namespace) -> dict:
     }
 
 
+def profile_coverage(result: dict) -> float:
+    """The profile's CPU (lock waits left out) over the profiled run's CPU read from
+    /proc: near 1 when the profile accounts for the daemon's CPU, lock waits included in
+    neither."""
+    measured = result["profiled_cpu_ms_per_image"] * result["images"] / 1000
+    return result["profile_seconds"] / measured
+
+
 def render(run: dict) -> str:
     """The docs block: one row per image set; with a profile, its stage shares and the
     functions with the most CPU of their own."""
@@ -362,10 +370,11 @@ def render(run: dict) -> str:
         stages = list(STAGES)
         share_rows = [
             [s["set"], *[f"{s['stage_share'][name]:.0%}" for name in stages],
-             f"{1 - sum(s['stage_share'].values()):.0%}"]
+             f"{1 - sum(s['stage_share'].values()):.0%}", f"{profile_coverage(s):.2f}"]
             for s in sets
         ]  # fmt: skip
-        parts.append(markdown_table(["share of profiled CPU", *stages, "other"], share_rows))
+        headers = ["share of profiled CPU", *stages, "other", "profile / CPU"]
+        parts.append(markdown_table(headers, share_rows))
         largest = sets[-1]
         function_rows = [
             [f"`{portable(name)}`", f"{share:.1%}"] for name, share in largest["top_functions"]
@@ -391,7 +400,9 @@ def render(run: dict) -> str:
             "Shares: the same burst again under cProfile on each thread's CPU clock, each "
             "stage by the functions that do it (cumulative, so a stage includes what it "
             "calls); 'other' is the rest (the worker's loop, threads, SQLAlchemy sessions "
-            "outside the stages). "
+            "outside the stages). Lock waits, which the thread clock charged here, are left "
+            "out; 'profile / CPU' compares what remains with the profiled run's CPU read "
+            "from /proc. "
             if run["profiled"]
             else ""
         )
