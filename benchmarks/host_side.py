@@ -348,8 +348,8 @@ def profile_coverage(result: dict) -> float:
 
 
 def render(run: dict) -> str:
-    """The docs block: one row per image set; with a profile, its stage shares and the
-    functions with the most CPU of their own."""
+    """The docs block: one row per image set; with a profile, each profiled set's stage
+    shares and its functions with the most CPU of their own."""
     every = run["sets"]
     rate = run.get("rate", 0.0)
     offered = f"steady {rate:g}/s" if rate else "burst"
@@ -375,13 +375,17 @@ def render(run: dict) -> str:
         ]  # fmt: skip
         headers = ["share of profiled CPU", *stages, "other", "profile / CPU"]
         parts.append(markdown_table(headers, share_rows))
-        largest = sets[-1]
+        ranks = max(len(s["top_functions"]) for s in sets)
         function_rows = [
-            [f"`{portable(name)}`", f"{share:.1%}"] for name, share in largest["top_functions"]
-        ]
-        parts.append(
-            markdown_table([f"{largest['set']}: most CPU of its own", "share"], function_rows)
-        )
+            [rank + 1, *[
+                f"`{portable(s['top_functions'][rank][0])}` {s['top_functions'][rank][1]:.1%}"
+                if rank < len(s["top_functions"]) else "-"
+                for s in sets
+            ]]
+            for rank in range(ranks)
+        ]  # fmt: skip
+        headers = ["most CPU of its own", *[s["set"] for s in sets]]
+        parts.append(markdown_table(headers, function_rows))
     growth = f", growing to {run['burst_max_batch']}" if run["burst_max_batch"] else ""
     parts.append(
         f"The real daemon with the stored-map detector (`stored_maps.py`: detection costs "

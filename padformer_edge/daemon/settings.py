@@ -153,10 +153,10 @@ class WorkerConfig(StrictModel):
     heatmap_format: HeatmapFormat = Field(
         "jpeg",
         description=(
-            "How heatmap overlays are stored: jpeg (quality 90, full colour resolution; "
-            "the least encoding CPU for files no larger than png's), png (lossless, "
-            "deflate: several times jpeg's CPU), png-stored (lossless, uncompressed: the "
-            "least CPU, the largest files). The host-side benchmark's table gives each."
+            "How heatmap overlays are stored: jpeg (quality 90, full colour resolution: "
+            "a fraction of png's encoding CPU, in smaller files), png (lossless, "
+            "deflate), png-stored (lossless, uncompressed: the least CPU, the largest "
+            "files). The host-side benchmark's table measures each."
         ),
     )
 
