@@ -6,6 +6,7 @@ import hashlib
 import os
 import socket
 from pathlib import Path
+from typing import get_args
 
 import cv2
 import numpy as np
@@ -16,9 +17,14 @@ from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
-from padformer_edge.daemon.settings import BUNDLED_CONFIG, WorkerConfig, load_daemon_config
+from padformer_edge.daemon.settings import (
+    BUNDLED_CONFIG,
+    HeatmapFormat,
+    WorkerConfig,
+    load_daemon_config,
+)
 from padformer_edge.daemon.worker import Worker, heatmap_path
-from padformer_edge.detect.heatmap import OUTLINE_BGR
+from padformer_edge.detect.heatmap import OUTLINE_BGR, OVERLAY_ENCODINGS
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.detector import Detection
 from padformer_edge.store.engine import open_engine
@@ -95,6 +101,14 @@ def test_heatmaps_are_named_by_row_id_in_shards() -> None:
     assert heatmap_path(Path("/h"), 7) == Path("/h/00000/7.jpg")  # the default format's
     assert heatmap_path(Path("/h"), 123456, "png") == Path("/h/00012/123456.png")
     assert heatmap_path(Path("/h"), 123456, "png-stored") == Path("/h/00012/123456.png")
+
+
+def test_every_heatmap_format_has_its_encoding() -> None:
+    """The config's names (read without OpenCV) are the encoder's, and a heatmap's
+    default name has the default format's suffix."""
+    assert set(get_args(HeatmapFormat)) == set(OVERLAY_ENCODINGS)
+    default = OVERLAY_ENCODINGS[WorkerConfig().heatmap_format]
+    assert heatmap_path(Path("/h"), 7).suffix == default.suffix
 
 
 def test_bundled_config_with_folders_from_the_command_line(tmp_path: Path) -> None:
