@@ -159,7 +159,7 @@ def run_daemon(
     waits ``stable_ms`` for it), ``rename`` writes it under a temporary name
     (``.part``, which intake ignores) and renames it into place, as many cameras do; its
     latency counts from the rename. ``worker_settings``: more keys of the daemon's
-    ``worker`` section (``host_threads``, ``compress_heatmaps``)."""
+    ``worker`` section (``host_threads``, ``heatmap_format``)."""
     folders = [work / "cameras" / f"cam{i}" for i in range(cameras)]
     for folder in folders:
         folder.mkdir(parents=True)

@@ -280,7 +280,7 @@ def main() -> None:
     parser.add_argument(
         "--worker", action="append", dest="variants", metavar="KEY=VALUE[,KEY=VALUE]",
         help="--stored-maps: daemon worker settings to run each set with (repeat: one run "
-        "each, in one table), e.g. host_threads=1 or host_threads=4,compress_heatmaps=false; "
+        "each, in one table), e.g. host_threads=1 or host_threads=4,heatmap_format=png; "
         "default: the daemon's defaults",
     )  # fmt: skip
     parser.add_argument(

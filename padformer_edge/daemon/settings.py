@@ -13,6 +13,7 @@ writes, so folders on the command line would be ambiguous and are refused.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -30,6 +31,9 @@ TEMPORARY_NAMES = (".*", "*.tmp", "*.part", "*.partial", "*~")
 # config/daemon.yaml, reached through a link inside the package so that a wheel (not only
 # an editable install) carries it.
 BUNDLED_CONFIG = Path(__file__).with_name("daemon.yaml")
+HeatmapFormat = Literal["jpeg", "png", "png-stored"]
+"""``worker.heatmap_format``'s names, those of ``detect.heatmap.OVERLAY_ENCODINGS`` (named
+here too, because the config is read without importing OpenCV)."""
 
 
 class CameraConfig(StrictModel):
@@ -146,12 +150,13 @@ class WorkerConfig(StrictModel):
             "more than one core); 1 does it in the worker's own threads."
         ),
     )
-    compress_heatmaps: bool = Field(
-        True,
+    heatmap_format: HeatmapFormat = Field(
+        "jpeg",
         description=(
-            "Store heatmap overlays as compressed PNG. false stores them uncompressed: "
-            "the same pixels for a fraction of the encoding CPU, in larger files (the "
-            "host-side benchmark's table gives both)."
+            "How heatmap overlays are stored: jpeg (quality 90, full colour resolution: "
+            "a fraction of png's encoding CPU, in smaller files), png (lossless, "
+            "deflate), png-stored (lossless, uncompressed: the least CPU, the largest "
+            "files). The host-side benchmark's table measures each."
         ),
     )
 

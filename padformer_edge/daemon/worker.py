@@ -45,9 +45,9 @@ from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera
 from padformer_edge.daemon.memory import PeriodicTrim
 from padformer_edge.daemon.overlap import Ahead, Finisher
-from padformer_edge.daemon.settings import DriftConfig, WorkerConfig
+from padformer_edge.daemon.settings import DriftConfig, HeatmapFormat, WorkerConfig
 from padformer_edge.detect.detection import Detection
-from padformer_edge.detect.heatmap import write_heatmap
+from padformer_edge.detect.heatmap import OVERLAY_ENCODINGS, write_heatmap
 from padformer_edge.files.atomic import folder_syncs_deferred, sync_folders
 from padformer_edge.images.decode import DEFAULT_MAX_PIXELS
 from padformer_edge.images.image_stats import image_statistics
@@ -122,14 +122,16 @@ def release_gpu_cache() -> None:
         torch.cuda.empty_cache()
 
 
-def heatmap_path(folder: Path, row_id: int) -> Path:
-    """``<folder>/<id // 10000>/<id>.png``: named by row id, never by the camera's file
-    name, and sharded so a folder holds at most 10,000 files after months of running."""
-    return folder / f"{row_id // 10000:05d}" / f"{row_id}.png"
+def heatmap_path(folder: Path, row_id: int, heatmap_format: HeatmapFormat = "jpeg") -> Path:
+    """``<folder>/<id // 10000>/<id>.jpg`` (the suffix of ``heatmap_format``): named by
+    row id, never by the camera's file name, and sharded so a folder holds at most 10,000
+    files after months of running."""
+    suffix = OVERLAY_ENCODINGS[heatmap_format].suffix
+    return folder / f"{row_id // 10000:05d}" / f"{row_id}{suffix}"
 
 
 def remove_stale_temporaries(folder: Path) -> int:
-    """Delete the temp files (``.<id>.png.XXXXXXXX.tmp``) a crash left beside heatmaps;
+    """Delete the temp files (``.<id>.jpg.XXXXXXXX.tmp``) a crash left beside heatmaps;
     returns how many. Only the one daemon writes there, and it calls this before its
     worker starts, so every such file is a leftover, never a write in progress."""
     removed = 0
@@ -536,7 +538,7 @@ class Worker:
 
         def draw(item: tuple[Inspection, np.ndarray, Detection]) -> tuple[Path, Statistics]:
             row, image, detection = item
-            heatmap = heatmap_path(self.heatmaps, row.id)
+            heatmap = heatmap_path(self.heatmaps, row.id, self.config.heatmap_format)
             with folder_syncs_deferred(folders):
                 write_heatmap(
                     heatmap,
@@ -544,7 +546,7 @@ class Worker:
                     detection.anomaly_map,
                     detection.score,
                     threshold=inspector.threshold,  # one colour scale per profile
-                    compress=self.config.compress_heatmaps,
+                    encoding=self.config.heatmap_format,
                 )
             return heatmap, self.image_statistics(image, inspector)
 

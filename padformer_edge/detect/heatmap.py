@@ -7,6 +7,11 @@ The overlay is drawn and stored at most ``MAX_OVERLAY_SIDE`` pixels on its longe
 a person looks at it on a screen, and encoding a camera's 5 megapixels as PNG cost the
 daemon more CPU than the rest of an image's host-side work. The raw map (for tools)
 keeps the image's full size.
+
+The overlay is encoded as one of ``OVERLAY_ENCODINGS``: PNG for ``detect``'s files (a
+tool may read them back exactly), JPEG for the daemon's by default
+(``worker.heatmap_format``): a person looks at it, and JPEG encodes it for a fraction of
+deflate's CPU in a file no larger.
 """
 
 from __future__ import annotations
@@ -43,6 +48,31 @@ UNCOMPRESSED_PNG = [
 """A stored (level 0) PNG without row filters: zlib then only copies the rows, where
 deflate (even OpenCV's fastest, the default) spends most of an overlay's encoding CPU on
 a camera's noisy pixels; row filters would cost CPU and save nothing without deflate."""
+JPEG_OVERLAY = [
+    cv2.IMWRITE_JPEG_QUALITY, 90,
+    cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_444,
+]  # fmt: skip
+"""Quality 90 with full-resolution colour (4:4:4): the default 4:2:0 halves the colour
+planes, which turns the one-pixel magenta outline of a 224-px overlay into a grey smear
+(its pixels moved by about 100 levels, against 3 at 4:4:4)."""
+
+
+@dataclass(frozen=True)
+class OverlayEncoding:
+    """How an overlay is stored: the file suffix and OpenCV's ``imencode`` settings."""
+
+    suffix: str
+    params: tuple[int, ...]
+
+
+OVERLAY_ENCODINGS = {
+    "jpeg": OverlayEncoding(".jpg", tuple(JPEG_OVERLAY)),
+    "png": OverlayEncoding(".png", ()),
+    "png-stored": OverlayEncoding(".png", tuple(UNCOMPRESSED_PNG)),
+}
+"""The overlay's formats by the name ``worker.heatmap_format`` takes: ``png`` is
+OpenCV's fast default deflate, ``png-stored`` the same pixels uncompressed (least CPU,
+largest files), ``jpeg`` ``JPEG_OVERLAY`` (a few per cent of a pixel's value off)."""
 
 JET_COLOURS = cv2.applyColorMap(np.arange(256, dtype=np.uint8).reshape(256, 1), cv2.COLORMAP_JET)
 """OpenCV's JET colour map as a 256 x 1 BGR table, built once: given as a user colour
@@ -124,19 +154,25 @@ def overlay_shape(shape: tuple[int, ...]) -> tuple[int, int]:
     return max(1, round(height * factor)), max(1, round(width * factor))
 
 
-def _shrunk(array: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``array`` resized to (height, width) ``size`` by area averaging (no aliasing).
+def _shrunk(array: np.ndarray, size: tuple[int, int], *, covering: bool = False) -> np.ndarray:
+    """``array`` resized to (height, width) ``size``, with no aliasing.
 
-    Halved first while it is at least twice the size: OpenCV averages 2 x 2 blocks on a
-    fast path, where one area resize by a factor like 2.39 (a 5-megapixel camera's to
-    1024 px) took three times as long for the same box average."""
+    Halved by area averaging while it is at least twice the size: OpenCV averages 2 x 2
+    blocks on a fast path, where one area resize by a factor like 2.39 (a 5-megapixel
+    camera's to 1024 px) took three times as long for the same box average. The last
+    step, by a factor under 2, is bilinear: an area resize by a factor that is not a
+    whole number (1224 to 1024 px) took about six times as long as a bilinear one and
+    most of a 5-megapixel overlay's drawing, for a difference no one sees on an overlay;
+    under 2 every pixel still reaches the result. ``covering`` (a mask): the last step
+    stays an area resize, so that a pixel any set pixel covers stays non-zero."""
     height, width = array.shape[:2]
     while height >= 2 * size[0] and width >= 2 * size[1] and height % 2 == 0 and width % 2 == 0:
         height, width = height // 2, width // 2
         array = cv2.resize(array, (width, height), interpolation=cv2.INTER_AREA)
     if (height, width) == size:
         return array
-    return cv2.resize(array, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+    last = cv2.INTER_AREA if covering else cv2.INTER_LINEAR
+    return cv2.resize(array, (size[1], size[0]), interpolation=last)
 
 
 def colour_indices(
@@ -187,7 +223,7 @@ def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, 
     above = (anomaly_map > threshold).astype(np.uint8)
     if above.shape == size:
         return above
-    return (_shrunk(above * np.uint8(255), size) > 0).astype(np.uint8)
+    return (_shrunk(above * np.uint8(255), size, covering=True) > 0).astype(np.uint8)
 
 
 def draw_outline(overlay: np.ndarray, above: np.ndarray) -> int:
@@ -249,19 +285,21 @@ def write_heatmap(
     vmax: float | None = None,
     threshold: float | None = None,
     raw_path: str | Path | None = None,
-    compress: bool = True,
+    encoding: str = "png",
 ) -> Path:
-    """Write the overlay PNG to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
-    side) and, if asked, the float32 map at the image's size as ``.npy``; ``vmax`` and
-    ``threshold`` as in ``render_overlay``. ``compress``: OpenCV's fast default deflate;
-    without it the PNG is stored (``UNCOMPRESSED_PNG``), for a daemon whose CPU is
-    scarcer than its disk."""
+    """Write the overlay to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
+    side) in ``encoding`` (a key of ``OVERLAY_ENCODINGS``, whose suffix ``path`` must
+    have) and, if asked, the float32 map at the image's size as ``.npy``; ``vmax`` and
+    ``threshold`` as in ``render_overlay``."""
     if anomaly_map.shape != image.shape[:2]:
         raise ValueError(f"map {anomaly_map.shape} does not match image {image.shape[:2]}")
+    chosen = OVERLAY_ENCODINGS[encoding]
+    if Path(path).suffix.lower() != chosen.suffix:
+        raise ValueError(f"a {encoding} heatmap is named *{chosen.suffix}, not {Path(path).name}")
     overlay = render_overlay(image, anomaly_map, score, vmax, threshold)
-    ok, encoded = cv2.imencode(".png", overlay, [] if compress else UNCOMPRESSED_PNG)
+    ok, encoded = cv2.imencode(chosen.suffix, overlay, list(chosen.params))
     if not ok:
-        raise RuntimeError("OpenCV failed to encode the heatmap PNG")
+        raise RuntimeError(f"OpenCV failed to encode the heatmap as {encoding}")
     if raw_path is not None:
         buffer = io.BytesIO()
         np.save(buffer, anomaly_map.astype(np.float32, copy=False))

@@ -72,7 +72,7 @@ def test_burst_of_500_images_gives_one_done_row_and_one_heatmap_each(tmp_path: P
     assert not [p for p in paths if p.endswith(".part")]
     for name, count in PER_CAMERA.items():
         assert sum(r["camera"] == name for r in result) == count
-    heatmaps = sorted(site.heatmaps.rglob("*.png"))
+    heatmaps = sorted(site.heatmaps.rglob("*.jpg"))
     assert len(heatmaps) == 500
     # recorded relative to the state folder the heatmaps live in, so it can be moved
     assert all(r["heatmap_path"].startswith("heatmaps/") for r in result)

@@ -42,7 +42,7 @@ def test_sigkill_mid_batch_then_restart_loses_and_repeats_nothing(tmp_path: Path
     assert sorted(r["source_path"] for r in result) == sorted(map(str, written + while_down))
     assert {r["status"] for r in result} == {"done"}
     assert max(r["attempts"] for r in result) == 2  # the interrupted batch ran again, once
-    heatmaps = sorted(site.heatmaps.rglob("*.png"))
+    heatmaps = sorted(site.heatmaps.rglob("*.jpg"))
     # recorded relative to the state folder the heatmaps live in, so it can be moved
     assert heatmaps == sorted(site.root / "state" / r["heatmap_path"] for r in result)
-    assert all(Path(r["heatmap_path"]).name == f"{r['id']}.png" for r in result)
+    assert all(Path(r["heatmap_path"]).name == f"{r['id']}.jpg" for r in result)

@@ -15,12 +15,12 @@ def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Pat
         "daemon_throughput.py", "--stored-maps", "--sets", "224-png", "--images", "20",
         "--preset", "tiny", "--passes", "2", "--metric", "rgb", "--profile",
         "--profile-dir", str(tmp_path / "prof"), "--json-out", str(out),
-        "--worker", "host_threads=3,compress_heatmaps=false", timeout=600,
+        "--worker", "host_threads=3,heatmap_format=png-stored", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     (run,) = json.loads(out.read_text())["sets"]
     assert run["set"] == "224 px PNG" and run["images"] == 20 and run["arrival"] == "write"
-    assert run["worker"] == "host_threads=3, compress_heatmaps=false"
+    assert run["worker"] == "host_threads=3, heatmap_format=png-stored"
     assert run["heatmap_kib"] > 0
     assert run["latency_p95_ms"] >= run["latency_p50_ms"] > 0
     assert run["anomaly_share"] == 2 / 20  # one of the ten distinct images, cycled twice
@@ -31,7 +31,7 @@ def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Pat
     assert sum(shares.values()) <= 1.0
     assert (tmp_path / "prof" / "png-224.prof").stat().st_size > 0
     assert "| 224 px PNG (224x224) | 20 |" in done.stdout
-    assert "| host_threads=3, compress_heatmaps=false |" in done.stdout
+    assert "| host_threads=3, heatmap_format=png-stored |" in done.stdout
 
 
 def test_a_worker_setting_without_a_value_is_refused_in_one_sentence() -> None:

@@ -31,7 +31,7 @@ def test_hostile_entries_get_their_own_reason_and_good_files_are_all_inspected(
     down_good = [f"down_good{i}.png" for i in range(4)]
     for name in down_good:
         (camera / name).write_bytes(encoded(product_image(48, 64, len(name))))
-    stale = site.heatmaps / "00000" / ".885.png.hz3yuw5m.tmp"  # a crash's leftover
+    stale = site.heatmaps / "00000" / ".885.jpg.hz3yuw5m.tmp"  # a crash's leftover
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"half a heatmap")
     with DaemonProcess(site) as daemon:

@@ -59,7 +59,7 @@ def test_a_moved_state_folder_keeps_its_rows_and_inspects_nothing_twice(
     first = rows(site.database)
     assert sorted(r["source_path"] for r in first) == ["camera/0.png", "camera/1.png",
                                                         "camera/2.png"]  # fmt: skip
-    assert all(r["heatmap_path"] == f"heatmaps/00000/{r['id']}.png" for r in first)
+    assert all(r["heatmap_path"] == f"heatmaps/00000/{r['id']}.jpg" for r in first)
 
     site = moved(site, tmp_path / "after")
     with DaemonProcess(site) as daemon:

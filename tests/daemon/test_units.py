@@ -6,6 +6,7 @@ import hashlib
 import os
 import socket
 from pathlib import Path
+from typing import get_args
 
 import cv2
 import numpy as np
@@ -16,9 +17,14 @@ from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
-from padformer_edge.daemon.settings import BUNDLED_CONFIG, WorkerConfig, load_daemon_config
+from padformer_edge.daemon.settings import (
+    BUNDLED_CONFIG,
+    HeatmapFormat,
+    WorkerConfig,
+    load_daemon_config,
+)
 from padformer_edge.daemon.worker import Worker, heatmap_path
-from padformer_edge.detect.heatmap import OUTLINE_BGR
+from padformer_edge.detect.heatmap import OUTLINE_BGR, OVERLAY_ENCODINGS
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.detector import Detection
 from padformer_edge.store.engine import open_engine
@@ -92,8 +98,17 @@ def test_changed_content_is_refused_for_the_old_row(tmp_path: Path) -> None:
 
 
 def test_heatmaps_are_named_by_row_id_in_shards() -> None:
-    assert heatmap_path(Path("/h"), 7) == Path("/h/00000/7.png")
-    assert heatmap_path(Path("/h"), 123456) == Path("/h/00012/123456.png")
+    assert heatmap_path(Path("/h"), 7) == Path("/h/00000/7.jpg")  # the default format's
+    assert heatmap_path(Path("/h"), 123456, "png") == Path("/h/00012/123456.png")
+    assert heatmap_path(Path("/h"), 123456, "png-stored") == Path("/h/00012/123456.png")
+
+
+def test_every_heatmap_format_has_its_encoding() -> None:
+    """The config's names (read without OpenCV) are the encoder's, and a heatmap's
+    default name has the default format's suffix."""
+    assert set(get_args(HeatmapFormat)) == set(OVERLAY_ENCODINGS)
+    default = OVERLAY_ENCODINGS[WorkerConfig().heatmap_format]
+    assert heatmap_path(Path("/h"), 7).suffix == default.suffix
 
 
 def test_bundled_config_with_folders_from_the_command_line(tmp_path: Path) -> None:
@@ -158,10 +173,12 @@ def test_the_systemd_unit_caps_the_daemon_memory() -> None:
 
 def test_the_worker_draws_heatmaps_on_the_profile_scale(tmp_path: Path) -> None:
     """The daemon's heatmap of a good part at its profile's threshold is calm and has no
-    outline; a defect's is outlined where its map passes the threshold."""
+    outline; a defect's is outlined where its map passes the threshold (stored as PNG
+    here, so the outline's pixels are exact)."""
     engine = open_engine(str(tmp_path / "results.sqlite3"))
     upgrade(engine)
-    worker = Worker(engine, {}, {}, WorkerConfig(), tmp_path / "heat", 0, AlertsConfig())
+    config = WorkerConfig(heatmap_format="png")
+    worker = Worker(engine, {}, {}, config, tmp_path / "heat", 0, AlertsConfig())
     inspector = Inspector("p", None, 2.0, "0" * 64)  # type: ignore[arg-type]
     image = product_image(64, 80)
     good_map = np.full((64, 80), 1.9, np.float32)  # just below the threshold everywhere
@@ -174,7 +191,7 @@ def test_the_worker_draws_heatmaps_on_the_profile_scale(tmp_path: Path) -> None:
         (row,) = claim_batch(engine, 1)
         score = float(anomaly_map.max())
         worker.finish(row, image, Detection(score, anomaly_map, [], [], {"total": 0.1}), inspector)
-        picture = cv2.imread(str(heatmap_path(tmp_path / "heat", row.id)))
+        picture = cv2.imread(str(heatmap_path(tmp_path / "heat", row.id, "png")))
         outline = np.all(picture == np.array(OUTLINE_BGR, np.uint8), axis=2)
         outlined.append(np.argwhere(outline))
     engine.dispose()

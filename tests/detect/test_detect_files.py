@@ -261,13 +261,47 @@ def test_a_224_px_label_is_whole_inside_the_image(tmp_path, score, threshold):
 
 
 def test_an_uncompressed_overlay_holds_the_same_pixels(tmp_path):
-    """``compress=False`` (the daemon's ``worker.compress_heatmaps: false``) changes only
-    how the PNG is stored: the same overlay, decoded, pixel for pixel; the file larger."""
+    """``png-stored`` (``worker.heatmap_format``) changes only how the PNG is stored: the
+    same overlay, decoded, pixel for pixel; the file larger."""
     image = camera_image(tmp_path, 300, 400, ".png")
     anomaly_map = np.linspace(0.0, 2.0, 300 * 400, dtype=np.float32).reshape(300, 400)
     packed = write_heatmap(tmp_path / "packed.png", image, anomaly_map, 1.5, threshold=1.0)
     stored = write_heatmap(
-        tmp_path / "stored.png", image, anomaly_map, 1.5, threshold=1.0, compress=False
+        tmp_path / "stored.png", image, anomaly_map, 1.5, threshold=1.0, encoding="png-stored"
     )
     np.testing.assert_array_equal(cv2.imread(str(stored)), cv2.imread(str(packed)))
     assert stored.stat().st_size > packed.stat().st_size
+
+
+def plainly_outline(pixels: np.ndarray) -> np.ndarray:
+    """For each BGR pixel, whether it lies nearer the outline's magenta than half the
+    distance from magenta to the nearest colour the JET map (or the label's black and
+    white) draws: the outline then still reads as its own colour, however the map
+    beside it is coloured."""
+    palette = np.concatenate([JET_COLOURS.reshape(-1, 3), [[0, 0, 0], [255, 255, 255]]])
+    magenta = np.array(OUTLINE_BGR, np.float64)
+    margin = np.sqrt(((palette - magenta) ** 2).sum(-1)).min() / 2
+    return np.sqrt(((pixels.astype(np.float64) - magenta) ** 2).sum(-1)) < margin
+
+
+@pytest.mark.parametrize("side", [224, 2448])
+def test_a_jpeg_overlay_keeps_its_outline(tmp_path, side):
+    """The daemon's default overlay format: every pixel of the PNG overlay's outline
+    still plainly magenta on the JPEG (4:4:4 colour; JPEG's usual 4:2:0 halves the
+    colour planes and turns a one-pixel outline grey-purple), and a name that does not
+    say JPEG refused."""
+    height = side * 2048 // 2448 if side > 224 else side
+    image = camera_image(tmp_path, height, side, ".jpg")
+    anomaly_map = np.full((height, side), 0.5, np.float32)
+    anomaly_map[height // 3 : height // 2, side // 4 : side // 2] = 1.6  # a defect
+    png = write_heatmap(tmp_path / "o.png", image, anomaly_map, 1.6, threshold=1.0)
+    jpeg = write_heatmap(
+        tmp_path / "o.jpg", image, anomaly_map, 1.6, threshold=1.0, encoding="jpeg"
+    )
+    exact, lossy = cv2.imread(str(png)), cv2.imread(str(jpeg))
+    assert jpeg.read_bytes()[:3] == b"\xff\xd8\xff" and exact.shape == lossy.shape
+    outline = np.all(exact == np.array(OUTLINE_BGR, np.uint8), axis=2)
+    assert outline.sum() > 0
+    assert plainly_outline(lossy[outline]).all()
+    with pytest.raises(ValueError, match=r"a jpeg heatmap is named \*\.jpg, not o\.png"):
+        write_heatmap(tmp_path / "o.png", image, anomaly_map, 1.6, encoding="jpeg")
