@@ -160,6 +160,19 @@ class WorkerConfig(StrictModel):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _heatmap_format_named(cls, data: object) -> object:
+        """A config written for the earlier ``compress_heatmaps`` switch is told its new
+        name and values rather than only that the key is unknown."""
+        if isinstance(data, dict) and "compress_heatmaps" in data:
+            raise ValueError(
+                "compress_heatmaps is now heatmap_format: write heatmap_format: png for "
+                "compressed PNG overlays or png-stored for uncompressed ones (the earlier "
+                "true and false), or remove the key for the default jpeg"
+            )
+        return data
+
     @model_validator(mode="after")
     def _burst_above_batch(self) -> WorkerConfig:
         if self.burst_max_batch is not None and self.burst_max_batch < self.max_batch:

@@ -111,6 +111,16 @@ def test_every_heatmap_format_has_its_encoding() -> None:
     assert heatmap_path(Path("/h"), 7).suffix == default.suffix
 
 
+def test_the_earlier_heatmap_switch_is_told_its_new_name(tmp_path: Path) -> None:
+    config = tmp_path / "daemon.yaml"
+    config.write_text("worker:\n  compress_heatmaps: false\n", encoding="utf-8")
+    with pytest.raises(UserError) as refused:
+        load_daemon_config(config, [tmp_path / "line1"])
+    sentence = str(refused.value)
+    assert "line 1, key 'worker': compress_heatmaps is now heatmap_format" in sentence
+    assert "png-stored for uncompressed ones" in sentence
+
+
 def test_bundled_config_with_folders_from_the_command_line(tmp_path: Path) -> None:
     one = load_daemon_config(None, [tmp_path / "line1"])
     assert [(c.name, c.path) for c in one.cameras] == [("camera", tmp_path / "line1")]
