@@ -37,6 +37,7 @@ from padformer_edge.store.vocabulary import ReviewFilter
 Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
 VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
 QUEUED = (Status.pending, Status.processing)
+Listed = Literal["line", "camera", "product"]  # the columns whose values a filter lists
 
 
 def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
@@ -134,13 +135,13 @@ def newest(engine: Engine, limit: int, lines: frozenset[str] | None = None) -> l
     return history_page(engine, HistoryQuery(limit=limit, lines=lines)).rows
 
 
-def distinct_values(engine: Engine, column: Literal["line", "camera", "product"]) -> list[str]:
+def distinct_values(engine: Engine, column: Listed) -> list[str]:
     """Every line, camera or product in the history (``distinct_in``)."""
     with engine.connect() as conn:
         return distinct_in(conn, column)
 
 
-def distinct_in(conn: Connection, column: Literal["line", "camera", "product"]) -> list[str]:
+def distinct_in(conn: Connection, column: Listed) -> list[str]:
     """Every line, camera or product in the history, by hopping along its index.
 
     A recursive ``min(x) WHERE x > previous`` touches one index entry per distinct value,
