@@ -29,10 +29,9 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import decide, get_candidate, list_candidates
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events
-from padformer_edge.store.engine import reading
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
-from padformer_edge.store.reviews import reviews_of, save_review
+from padformer_edge.store.reviews import save_review
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS, CandidateState, Role
 from padformer_edge.web import auth, queries
@@ -267,15 +266,14 @@ def export(request: Request) -> Response:
 
 def detail(request: Request) -> Response:
     app, inspection_id = web_app(request), request.path_params["inspection_id"]
-    row = queries.get_inspection(app.reader(), inspection_id)
-    if row is None or not sees(request, row.line):  # another line's row: as if absent
+    found = queries.detail(app.reader(), inspection_id)
+    if found is None or not sees(request, found.row.line):  # another line's: as if absent
         return error(request, 404, f"there is no inspection {inspection_id}.")
+    row = found.row
     pictures_here = app.media.allowed(row.source_path) is not None
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
                    for c in COLUMNS}, pictures_here, row.line == app.line)  # fmt: skip
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
-    with reading(app.reader()) as conn:
-        past = reviews_of(conn, inspection_id)
     # an anomaly without alerts was held back by the cooldown: say so, and after which
     held_back = bool(row.is_anomaly) and not row.alerts
     return page(
@@ -286,10 +284,10 @@ def detail(request: Request) -> Response:
         normalised=normalised,
         alerts=row.alerts,
         held_back=held_back,
-        held_back_after=queries.alert_before(app.reader(), row) if held_back else None,
+        held_back_after=found.held_back_after,
         can_retry=may_retry(request),
         review=row.review,
-        reviews=past,
+        reviews=found.reviews,
         can_review=row.status.value == "done",
         named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
