@@ -15,6 +15,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 
+from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
@@ -69,7 +70,13 @@ class CachedStatic(StaticFiles):
 
 def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
     """``handler`` (a plain page function) answered from the app's ``PageCache``: a
-    fresh page at once, else rendered (or waited for) in the thread pool."""
+    fresh page (or the last one, while it is rendered anew) at once, else rendered (or
+    waited for) in a worker thread, at most ``WebApp.renders`` pages at a time.
+
+    Renders are mostly Python, which runs one thread at a time whatever the cores: forty
+    pages rendered together each took forty times as long, and all of them finished late.
+    A few at a time, in the order asked, the first viewers are answered at once and the
+    last no later than before; a viewer waiting for a slot holds no thread."""
 
     @functools.wraps(handler)
     async def run(request: Request) -> Response:
@@ -84,11 +91,30 @@ def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaita
             getattr(state.get("person"), "lines", None),  # the lines they may see, as now
             web_app(request).people.exist(),  # the review form differs once users exist
         )
-        pages = web_app(request).page_cache
+        request.scope.setdefault("state", {})["kept"] = True  # ``responses.kept``
+        web = web_app(request)
+        pages = web.page_cache
         kept = pages.fresh(key)
         if kept is not None:
             return kept
-        return await run_in_threadpool(pages.get, key, lambda: handler(request))
+        held = pages.claim(key)
+        if held is None:  # another viewer renders it: the page kept meanwhile, else wait
+            kept = pages.kept(key)
+            if kept is not None:
+                return kept
+            return await run_in_threadpool(pages.get, key, lambda: handler(request))
+        started = False
+
+        def render() -> Response:
+            nonlocal started
+            started = True
+            return pages.render(key, lambda: handler(request), held)
+
+        try:
+            return await to_thread.run_sync(render, limiter=web.renders)
+        finally:
+            if not started:  # gone while waiting for a slot: another viewer may render
+                held.release()
 
     return run
 

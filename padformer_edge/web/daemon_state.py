@@ -1,7 +1,10 @@
 """What every page says about the daemon: alive, or red with the reason and the limit.
 
 The heartbeats come from the database this page reads (``store.heartbeat``), one per
-line, so they are this database's daemons. A beat is stale when older than
+line, so they are this database's daemons. A page the page cache keeps (``recent``) may
+show them as read at most a page-cache second before, for every such page together
+(``WebApp.heartbeats``, each age measured at the page's own moment); the banner's poll and
+the pages not kept read them anew. A beat is stale when older than
 ``stale_after_beats`` times the interval the daemon stored with it; a database no
 daemon has beaten into, or one that cannot be read, is shown red too, since in neither
 case is anything being inspected that this page can vouch for.
@@ -14,9 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from padformer_edge.errors import UserError
 from padformer_edge.reporting.log import get_logger
-from padformer_edge.store.engine import reading
-from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
-from padformer_edge.store.outbox import backlog
+from padformer_edge.store.heartbeat import Heartbeat
 
 if TYPE_CHECKING:
     from padformer_edge.web.webapp import WebApp
@@ -74,14 +75,15 @@ def judge(beat: Heartbeat, stale_after_beats: float, named: bool) -> DaemonState
     return DaemonState("alive", f"{who} alive: heartbeat {seconds(beat.age_s)} ago.", beat, limit)
 
 
-def plant_backlog_sentence(app: WebApp, lines: frozenset[str] | None = None) -> str:
+def plant_backlog_sentence(
+    app: WebApp, lines: frozenset[str] | None = None, recent: bool = False
+) -> str:
     """What the lines of this database (of ``lines`` when given) still owe the plant
     database (``store.outbox``), as a sentence; empty when nothing is owed or the
     database forwards nothing."""
     try:
-        with reading(app.reader()) as conn:
-            owed = {line: n for line, n in backlog(conn).items()
-                    if n and (lines is None or line in lines)}  # fmt: skip
+        owed = {line: n for line, n in app.backlog(recent).items()
+                if n and (lines is None or line in lines)}  # fmt: skip
     except Exception as err:  # the banner's own sentence already says what is wrong
         log.warning("web.plant_backlog_unread", error=f"{type(err).__name__}: {err}")
         return ""
@@ -91,23 +93,27 @@ def plant_backlog_sentence(app: WebApp, lines: frozenset[str] | None = None) -> 
     return f" Changes waiting for the plant database: {parts}."
 
 
-def daemon_state(app: WebApp, lines: frozenset[str] | None = None) -> DaemonState:
+def daemon_state(
+    app: WebApp, lines: frozenset[str] | None = None, recent: bool = False
+) -> DaemonState:
     """Every line's heartbeat judged (``line_states``), and the backlog still owed to
     the plant database, if any, said after it; of ``lines`` only when given (a viewer
     limited to lines: ``scope``)."""
-    state = line_states(app, lines)
+    state = line_states(app, lines, recent)
     if state.state == "unreadable":
         return state
-    waiting = plant_backlog_sentence(app, lines)
+    waiting = plant_backlog_sentence(app, lines, recent)
     return replace(state, sentence=state.sentence + waiting) if waiting else state
 
 
-def line_states(app: WebApp, lines: frozenset[str] | None = None) -> DaemonState:
+def line_states(
+    app: WebApp, lines: frozenset[str] | None = None, recent: bool = False
+) -> DaemonState:
     """Read every line's heartbeat in this database (of ``lines`` when given) and judge
     each against the configured multiple: red while any line's daemon is silent (the
     first such line's sentence, and how many others are), else alive."""
     try:
-        beats = read_heartbeats(app.reader())
+        beats = app.heartbeats(recent)
         if lines is not None:
             beats = [beat for beat in beats if beat.line in lines]
     except UserError as err:

@@ -29,10 +29,9 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import decide, get_candidate, list_candidates
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events
-from padformer_edge.store.engine import reading
 from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
-from padformer_edge.store.reviews import reviews_of, save_review
+from padformer_edge.store.reviews import save_review
 from padformer_edge.store.timespec import parse_time
 from padformer_edge.store.vocabulary import REVIEW_FILTERS, CandidateState, Role
 from padformer_edge.web import auth, queries
@@ -93,18 +92,23 @@ def plain_text(params: dict[str, str], name: str) -> None:
         raise UserError(f"{name} contains a control character; fix the link.")
 
 
-def card(row: dict[str, Any], here: bool) -> dict[str, Any]:
+def card(row: dict[str, Any], here: bool, own: bool) -> dict[str, Any]:
     """What a live card shows, as JSON-ready values (the page script builds the DOM).
 
-    ``here`` says whether this server holds the row's picture (``cards``); when it does
-    not, as for another line's row on the plant's page, the card names the line whose PC
-    keeps it (``elsewhere``) instead of thumbnails that could only be broken images."""
+    ``here`` says whether this server holds the row's picture (``cards``), ``own``
+    whether the row is of this server's own line (``WebApp.line``). A picture not here
+    of another line's row, as on the plant's page, is kept on that line's PC: the card
+    names the line (``elsewhere``). One of the server's own line is no longer on this
+    PC (removed, or moved out of the folders the page may show): the card says so
+    (``removed``). Neither shows a thumbnail, which could only be a broken image."""
     row_id = row["id"]
     verdict = queries.verdict_of(row)
     # A refused file is often not a picture at all: an icon rather than a broken image.
     refused = verdict == "failed"
-    elsewhere = row["line"] if not here and not refused else None
-    shown = elsewhere is None
+    missing = not here and not refused
+    elsewhere = row["line"] if missing and not own else None
+    removed = missing and own
+    shown = not missing
     return {
         "id": row_id,
         "line": row["line"],
@@ -123,6 +127,7 @@ def card(row: dict[str, Any], here: bool) -> dict[str, Any]:
             f"/thumbs/{row_id}/heatmap" if row["heatmap_path"] and shown else None
         ),
         "elsewhere": elsewhere,
+        "removed": removed,
         "detail": f"/inspections/{row_id}",
         "review": row.get("review"),
     }
@@ -132,7 +137,8 @@ def cards(app: WebApp, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The cards of ``rows``, each knowing whether this server holds its picture: the
     same rule as the detail page (the recorded file, under one of this server's roots),
     so a card never shows a thumbnail its detail page would not."""
-    return [card(row, app.media.allowed(row["source_path"]) is not None) for row in rows]
+    return [card(row, app.media.allowed(row["source_path"]) is not None, row["line"] == app.line)
+            for row in rows]  # fmt: skip
 
 
 def query_of(request: Request) -> dict[str, str]:
@@ -203,8 +209,7 @@ def _filter_link(params: dict[str, str], **changes: Any) -> str:
 def history(request: Request) -> Response:
     app, params = web_app(request), query_of(request)
     query = history_query(params, lines_of(request))
-    engine = app.reader()
-    found = queries.history_page(engine, query)
+    found = queries.history_page(app.reader(), query)
     kept = {k: v for k, v in params.items() if k != "before"}
     return page(
         request,
@@ -214,9 +219,9 @@ def history(request: Request) -> Response:
         cards={c["id"]: c for c in cards(app, found.rows)},
         verdicts=queries.VERDICTS,
         reviews=REVIEW_FILTERS,
-        lines=visible(request, queries.distinct_values(engine, "line")),
-        cameras=queries.distinct_values(engine, "camera"),
-        products=queries.distinct_values(engine, "product"),
+        lines=visible(request, app.listing("line")),
+        cameras=app.listing("camera"),
+        products=app.listing("product"),
         params=params,
         older=_filter_link(kept, before=found.older) if found.older is not None else None,
         export=_filter_link({k: v for k, v in kept.items() if k != "limit"}),
@@ -261,15 +266,14 @@ def export(request: Request) -> Response:
 
 def detail(request: Request) -> Response:
     app, inspection_id = web_app(request), request.path_params["inspection_id"]
-    row = queries.get_inspection(app.reader(), inspection_id)
-    if row is None or not sees(request, row.line):  # another line's row: as if absent
+    found = queries.detail(app.reader(), inspection_id)
+    if found is None or not sees(request, found.row.line):  # another line's: as if absent
         return error(request, 404, f"there is no inspection {inspection_id}.")
+    row = found.row
     pictures_here = app.media.allowed(row.source_path) is not None
     fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
-                   for c in COLUMNS}, pictures_here)  # fmt: skip
+                   for c in COLUMNS}, pictures_here, row.line == app.line)  # fmt: skip
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
-    with reading(app.reader()) as conn:
-        past = reviews_of(conn, inspection_id)
     # an anomaly without alerts was held back by the cooldown: say so, and after which
     held_back = bool(row.is_anomaly) and not row.alerts
     return page(
@@ -280,10 +284,10 @@ def detail(request: Request) -> Response:
         normalised=normalised,
         alerts=row.alerts,
         held_back=held_back,
-        held_back_after=queries.alert_before(app.reader(), row) if held_back else None,
+        held_back_after=found.held_back_after,
         can_retry=may_retry(request),
         review=row.review,
-        reviews=past,
+        reviews=found.reviews,
         can_review=row.status.value == "done",
         named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
@@ -425,7 +429,7 @@ async def retry(request: Request) -> Response:
     if line is not None and not sees(request, line):  # another line's alert: as if absent
         raise UserError(f"there is no alert {alert_id}; the health page lists them.")
     await run_in_threadpool(queries.retry_alert, app.writer(), alert_id)
-    app.page_cache.clear()
+    app.forget_recent()
     log.info("web.alert_retried", alert=alert_id)
     target = form.get("next")
     if target is not None:
@@ -463,7 +467,7 @@ async def review(request: Request) -> Response:
         save_review, app.writer(), inspection_id, ReviewVerdict(verdict),
         reviewer=reviewer, note=form.get("note"),
     )  # fmt: skip
-    app.page_cache.clear()
+    app.forget_recent()
     log.info("review.saved", inspection=inspection_id, verdict=verdict, reviewer=saved.reviewer,
              replaced=saved.replaced.value if saved.replaced else None, via="page")  # fmt: skip
     target = form.get("next")
@@ -537,7 +541,7 @@ async def decide_candidate(request: Request) -> Response:
     if not by:
         raise UserError("give your name as the engineer deciding; it is kept with the decision.")
     await run_in_threadpool(decide, app.writer(), [candidate_id], states[decision], by[:128])
-    app.page_cache.clear()
+    app.forget_recent()
     log.info("candidate.decided", candidate=candidate_id, decision=decision, by=by, via="page")
     target = form.get("next")
     if target is not None:

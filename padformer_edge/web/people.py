@@ -2,7 +2,8 @@
 
 Users are rows of the history database (``store.users``), changed by the CLI while the
 page runs. Every request asks whether any exist (that decides whether the page needs a
-named login), so the list is read at most once per ``TTL_S`` and shared by all requests;
+named login), so the list is read at most once per ``TTL_S`` and shared by all requests
+(while one request reads it again, the others go on with the list in hand);
 a user added, removed or given a new token is seen within that time. A login records
 the token hash it was checked against (``Person.stamp``): a removed user or a reset
 token ends the sessions opened before, on the next request after the list is re-read.
@@ -18,6 +19,7 @@ seconds, as a removal does.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -68,24 +70,38 @@ class People:
         self._clock = clock
         self._users: dict[str, User] | None = None
         self._read_at = 0.0
-        self._lock = threading.Lock()
+        self._reading = threading.Lock()  # held by the request reading the list
+        self._forgotten = 0  # counts ``forget``
+
+    def _due(self) -> bool:
+        return self._users is None or self._clock() - self._read_at >= self.ttl_s
 
     def stale(self) -> bool:
         """True when the next ``current`` reads the database (the gate then calls it in
-        the thread pool, keeping the event loop free of database reads)."""
-        return self._users is None or self._clock() - self._read_at >= self.ttl_s
+        the thread pool, keeping the event loop free of database reads); False while
+        another request reads it, since ``current`` then answers with the list in hand."""
+        return self._due() and not (self._users is not None and self._reading.locked())
 
     def current(self) -> dict[str, User]:
-        """The users by name, at most ``ttl_s`` old."""
-        with self._lock:
-            now = self._clock()
-            if self._users is None or now - self._read_at >= self.ttl_s:
+        """The users by name, at most ``ttl_s`` old, or a read older while another
+        request reads them anew: a hundred viewers arriving together then do not all
+        wait for the one read (only the first ever does, with no list in hand)."""
+        if not self._due():
+            return self._users  # type: ignore[return-value]
+        if not self._reading.acquire(blocking=self._users is None):
+            return self._users  # type: ignore[return-value]
+        try:
+            if self._due():  # another request may have just read them
+                now, forgotten = self._clock(), self._forgotten
                 try:
                     self._users = {u.name: u for u in list_users(self._reader())}
                 except (UserError, SQLAlchemyError):  # not readable now: the last list seen
                     self._users = self._users or {}
-                self._read_at = now
-            return self._users
+                # forgotten while read (a login just checked a new user): read it again
+                self._read_at = now if forgotten == self._forgotten else -math.inf
+            return self._users  # type: ignore[return-value]
+        finally:
+            self._reading.release()
 
     def exist(self) -> bool:
         """True once any user exists: reviews then need a named login."""
@@ -101,8 +117,8 @@ class People:
 
     def forget(self) -> None:
         """Read the list again on the next request."""
-        with self._lock:
-            self._users = None
+        self._forgotten += 1
+        self._users = None
 
     def authenticate(self, name: str, token: str) -> Person | None:
         """The person these name and token belong to, read from the database now (a

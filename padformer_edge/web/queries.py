@@ -19,6 +19,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Select,
     case,
     func,
     literal_column,
@@ -26,17 +27,18 @@ from sqlalchemy import (
     text,
     tuple_,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload, selectinload
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.history import Filters, record, review_clause, with_reviews
-from padformer_edge.store.history import get_inspection as store_get_inspection
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
+from padformer_edge.store.reviews import PastReview, reviews_of
 from padformer_edge.store.vocabulary import ReviewFilter
 
 Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
 VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
 QUEUED = (Status.pending, Status.processing)
+Listed = Literal["line", "camera", "product"]  # the columns whose values a filter lists
 
 
 def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
@@ -134,13 +136,13 @@ def newest(engine: Engine, limit: int, lines: frozenset[str] | None = None) -> l
     return history_page(engine, HistoryQuery(limit=limit, lines=lines)).rows
 
 
-def distinct_values(engine: Engine, column: Literal["line", "camera", "product"]) -> list[str]:
+def distinct_values(engine: Engine, column: Listed) -> list[str]:
     """Every line, camera or product in the history (``distinct_in``)."""
     with engine.connect() as conn:
         return distinct_in(conn, column)
 
 
-def distinct_in(conn: Connection, column: Literal["line", "camera", "product"]) -> list[str]:
+def distinct_in(conn: Connection, column: Listed) -> list[str]:
     """Every line, camera or product in the history, by hopping along its index.
 
     A recursive ``min(x) WHERE x > previous`` touches one index entry per distinct value,
@@ -154,9 +156,34 @@ def distinct_in(conn: Connection, column: Literal["line", "camera", "product"]) 
     return [str(v) for v in conn.execute(statement).scalars()]
 
 
-def get_inspection(engine: Engine, inspection_id: int) -> Inspection | None:
-    """One row with its alerts (and their delivery state) loaded."""
-    return store_get_inspection(engine, inspection_id)
+@dataclass(frozen=True)
+class Detail:
+    """What the detail page shows of the store, read on one connection."""
+
+    row: Inspection
+    reviews: list[PastReview]  # every verdict given, newest first
+    held_back_after: int | None  # for an anomaly without alerts: ``_alert_before``
+
+
+def detail(engine: Engine, inspection_id: int) -> Detail | None:
+    """Inspection ``inspection_id`` with its alerts and review, its past verdicts and,
+    for an anomaly that raised no alert, the one whose alert held it back; ``None`` when
+    there is no such row. One connection for all of it: each connection the pool hands
+    out costs a ping and a rollback, and each round trip gives up the interpreter lock to
+    the other pages rendering, which is what a page waits for under a hundred viewers."""
+    statement = (
+        select(Inspection)
+        .where(Inspection.id == inspection_id)
+        .options(selectinload(Inspection.alerts), joinedload(Inspection.review))
+    )
+    with Session(engine) as session:
+        row = session.scalars(statement).unique().one_or_none()
+        if row is None:
+            return None
+        past = reviews_of(session.connection(), inspection_id)
+        held = bool(row.is_anomaly) and not row.alerts
+        after = session.scalar(_alert_before(row)) if held else None
+    return Detail(row, past, None if after is None else int(after))
 
 
 def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int) -> str | None:
@@ -169,12 +196,12 @@ def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int
     return None if found is None else str(found)
 
 
-def alert_before(engine: Engine, row: Inspection) -> int | None:
+def _alert_before(row: Inspection) -> Select[Any]:
     """The latest inspection before ``row`` of its line, camera and profile that raised an
     anomaly alert: for an anomaly without alerts, the one whose alert started the
-    cooldown that held this one back (the only reason the daemon raises none). ``None``
+    cooldown that held this one back (the only reason the daemon raises none); NULL
     when no such inspection is kept."""
-    statement = (
+    return (
         select(func.max(Inspection.id))
         .join(Alert, Alert.inspection_id == Inspection.id)
         .where(
@@ -185,9 +212,6 @@ def alert_before(engine: Engine, row: Inspection) -> int | None:
             Inspection.is_anomaly.is_(True),
         )
     )
-    with Session(engine) as session:
-        found = session.scalar(statement)
-    return None if found is None else int(found)
 
 
 def unindexed(column: Any) -> Any:

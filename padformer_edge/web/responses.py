@@ -43,6 +43,12 @@ def person_of(request: Request) -> Person | None:
     return request.scope.get("state", {}).get("person")
 
 
+def kept(request: Request) -> bool:
+    """Set by ``app.cached``: this page is kept by the page cache, so what it shows may be
+    a page-cache second old (``recent``)."""
+    return bool(request.scope.get("state", {}).get("kept", False))
+
+
 def lines_of(request: Request) -> frozenset[str] | None:
     """The lines this viewer is limited to (``scope``); ``None``: every line."""
     person = person_of(request)
@@ -68,7 +74,7 @@ def page(
         template,
         app=app,
         path=request.url.path,
-        daemon=daemon_state(app, lines_of(request)) if shown else None,
+        daemon=daemon_state(app, lines_of(request), kept(request)) if shown else None,
         session=bool(request.scope.get("state", {}).get("session", False)),
         person=person_of(request),
         **context,

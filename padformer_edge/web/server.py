@@ -187,8 +187,12 @@ class WebServer:
         self.socket.close()
 
 
-def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebServer:
-    """A server (not yet started) for ``db`` serving files under ``roots`` + ``config.roots``.
+def make_server(
+    config: HttpConfig, db: str | None, roots: list[Path], line: str | None = None
+) -> WebServer:
+    """A server (not yet started) for ``db`` serving files under ``roots`` + ``config.roots``,
+    on the PC of ``line`` (the daemon config's ``line_name``; default: this host's name,
+    as the daemon's).
 
     The token rule is checked first and a port already in use is one sentence, so
     ``serve`` and ``watch`` fail before doing anything else.
@@ -205,6 +209,7 @@ def make_server(config: HttpConfig, db: str | None, roots: list[Path]) -> WebSer
         stale_after_beats=config.stale_after_beats,
         trusted_proxies=config.trusted_proxies,
         line_urls=config.line_urls,
+        line=line,
     )
     try:
         return WebServer(app, config.host, config.port, tls=tls)

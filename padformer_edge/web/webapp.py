@@ -11,24 +11,33 @@ graph goes one way (``tests/test_imports.py`` keeps it so, type-only imports inc
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
+from anyio import CapacityLimiter
 from sqlalchemy import Engine
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.candidates import candidates_folder
-from padformer_edge.store.engine import open_engine
-from padformer_edge.store.heartbeat import read_heartbeats
+from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
+from padformer_edge.store.lines import default_line
+from padformer_edge.store.outbox import backlog
 from padformer_edge.store.schema import open_checked
+from padformer_edge.store.tables import utc_now
 from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots, conversions
 from padformer_edge.web.metrics import Metrics
 from padformer_edge.web.page_cache import TTL_S, PageCache
 from padformer_edge.web.people import People
 from padformer_edge.web.proxies import TrustedProxies
+from padformer_edge.web.queries import Listed, distinct_values
+from padformer_edge.web.recent import Recent
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
 from padformer_edge.web.thumbnails import Thumbnails
+
+RENDERS = 4  # pages rendered at once; SQLAlchemy's pool keeps 5 connections open
 
 
 class Unavailable(UserError):
@@ -53,6 +62,7 @@ class WebApp:
         page_cache_s: float = TTL_S,
         trusted_proxies: list[str] | None = None,
         line_urls: dict[str, str] | None = None,
+        line: str | None = None,
     ) -> None:
         self.db = db
         self.media = MediaRoots(roots)
@@ -66,8 +76,15 @@ class WebApp:
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
+        # Pages rendered at once (``app.cached``): a few, so that one interpreter lock is
+        # not shared by forty renders, and within the reader's pool of connections.
+        self.renders = CapacityLimiter(RENDERS)
         self.proxies = TrustedProxies(trusted_proxies or [])
         self.line_urls = dict(line_urls or {})  # each line's own page, for its pictures
+        # The line whose PC this server runs on (the daemon config's ``line``, as the
+        # daemon defaults it): a row of it whose picture is not here was removed from
+        # this PC; one of another line is kept on that line's PC.
+        self.line = line or default_line()
         self.thumbnails = Thumbnails()
         self.conversions = conversions()  # TIFFs as PNG for the detail page, made once
         self.stopping = threading.Event()
@@ -76,6 +93,16 @@ class WebApp:
         self._writer: Engine | None = None
         self.metrics = Metrics(self.reader, self.heartbeat_ages)
         self.people = People(self.reader)
+        # What every page shows besides its own rows, read once per page-cache second
+        # (``recent``): the history filters' lists and the banner's heartbeats and backlog.
+        self.listed = {
+            column: Recent(lambda column=column: distinct_values(self.reader(), column),
+                           page_cache_s)
+            for column in ("line", "camera", "product")
+        }  # fmt: skip
+        self.beats: Recent[list[Heartbeat]] = Recent(lambda: read_heartbeats(self.reader()),
+                                                     page_cache_s)  # fmt: skip
+        self.owed: Recent[dict[str, int]] = Recent(self._backlog, page_cache_s)
 
     # -- the database --------------------------------------------------------------------
     def reader(self) -> Engine:
@@ -95,6 +122,36 @@ class WebApp:
             if self._writer is None:
                 self._writer = open_engine(self.db)
             return self._writer
+
+    def _backlog(self) -> dict[str, int]:
+        with reading(self.reader()) as conn:
+            return backlog(conn)
+
+    def listing(self, column: Listed) -> list[str]:
+        """Every line, camera or profile in the history, at most a page-cache second old."""
+        return self.listed[column].get()
+
+    def heartbeats(self, recent: bool = False) -> list[Heartbeat]:
+        """Every line's last beat, read now; with ``recent`` (a page the page cache keeps
+        anyway) the rows at most a page-cache second old, each age measured now (a kept
+        beat does not look younger than it is)."""
+        if not recent:
+            return read_heartbeats(self.reader())
+        now = utc_now()
+        return [replace(beat, age_s=max((now - beat.beat_at).total_seconds(), 0.0))
+                for beat in self.beats.get()]  # fmt: skip
+
+    def backlog(self, recent: bool = False) -> dict[str, int]:
+        """Outbox rows each forwarding line still owes the plant database, read now; with
+        ``recent`` at most a page-cache second old."""
+        return self.owed.get() if recent else self._backlog()
+
+    def forget_recent(self) -> None:
+        """This server changed the store (a review, a retry, a decision): pages rendered
+        from now on read it again."""
+        self.page_cache.clear()
+        for recent in (*self.listed.values(), self.beats, self.owed):
+            recent.forget()
 
     def heartbeat_ages(self) -> dict[str, float]:
         """Seconds since each line's daemon last beat, by line (none yet: empty), for

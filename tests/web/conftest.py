@@ -30,13 +30,15 @@ def site(db_url: str, tmp_path: Path) -> Iterator[Site]:  # noqa: F811
 def serve(
     site: Site, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[Callable[..., WebServer]]:
-    """Start a server over ``site`` with the given ``http:`` settings; all stop at the end."""
+    """Start a server over ``site`` with the given ``http:`` settings (on the PC of
+    ``line``, default this host's, as the site's rows are); all stop at the end."""
     monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("PADFORMER_EDGE_HTTP_TOKEN", raising=False)
     started: list[WebServer] = []
 
-    def start(**http: object) -> WebServer:
-        server = make_server(HttpConfig(port=0, **http), site.db, site.roots).start()  # type: ignore[arg-type]
+    def start(line: str | None = None, **http: object) -> WebServer:
+        config = HttpConfig(port=0, **http)  # type: ignore[arg-type]
+        server = make_server(config, site.db, site.roots, line=line).start()
         started.append(server)
         return server
 

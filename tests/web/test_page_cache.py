@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from starlette.concurrency import run_in_threadpool
+from anyio import to_thread
 from starlette.responses import HTMLResponse, Response
 
 from padformer_edge.web import app as web_app_module
@@ -131,13 +131,37 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
     server.app.page_cache.ttl_s = 60  # fresh for the whole test, however slow the machine
     pooled: list[object] = []
 
-    async def counting(func: Callable[..., Any], *args: Any) -> Any:
-        pooled.append(func)
-        return await run_in_threadpool(func, *args)
+    class Counting:  # ``app.cached`` renders through ``to_thread.run_sync``
+        @staticmethod
+        async def run_sync(func: Callable[..., Any], *args: Any, **options: Any) -> Any:
+            pooled.append(func)
+            return await to_thread.run_sync(func, *args, **options)
 
-    monkeypatch.setattr(web_app_module, "run_in_threadpool", counting)  # ``app.cached``
+    monkeypatch.setattr(web_app_module, "to_thread", Counting)
     first = request(server.url, "/history", headers={"Accept": "text/html"})
     assert len(pooled) == 1  # rendered in the pool
     again = request(server.url, "/history", headers={"Accept": "text/html"})
     assert first.status == again.status == 200 and again.text == first.text
     assert len(pooled) == 1
+
+
+def test_one_viewer_claims_a_render_and_the_others_get_the_kept_page() -> None:
+    """What ``app.cached`` asks on the event loop: one viewer takes the render of an
+    expired page, the others get the kept one at once; the claim ends with the render."""
+    cache = PageCache(ttl_s=0.05)
+    built, build = _counting()
+    assert cache.kept(("/",)) is None
+    held = cache.claim(("/",))
+    assert held is not None and cache.claim(("/",)) is None  # one render at a time
+    assert cache.render(("/",), build, held).body == b"<p>page 1</p>"
+    time.sleep(0.1)  # expired now
+    assert cache.fresh(("/",)) is None
+    held = cache.claim(("/",))
+    assert held is not None and cache.claim(("/",)) is None
+    assert cache.kept(("/",)).body == b"<p>page 1</p>"  # what the others are sent meanwhile
+    assert cache.render(("/",), build, held).body == b"<p>page 2</p>"
+    assert cache.kept(("/",)).body == b"<p>page 2</p>" and len(built) == 2
+    failing = PageCache(ttl_s=60)
+    held = failing.claim(("/",))
+    assert failing.render(("/",), _counting(500)[1], held).status_code == 500
+    assert failing.kept(("/",)) is None and failing.claim(("/",)) is not None  # released

@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from html import unescape
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -22,6 +23,7 @@ from padformer_edge.store.drift import record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import default_line, with_line
 from padformer_edge.store.models import Review
+from padformer_edge.store.tables import inspections
 from padformer_edge.store.users import add_user, set_lines
 from padformer_edge.store.vocabulary import Role
 from padformer_edge.web.config import HttpConfig
@@ -125,6 +127,51 @@ def test_thumbnails_of_another_lines_rows_name_the_line_instead(
         assert (cards[row]["elsewhere"], cards[row]["thumb"]) == (OTHER, None)
     assert cards[site.good[0]]["elsewhere"] is None
     assert cards[site.failed]["thumb"] == "/static/refused.svg"
+
+
+def test_a_picture_gone_from_the_servers_own_pc_is_said_removed(
+    serve: Callable[..., WebServer], site: Site
+) -> None:
+    """The server knows its own line: a row of it whose picture file was cleaned away
+    says the picture was removed from this PC, and only another line's row says its
+    picture is on that line's PC; a row whose picture is here keeps its thumbnail."""
+    gone, kept = site.good[-1], site.good[0]  # the newest of the site's own results
+    Path(_recorded(site, gone)).unlink()
+    theirs = _other_line(site, 1)
+    server = serve()
+    for path, shown in (("/", r'data-id="{}".*?</article>'),
+                        ("/history", r'href="/inspections/{0}">{0}</a>.*?</tr>')):  # fmt: skip
+        page = request(server.url, path, headers=HTML).text
+        assert f"{default_line()}'s PC" not in page, path
+        own = re.search(shown.format(gone), page, re.S).group(0)
+        assert "/thumbs/" not in own and ("no longer on this PC" in own or ">removed<" in own)
+        assert f"/thumbs/{kept}/image" in re.search(shown.format(kept), page, re.S).group(0)
+        other = re.search(shown.format(theirs[0]), page, re.S).group(0)
+        assert f"{OTHER}'s PC" in other and "removed" not in other, path
+    cards = {c["id"]: c for c in json.loads(request(server.url, "/api/live").body)}
+    assert (cards[gone]["removed"], cards[gone]["elsewhere"], cards[gone]["thumb"]) == (
+        True, None, None)  # fmt: skip
+    assert (cards[theirs[0]]["removed"], cards[theirs[0]]["elsewhere"]) == (False, OTHER)
+    assert (cards[kept]["removed"], cards[kept]["elsewhere"]) == (False, None)
+    detail = request(server.url, f"/inspections/{gone}", headers=HTML).text
+    assert 'id="pictures-removed"' in detail and "pictures-elsewhere" not in detail
+    assert 'id="base"' not in detail
+    # The same database served on line press-2's PC: its rows are now its own.
+    on_other = serve(line=OTHER)
+    cards = {c["id"]: c for c in json.loads(request(on_other.url, "/api/live").body)}
+    assert (cards[theirs[0]]["removed"], cards[theirs[0]]["elsewhere"]) == (True, None)
+    assert (cards[gone]["removed"], cards[gone]["elsewhere"]) == (False, default_line())
+    assert cards[kept]["thumb"] == f"/thumbs/{kept}/image"
+
+
+def _recorded(site: Site, row: int) -> str:
+    """The picture path the store recorded for ``row``."""
+    engine = open_engine(site.db)
+    with engine.connect() as conn:
+        path = conn.execute(select(inspections.c.source_path).where(inspections.c.id == row))
+        found = str(path.scalar_one())
+    engine.dispose()
+    return found
 
 
 def test_line_urls_are_checked() -> None:

@@ -21,6 +21,9 @@ function buildCard(c) {
   if (c.elsewhere) {
     // Another line's PC keeps the picture: say where rather than show a broken image.
     pictures.appendChild(el("span", "elsewhere", "Picture on line " + c.elsewhere + "'s PC"));
+  } else if (c.removed) {
+    // This line's own picture, no longer on this PC: say so rather than show a broken image.
+    pictures.appendChild(el("span", "elsewhere removed", "Picture no longer on this PC"));
   } else {
     const image = el("img", "image");
     image.src = c.thumb;
