@@ -59,7 +59,7 @@ def serve(
     database = db or daemon.database
     open_checked(database)  # a missing or old database is one sentence now, not a 503 later
     server = make_server(HttpConfig.model_validate(http.model_dump()), database,
-                         [*file_roots(daemon), *(roots or [])])  # fmt: skip
+                         [*file_roots(daemon), *(roots or [])], line=daemon.line_name)  # fmt: skip
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     server.start()

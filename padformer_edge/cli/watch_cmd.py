@@ -52,7 +52,9 @@ def watch(
         if settings.http is not None:  # the operator's page, in this process
             from padformer_edge.web.server import make_server
 
-            server = make_server(settings.http, settings.database, file_roots(settings)).start()
+            server = make_server(
+                settings.http, settings.database, file_roots(settings), line=settings.line_name
+            ).start()
         try:
             code = run_daemon(settings, plant_claimed=claims.plant_current, stop=claims.stop)
         finally:

@@ -86,3 +86,41 @@ def test_serve_serves_the_configured_database_until_sigterm(tmp_path: Path) -> N
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def test_serve_takes_its_line_from_the_config(tmp_path: Path) -> None:
+    """``serve`` hands the server the config's ``line``: served on line press-9's PC, a row
+    stored on the host's line whose picture is not here is said to be on that line's PC
+    (on its own line's PC it would be said removed)."""
+    import json
+
+    from sqlalchemy import select
+
+    from padformer_edge.store.lines import default_line
+    from padformer_edge.store.tables import inspections
+
+    config = _config(tmp_path, line="press-9")
+    engine = open_engine(str(tmp_path / "results.sqlite3"))
+    upgrade(engine)
+    site = build_site(engine, str(tmp_path / "results.sqlite3"), tmp_path)
+    with engine.connect() as conn:
+        query = select(inspections.c.source_path).where(inspections.c.id == site.good[0])
+        Path(conn.execute(query).scalar_one()).unlink()
+    engine.dispose()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PADFORMER_EDGE_STATE_DIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "padformer_edge", "serve", "--config", str(config), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("serving http://127.0.0.1:"), line
+        with urllib.request.urlopen(f"{line.split()[1]}/api/live") as reply:
+            cards = {card["id"]: card for card in json.loads(reply.read())}
+        assert cards[site.good[0]]["elsewhere"] == default_line()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
