@@ -315,19 +315,7 @@ def _alert_values(
 
 
 def _outbox(row: Inspection, alerts: Sequence[AlertRequest], now: datetime) -> list[Alert]:
-    return [
-        Alert(
-            inspection_id=row.id,
-            line=row.line,
-            sink=a.sink,
-            payload=json.dumps(a.payload),
-            state=AlertState.pending,
-            attempts=0,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        for a in alerts
-    ]
+    return [Alert(**values) for values in _alert_values(row.id, row.line, alerts, now)]
 
 
 def fail(engine: Engine, inspection_id: int, reason: str, *, max_attempts: int) -> Inspection:
