@@ -236,17 +236,23 @@ def methods_reference() -> str:
         "# Scoring methods",
         "",
         "Each method is a package under `padformer_edge/methods/`, found by the metric a "
-        "profile's `detection.metric` names (`methods.registry.method_for`). "
+        "profile's `detection.metric` names (`methods.registry.method_for`); those "
+        "metrics are every word `detection.metric` and `--metric` accept. A profile or "
+        "command that gives a setting its method does not read (`detection.comparator`, "
+        "`detection.scoring`) is refused. "
         "[Architecture](architecture.md#adding-a-scoring-method) shows how to add one.",
         "",
-        "| method | metrics | reads the profile's PADFormer checkpoint | package |",
-        "|---|---|---|---|",
+        "| method | metrics | reads the profile's PADFormer checkpoint | reads "
+        "`comparator` | metrics that read `scoring` | package |",
+        "|---|---|---|---|---|---|",
     ]
     for name, method in METHODS.items():
         metrics = ", ".join(f"`{metric}`" for metric in method.metrics)
         package = type(method).__module__.rsplit(".", 1)[0].replace(".", "/")
-        reads = "yes" if method.reads_padformer else "no"
-        out.append(f"| `{name}` | {metrics} | {reads} | `{package}/` |")
+        reads = (method.reads_padformer, method.reads_comparator)
+        flags = " | ".join("yes" if flag else "no" for flag in reads)
+        scoring = ", ".join(f"`{metric}`" for metric in method.scoring_metrics) or "none"
+        out.append(f"| `{name}` | {metrics} | {flags} | {scoring} | `{package}/` |")
     out.append("")
     for name, method in METHODS.items():
         out += [f"## {name}", "", " ".join(inspect.getdoc(type(method)).split()), ""]

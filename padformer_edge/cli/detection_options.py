@@ -17,13 +17,13 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.detect.scoring_config import scoring_changes
 from padformer_edge.detect.settings import (
     MASK_SCHEDULES,
-    METRIC_CHOICES,
     PRECISIONS,
     PRODUCT_METRIC,
     DetectionSettings,
 )
 from padformer_edge.devices.runtimes import DEVICES, RUNTIMES
 from padformer_edge.errors import UserError
+from padformer_edge.methods.registry import METRICS, check_settings
 
 _DEFAULT = DetectionSettings()
 OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ
@@ -36,7 +36,7 @@ SCHEDULE = choice_option(
 METRIC = choice_option(
     PRODUCT_METRIC,
     "--metric",
-    METRIC_CHOICES,
+    METRICS,
     help="Error measure; compare is the learned comparison (no passes); auto is fused for "
     "edge models, lab otherwise.",
 )
@@ -90,7 +90,7 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     values |= {f: params[n] for n, f in OPTIONAL_FIELD_OF_PARAMETER.items() if n in params}
     values["scoring"] = scoring_changes(params.get("scoring") or [])
     try:
-        return DetectionSettings(**values)
+        return check_settings(DetectionSettings(**values))
     except ValidationError as err:
         problem = err.errors()[0]
         if not problem["loc"]:  # a rule across options (the runtime's device and precision)
@@ -102,3 +102,5 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
         raise UserError(
             f"{option}: {problem['msg'].lower()}, but you gave {option} {given}; fix the option."
         ) from err
+    except ValueError as err:  # what the metric's method reads (methods.registry)
+        raise UserError(f"{err}.") from err

@@ -18,9 +18,9 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
-from padformer_edge.detect.settings import METRIC_CHOICES
 from padformer_edge.devices.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
+from padformer_edge.methods.registry import METRICS
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import (
@@ -488,7 +488,7 @@ def set_model_cmd(
     metric: str | None = choice_option(
         None,
         "--metric",
-        METRIC_CHOICES,
+        METRICS,
         help="The new metric; compare is the learned comparison (the shipped comparator).",
     ),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),

@@ -3,9 +3,11 @@
 A profile's ``detection:`` section, the CLI options of ``detect``, ``profile create`` and
 ``eval``, and the benchmarks all build this one frozen object and hand it whole to the
 ``Detector``; nothing re-declares a default or re-checks a limit on the way. Its words
-(schedules, metrics, devices, precisions) are declared here too, and the modules that
-implement them import them from here. It imports no torch, so the CLI can declare its
-options from it without loading the model.
+(schedules, devices, precisions) are declared here too, and the modules that implement
+them import them from here. The metric is the exception: its words are the scoring
+methods' (``methods.registry.METRICS``), which a profile file and the CLI check through
+``methods.registry.check_settings``, so a new method adds its metric in its own package.
+It imports no torch, so the CLI can declare its options from it without loading the model.
 """
 
 from __future__ import annotations
@@ -19,12 +21,8 @@ from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.devices.runtimes import DeviceName, RuntimeName
 
 MaskSchedule = Literal["random", "balanced"]
-ErrorMetricName = Literal["lab", "rgb", "feature", "fused", "distance", "compare"]
-MetricSetting = Literal["auto", "lab", "rgb", "feature", "fused", "distance", "compare"]
 Precision = Literal["fp32", "bf16", "fp16"]
 MASK_SCHEDULES: tuple[str, ...] = get_args(MaskSchedule)
-ERROR_METRICS: tuple[str, ...] = get_args(ErrorMetricName)
-METRIC_CHOICES: tuple[str, ...] = get_args(MetricSetting)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 PRODUCT_METRIC = "compare"
@@ -50,13 +48,15 @@ class DetectionSettings(StrictModel):
     passes: int = Field(15, ge=MIN_PASSES, description="masked reconstruction passes per image")
     mask_ratio: float = Field(0.4, gt=0.0, lt=1.0, description="share of patches hidden")
     schedule: MaskSchedule = "random"
-    metric: MetricSetting = Field(
+    metric: str = Field(
         "auto",
+        min_length=1,
         description=(
-            "auto: fused for edge models, else lab; distance: the nearest-reference distance "
-            "alone, with no reconstruction pass (edge models; the fast choice for a weak CPU); "
-            "compare: that distance plus the shipped comparator's learned correction, with "
-            "no reconstruction pass (any model)"
+            "what scores the images: one of the metrics the scoring methods list "
+            "(docs/methods.md). auto: fused for edge models, else lab; distance: the "
+            "nearest-reference distance alone, with no reconstruction pass (edge models; the "
+            "fast choice for a weak CPU); compare: that distance plus the shipped "
+            "comparator's learned correction, with no reconstruction pass (any model)"
         ),
     )
     seed: int = Field(0, description="seed of the mask schedule")
@@ -96,20 +96,11 @@ class DetectionSettings(StrictModel):
 
     @model_validator(mode="after")
     def _settings_fit(self) -> DetectionSettings:
-        """Settings that would be quietly ignored are refused: scoring settings under the
-        ``compare`` metric (which reads none), and runtimes asked for more than their
-        graphs do (the exported graphs are float32, and OpenVINO runs them on the CPU
-        only; onnxruntime also on a CUDA GPU, through onnxruntime-gpu)."""
-        if self.comparator is not None and self.metric != "compare":
-            raise ValueError(
-                f"a comparator is read by metric compare only, not {self.metric}: leave "
-                "comparator out, or choose metric compare"
-            )
-        if self.metric == "compare" and self.scoring.changes():
-            raise ValueError(
-                "the scoring settings tune the fused and distance metrics; metric compare "
-                "reads none of them: leave them out, or choose metric fused or distance"
-            )
+        """Runtimes asked for more than their graphs do are refused rather than quietly
+        ignored: the exported graphs are float32, and OpenVINO runs them on the CPU only
+        (onnxruntime also on a CUDA GPU, through onnxruntime-gpu). What a metric's method
+        reads (a comparator, scoring settings) is its registry entry's to check
+        (``methods.registry.check_settings``)."""
         if self.runtime != "torch" and self.precision != "fp32":
             raise ValueError(f"runtime {self.runtime} runs the fp32 graphs; use precision fp32")
         if self.runtime == "openvino" and self.device == "cuda":

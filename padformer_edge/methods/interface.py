@@ -47,6 +47,8 @@ class ScoringMethod(Protocol):
     name: str
     metrics: tuple[str, ...]  # the ``detection.metric`` values it scores
     reads_padformer: bool  # whether it scores with the profile's PADFormer checkpoint
+    reads_comparator: bool  # whether it reads ``detection.comparator``
+    scoring_metrics: tuple[str, ...]  # those of its metrics that read ``detection.scoring``
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """``settings`` as a new profile records them (the weights it will read named)."""

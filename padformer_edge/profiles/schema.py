@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel, register_config_kind
 from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.methods.registry import METRICS, check_settings, method_for
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -240,11 +241,14 @@ class ProfileConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _name_the_comparator(cls, data: Any) -> Any:
-        """A ``compare`` profile written before profiles named their comparator was made
-        with the first comparator shipped: record it (the one its calibration names, when
-        it names one), so that a newer default does not change its scores."""
+        """A profile whose method reads a comparator (``compare``), written before profiles
+        named their comparator, was made with the first comparator shipped: record it (the
+        one its calibration names, when it names one), so that a newer default does not
+        change its scores."""
         detection = data.get("detection") if isinstance(data, dict) else None
-        if not isinstance(detection, dict) or detection.get("metric") != "compare":
+        if not isinstance(detection, dict) or detection.get("metric") not in METRICS:
+            return data
+        if not method_for(detection["metric"]).reads_comparator:
             return data
         if detection.get("comparator") is not None:
             return data
@@ -257,3 +261,10 @@ class ProfileConfig(StrictModel):
         if sha256 is None:
             return data
         return {**data, "detection": {**detection, "comparator": sha256}}
+
+    @field_validator("detection")
+    @classmethod
+    def _a_method_scores_it(cls, detection: DetectionSettings) -> DetectionSettings:
+        """The metric is one a scoring method scores, and every setting given is one that
+        method reads (``methods.registry.check_settings``)."""
+        return check_settings(detection)

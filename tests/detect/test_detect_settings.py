@@ -27,7 +27,7 @@ def test_settings_are_frozen_and_copies_are_validated() -> None:
     with pytest.raises(ValidationError):
         settings.replace(passes=1)
     with pytest.raises(ValidationError):
-        settings.replace(metric="colour")
+        settings.replace(schedule="colour")
 
 
 def test_the_detector_runs_with_the_object_it_was_given() -> None:
@@ -54,6 +54,14 @@ def test_detect_validates_its_options_before_reading_anything(tmp_path) -> None:
     assert len(lines) == 1
     assert "--passes: input should be greater than or equal to 2" in lines[0]
     assert "you gave --passes 1" in lines[0]
+
+
+def test_the_metric_options_are_the_registry_metrics() -> None:
+    """``--metric`` offers the words the scoring methods score, and no other."""
+    from padformer_edge.methods.registry import METRICS
+
+    result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200"})
+    assert "[" + "|".join(METRICS) + "]" in result.output.replace(" ", "")
 
 
 def test_eval_offers_every_setting_a_profile_has() -> None:

@@ -15,7 +15,7 @@ from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.checkpoint import save_comparator
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
-from padformer_edge.methods.compare.scorer import compare, read_score, reference_cells, squares
+from padformer_edge.methods.compare.scorer import compare, reference_cells, squares
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.comparator_readouts import (
     ComparatorReadout,
@@ -27,6 +27,7 @@ from padformer_edge_training.evaluation.comparator_readouts import (
 )
 from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 from tests.benchmark_process import run_benchmark
+from tests.compare_readout import read_score
 
 CPU = torch.device("cpu")
 

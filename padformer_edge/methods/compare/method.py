@@ -29,6 +29,8 @@ class CompareMethod:
     name = "compare"
     metrics = ("compare",)
     reads_padformer = False
+    reads_comparator = True
+    scoring_metrics = ()  # its readout is the comparator's own
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """The comparator named by its sha256 (the shipped default unless one is named),

@@ -1,5 +1,6 @@
 """Images to the comparator's maps: reference cells once per reference set, queries in
-batches, and the readout every score of this project uses (upsample, smooth, maximum).
+batches, each map upsampled to its query for the readout every score of this project
+uses (``detect.readout``: smooth, maximum).
 
 The references are squeezed square like every input and matched upright and turned by
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.readout import Readout, smooth
+from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.signature import Signature, readout_jobs
 from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.methods.compare.model import Comparison, ComparisonModel
@@ -62,13 +63,6 @@ def compare(
     with torch.no_grad():
         cells = model.cells(squares(model, queries01))
         return model(cells, references.upright, references.bank)
-
-
-def read_score(cell_scores: torch.Tensor, size: tuple[int, int], input_size: int) -> torch.Tensor:
-    """``[h, w]`` per-cell scores -> the ``[H, W]`` map at the query's size, smoothed by
-    ``SCORE_SIGMA`` model pixels; its maximum is the image score."""
-    scale = max(size) / input_size  # query pixels per model pixel
-    return smooth(upsample(cell_scores[None, None], size)[0, 0], SCORE_SIGMA * scale)
 
 
 class CompareMetric:

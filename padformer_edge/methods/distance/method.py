@@ -14,6 +14,7 @@ class DistanceMethod(PadformerMethod):
 
     name = "distance"
     metrics = ("distance",)
+    scoring_metrics = ("distance",)
 
 
 DISTANCE = DistanceMethod()

@@ -14,6 +14,7 @@ class FusedMethod(PadformerMethod):
 
     name = "fused"
     metrics = ("fused",)
+    scoring_metrics = ("fused",)
 
 
 FUSED = FusedMethod()

@@ -32,6 +32,8 @@ class PadformerMethod:
     name: str = "padformer"
     metrics: tuple[str, ...] = ("auto", "lab", "rgb", "feature")
     reads_padformer = True
+    reads_comparator = False
+    scoring_metrics: tuple[str, ...] = ("auto",)  # the fused score on edge models
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """``settings`` as they are: PADFormer's weights are the profile's checkpoint."""

@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
-from padformer_edge.methods.compare.scorer import compare, read_score, reference_cells
+from padformer_edge.methods.compare.scorer import compare, reference_cells
 from padformer_edge.methods.distance.search import ReferenceBank, best_cosines
+from tests.compare_readout import read_score
 from tests.train_helpers import object_image
 
 CONFIG = ComparatorConfig(input_size=64, dim=32, depth=1, heads=2, top_k=4, aligned_k=2)

@@ -4,6 +4,7 @@ signature, and a profile moved onto it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -25,13 +26,13 @@ from padformer_edge.methods.compare.scorer import (
     compare,
     compare_signature,
     load_compare_metric,
-    read_score,
     reference_cells,
 )
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile, set_model
 from padformer_edge.profiles.profile import load_profile
+from tests.compare_readout import read_score
 from tests.detect_images import product_image, with_defect
 from tests.line.make_fixture import write_image
 
@@ -193,6 +194,8 @@ def test_scoring_settings_under_compare_are_refused_not_ignored() -> None:
     with pytest.raises(UserError, match="metric compare reads none of them"):
         detection_settings(params)
     assert detection_settings({**params, "metric": "fused"}).scoring.map.sigma == 4
+    with pytest.raises(UserError, match="metric lab reads none of them"):
+        detection_settings({**params, "metric": "lab"})  # the paper's colour error
 
 
 def earlier_sha256() -> str:
@@ -266,11 +269,23 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
     assert ProfileConfig._name_the_comparator(calibrated)["detection"]["comparator"] == "a" * 64
     fused = {**written, "detection": {**written["detection"], "metric": "fused"}}
     assert "comparator" not in ProfileConfig._name_the_comparator(fused)["detection"]
+    # the registry's checks hold a profile file: an unknown metric, a comparator its
+    # method does not read
+    for detection, fault in (
+        ({"metric": "colour"}, "metric 'colour' is unknown; choose one of compare, fused"),
+        ({"metric": "fused", "comparator": "a" * 64}, "read by metric compare only, not fused"),
+    ):
+        file.write_text(yaml.safe_dump({**written, "detection": detection}))
+        with pytest.raises(UserError, match=re.escape(fault)):
+            load_profile(root / "profiles", "part")
 
 
 def test_a_comparator_under_another_metric_is_refused() -> None:
-    with pytest.raises(ValueError, match="read by metric compare only"):
-        DetectionSettings(metric="fused", comparator="a" * 64)
+    from padformer_edge.methods.registry import check_settings
+
+    with pytest.raises(ValueError, match="read by metric compare only, not fused"):
+        check_settings(DetectionSettings(metric="fused", comparator="a" * 64))
+    assert check_settings(DetectionSettings(metric="compare", comparator="a" * 64))
 
 
 PADFORMER_MODULES = (
