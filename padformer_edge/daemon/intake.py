@@ -60,15 +60,26 @@ NOT_UTF8 = (
 )
 
 
-def stored_name(path: Path) -> tuple[str, bool]:
+def stored_name(path: Path, folders: dict[Path, str] | None = None) -> tuple[str, bool]:
     """The text a row stores for ``path`` and whether it is the exact name.
 
     A file under the state folder is recorded relative to it (``stored_path``), so a
     moved state folder keeps its camera folders inside it. Python keeps undecodable name
     bytes as lone surrogates, which no database accepts; such a name is stored with
     ``\\xNN`` escapes instead (and cannot be opened from it).
+
+    ``folders`` (folder -> its stored form) lets a caller that names many files of a few
+    folders (intake's step) resolve each folder once: ``stored_path`` resolves every
+    folder of the path, which cost more than the rest of queueing a file.
     """
-    raw = os.fsencode(stored_path(path))
+    if folders is None:
+        recorded = stored_path(path)
+    else:
+        folder = path.parent
+        if folder not in folders:  # the folder's form, as ``stored_path`` makes it
+            folders[folder] = stored_path(folder / "x")[: -len("x")]
+        recorded = folders[folder] + path.name
+    raw = os.fsencode(recorded)
     try:
         return raw.decode("utf-8"), True
     except UnicodeDecodeError:
@@ -276,13 +287,14 @@ class Intake:
         with self.lock:
             candidates = list(self.settling.items())
         ready: list[Found] = []
+        folders: dict[Path, str] = {}  # each folder's stored form, resolved once a step
         for path, entry in candidates:
             try:
                 verdict = self._verdict(path, entry, now)
                 if verdict is None:
                     continue
                 if verdict:
-                    found = self._found(path, entry.camera, verdict)
+                    found = self._found(path, entry.camera, verdict, folders)
                     if found is not None:
                         ready.append(found)
                         continue  # queued below, with every other file settled now
@@ -317,14 +329,17 @@ class Intake:
             return Arrival.SETTLED
         return Arrival.TIMED_OUT if quiet >= self.config.settle_timeout_s else None
 
-    def _found(self, path: Path, camera: Camera, arrival: str) -> Found | None:
-        """A settled file's row to queue, hashed; None if it vanished meanwhile."""
+    def _found(
+        self, path: Path, camera: Camera, arrival: str, folders: dict[Path, str]
+    ) -> Found | None:
+        """A settled file's row to queue, hashed; None if it vanished meanwhile
+        (``folders``: ``stored_name``'s, for the step)."""
         try:
             info = os.lstat(path)
             sha256, size = fingerprint(path, self.max_bytes)
         except OSError:
             return None  # vanished while hashing; nothing to record
-        name, exact = stored_name(path)
+        name, exact = stored_name(path, folders)
         row = QueuedFile(camera.name, camera.product, name, sha256, size,
                          refused=None if exact else NOT_UTF8)  # fmt: skip
         return Found(path, camera, info, row, arrival)

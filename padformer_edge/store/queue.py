@@ -190,8 +190,12 @@ def _claim_queries(fair: bool) -> tuple[Select, Update]:
 _CLAIM_QUERIES = {fair: _claim_queries(fair) for fair in (False, True)}
 
 
-def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
-    """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
+def claim_batch(
+    engine: Engine, limit: int, *, fair: bool = False, at_least: int = 1
+) -> list[Inspection]:
+    """Move up to ``limit`` oldest pending rows to ``processing`` and return them; none
+    while fewer than ``at_least`` are pending (the worker claims a batch ahead only
+    while a full one waits: one transaction, where counting first took another).
 
     ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
     second oldest, ...), so one camera's burst cannot starve the others. Two Core
@@ -202,7 +206,7 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
     query, claim = _CLAIM_QUERIES[fair]
     with engine.begin() as conn:
         found = conn.execute(query, {"line": line_of(engine), "limit": limit}).mappings().all()
-        if not found:
+        if not found or len(found) < at_least:
             return []
         conn.execute(claim, {"ids": [row["id"] for row in found], "now": now})
     claimed = {"status": Status.processing, "started_at": now, "error": None}
@@ -255,7 +259,7 @@ _COMPLETE = _complete_statements()
 
 
 def complete_many(
-    engine: Engine, results: Sequence[tuple[int, DetectionOutcome]]
+    engine: Engine, results: Sequence[tuple[int, DetectionOutcome]], *, rows: bool = True
 ) -> list[Inspection]:
     """Store several results and queue their alerts in one transaction: all of them or,
     when any row is not ``processing`` (or the database fails), none. The worker commits
@@ -263,7 +267,9 @@ def complete_many(
     host-side costs (``benchmarks/daemon_throughput.py --stored-maps --profile``). Three
     Core statements (the rows read under lock, the results written by id, the alerts
     inserted), the rows handed back built from what was read and written: an ORM
-    session's loading and flush of each row cost more than the statements."""
+    session's loading and flush of each row cost more than the statements. ``rows``
+    False: nothing is handed back (the worker reads none of them, and building each
+    ORM object costs more than writing its row)."""
     now = utc_now()
     read, write, queue_alerts = _COMPLETE
     with engine.begin() as conn:
@@ -288,7 +294,8 @@ def complete_many(
             }  # fmt: skip
             written.append({"row_id": inspection_id, **values})
             alerts.extend(_alert_values(inspection_id, row["line"], outcome.alerts, now))
-            done.append(Inspection(**{**row, **values}))
+            if rows:
+                done.append(Inspection(**{**row, **values}))
         conn.execute(write, written)
         if alerts:
             conn.execute(queue_alerts, alerts)

@@ -75,6 +75,18 @@ def test_claim_takes_oldest_pending_and_counts_attempts(engine: Engine) -> None:
     assert claim_batch(engine, 10) == []
 
 
+def test_a_claim_asking_for_a_full_batch_takes_none_of_a_shorter_queue(engine: Engine) -> None:
+    ids = [_enqueue(engine, f"{i}.png").id for i in range(3)]
+    assert claim_batch(engine, 4, fair=True, at_least=4) == []  # three wait: none taken
+    with Session(engine) as session:  # and none was moved to processing
+        statuses = session.scalars(select(Inspection.status)).all()
+    assert statuses == [Status.pending] * 3
+    row = _enqueue(engine, "3.png")
+    taken = claim_batch(engine, 4, fair=True, at_least=4)
+    assert [r.id for r in taken] == [*ids, row.id]
+    assert all(r.status == Status.processing and r.attempts == 1 for r in taken)
+
+
 def test_complete_writes_result_and_alerts_together(engine: Engine) -> None:
     row = _enqueue(engine, "a.png")
     claim_batch(engine, 1)
