@@ -213,9 +213,10 @@ def colour_indices(
     np.copyto(scaled, calm, where=values <= threshold)
     np.clip(scaled, 0.0, 1.0, out=scaled)
     # Floored, so the threshold itself is the calm half's last index (127), and anything
-    # above it lands in the hot half.
+    # above it lands in the hot half: the values lie in 0..255.999 here, where the cast's
+    # truncation is the floor, so no pass of its own.
     scaled *= 255.999
-    return np.floor(scaled, out=scaled).astype(np.uint8)
+    return scaled.astype(np.uint8)
 
 
 def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, int]) -> np.ndarray:
