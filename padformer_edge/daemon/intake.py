@@ -49,7 +49,7 @@ from padformer_edge.store.engine import reading
 from padformer_edge.store.lines import line_of
 from padformer_edge.store.locations import stored_path
 from padformer_edge.store.models import Inspection
-from padformer_edge.store.queue import QueuedFile, enqueue_many
+from padformer_edge.store.queue import QueuedFile, enqueue_ids
 
 log = get_logger("intake")
 
@@ -351,22 +351,22 @@ class Intake:
         if not ready:
             return 0
         try:
-            queued = list(zip(ready, enqueue_many(self.engine, [f.row for f in ready]),
+            queued = list(zip(ready, enqueue_ids(self.engine, [f.row for f in ready]),
                               strict=True))  # fmt: skip
         except Exception:
             queued = []
             for found in ready:
                 try:
-                    queued.append((found, enqueue_many(self.engine, [found.row])[0]))
+                    queued.append((found, enqueue_ids(self.engine, [found.row])[0]))
                 except Exception as err:  # a locked or unreachable database: not intake's end
                     self.report_once("intake.enqueue_failed", found.path,
                                      error=f"{type(err).__name__}: {err}")  # fmt: skip
-        for found, row in queued:
+        for found, row_id in queued:
             self.known.add(file_key(found.path, found.info))
             self.arrivals[found.arrival] += 1
             if found.row.refused is not None:
-                self.report_once("intake.refused", found.path, id=row.id, reason=NOT_UTF8)
-            log.debug("intake.queued", path=found.row.source_path, id=row.id,
+                self.report_once("intake.refused", found.path, id=row_id, reason=NOT_UTF8)
+            log.debug("intake.queued", path=found.row.source_path, id=row_id,
                       camera=found.camera.name, arrival=found.arrival)  # fmt: skip
             self._forget(found.path)
         if queued:

@@ -18,6 +18,7 @@ from padformer_edge.store.queue import (
     complete_many,
     due_alerts,
     enqueue,
+    enqueue_ids,
     enqueue_many,
     fail,
     mark_alert_failed,
@@ -218,4 +219,6 @@ def test_files_queued_together_are_queued_once_each(engine: Engine) -> None:
     first = enqueue_many(engine, files)
     again = enqueue_many(engine, files[1:])  # a rescan meeting two of them again
     assert [r.id for r in again] == [r.id for r in first[1:]]
+    assert [r.source_path for r in first] == [f.source_path for f in files]
+    assert enqueue_ids(engine, files[::-1]) == [r.id for r in first[::-1]]  # ids alone
     assert _count(engine, Inspection) == 3
