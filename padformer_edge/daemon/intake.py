@@ -36,7 +36,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import Engine, exists, select
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
@@ -154,6 +163,16 @@ def full_event_observer() -> BaseObserver:
     return InotifyObserver(generate_full_events=True)
 
 
+EVENTS = [
+    FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent,
+    DirCreatedEvent, DirMovedEvent,
+]  # fmt: skip
+"""The events ``_Events`` acts on, and the only ones the observer asks for (on Linux,
+its inotify mask): without the filter every file opened or read in a camera folder is
+an event as well, the daemon's own reads of each file (its trailer, its hash, its
+inspection) included, each handled in Python to be ignored."""
+
+
 class _Events(FileSystemEventHandler):
     """Routes every interesting event of one camera folder to ``Intake.offer``."""
 
@@ -223,8 +242,9 @@ class Intake:
         )
         for camera in self.cameras:
             observer.schedule(
-                _Events(self, camera), str(camera.root), recursive=self.config.recursive
-            )
+                _Events(self, camera), str(camera.root), recursive=self.config.recursive,
+                event_filter=EVENTS,
+            )  # fmt: skip
         observer.daemon = True
         observer.start()
         self.observer = observer
