@@ -42,11 +42,16 @@ def ignored(name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
-def within(path: Path, root: Path, real_root: str | None = None) -> bool:
+def within(
+    path: Path, root: Path, real_root: str | None = None, real_folder: str | None = None
+) -> bool:
     """True when ``path`` resolves (symlinks followed) inside ``root``; ``real_root`` is
     ``root`` resolved already (the worker resolves each camera's once per batch rather
-    than once per file: resolving walks every folder of the path)."""
-    real, top = os.path.realpath(path), real_root or os.path.realpath(root)
+    than once per file: resolving walks every folder of the path), and ``real_folder``
+    the path's folder resolved, for a path that is itself no link (``read_checked``
+    knows it from the file's ``lstat``)."""
+    real = os.path.join(real_folder, path.name) if real_folder else os.path.realpath(path)
+    top = real_root or os.path.realpath(root)
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
@@ -89,17 +94,29 @@ def _digest(data: bytes) -> str:
 
 
 def read_checked(
-    path: Path, root: Path, max_bytes: int, sha256: str, real_root: str | None = None
+    path: Path,
+    root: Path,
+    max_bytes: int,
+    sha256: str,
+    real_root: str | None = None,
+    real_folders: dict[Path, str] | None = None,
 ) -> bytes:
     """The file's bytes, or ``Refused`` saying why it can never be inspected
-    (``real_root``: as ``within`` takes it)."""
+    (``real_root``: as ``within`` takes it; ``real_folders``: folder -> the folder
+    resolved, filled here, for a caller that reads many files of a few folders)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         raise Refused("the file disappeared before it was inspected") from None
     if stat.S_ISLNK(info.st_mode):
         raise Refused("symbolic links are not inspected; cameras must write real files")
-    if not within(path, root, real_root):
+    real_folder = None
+    if real_folders is not None:
+        folder = path.parent
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder)
+        real_folder = real_folders[folder]
+    if not within(path, root, real_root, real_folder):
         raise Refused(f"the path resolves outside the watched folder {root}")
     if path.suffix.lower() not in IMAGE_SUFFIXES:
         raise Refused(

@@ -36,7 +36,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import Engine, exists, select
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
@@ -49,7 +58,7 @@ from padformer_edge.store.engine import reading
 from padformer_edge.store.lines import line_of
 from padformer_edge.store.locations import stored_path
 from padformer_edge.store.models import Inspection
-from padformer_edge.store.queue import QueuedFile, enqueue_many
+from padformer_edge.store.queue import QueuedFile, enqueue_ids
 
 log = get_logger("intake")
 
@@ -60,15 +69,26 @@ NOT_UTF8 = (
 )
 
 
-def stored_name(path: Path) -> tuple[str, bool]:
+def stored_name(path: Path, folders: dict[Path, str] | None = None) -> tuple[str, bool]:
     """The text a row stores for ``path`` and whether it is the exact name.
 
     A file under the state folder is recorded relative to it (``stored_path``), so a
     moved state folder keeps its camera folders inside it. Python keeps undecodable name
     bytes as lone surrogates, which no database accepts; such a name is stored with
     ``\\xNN`` escapes instead (and cannot be opened from it).
+
+    ``folders`` (folder -> its stored form) lets a caller that names many files of a few
+    folders (intake's step) resolve each folder once: ``stored_path`` resolves every
+    folder of the path, which cost more than the rest of queueing a file.
     """
-    raw = os.fsencode(stored_path(path))
+    if folders is None:
+        recorded = stored_path(path)
+    else:
+        folder = path.parent
+        if folder not in folders:  # the folder's form, as ``stored_path`` makes it
+            folders[folder] = stored_path(folder / "x")[: -len("x")]
+        recorded = folders[folder] + path.name
+    raw = os.fsencode(recorded)
     try:
         return raw.decode("utf-8"), True
     except UnicodeDecodeError:
@@ -143,6 +163,16 @@ def full_event_observer() -> BaseObserver:
     return InotifyObserver(generate_full_events=True)
 
 
+EVENTS = [
+    FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent,
+    DirCreatedEvent, DirMovedEvent,
+]  # fmt: skip
+"""The events ``_Events`` acts on, and the only ones the observer asks for (on Linux,
+its inotify mask): without the filter every file opened or read in a camera folder is
+an event as well, the daemon's own reads of each file (its trailer, its hash, its
+inspection) included, each handled in Python to be ignored."""
+
+
 class _Events(FileSystemEventHandler):
     """Routes every interesting event of one camera folder to ``Intake.offer``."""
 
@@ -212,8 +242,9 @@ class Intake:
         )
         for camera in self.cameras:
             observer.schedule(
-                _Events(self, camera), str(camera.root), recursive=self.config.recursive
-            )
+                _Events(self, camera), str(camera.root), recursive=self.config.recursive,
+                event_filter=EVENTS,
+            )  # fmt: skip
         observer.daemon = True
         observer.start()
         self.observer = observer
@@ -276,13 +307,14 @@ class Intake:
         with self.lock:
             candidates = list(self.settling.items())
         ready: list[Found] = []
+        folders: dict[Path, str] = {}  # each folder's stored form, resolved once a step
         for path, entry in candidates:
             try:
                 verdict = self._verdict(path, entry, now)
                 if verdict is None:
                     continue
                 if verdict:
-                    found = self._found(path, entry.camera, verdict)
+                    found = self._found(path, entry.camera, verdict, folders)
                     if found is not None:
                         ready.append(found)
                         continue  # queued below, with every other file settled now
@@ -317,14 +349,17 @@ class Intake:
             return Arrival.SETTLED
         return Arrival.TIMED_OUT if quiet >= self.config.settle_timeout_s else None
 
-    def _found(self, path: Path, camera: Camera, arrival: str) -> Found | None:
-        """A settled file's row to queue, hashed; None if it vanished meanwhile."""
+    def _found(
+        self, path: Path, camera: Camera, arrival: str, folders: dict[Path, str]
+    ) -> Found | None:
+        """A settled file's row to queue, hashed; None if it vanished meanwhile
+        (``folders``: ``stored_name``'s, for the step)."""
         try:
             info = os.lstat(path)
             sha256, size = fingerprint(path, self.max_bytes)
         except OSError:
             return None  # vanished while hashing; nothing to record
-        name, exact = stored_name(path)
+        name, exact = stored_name(path, folders)
         row = QueuedFile(camera.name, camera.product, name, sha256, size,
                          refused=None if exact else NOT_UTF8)  # fmt: skip
         return Found(path, camera, info, row, arrival)
@@ -336,22 +371,22 @@ class Intake:
         if not ready:
             return 0
         try:
-            queued = list(zip(ready, enqueue_many(self.engine, [f.row for f in ready]),
+            queued = list(zip(ready, enqueue_ids(self.engine, [f.row for f in ready]),
                               strict=True))  # fmt: skip
         except Exception:
             queued = []
             for found in ready:
                 try:
-                    queued.append((found, enqueue_many(self.engine, [found.row])[0]))
+                    queued.append((found, enqueue_ids(self.engine, [found.row])[0]))
                 except Exception as err:  # a locked or unreachable database: not intake's end
                     self.report_once("intake.enqueue_failed", found.path,
                                      error=f"{type(err).__name__}: {err}")  # fmt: skip
-        for found, row in queued:
+        for found, row_id in queued:
             self.known.add(file_key(found.path, found.info))
             self.arrivals[found.arrival] += 1
             if found.row.refused is not None:
-                self.report_once("intake.refused", found.path, id=row.id, reason=NOT_UTF8)
-            log.debug("intake.queued", path=found.row.source_path, id=row.id,
+                self.report_once("intake.refused", found.path, id=row_id, reason=NOT_UTF8)
+            log.debug("intake.queued", path=found.row.source_path, id=row_id,
                       camera=found.camera.name, arrival=found.arrival)  # fmt: skip
             self._forget(found.path)
         if queued:

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import Engine, bindparam, func, select
 
+from padformer_edge.anomaly import is_anomalous
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import (
     AlertKind,
@@ -318,7 +319,8 @@ class Worker:
             for row in fresh
             if row.camera in self.cameras
         }
-        loaded = self.host.map(lambda row: self.read_decode(row, real_roots), fresh)
+        real_folders: dict[Path, str] = {}  # and each file's folder once per batch
+        loaded = self.host.map(lambda row: self.read_decode(row, real_roots, real_folders), fresh)
         decoded: Decoded = []
         for row, image in zip(fresh, loaded, strict=True):
             if isinstance(image, Exception):
@@ -330,10 +332,9 @@ class Worker:
     def claim_ahead(self) -> None:
         """While at least a full batch is queued (a burst), claim the next batch now and
         decode it in a thread while this one is detected; a shorter queue waits for the
-        next turn of the loop, which may still fill its batch."""
-        if self.backlog() < self.batch_size:
-            return
-        rows = claim_batch(self.engine, self.batch_size, fair=True)
+        next turn of the loop, which may still fill its batch (the claim itself takes
+        none then: no count before it)."""
+        rows = claim_batch(self.engine, self.batch_size, fair=True, at_least=self.batch_size)
         if rows:
             self.next_batch = (rows, self.ahead.start(lambda: self.prepare(rows)))
 
@@ -389,17 +390,23 @@ class Worker:
             )
         return fresh
 
-    def read_decode(self, row: Inspection, real_roots: dict[str, str]) -> np.ndarray:
+    def read_decode(
+        self,
+        row: Inspection,
+        real_roots: dict[str, str],
+        real_folders: dict[Path, str] | None = None,
+    ) -> np.ndarray:
         """The row's decoded pixels (a host thread's work), or the exception saying why
         not, which ``load_failed`` turns into the row's reason (``real_roots``: camera ->
-        its root resolved)."""
+        its root resolved; ``real_folders``: ``read_checked``'s, for the batch)."""
         camera = self.cameras.get(row.camera)
         if camera is None:
             raise Refused(f"camera '{row.camera}' is no longer configured")
         path = resolve_stored(row.source_path)
         data = read_checked(
-            path, camera.root, self.max_bytes, row.sha256, real_roots.get(row.camera)
-        )
+            path, camera.root, self.max_bytes, row.sha256, real_roots.get(row.camera),
+            real_folders,
+        )  # fmt: skip
         return decode(data, path.suffix, self.max_pixels)
 
     def load_failed(self, row: Inspection, err: Exception) -> None:
@@ -574,7 +581,8 @@ class Worker:
         each; if the transaction fails, each row is committed (or failed) on its own."""
         planned = [(item, self.outcome(item, inspector)) for item in ready]
         try:
-            complete_many(self.engine, [(item.row.id, outcome) for item, outcome in planned])
+            results = [(item.row.id, outcome) for item, outcome in planned]
+            complete_many(self.engine, results, rows=False)
             committed = planned
         except Exception as err:
             log.warning("worker.batch_commit_failed", rows=len(planned),
@@ -594,18 +602,20 @@ class Worker:
     def outcome(self, item: Finished, inspector: Inspector) -> DetectionOutcome:
         """A row's result and the alerts its score plans (with its notices)."""
         row, detection = item.row, item.detection
-        alerts = plan_alerts(
-            self.alerts,
-            cooldown=self.cooldown,
-            camera=row.camera,
-            product=row.product,
-            score=detection.score,
-            threshold=inspector.threshold,
-            reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
-            source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
-            heatmap_path=str(item.heatmap),
-            extra={"inspection_id": row.id},
-        ) + list(item.notices)
+        alerts = list(item.notices)
+        if is_anomalous(detection.score, inspector.threshold):  # else plan_alerts plans none:
+            alerts[:0] = plan_alerts(  # its reason and paths are made for an alert only
+                self.alerts,
+                cooldown=self.cooldown,
+                camera=row.camera,
+                product=row.product,
+                score=detection.score,
+                threshold=inspector.threshold,
+                reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
+                source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
+                heatmap_path=str(item.heatmap),
+                extra={"inspection_id": row.id},
+            )
         return DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,

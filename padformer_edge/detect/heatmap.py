@@ -96,15 +96,20 @@ class Label:
     line_height: int  # one line's ascent plus descent (baseline) in pixels
     width: int
     height: int
+    descents: tuple[int, ...]
+    """Each line's descent below its baseline, as measured for the layout (drawing
+    needs it, and measuring a line again cost as much as drawing it)."""
 
 
-def _measure(lines: tuple[str, ...], scale: float) -> tuple[int, int, int, int]:
-    """(widest line, one line's height with its baseline, thickness, margin) at ``scale``."""
+def _measure(lines: tuple[str, ...], scale: float) -> tuple[int, int, int, int, tuple[int, ...]]:
+    """(widest line, one line's height with its baseline, thickness, margin, each line's
+    descent) at ``scale``."""
     thickness = max(1, round(scale * 2))
     sizes = [cv2.getTextSize(line, LABEL_FONT, scale, thickness) for line in lines]
     widest = max(width for (width, _), _ in sizes)
     tallest = max(height + baseline for (_, height), baseline in sizes)
-    return widest, tallest, thickness, max(1, int(4 * scale))
+    descents = tuple(baseline for _, baseline in sizes)
+    return widest, tallest, thickness, max(1, int(4 * scale)), descents
 
 
 def label_layout(parts: tuple[str, ...], shape: tuple[int, ...]) -> Label:
@@ -118,16 +123,18 @@ def label_layout(parts: tuple[str, ...], shape: tuple[int, ...]) -> Label:
     layouts = [(" / ".join(parts),)] + ([parts] if len(parts) > 1 else [])
     for index, lines in enumerate(layouts):
         scale = wanted
-        widest, line, thickness, margin = _measure(lines, scale)
+        widest, line, thickness, margin, descents = _measure(lines, scale)
         while widest > width - 2 * margin and scale > 0.01:
             # the glyphs' thickness and rounding do not follow the scale exactly: shrink
             # by the ratio, and a little more, until it is measured to fit
             scale *= min(0.98, max(width - 2 * margin, 1) / widest)
-            widest, line, thickness, margin = _measure(lines, scale)
+            widest, line, thickness, margin, descents = _measure(lines, scale)
         if scale >= MIN_LABEL_SCALE or index == len(layouts) - 1:
             break
     box_height = len(lines) * line + (len(lines) + 1) * margin
-    return Label(lines, scale, thickness, margin, line, widest + 2 * margin, box_height)
+    return Label(
+        lines, scale, thickness, margin, line, widest + 2 * margin, box_height, descents
+    )
 
 
 def draw_label(overlay: np.ndarray, parts: tuple[str, ...]) -> Label:
@@ -136,8 +143,7 @@ def draw_label(overlay: np.ndarray, parts: tuple[str, ...]) -> Label:
     cv2.rectangle(overlay, (0, 0), (label.width, label.height), (0, 0, 0), -1)
     for row, text in enumerate(label.lines):
         baseline_y = label.margin + row * (label.line_height + label.margin) + label.line_height
-        _, descent = cv2.getTextSize(text, LABEL_FONT, label.scale, label.thickness)
-        origin = (label.margin, baseline_y - descent)
+        origin = (label.margin, baseline_y - label.descents[row])
         cv2.putText(overlay, text, origin, LABEL_FONT, label.scale, (255, 255, 255),
                     label.thickness, cv2.LINE_AA)  # fmt: skip
     return label
@@ -207,9 +213,10 @@ def colour_indices(
     np.copyto(scaled, calm, where=values <= threshold)
     np.clip(scaled, 0.0, 1.0, out=scaled)
     # Floored, so the threshold itself is the calm half's last index (127), and anything
-    # above it lands in the hot half.
+    # above it lands in the hot half: the values lie in 0..255.999 here, where the cast's
+    # truncation is the floor, so no pass of its own.
     scaled *= 255.999
-    return np.floor(scaled, out=scaled).astype(np.uint8)
+    return scaled.astype(np.uint8)
 
 
 def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, int]) -> np.ndarray:

@@ -8,6 +8,7 @@ without needing SQLAlchemy, which takes most of a CLI command's start-up.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 STATE_DIR_ENV = "PADFORMER_EDGE_STATE_DIR"
@@ -50,4 +51,23 @@ def resolve_stored(recorded: str, base: Path | None = None) -> Path:
     """The file a recorded path names: a relative one lies under the current state
     folder (``stored_path``), an absolute one is taken as it is."""
     path = Path(recorded)
-    return path if path.is_absolute() else (base or state_dir()).expanduser().absolute() / path
+    if path.is_absolute():
+        return path
+    return (base.expanduser().absolute() if base else _absolute_state(*_state_names())) / path
+
+
+def _state_names() -> tuple[str | None, ...]:
+    """What ``state_dir`` reads from the environment, in its order, and the working
+    folder that a relative one is taken from."""
+    get = os.environ.get
+    names = get(STATE_DIR_ENV), get("STATE_DIRECTORY"), get("XDG_STATE_HOME"), get("HOME")
+    return (*names, os.getcwd())
+
+
+@lru_cache(maxsize=8)
+def _absolute_state(*names: str | None) -> Path:
+    """``state_dir()`` made absolute, for the environment ``names`` (``_state_names``):
+    worked out once per environment, since the daemon resolves two recorded paths per
+    image and building the folder each time cost more than the rest of both. The
+    environment is the key, so a changed variable (a test's) is still followed."""
+    return state_dir().expanduser().absolute()

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Connection,
     Engine,
     Insert,
     Integer,
@@ -113,31 +114,60 @@ a statement's parameters when a start-up scan queues thousands at once."""
 
 
 def enqueue_many(engine: Engine, files: Sequence[QueuedFile]) -> list[Inspection]:
-    """``enqueue`` for several files in one transaction (intake queues every file that
-    settled in one step this way); their rows in order, all of them or none.
+    """``enqueue`` for several files in one transaction; their rows in order, all of
+    them or none (``enqueue_ids``, with each row loaded)."""
+    with _session(engine) as session, session.begin():
+        ids = _insert_queued(session.connection(), engine, files)
+        loaded: dict[int, Inspection] = {}
+        for start in range(0, len(ids), ENQUEUE_CHUNK):
+            chunk = set(ids[start : start + ENQUEUE_CHUNK])
+            query = select(Inspection).where(Inspection.id.in_(chunk))
+            loaded.update((row.id, row) for row in session.scalars(query))
+        return [loaded[i] for i in ids]
+
+
+def enqueue_ids(engine: Engine, files: Sequence[QueuedFile]) -> list[int]:
+    """The ids of ``enqueue_many``'s rows, none of them loaded: intake queues every file
+    that settled in one step this way and needs no more than the ids (loading each row
+    into an ORM object cost as much as queueing it)."""
+    with engine.begin() as conn:
+        return _insert_queued(conn, engine, files)
+
+
+_QUEUED_IDS = select(
+    Inspection.__table__.c.id,
+    Inspection.__table__.c.source_path,
+    Inspection.__table__.c.sha256,
+).where(
+    Inspection.__table__.c.line == bindparam("line"),
+    Inspection.__table__.c.source_path.in_(bindparam("paths", expanding=True)),
+)
+"""The queued rows of a chunk's paths (``_insert_queued``), built once."""
+
+
+def _insert_queued(conn: Connection, engine: Engine, files: Sequence[QueuedFile]) -> list[int]:
+    """Queue ``files`` in ``conn``'s transaction; their rows' ids in order.
 
     One executemany ``INSERT .. ON CONFLICT DO NOTHING`` (a Core statement, compiled once
-    for any number of files) and one ``SELECT`` per ``ENQUEUE_CHUNK`` files: an ORM
-    statement pair per file was the largest part of intake's CPU on small images
+    for any number of files) and one ``SELECT`` of the ids per ``ENQUEUE_CHUNK`` files:
+    an ORM statement pair per file was the largest part of intake's CPU on small images
     (``benchmarks/daemon_throughput.py --stored-maps --profile``)."""
     dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
     line = line_of(engine)
-    rows: list[Inspection] = []
-    with _session(engine) as session, session.begin():
-        for start in range(0, len(files), ENQUEUE_CHUNK):
-            chunk = files[start : start + ENQUEUE_CHUNK]
-            statement = dialect.insert(Inspection.__table__).on_conflict_do_nothing(
-                index_elements=["line", "source_path", "sha256"]
-            )
-            values = [_queued_values(found, line) for found in chunk]
-            session.connection().execute(statement, values)
-            query = select(Inspection).where(
-                Inspection.line == line,
-                Inspection.source_path.in_({found.source_path for found in chunk}),
-            )
-            stored = {(row.source_path, row.sha256): row for row in session.scalars(query)}
-            rows.extend(stored[found.source_path, found.sha256] for found in chunk)
-        return rows
+    statement = dialect.insert(Inspection.__table__).on_conflict_do_nothing(
+        index_elements=["line", "source_path", "sha256"]
+    )
+    ids: list[int] = []
+    for start in range(0, len(files), ENQUEUE_CHUNK):
+        chunk = files[start : start + ENQUEUE_CHUNK]
+        conn.execute(statement, [_queued_values(found, line) for found in chunk])
+        paths = sorted({found.source_path for found in chunk})
+        stored = {
+            (path, sha256): row_id
+            for row_id, path, sha256 in conn.execute(_QUEUED_IDS, {"line": line, "paths": paths})
+        }
+        ids.extend(stored[found.source_path, found.sha256] for found in chunk)
+    return ids
 
 
 def _queued_values(found: QueuedFile, line: str) -> dict[str, Any]:
@@ -190,8 +220,12 @@ def _claim_queries(fair: bool) -> tuple[Select, Update]:
 _CLAIM_QUERIES = {fair: _claim_queries(fair) for fair in (False, True)}
 
 
-def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspection]:
-    """Move up to ``limit`` oldest pending rows to ``processing`` and return them.
+def claim_batch(
+    engine: Engine, limit: int, *, fair: bool = False, at_least: int = 1
+) -> list[Inspection]:
+    """Move up to ``limit`` oldest pending rows to ``processing`` and return them; none
+    while fewer than ``at_least`` are pending (the worker claims a batch ahead only
+    while a full one waits: one transaction, where counting first took another).
 
     ``fair`` takes them round-robin over cameras (each camera's oldest, then each one's
     second oldest, ...), so one camera's burst cannot starve the others. Two Core
@@ -202,7 +236,7 @@ def claim_batch(engine: Engine, limit: int, *, fair: bool = False) -> list[Inspe
     query, claim = _CLAIM_QUERIES[fair]
     with engine.begin() as conn:
         found = conn.execute(query, {"line": line_of(engine), "limit": limit}).mappings().all()
-        if not found:
+        if not found or len(found) < at_least:
             return []
         conn.execute(claim, {"ids": [row["id"] for row in found], "now": now})
     claimed = {"status": Status.processing, "started_at": now, "error": None}
@@ -255,7 +289,7 @@ _COMPLETE = _complete_statements()
 
 
 def complete_many(
-    engine: Engine, results: Sequence[tuple[int, DetectionOutcome]]
+    engine: Engine, results: Sequence[tuple[int, DetectionOutcome]], *, rows: bool = True
 ) -> list[Inspection]:
     """Store several results and queue their alerts in one transaction: all of them or,
     when any row is not ``processing`` (or the database fails), none. The worker commits
@@ -263,7 +297,9 @@ def complete_many(
     host-side costs (``benchmarks/daemon_throughput.py --stored-maps --profile``). Three
     Core statements (the rows read under lock, the results written by id, the alerts
     inserted), the rows handed back built from what was read and written: an ORM
-    session's loading and flush of each row cost more than the statements."""
+    session's loading and flush of each row cost more than the statements. ``rows``
+    False: nothing is handed back (the worker reads none of them, and building each
+    ORM object costs more than writing its row)."""
     now = utc_now()
     read, write, queue_alerts = _COMPLETE
     with engine.begin() as conn:
@@ -288,7 +324,8 @@ def complete_many(
             }  # fmt: skip
             written.append({"row_id": inspection_id, **values})
             alerts.extend(_alert_values(inspection_id, row["line"], outcome.alerts, now))
-            done.append(Inspection(**{**row, **values}))
+            if rows:
+                done.append(Inspection(**{**row, **values}))
         conn.execute(write, written)
         if alerts:
             conn.execute(queue_alerts, alerts)

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
+from watchdog.events import FileSystemEvent
 
+from padformer_edge.daemon import intake as intake_module
 from padformer_edge.daemon.intake import Arrival, Camera, Intake
 from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.store.engine import open_engine
@@ -131,3 +133,39 @@ def test_a_renamed_file_written_into_again_waits_for_stability(
     assert _paths(engine) == []
     intake.step(now=time.monotonic() + STABLE_MS / 1000 + 1)
     assert intake.arrivals == {Arrival.SETTLED: 1}
+
+
+def test_the_observer_hears_no_reads_of_the_camera_files(
+    tmp_path: Path, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon reads each camera file three times (its trailer, its hash, its
+    inspection): the observer asks only for the events intake acts on, so none of those
+    reads comes back as an event to handle. The reads come first and a rename after, so
+    the rename's event arriving means every earlier event has arrived too."""
+    heard: list[str] = []
+    real = intake_module._Events.on_any_event
+
+    def listening(self: intake_module._Events, event: FileSystemEvent) -> None:
+        heard.append(event.event_type)
+        real(self, event)
+
+    monkeypatch.setattr(intake_module._Events, "on_any_event", listening)
+    camera = Camera("cam", tmp_path / "cam", "bolt")
+    camera.root.mkdir()
+    (camera.root / "a.png").write_bytes(encoded(product_image(48, 64)))
+    config = IntakeConfig(stable_ms=STABLE_MS, settle_timeout_s=600, rescan_interval_s=3600)
+    intake = Intake(engine, [camera], config)
+    intake.start_observer()
+    try:
+        for _ in range(3):
+            (camera.root / "a.png").read_bytes()
+        staging = tmp_path / "staging"
+        staging.mkdir()
+        (staging / "b.png").write_bytes(encoded(product_image(48, 64)))
+        os.rename(staging / "b.png", camera.root / "b.png")
+        deadline = time.monotonic() + WAIT_S
+        while "moved" not in heard and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        intake.stop_observer()
+    assert heard == ["moved"]

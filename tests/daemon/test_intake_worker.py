@@ -239,15 +239,15 @@ def test_a_file_the_database_refuses_waits_and_the_others_are_queued(
     """The step's transaction fails on one file: each is then queued on its own, and the
     refused one stays settling for the next step instead of holding the others back."""
     intake, paths, start = _settled(tmp_path, engine, 3)
-    real = intake_module.enqueue_many
+    real = intake_module.enqueue_ids
     refused = str(paths[1])
 
-    def enqueue_many(engine: Engine, files: list) -> list:
+    def enqueue_ids(engine: Engine, files: list) -> list:
         if any(f.source_path == refused for f in files):
             raise RuntimeError("database is locked (simulated for one file)")
         return real(engine, files)
 
-    monkeypatch.setattr(intake_module, "enqueue_many", enqueue_many)
+    monkeypatch.setattr(intake_module, "enqueue_ids", enqueue_ids)
     assert intake.step(start + 1.0) == 2
     assert _paths(engine) == [str(paths[0]), str(paths[2])]
     assert list(intake.settling) == [paths[1]]

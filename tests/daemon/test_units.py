@@ -16,6 +16,7 @@ import torch
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
 from padformer_edge.daemon.inspectors import Inspector
+from padformer_edge.daemon.intake import stored_name
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
 from padformer_edge.daemon.settings import (
     BUNDLED_CONFIG,
@@ -28,6 +29,7 @@ from padformer_edge.detect.heatmap import OUTLINE_BGR, OVERLAY_ENCODINGS
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.detector import Detection
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.locations import STATE_DIR_ENV
 from padformer_edge.store.queue import claim_batch, enqueue
 from padformer_edge.store.schema import upgrade
 from tests.daemon.harness import encoded
@@ -87,8 +89,37 @@ def test_a_path_resolving_outside_the_root_is_refused(tmp_path: Path) -> None:
     data = encoded(product_image(32, 32))
     (outside / "a.png").write_bytes(data)
     (root / "linked").symlink_to(outside, target_is_directory=True)
+    digest = hashlib.sha256(data).hexdigest()
     with pytest.raises(Refused, match="outside the watched folder"):
-        read_checked(root / "linked" / "a.png", root, 1 << 20, hashlib.sha256(data).hexdigest())
+        read_checked(root / "linked" / "a.png", root, 1 << 20, digest)
+    folders: dict[Path, str] = {}  # the worker's: each folder resolved once per batch
+    with pytest.raises(Refused, match="outside the watched folder"):
+        read_checked(root / "linked" / "a.png", root, 1 << 20, digest, None, folders)
+    assert folders == {root / "linked": str(outside.resolve())}
+    (root / "b.png").write_bytes(data)
+    assert read_checked(root / "b.png", root, 1 << 20, digest, None, folders) == data
+
+
+def test_a_step_names_files_as_each_alone_with_their_folders_resolved_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, elsewhere = tmp_path / "state", tmp_path / "cams"
+    (state / "cam").mkdir(parents=True)
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(state, target_is_directory=True)
+    monkeypatch.setenv(STATE_DIR_ENV, str(state))
+    paths = [
+        state / "cam" / "a.png",  # relative to the state folder
+        tmp_path / "link" / "cam" / "b.png",  # the same folder through a link
+        state / "c.png",  # the state folder itself
+        elsewhere / "d.png",  # outside: absolute
+        Path(os.fsdecode(bytes(elsewhere) + b"/\xff.png")),  # not UTF-8: escaped
+    ]
+    folders: dict[Path, str] = {}
+    assert [stored_name(p, folders) for p in paths] == [stored_name(p) for p in paths]
+    assert stored_name(paths[1], folders) == ("cam/b.png", True)
+    assert stored_name(paths[-1], folders)[1] is False
+    assert len(folders) == 4
 
 
 def test_changed_content_is_refused_for_the_old_row(tmp_path: Path) -> None:

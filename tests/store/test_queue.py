@@ -18,6 +18,7 @@ from padformer_edge.store.queue import (
     complete_many,
     due_alerts,
     enqueue,
+    enqueue_ids,
     enqueue_many,
     fail,
     mark_alert_failed,
@@ -73,6 +74,18 @@ def test_claim_takes_oldest_pending_and_counts_attempts(engine: Engine) -> None:
     assert all(r.started_at is not None and r.started_at.tzinfo is not None for r in batch)
     assert [r.id for r in claim_batch(engine, 10)] == ids[3:]
     assert claim_batch(engine, 10) == []
+
+
+def test_a_claim_asking_for_a_full_batch_takes_none_of_a_shorter_queue(engine: Engine) -> None:
+    ids = [_enqueue(engine, f"{i}.png").id for i in range(3)]
+    assert claim_batch(engine, 4, fair=True, at_least=4) == []  # three wait: none taken
+    with Session(engine) as session:  # and none was moved to processing
+        statuses = session.scalars(select(Inspection.status)).all()
+    assert statuses == [Status.pending] * 3
+    row = _enqueue(engine, "3.png")
+    taken = claim_batch(engine, 4, fair=True, at_least=4)
+    assert [r.id for r in taken] == [*ids, row.id]
+    assert all(r.status == Status.processing and r.attempts == 1 for r in taken)
 
 
 def test_complete_writes_result_and_alerts_together(engine: Engine) -> None:
@@ -206,4 +219,6 @@ def test_files_queued_together_are_queued_once_each(engine: Engine) -> None:
     first = enqueue_many(engine, files)
     again = enqueue_many(engine, files[1:])  # a rescan meeting two of them again
     assert [r.id for r in again] == [r.id for r in first[1:]]
+    assert [r.source_path for r in first] == [f.source_path for f in files]
+    assert enqueue_ids(engine, files[::-1]) == [r.id for r in first[::-1]]  # ids alone
     assert _count(engine, Inspection) == 3
