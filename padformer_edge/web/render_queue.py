@@ -3,18 +3,21 @@
 A page the page cache (``page_cache``) cannot answer is rendered in a worker thread, at
 most ``slots`` at a time: renders are mostly Python, which runs one thread at a time
 whatever the cores, so forty rendered together each took forty times as long and all
-finished late, where a few at a time overlap one page's database waits with another's
-Python and answer the first viewers at once.
+finished late, where two at a time overlap one page's database waits with the other's
+Python. Every render thread more also shares the interpreter lock with the event loop,
+which answers the kept pages most viewers get: with four render threads a kept page
+took 40 to 60 ms in a burst, with three 10 to 30 ms.
 
 Which page goes next when a slot frees is the one the most viewers are waiting for,
-the earliest asked among equals. When a hundred screens open together, a few of them
+the earliest asked among equals, and the last ``shared_slots`` slots are only for a page
+more than one viewer waits for. When a hundred screens open together, a third of them
 ask for pages nobody else wants (an older history page, one inspection) and the rest
-share a few pages (a line's newest rows, the live view); in the order asked, the shared
-page waited behind every single-viewer render asked before it, and its dozen viewers
-with it. Rendered first, it answers them all after one render, and each single-viewer
-page waits for at most one render more per shared page. A shared page jumps the queue
-at most once per page-cache second (it is kept after its render), so a page with one
-viewer is never put off for long.
+share a few pages (a line's newest rows, its reviewed rows); in the order asked, a
+shared page waited behind every single-viewer render asked before it, and its dozen
+viewers with it. With a slot of its own it starts as soon as its second viewer asks and
+answers them all after one render, while single-viewer pages go on in the other slots.
+A shared page is kept for a page-cache second after its render, so it comes back to the
+queue at most once a second and a page with one viewer is never put off for long.
 
 A viewer asking for a page that is already waiting or rendering joins that render
 instead of starting its own, and waits on the event loop, holding no thread. A viewer
@@ -62,12 +65,17 @@ class _Job:
 
 
 class RenderQueue:
-    """At most ``slots`` renders at a time, the page with the most viewers first."""
+    """At most ``slots`` renders at a time, the page with the most viewers first; the
+    last ``shared_slots`` of them only for pages more than one viewer waits for."""
 
-    def __init__(self, slots: int) -> None:
-        if slots < 1:
-            raise ValueError(f"a render queue needs at least one slot, not {slots}")
+    def __init__(self, slots: int, shared_slots: int = 0) -> None:
+        if slots < 1 or not 0 <= shared_slots < slots:
+            raise ValueError(
+                "a render queue needs at least one slot, and one more than it keeps for "
+                f"shared pages; not {slots} and {shared_slots}"
+            )
         self.slots = slots
+        self.shared_slots = shared_slots
         self._running = 0
         self._jobs: dict[Hashable, _Job] = {}  # waiting or rendering, by page key
         self._waiting: list[_Job] = []
@@ -101,9 +109,13 @@ class RenderQueue:
         return rendered.response()
 
     def _start(self) -> None:
-        """Start the waiting renders with the most viewers while slots are free."""
-        while self._waiting and self._running < self.slots:
+        """Start the waiting renders with the most viewers while slots are free (a
+        page one viewer waits for leaves the shared slots free)."""
+        while self._waiting:
             job = max(self._waiting, key=lambda j: (j.viewers, -j.asked))
+            room = self.slots if job.viewers > 1 else self.slots - self.shared_slots
+            if self._running >= room:  # the best waiting job cannot start: nor can the rest
+                return
             self._waiting.remove(job)
             job.started = True
             self._running += 1

@@ -37,7 +37,11 @@ from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
 from padformer_edge.web.thumbnails import Thumbnails
 
-RENDERS = 4  # pages rendered at once; SQLAlchemy's pool keeps 5 connections open
+# Pages rendered at once (within SQLAlchemy's pool of 5 connections), the last of them
+# kept for pages several viewers wait for: Python renders one thread at a time, and each
+# render thread more shares the interpreter lock with the event loop answering kept pages.
+RENDERS = 3
+SHARED_RENDERS = 1
 
 
 class Unavailable(UserError):
@@ -79,7 +83,7 @@ class WebApp:
         # Pages rendered at once (``app.cached``): a few, so that one interpreter lock is
         # not shared by forty renders, and within the reader's pool of connections; the
         # page most viewers wait for first (``render_queue``).
-        self.renders = RenderQueue(RENDERS)
+        self.renders = RenderQueue(RENDERS, SHARED_RENDERS)
         self.proxies = TrustedProxies(trusted_proxies or [])
         self.line_urls = dict(line_urls or {})  # each line's own page, for its pictures
         # The line whose PC this server runs on (the daemon config's ``line``, as the

@@ -143,6 +143,29 @@ def test_a_render_whose_viewers_all_left_before_it_started_is_dropped() -> None:
     asyncio.run(scenario())
 
 
-def test_a_queue_needs_a_slot() -> None:
-    with pytest.raises(ValueError, match="at least one slot"):
-        RenderQueue(slots=0)
+def test_a_shared_slot_is_left_for_a_page_several_viewers_wait_for() -> None:
+    """Two slots, one kept for shared pages: a second single-viewer page waits while one
+    renders, but a page two viewers want starts beside it at once."""
+
+    async def scenario() -> None:
+        queue, builds = RenderQueue(slots=2, shared_slots=1), Builds()
+        first = asyncio.create_task(queue.render("/older/1", builds.of("older-1")))
+        await _until(lambda: builds.started == ["older-1"])
+        second = asyncio.create_task(queue.render("/older/2", builds.of("older-2")))
+        shared = [asyncio.create_task(queue.render("/newest", builds.of("newest")))
+                  for _ in range(2)]  # fmt: skip
+        await _until(lambda: builds.started == ["older-1", "newest"])
+        await asyncio.sleep(0.05)
+        assert builds.started == ["older-1", "newest"]  # the single page still waits
+        for gate in builds.release.values():
+            gate.set()
+        await asyncio.gather(first, second, *shared)
+        assert builds.started == ["older-1", "newest", "older-2"]
+
+    asyncio.run(scenario())
+
+
+def test_a_queue_needs_a_slot_for_single_viewers() -> None:
+    for slots, shared in ((0, 0), (2, 2), (2, -1)):
+        with pytest.raises(ValueError, match="at least one slot"):
+            RenderQueue(slots=slots, shared_slots=shared)
