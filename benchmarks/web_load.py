@@ -23,7 +23,10 @@ the tracebacks and error lines the server printed over the whole run, which must
 and checks the page still answers: the clients share the machine's cores with
 the server (and with whatever else runs), so compare figures measured at similar loads.
 The clients are coroutines dealt over ``--processes`` processes of their own, so that
-what one client waits for is the server, not the other clients' share of one GIL.
+what one client waits for is the server, not the other clients' share of one GIL; and
+each client process freezes the heap it was forked with (``gc.freeze``), so that a
+collection over this process's objects does not stop its clients in the middle of a
+burst.
 
 With ``--db URL`` (an empty PostgreSQL database the run may fill and empty) the store is
 a plant instead: ``--lines`` lines of ``--rows`` rows each (``plant_fill``), and the
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import multiprocessing
 import os
@@ -168,8 +172,18 @@ _release: Any = None  # the cross-process barrier, set in each client process
 
 
 def _set_release(barrier: Any) -> None:
+    """A client process's start: the barrier, and the heap it was forked with frozen.
+
+    A client process is forked from this one, which holds a hundred thousand objects
+    of its imports (SQLAlchemy, NumPy) and of the fill; a full collection there walks
+    every one of them, copying each page it touches, and it came due a few dozen
+    allocations into the burst: each client's loop stood still 60 to 190 ms while the
+    server had answered, which the clients counted as the server's latency. Frozen, the
+    collector leaves the inherited objects alone and looks only at what the clients
+    make."""
     global _release
     _release = barrier
+    gc.freeze()
 
 
 def _client_process(base: str, pages: dict[str, str], indexes: list[int], requests: int,

@@ -44,7 +44,7 @@ def serve(
     """Serve the live view, history, health page and /metrics until stopped."""
     from padformer_edge.store.schema import open_checked  # SQLAlchemy: only when run
     from padformer_edge.web.config import HttpConfig
-    from padformer_edge.web.server import make_server
+    from padformer_edge.web.server import hand_over_sooner, make_server
 
     daemon = load_daemon_config(config, [])
     http = daemon.http or HttpConfig()
@@ -60,6 +60,7 @@ def serve(
     open_checked(database)  # a missing or old database is one sentence now, not a 503 later
     server = make_server(HttpConfig.model_validate(http.model_dump()), database,
                          [*file_roots(daemon), *(roots or [])], line=daemon.line_name)  # fmt: skip
+    hand_over_sooner()  # this process only serves the page
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     server.start()

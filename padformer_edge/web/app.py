@@ -15,7 +15,6 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 
-from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
@@ -70,13 +69,10 @@ class CachedStatic(StaticFiles):
 
 def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
     """``handler`` (a plain page function) answered from the app's ``PageCache``: a
-    fresh page (or the last one, while it is rendered anew) at once, else rendered (or
-    waited for) in a worker thread, at most ``WebApp.renders`` pages at a time.
-
-    Renders are mostly Python, which runs one thread at a time whatever the cores: forty
-    pages rendered together each took forty times as long, and all of them finished late.
-    A few at a time, in the order asked, the first viewers are answered at once and the
-    last no later than before; a viewer waiting for a slot holds no thread."""
+    fresh page at once, the last one at once while another viewer's render of it is
+    waiting or under way, else rendered in a worker thread by the app's ``RenderQueue``
+    (a few pages at a time, the page most viewers wait for first), a viewer of a page
+    already waiting joining that render on the event loop."""
 
     @functools.wraps(handler)
     async def run(request: Request) -> Response:
@@ -97,24 +93,11 @@ def cached(handler: Callable[[Request], Response]) -> Callable[[Request], Awaita
         kept = pages.fresh(key)
         if kept is not None:
             return kept
-        held = pages.claim(key)
-        if held is None:  # another viewer renders it: the page kept meanwhile, else wait
+        if web.renders.busy(key):  # another viewer's render: the page kept meanwhile
             kept = pages.kept(key)
             if kept is not None:
                 return kept
-            return await run_in_threadpool(pages.get, key, lambda: handler(request))
-        started = False
-
-        def render() -> Response:
-            nonlocal started
-            started = True
-            return pages.render(key, lambda: handler(request), held)
-
-        try:
-            return await to_thread.run_sync(render, limiter=web.renders)
-        finally:
-            if not started:  # gone while waiting for a slot: another viewer may render
-                held.release()
+        return await web.renders.render(key, lambda: pages.get(key, lambda: handler(request)))
 
     return run
 

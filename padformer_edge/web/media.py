@@ -16,6 +16,7 @@ again, or by four people at once, costs a lookup rather than a second of CPU eac
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -73,8 +74,12 @@ class MediaRoots:
             return None
         path = resolve_stored(recorded)  # a relative path lies under the state folder
         try:
+            # One stat first: a file that is not here (another line's, or removed) is
+            # refused without resolving each folder of its path in turn, what a history
+            # page of a plant's lines asked fifty times.
+            os.stat(path)
             real = path.resolve(strict=True)
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, ValueError):
             return None
         if not any(real.is_relative_to(root) for root in self.roots):
             return None

@@ -17,11 +17,11 @@ authorised and has a session (the banner and the log-out button). Only 200 answe
 kept, at most ``max_pages`` of them.
 
 The route wrapper that keys and asks this cache is ``app.cached``. A fresh page, and an
-older one while its new render is under way, is answered on the event loop itself; only
-a page to render (or to wait for) goes to a worker thread. Under a hundred viewers nearly
-every answer is a kept page, and the hop to a worker thread and back was most of what one
-cost: when a hundred viewers arrived together, those asking for a page being rendered
-queued for a thread (and then for the interpreter's lock) behind every render under way.
+older one while its new render is waiting or under way, is answered on the event loop
+itself; only a page to render goes to a worker thread, through the app's
+``render_queue.RenderQueue`` (a few at a time, the page most viewers wait for first).
+Under a hundred viewers nearly every answer is a kept page, and the hop to a worker
+thread and back was most of what one cost.
 """
 
 from __future__ import annotations
@@ -82,33 +82,6 @@ class PageCache:
         with self._lock:
             kept = self._pages.get(key)
         return None if kept is None else kept.response()
-
-    def claim(self, key: tuple) -> threading.Lock | None:
-        """The render of ``key`` taken for this viewer (the held lock, for ``render``),
-        or None when another viewer already has it; never blocks."""
-        if self.ttl_s <= 0:  # nothing is kept: every viewer renders their own
-            own = threading.Lock()
-            own.acquire()
-            return own
-        _, _, building = self._lookup(key)
-        return building if building.acquire(blocking=False) else None
-
-    def render(self, key: tuple, build: Callable[[], Response], held: threading.Lock) -> Response:
-        """``build()``'s page for a viewer holding ``claim(key)``, kept when a 200 (unless
-        a page as fresh was kept meanwhile: that one is sent); the claim is released."""
-        try:
-            if self.ttl_s <= 0:
-                return build()
-            kept, fresh, _ = self._lookup(key)
-            if fresh and kept is not None:
-                return kept.response()
-            generation = self._generation
-            response = build()
-            if response.status_code != 200:
-                return response
-            return self._keep(key, response, generation).response()
-        finally:
-            held.release()
 
     def get(self, key: tuple, build: Callable[[], Response]) -> Response:
         """The kept page for ``key``, else ``build()``'s (kept when it is a 200).

@@ -14,7 +14,6 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from anyio import CapacityLimiter
 from sqlalchemy import Engine
 
 from padformer_edge.errors import UserError
@@ -23,7 +22,6 @@ from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import Heartbeat, read_heartbeats
 from padformer_edge.store.lines import default_line
 from padformer_edge.store.outbox import backlog
-from padformer_edge.store.schema import open_checked
 from padformer_edge.store.tables import utc_now
 from padformer_edge.web.config import is_loopback
 from padformer_edge.web.media import MediaRoots, conversions
@@ -32,12 +30,18 @@ from padformer_edge.web.page_cache import TTL_S, PageCache
 from padformer_edge.web.people import People
 from padformer_edge.web.proxies import TrustedProxies
 from padformer_edge.web.queries import Listed, distinct_values
+from padformer_edge.web.reader import open_reader
 from padformer_edge.web.recent import Recent
+from padformer_edge.web.render_queue import RenderQueue
 from padformer_edge.web.sessions import Sessions
 from padformer_edge.web.throttle import LoginThrottle
 from padformer_edge.web.thumbnails import Thumbnails
 
-RENDERS = 4  # pages rendered at once; SQLAlchemy's pool keeps 5 connections open
+# Pages rendered at once (within SQLAlchemy's pool of 5 connections), the last of them
+# kept for pages several viewers wait for: Python renders one thread at a time, and each
+# render thread more shares the interpreter lock with the event loop answering kept pages.
+RENDERS = 3
+SHARED_RENDERS = 1
 
 
 class Unavailable(UserError):
@@ -77,8 +81,9 @@ class WebApp:
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
         # Pages rendered at once (``app.cached``): a few, so that one interpreter lock is
-        # not shared by forty renders, and within the reader's pool of connections.
-        self.renders = CapacityLimiter(RENDERS)
+        # not shared by forty renders, and within the reader's pool of connections; the
+        # page most viewers wait for first (``render_queue``).
+        self.renders = RenderQueue(RENDERS, SHARED_RENDERS)
         self.proxies = TrustedProxies(trusted_proxies or [])
         self.line_urls = dict(line_urls or {})  # each line's own page, for its pictures
         # The line whose PC this server runs on (the daemon config's ``line``, as the
@@ -111,7 +116,7 @@ class WebApp:
         with self._lock:
             if self._reader is None:
                 try:
-                    self._reader = open_checked(self.db)
+                    self._reader = open_reader(self.db, RENDERS)
                 except UserError as err:
                     raise Unavailable(str(err)) from err
             return self._reader

@@ -13,7 +13,7 @@ import pytest
 from anyio import to_thread
 from starlette.responses import HTMLResponse, Response
 
-from padformer_edge.web import app as web_app_module
+from padformer_edge.web import render_queue as render_queue_module
 from padformer_edge.web.page_cache import PageCache
 from padformer_edge.web.server import WebServer
 from tests.web.client import request
@@ -131,13 +131,13 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
     server.app.page_cache.ttl_s = 60  # fresh for the whole test, however slow the machine
     pooled: list[object] = []
 
-    class Counting:  # ``app.cached`` renders through ``to_thread.run_sync``
+    class Counting:  # ``app.cached`` renders through the queue's ``to_thread.run_sync``
         @staticmethod
         async def run_sync(func: Callable[..., Any], *args: Any, **options: Any) -> Any:
             pooled.append(func)
             return await to_thread.run_sync(func, *args, **options)
 
-    monkeypatch.setattr(web_app_module, "to_thread", Counting)
+    monkeypatch.setattr(render_queue_module, "to_thread", Counting)
     first = request(server.url, "/history", headers={"Accept": "text/html"})
     assert len(pooled) == 1  # rendered in the pool
     again = request(server.url, "/history", headers={"Accept": "text/html"})
@@ -145,23 +145,20 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
     assert len(pooled) == 1
 
 
-def test_one_viewer_claims_a_render_and_the_others_get_the_kept_page() -> None:
-    """What ``app.cached`` asks on the event loop: one viewer takes the render of an
-    expired page, the others get the kept one at once; the claim ends with the render."""
+def test_the_kept_page_is_there_however_old_until_a_clear() -> None:
+    """What ``app.cached`` sends on the event loop while another viewer's render of an
+    expired page is waiting or under way: the last page kept, never a failed one."""
     cache = PageCache(ttl_s=0.05)
     built, build = _counting()
     assert cache.kept(("/",)) is None
-    held = cache.claim(("/",))
-    assert held is not None and cache.claim(("/",)) is None  # one render at a time
-    assert cache.render(("/",), build, held).body == b"<p>page 1</p>"
+    assert cache.get(("/",), build).body == b"<p>page 1</p>"
     time.sleep(0.1)  # expired now
     assert cache.fresh(("/",)) is None
-    held = cache.claim(("/",))
-    assert held is not None and cache.claim(("/",)) is None
     assert cache.kept(("/",)).body == b"<p>page 1</p>"  # what the others are sent meanwhile
-    assert cache.render(("/",), build, held).body == b"<p>page 2</p>"
+    assert cache.get(("/",), build).body == b"<p>page 2</p>"
     assert cache.kept(("/",)).body == b"<p>page 2</p>" and len(built) == 2
+    cache.clear()
+    assert cache.kept(("/",)) is None
     failing = PageCache(ttl_s=60)
-    held = failing.claim(("/",))
-    assert failing.render(("/",), _counting(500)[1], held).status_code == 500
-    assert failing.kept(("/",)) is None and failing.claim(("/",)) is not None  # released
+    assert failing.get(("/",), _counting(500)[1]).status_code == 500
+    assert failing.kept(("/",)) is None
