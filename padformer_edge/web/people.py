@@ -19,8 +19,6 @@ seconds, as a removal does.
 
 from __future__ import annotations
 
-import math
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.store.engine import reading
 from padformer_edge.store.users import User, authenticate, list_users
 from padformer_edge.store.vocabulary import Role
+from padformer_edge.web.recent import Recent
 
 TTL_S = 2.0
 
@@ -66,42 +65,25 @@ class People:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._reader = reader
-        self.ttl_s = ttl_s
-        self._clock = clock
-        self._users: dict[str, User] | None = None
-        self._read_at = 0.0
-        self._reading = threading.Lock()  # held by the request reading the list
-        self._forgotten = 0  # counts ``forget``
+        self._users: Recent[dict[str, User]] = Recent(self._read, ttl_s, clock)
 
-    def _due(self) -> bool:
-        return self._users is None or self._clock() - self._read_at >= self.ttl_s
+    def _read(self) -> dict[str, User]:
+        """The users by name now; a database that cannot be read: the last list seen."""
+        try:
+            return {user.name: user for user in list_users(self._reader())}
+        except (UserError, SQLAlchemyError):
+            return self._users.kept or {}
 
     def stale(self) -> bool:
         """True when the next ``current`` reads the database (the gate then calls it in
-        the thread pool, keeping the event loop free of database reads); False while
-        another request reads it, since ``current`` then answers with the list in hand."""
-        return self._due() and not (self._users is not None and self._reading.locked())
+        the thread pool, keeping the event loop free of database reads)."""
+        return self._users.stale()
 
     def current(self) -> dict[str, User]:
         """The users by name, at most ``ttl_s`` old, or a read older while another
         request reads them anew: a hundred viewers arriving together then do not all
         wait for the one read (only the first ever does, with no list in hand)."""
-        if not self._due():
-            return self._users  # type: ignore[return-value]
-        if not self._reading.acquire(blocking=self._users is None):
-            return self._users  # type: ignore[return-value]
-        try:
-            if self._due():  # another request may have just read them
-                now, forgotten = self._clock(), self._forgotten
-                try:
-                    self._users = {u.name: u for u in list_users(self._reader())}
-                except (UserError, SQLAlchemyError):  # not readable now: the last list seen
-                    self._users = self._users or {}
-                # forgotten while read (a login just checked a new user): read it again
-                self._read_at = now if forgotten == self._forgotten else -math.inf
-            return self._users  # type: ignore[return-value]
-        finally:
-            self._reading.release()
+        return self._users.get()
 
     def exist(self) -> bool:
         """True once any user exists: reviews then need a named login."""
@@ -117,8 +99,7 @@ class People:
 
     def forget(self) -> None:
         """Read the list again on the next request."""
-        self._forgotten += 1
-        self._users = None
+        self._users.forget()
 
     def authenticate(self, name: str, token: str) -> Person | None:
         """The person these name and token belong to, read from the database now (a

@@ -8,11 +8,13 @@ the page cost on PostgreSQL. Here they are read once per ``ttl_s`` (the page cac
 second, ``page_cache``: the same lag a page already has), the first request after that
 reading them again while the others keep the value in hand instead of queueing behind
 the read. A failed read is not kept: its error reaches the request that made it, and the
-next one tries again. ``ttl_s <= 0`` reads every time.
+next one tries again. ``ttl_s <= 0`` reads every time. The page's list of users
+(``people.People``) is kept the same way.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +33,22 @@ class Recent(Generic[T]):
         self.ttl_s = ttl_s
         self._clock = clock
         self._value: T | None = None
-        self._read_at: float | None = None
-        self._reading = threading.Lock()
+        self._kept = False  # a value is in hand (``_value`` may be a falsy one)
+        self._read_at = -math.inf
+        self._reading = threading.Lock()  # held by the caller reading anew
+        self._forgotten = 0  # counts ``forget``: one during a read makes that read stale
+
+    @property
+    def kept(self) -> T | None:
+        """The value in hand, however old; ``None`` before the first read and after
+        ``forget`` (for a ``read`` that falls back on what was last seen)."""
+        return self._value
+
+    def stale(self) -> bool:
+        """True when the next ``get`` reads (a caller on an event loop then calls it in a
+        thread); False while the value is fresh, or while another caller reads it anew
+        and ``get`` would answer at once with the value in hand."""
+        return not self._fresh() and not (self._kept and self._reading.locked())
 
     def get(self) -> T:
         """The kept value while fresh; else read again by this caller, unless another is
@@ -41,22 +57,23 @@ class Recent(Generic[T]):
             return self._read()
         if self._fresh():
             return self._value  # type: ignore[return-value]
-        kept = self._read_at is not None
-        if not self._reading.acquire(blocking=not kept):
+        if not self._reading.acquire(blocking=not self._kept):
             return self._value  # type: ignore[return-value]
         try:
             if not self._fresh():  # another caller may have just read it
-                started = self._clock()
-                self._value = self._read()
-                self._read_at = started
+                started, forgotten = self._clock(), self._forgotten
+                self._value, self._kept = self._read(), True
+                # forgotten while read (the store changed under the read): read it again
+                self._read_at = started if forgotten == self._forgotten else -math.inf
             return self._value  # type: ignore[return-value]
         finally:
             self._reading.release()
 
     def _fresh(self) -> bool:
-        read_at = self._read_at
-        return read_at is not None and self._clock() - read_at < self.ttl_s
+        return self._kept and self._clock() - self._read_at < self.ttl_s
 
     def forget(self) -> None:
-        """Read again on the next ``get`` (this server just changed what it shows)."""
-        self._read_at = None
+        """Read again on the next ``get``, which waits for that read rather than answer
+        with the value in hand (this server just changed what it shows)."""
+        self._forgotten += 1
+        self._value, self._kept, self._read_at = None, False, -math.inf
