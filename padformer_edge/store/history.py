@@ -152,14 +152,17 @@ def _of_type(kind: type) -> tuple[str, ...]:
 _TIMES, _STATES = _of_type(UTCDateTime), _of_type(Enum)
 
 
-def records(rows: Iterable[Row[Any]]) -> list[dict[str, Any]]:
+def records(rows: Iterable[Row[Any]], times_as_text: bool = True) -> list[dict[str, Any]]:
     """``record`` of each row of a ``with_reviews`` statement, converting only the
     columns whose type needs it: a history page of fifty rows spent more time asking
-    each of its thousand values whether it was a time or a state than reading them."""
+    each of its thousand values whether it was a time or a state than reading them.
+    Without ``times_as_text`` the times stay ``datetime`` values, for a page that
+    formats the one it shows itself (``isoformat`` was most of the conversion)."""
     out = []
+    times = _TIMES if times_as_text else ()
     for row in rows:
         values = dict(zip(RECORD_COLUMNS, row, strict=True))
-        for name in _TIMES:
+        for name in times:
             if (moment := values[name]) is not None:
                 values[name] = moment.isoformat()
         for name in _STATES:

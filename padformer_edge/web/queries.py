@@ -99,7 +99,7 @@ class HistoryQuery:
 
 @dataclass(frozen=True)
 class Page:
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]]  # ``records``, the times as ``datetime`` (``card`` shows one)
     older: int | None  # the ``before`` of the next page, None on the last one
 
 
@@ -120,7 +120,8 @@ def history_page(engine: Engine, query: HistoryQuery) -> Page:
             if anchor is not None:
                 key = tuple_(Inspection.discovered_at, Inspection.id)
                 clauses.append(key < tuple_(anchor, query.before))
-        found = records(conn.execute(_newest_first(with_reviews(*clauses)).limit(query.limit + 1)))
+        statement = _newest_first(with_reviews(*clauses)).limit(query.limit + 1)
+        found = records(conn.execute(statement), times_as_text=False)
     older = found[query.limit - 1]["id"] if len(found) > query.limit else None
     return Page(found[: query.limit], older)
 

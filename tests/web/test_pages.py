@@ -114,6 +114,9 @@ def test_page_rows_are_the_records_and_each_cell_sits_under_its_heading(
     rows = list_inspections(engine, Filters(), limit=1000)
     engine.dispose()
     assert records(rows) == [record(r) for r in rows]
+    as_times = [{k: v.isoformat() if isinstance(v, datetime) else v for k, v in r.items()}
+                for r in records(rows, times_as_text=False)]  # fmt: skip
+    assert as_times == [record(r) for r in rows]
     assert queries.Shown._fields == tuple(COLUMNS)  # the detail page's row, by position
     page = request(server.url, "/history?limit=500").text
     cells_of = re.compile(
