@@ -97,21 +97,20 @@ def review_clause(wanted: ReviewFilter) -> ColumnElement[bool]:
     return IN.id.in_(select(RV.inspection_id).where(RV.verdict == ReviewVerdict(wanted)))
 
 
+_WITH_REVIEWS = select(
+    *IN,
+    RV.verdict.label("review"),
+    RV.note.label("review_note"),
+    RV.reviewer.label("reviewed_by"),
+    RV.reviewed_at.label("reviewed_at"),
+).select_from(inspections.outerjoin(reviews, RV.inspection_id == IN.id))
+
+
 def with_reviews(*where: ColumnElement[bool]) -> Select[Any]:
     """Every inspection column plus its review's (``REVIEW_COLUMNS``), unreviewed rows
-    included: one primary-key look-up per row in the small reviews table."""
-    joined = inspections.outerjoin(reviews, RV.inspection_id == IN.id)
-    return (
-        select(
-            *IN,
-            RV.verdict.label("review"),
-            RV.note.label("review_note"),
-            RV.reviewer.label("reviewed_by"),
-            RV.reviewed_at.label("reviewed_at"),
-        )
-        .select_from(joined)
-        .where(*where)
-    )
+    included: one primary-key look-up per row in the small reviews table. The columns
+    and the join are built once (a page asks for them each time it renders)."""
+    return _WITH_REVIEWS.where(*where)
 
 
 def _review_fields(row: Inspection) -> dict[str, Any]:
