@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from sqlalchemy import (
     ColumnElement,
     Engine,
+    Enum,
     Row,
     Select,
     and_,
@@ -34,7 +35,7 @@ from sqlalchemy import (
 
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.locations import resolve_stored
-from padformer_edge.store.tables import inspections, reviews
+from padformer_edge.store.tables import UTCDateTime, inspections, reviews
 from padformer_edge.store.vocabulary import ExportFormat as ExportFormat
 from padformer_edge.store.vocabulary import GroupBy as GroupBy
 from padformer_edge.store.vocabulary import ReviewFilter, ReviewVerdict, Status
@@ -96,21 +97,20 @@ def review_clause(wanted: ReviewFilter) -> ColumnElement[bool]:
     return IN.id.in_(select(RV.inspection_id).where(RV.verdict == ReviewVerdict(wanted)))
 
 
+_WITH_REVIEWS = select(
+    *IN,
+    RV.verdict.label("review"),
+    RV.note.label("review_note"),
+    RV.reviewer.label("reviewed_by"),
+    RV.reviewed_at.label("reviewed_at"),
+).select_from(inspections.outerjoin(reviews, RV.inspection_id == IN.id))
+
+
 def with_reviews(*where: ColumnElement[bool]) -> Select[Any]:
     """Every inspection column plus its review's (``REVIEW_COLUMNS``), unreviewed rows
-    included: one primary-key look-up per row in the small reviews table."""
-    joined = inspections.outerjoin(reviews, RV.inspection_id == IN.id)
-    return (
-        select(
-            *IN,
-            RV.verdict.label("review"),
-            RV.note.label("review_note"),
-            RV.reviewer.label("reviewed_by"),
-            RV.reviewed_at.label("reviewed_at"),
-        )
-        .select_from(joined)
-        .where(*where)
-    )
+    included: one primary-key look-up per row in the small reviews table. The columns
+    and the join are built once (a page asks for them each time it renders)."""
+    return _WITH_REVIEWS.where(*where)
 
 
 def _review_fields(row: Inspection) -> dict[str, Any]:
@@ -138,6 +138,36 @@ def record(values: Any) -> dict[str, Any]:
         elif isinstance(value, enum.Enum):
             value = value.value
         out[name] = value
+    return out
+
+
+def _of_type(kind: type) -> tuple[str, ...]:
+    """The ``RECORD_COLUMNS`` (as ``with_reviews`` selects them) whose type is ``kind``."""
+    selected = with_reviews().selected_columns
+    return tuple(name for name, column in zip(RECORD_COLUMNS, selected, strict=True)
+                 if isinstance(column.type, kind))  # fmt: skip
+
+
+_TIMES, _STATES = _of_type(UTCDateTime), _of_type(Enum)
+
+
+def records(rows: Iterable[Row[Any]], times_as_text: bool = True) -> list[dict[str, Any]]:
+    """``record`` of each row of a ``with_reviews`` statement, converting only the
+    columns whose type needs it: a history page of fifty rows spent more time asking
+    each of its thousand values whether it was a time or a state than reading them.
+    Without ``times_as_text`` the times stay ``datetime`` values, for a page that
+    formats the one it shows itself (``isoformat`` was most of the conversion)."""
+    out = []
+    times = _TIMES if times_as_text else ()
+    for row in rows:
+        values = dict(zip(RECORD_COLUMNS, row, strict=True))
+        for name in times:
+            if (moment := values[name]) is not None:
+                values[name] = moment.isoformat()
+        for name in _STATES:
+            if (state := values[name]) is not None:
+                values[name] = state.value
+        out.append(values)
     return out
 
 

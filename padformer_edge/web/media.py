@@ -72,13 +72,15 @@ class MediaRoots:
         """The resolved file if ``recorded`` is an image under a root, else ``None``."""
         if not recorded:
             return None
-        path = resolve_stored(recorded)  # a relative path lies under the state folder
+        # A relative path lies under the state folder; an absolute one is itself, and is
+        # stat'ed as the text it is: making a ``Path`` of it took longer than the stat.
+        where = recorded if os.path.isabs(recorded) else resolve_stored(recorded)
         try:
             # One stat first: a file that is not here (another line's, or removed) is
             # refused without resolving each folder of its path in turn, what a history
             # page of a plant's lines asked fifty times.
-            os.stat(path)
-            real = path.resolve(strict=True)
+            os.stat(where)
+            real = Path(where).resolve(strict=True)
         except (OSError, RuntimeError, ValueError):
             return None
         if not any(real.is_relative_to(root) for root in self.roots):

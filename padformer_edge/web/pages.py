@@ -29,7 +29,7 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.candidates import decide, get_candidate, list_candidates
 from padformer_edge.store.csv_cells import SafeDictWriter
 from padformer_edge.store.drift import open_drift_events
-from padformer_edge.store.history import COLUMNS, RECORD_COLUMNS
+from padformer_edge.store.history import RECORD_COLUMNS
 from padformer_edge.store.models import Inspection, ReviewVerdict
 from padformer_edge.store.reviews import save_review
 from padformer_edge.store.timespec import parse_time
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 
 log = get_logger("web")
 # The history table: (row key, heading). Verdict and threshold sit beside the score so a
-# row reads on its own; "pictures" is the thumbnail pair (or the refused icon).
+# row reads on its own; "pictures" is the thumbnail pair (or the refused icon). The
+# headings are drawn from this list; history.html writes each row's cells in its order.
 HISTORY_COLUMNS = [("id", "id"), ("discovered_at", "time"), ("line", "line"),
                    ("camera", "camera"),
                    ("product", "profile"), ("verdict", "verdict"), ("review", "review"),
@@ -271,22 +272,21 @@ def detail(request: Request) -> Response:
         return error(request, 404, f"there is no inspection {inspection_id}.")
     row = found.row
     pictures_here = app.media.allowed(row.source_path) is not None
-    fields = card({c: getattr(row, c) if c != "discovered_at" else row.discovered_at.isoformat()
-                   for c in COLUMNS}, pictures_here, row.line == app.line)  # fmt: skip
+    fields = card(row._asdict(), pictures_here, row.line == app.line)
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
     # an anomaly without alerts was held back by the cooldown: say so, and after which
-    held_back = bool(row.is_anomaly) and not row.alerts
+    held_back = bool(row.is_anomaly) and not found.alerts
     return page(
         request,
         "detail.html",
         row=row,
         card=fields,
         normalised=normalised,
-        alerts=row.alerts,
+        alerts=found.alerts,
         held_back=held_back,
         held_back_after=found.held_back_after,
         can_retry=may_retry(request),
-        review=row.review,
+        review=found.review,
         reviews=found.reviews,
         can_review=row.status.value == "done",
         named=app.people.exist(),
@@ -297,7 +297,7 @@ def detail(request: Request) -> Response:
     )
 
 
-def line_link(base: str | None, row: Inspection) -> str | None:
+def line_link(base: str | None, row: queries.Shown) -> str | None:
     """The row on its line's own page (``http.line_urls``): that page's history at the
     row's line, camera and discovery time, which the plant database keeps as the line
     wrote them (the plant's id is not the line's)."""

@@ -13,13 +13,14 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
     Select,
+    bindparam,
     case,
     func,
     literal_column,
@@ -27,18 +28,20 @@ from sqlalchemy import (
     text,
     tuple_,
 )
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.orm import Session
 
 from padformer_edge.errors import UserError
-from padformer_edge.store.history import Filters, record, review_clause, with_reviews
+from padformer_edge.store.history import Filters, record, records, review_clause, with_reviews
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status, utc_now
 from padformer_edge.store.reviews import PastReview, reviews_of
+from padformer_edge.store.tables import alerts, inspections, reviews
 from padformer_edge.store.vocabulary import ReviewFilter
 
 Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
 VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
 QUEUED = (Status.pending, Status.processing)
 Listed = Literal["line", "camera", "product"]  # the columns whose values a filter lists
+IN, RV, AL = inspections.c, reviews.c, alerts.c
 
 
 def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
@@ -96,7 +99,7 @@ class HistoryQuery:
 
 @dataclass(frozen=True)
 class Page:
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]]  # ``records``, the times as ``datetime`` (``card`` shows one)
     older: int | None  # the ``before`` of the next page, None on the last one
 
 
@@ -104,19 +107,21 @@ def _newest_first(query: Any) -> Any:
     return query.order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
 
 
+# The discovery time of the row an older page starts below, built once (``_DETAIL``).
+_ANCHOR = select(IN.discovered_at).where(IN.id == bindparam("before"))
+
+
 def history_page(engine: Engine, query: HistoryQuery) -> Page:
     """One page, newest first, plus whether an older page exists (one row looked ahead)."""
     clauses = query.clauses()
     with engine.connect() as conn:
         if query.before is not None:
-            anchor = conn.execute(
-                select(Inspection.discovered_at).where(Inspection.id == query.before)
-            ).scalar_one_or_none()
+            anchor = conn.execute(_ANCHOR, {"before": query.before}).scalar_one_or_none()
             if anchor is not None:
                 key = tuple_(Inspection.discovered_at, Inspection.id)
                 clauses.append(key < tuple_(anchor, query.before))
-        rows = conn.execute(_newest_first(with_reviews(*clauses)).limit(query.limit + 1)).mappings()
-        found = [record(dict(r)) for r in rows]
+        statement = _newest_first(with_reviews(*clauses)).limit(query.limit + 1)
+        found = records(conn.execute(statement), times_as_text=False)
     older = found[query.limit - 1]["id"] if len(found) > query.limit else None
     return Page(found[: query.limit], older)
 
@@ -125,7 +130,11 @@ def iter_history(engine: Engine, query: HistoryQuery, batch: int = 1000) -> Iter
     """Every row matching the filters (no paging), newest first, ``batch`` rows at a time."""
     statement = _newest_first(with_reviews(*query.clauses()))
     with engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=batch).execute(statement)
+        # A server-side cursor lives in a transaction: the page's reader runs its
+        # statements without one (``reader``), so this connection asks for the default.
+        result = conn.execution_options(
+            isolation_level=conn.default_isolation_level, stream_results=True, yield_per=batch
+        ).execute(statement)
         for row in result.mappings():
             yield record(dict(row))
 
@@ -156,34 +165,87 @@ def distinct_in(conn: Connection, column: Listed) -> list[str]:
     return [str(v) for v in conn.execute(statement).scalars()]
 
 
+class Shown(NamedTuple):
+    """One inspection's columns (``COLUMNS``), by attribute, as the detail page shows them."""
+
+    id: int
+    line: str
+    camera: str
+    product: str
+    source_path: str
+    sha256: str
+    size_bytes: int
+    status: Status
+    attempts: int
+    error: str | None
+    score: float | None
+    threshold: float | None
+    is_anomaly: bool | None
+    heatmap_path: str | None
+    model_sha256: str | None
+    profile_version: int | None
+    detect_ms: float | None
+    queue_ms: float | None
+    discovered_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ShownAlert(NamedTuple):
+    """What the detail page's alert table shows of one alert."""
+
+    id: int
+    sink: str
+    state: AlertState
+    attempts: int
+    sent_at: datetime | None
+    last_error: str | None
+
+
 @dataclass(frozen=True)
 class Detail:
     """What the detail page shows of the store, read on one connection."""
 
-    row: Inspection
+    row: Shown
+    review: PastReview | None  # the verdict ``reviews`` holds; None when not reviewed
+    alerts: list[ShownAlert]  # oldest first
     reviews: list[PastReview]  # every verdict given, newest first
     held_back_after: int | None  # for an anomaly without alerts: ``_alert_before``
+
+
+# The inspection, its review and its alerts in one statement (a row per alert, one when
+# there are none), built once with the id as a bound parameter: loading ORM objects took
+# more of a detail page's time than rendering it, and their alerts a round trip of their
+# own.
+_DETAIL = (
+    select(*IN, RV.verdict, RV.note, RV.reviewer, RV.reviewed_at,
+           AL.id, AL.sink, AL.state, AL.attempts, AL.sent_at, AL.last_error)
+    .select_from(inspections.outerjoin(reviews, RV.inspection_id == IN.id)
+                 .outerjoin(alerts, AL.inspection_id == IN.id))
+    .where(IN.id == bindparam("inspection_id"))
+    .order_by(AL.id)
+)  # fmt: skip
+_SHOWN, _REVIEWED = len(Shown._fields), len(Shown._fields) + 4
 
 
 def detail(engine: Engine, inspection_id: int) -> Detail | None:
     """Inspection ``inspection_id`` with its alerts and review, its past verdicts and,
     for an anomaly that raised no alert, the one whose alert held it back; ``None`` when
     there is no such row. One connection for all of it: each connection the pool hands
-    out costs a ping and a rollback, and each round trip gives up the interpreter lock to
-    the other pages rendering, which is what a page waits for under a hundred viewers."""
-    statement = (
-        select(Inspection)
-        .where(Inspection.id == inspection_id)
-        .options(selectinload(Inspection.alerts), joinedload(Inspection.review))
-    )
-    with Session(engine) as session:
-        row = session.scalars(statement).unique().one_or_none()
-        if row is None:
+    out costs a ping, and each round trip gives up the interpreter lock to the other
+    pages rendering, which is what a page waits for under a hundred viewers."""
+    with engine.connect() as conn:
+        found = conn.execute(_DETAIL, {"inspection_id": inspection_id}).all()
+        if not found:
             return None
-        past = reviews_of(session.connection(), inspection_id)
-        held = bool(row.is_anomaly) and not row.alerts
-        after = session.scalar(_alert_before(row)) if held else None
-    return Detail(row, past, None if after is None else int(after))
+        row = Shown._make(found[0][:_SHOWN])
+        verdict, note, reviewer, reviewed_at = found[0][_SHOWN:_REVIEWED]
+        review = None if verdict is None else PastReview(verdict, note, reviewer, reviewed_at)
+        shown = [ShownAlert._make(r[_REVIEWED:]) for r in found if r[_REVIEWED] is not None]
+        past = reviews_of(conn, inspection_id)
+        held = bool(row.is_anomaly) and not shown
+        after = conn.execute(_alert_before(row)).scalar() if held else None
+    return Detail(row, review, shown, past, None if after is None else int(after))
 
 
 def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int) -> str | None:
@@ -196,21 +258,24 @@ def line_of(engine: Engine, table: Literal["inspections", "alerts"], row_id: int
     return None if found is None else str(found)
 
 
-def _alert_before(row: Inspection) -> Select[Any]:
+def _alert_before(row: Shown) -> Select[Any]:
     """The latest inspection before ``row`` of its line, camera and profile that raised an
     anomaly alert: for an anomaly without alerts, the one whose alert started the
-    cooldown that held this one back (the only reason the daemon raises none); NULL
-    when no such inspection is kept."""
+    cooldown that held this one back (the only reason the daemon raises none); no row
+    when no such inspection is kept. The alerts' inspection index is walked backwards
+    from ``row`` to the first match: a ``max()`` over the join read every alert kept."""
     return (
-        select(func.max(Inspection.id))
-        .join(Alert, Alert.inspection_id == Inspection.id)
+        select(AL.inspection_id)
+        .join(inspections, IN.id == AL.inspection_id)
         .where(
-            Inspection.line == row.line,  # a cooldown is one line's daemon's, never another's
-            Inspection.camera == row.camera,
-            Inspection.product == row.product,
-            Inspection.id < row.id,
-            Inspection.is_anomaly.is_(True),
+            IN.line == row.line,  # a cooldown is one line's daemon's, never another's
+            IN.camera == row.camera,
+            IN.product == row.product,
+            AL.inspection_id < row.id,
+            IN.is_anomaly.is_(True),
         )
+        .order_by(AL.inspection_id.desc())
+        .limit(1)
     )
 
 

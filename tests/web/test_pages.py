@@ -18,18 +18,29 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from markupsafe import escape
 from prometheus_client.parser import text_string_to_metric_families
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import Cooldown, plan_alerts
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
-from padformer_edge.store.history import RECORD_COLUMNS, Filters, list_inspections, record
+from padformer_edge.store.history import (
+    COLUMNS,
+    RECORD_COLUMNS,
+    Filters,
+    list_inspections,
+    record,
+    records,
+)
 from padformer_edge.store.lines import default_line
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.schema import upgrade
+from padformer_edge.web import queries
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.media import MediaRoots
+from padformer_edge.web.pages import HISTORY_COLUMNS
+from padformer_edge.web.render import number
 from padformer_edge.web.server import WebServer, make_server
 from tests.cli_process import REPO
 from tests.web.client import request
@@ -91,6 +102,39 @@ def test_exports_are_the_rows_of_results_list(server: WebServer, site: Site) -> 
     rows = list(csv.DictReader(io.StringIO(reply.text)))
     assert list(rows[0]) == RECORD_COLUMNS
     assert [int(r["id"]) for r in rows] == [r["id"] for r in expected]
+
+
+def test_page_rows_are_the_records_and_each_cell_sits_under_its_heading(
+    server: WebServer, site: Site
+) -> None:
+    """The history page's rows come from ``records`` (which converts only the columns
+    whose type needs it) and its row template writes the cells one by one: both must
+    agree with what they stand for, ``record`` of each row and ``HISTORY_COLUMNS``."""
+    engine = open_engine(site.db, read_only=True)
+    rows = list_inspections(engine, Filters(), limit=1000)
+    engine.dispose()
+    assert records(rows) == [record(r) for r in rows]
+    as_times = [{k: v.isoformat() if isinstance(v, datetime) else v for k, v in r.items()}
+                for r in records(rows, times_as_text=False)]  # fmt: skip
+    assert as_times == [record(r) for r in rows]
+    assert queries.Shown._fields == tuple(COLUMNS)  # the detail page's row, by position
+    page = request(server.url, "/history?limit=500").text
+    cells_of = re.compile(
+        r'<tr class="verdict-[a-z]+">\n(<td><a href="/inspections/(\d+)">.*?)</tr>', re.S
+    )
+    found = {int(m.group(2)): m.group(1) for m in cells_of.finditer(page)}
+    headings = [label for _, label in HISTORY_COLUMNS]
+    assert len(found) == len(rows)
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", found[row.id], re.S)
+        assert len(cells) == len(headings)
+        shown = dict(zip(headings, cells, strict=True))
+        assert shown["id"] == f'<a href="/inspections/{row.id}">{row.id}</a>'
+        named = (shown["line"], shown["camera"], shown["profile"], shown["file"])
+        assert named == tuple(escape(v) for v in (row.line, row.camera, row.product,
+                                                  row.source_path))  # fmt: skip
+        assert shown["threshold"] == number(row.threshold)
+        assert shown["verdict"] == f'<span class="verdict">{queries.verdict_of(record(row))}</span>'
 
 
 def test_detail_shows_scores_threshold_times_and_alert_states(
