@@ -46,6 +46,13 @@ async def _until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
+async def _finish(builds: Builds, *renders: asyncio.Task[object]) -> None:
+    """Let every held render finish, and wait for the viewers' answers."""
+    for gate in builds.release.values():
+        gate.set()
+    await asyncio.gather(*renders)
+
+
 def test_viewers_of_one_page_share_its_render_and_each_get_their_own_answer() -> None:
     async def scenario() -> None:
         queue, builds = RenderQueue(slots=1), Builds()
@@ -76,9 +83,7 @@ def test_the_page_most_viewers_wait_for_is_rendered_next() -> None:
                   for _ in range(3)]  # fmt: skip
         await asyncio.sleep(0.05)
         assert builds.started == ["a"]  # the slot is still busy
-        for gate in builds.release.values():
-            gate.set()
-        await asyncio.gather(first, single, *shared)
+        await _finish(builds, first, single, *shared)
         assert builds.started == ["a", "newest", "older"]
 
     asyncio.run(scenario())
@@ -157,9 +162,7 @@ def test_a_shared_slot_is_left_for_a_page_several_viewers_wait_for() -> None:
         await _until(lambda: builds.started == ["older-1", "newest"])
         await asyncio.sleep(0.05)
         assert builds.started == ["older-1", "newest"]  # the single page still waits
-        for gate in builds.release.values():
-            gate.set()
-        await asyncio.gather(first, second, *shared)
+        await _finish(builds, first, second, *shared)
         assert builds.started == ["older-1", "newest", "older-2"]
 
     asyncio.run(scenario())
