@@ -39,14 +39,31 @@ MAX_PAGES = 256
 
 
 @dataclass(frozen=True)
-class Kept:
+class Rendered:
+    """A page's answer held in memory, sent to each viewer as a response of their own
+    (kept here, or shared by a render's viewers in ``render_queue``)."""
+
+    status: int
     body: bytes
     media_type: str | None
     headers: dict[str, str]
+
+    @classmethod
+    def of(cls, response: Response) -> Rendered:
+        headers = {k: v for k, v in response.headers.items() if k != "content-length"}
+        return cls(response.status_code, bytes(response.body), response.media_type, headers)
+
+    def response(self) -> Response:
+        return Response(self.body, self.status, self.headers, self.media_type)
+
+
+@dataclass(frozen=True)
+class Kept:
+    page: Rendered  # a 200
     expires: float
 
     def response(self) -> Response:
-        return Response(self.body, 200, self.headers, self.media_type)
+        return self.page.response()
 
 
 class PageCache:
@@ -113,9 +130,7 @@ class PageCache:
     def _keep(self, key: tuple, response: Response, generation: int) -> Kept:
         """Keep ``response`` unless the cache was cleared while it was rendered (it may
         hold what the store had before the write that cleared it)."""
-        headers = {k: v for k, v in response.headers.items() if k != "content-length"}
-        kept = Kept(bytes(response.body), response.media_type, headers,
-                    time.monotonic() + self.ttl_s)  # fmt: skip
+        kept = Kept(Rendered.of(response), time.monotonic() + self.ttl_s)
         with self._lock:
             if generation != self._generation:
                 return kept

@@ -35,23 +35,7 @@ from dataclasses import dataclass
 from anyio import to_thread
 from starlette.responses import Response
 
-
-@dataclass(frozen=True)
-class Rendered:
-    """One render's answer, sent to each of its viewers as a response of their own."""
-
-    status: int
-    body: bytes
-    media_type: str | None
-    headers: dict[str, str]
-
-    @classmethod
-    def of(cls, response: Response) -> Rendered:
-        headers = {k: v for k, v in response.headers.items() if k != "content-length"}
-        return cls(response.status_code, bytes(response.body), response.media_type, headers)
-
-    def response(self) -> Response:
-        return Response(self.body, self.status, self.headers, self.media_type)
+from padformer_edge.web.page_cache import Rendered
 
 
 @dataclass(eq=False)
