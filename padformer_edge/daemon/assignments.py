@@ -7,14 +7,15 @@ short query on an index). A version it has not installed yet is pulled
 changes) and the reloader is woken, so the version is scoring within the poll interval
 plus the time to build its detector, not a further ``profile_check_interval_s``. A pull
 that is refused (a tampered file, a version removed) is logged once as an error naming
-the version and the version the daemon keeps running, and tried again every
-``RETRY_REFUSED_S`` while the assignment stays, in case the database was repaired.
+the version and the version the daemon keeps running, and not fetched again while that
+assignment stays: a published version's files cannot change (``store.published``), so
+only a new assignment (another version, a rollback) or the daemon's next start is worth
+a download, and a refused version is not downloaded again at every poll.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +30,6 @@ from padformer_edge.store.engine import reading
 from padformer_edge.store.published import Assignment, assigned
 
 log = get_logger("daemon")
-
-RETRY_REFUSED_S = 60.0
-"""How often a refused version is fetched again while it stays assigned."""
 
 
 def running_version(root: Path, name: str) -> str:
@@ -51,7 +49,7 @@ class AssignmentPoller:
         self.engine, self.line, self.root, self.interval_s = engine, line, root, interval_s
         self.on_pulled = on_pulled
         self.settled: dict[str, int] = {}  # profile -> the assignment id installed or current
-        self.refused: dict[str, tuple[int, float]] = {}  # profile -> (assignment id, when)
+        self.refused: dict[str, int] = {}  # profile -> the assignment id refused
         self.pulls = 0
 
     def run(self, stop: threading.Event) -> None:
@@ -69,31 +67,28 @@ class AssignmentPoller:
             current = assigned(conn, self.line)
         pulled = []
         for assignment in current:
-            if self.settled.get(assignment.profile) == assignment.id:
+            done = (self.settled.get(assignment.profile), self.refused.get(assignment.profile))
+            if assignment.id in done:  # installed, current, or refused: nothing to fetch
                 continue
-            refused = self.refused.get(assignment.profile)
-            logged = refused is not None and refused[0] == assignment.id
-            if logged and time.monotonic() - refused[1] < RETRY_REFUSED_S:  # type: ignore[index]
-                continue
-            if self.take(assignment, logged=logged):
+            if self.take(assignment):
                 pulled.append(assignment.profile)
         return pulled
 
-    def take(self, assignment: Assignment, logged: bool = False) -> bool:
+    def take(self, assignment: Assignment) -> bool:
         """Pull ``assignment``'s version; True when a new one was installed."""
         name, version = assignment.profile, assignment.version
         try:
             with reading(self.engine) as conn:
                 installed = pull_version(conn, self.root, name, version)
         except UserError as err:
-            self.refused[name] = (assignment.id, time.monotonic())
-            if not logged:
-                keeps = running_version(self.root, name)
-                log.error(
-                    "daemon.profile_pull_refused", profile=name, version=version,
-                    running_version=keeps, error=str(err),
-                    fix=f"the daemon keeps version {keeps} of profile '{name}'",
-                )  # fmt: skip
+            self.refused[name] = assignment.id
+            keeps = running_version(self.root, name)
+            log.error(
+                "daemon.profile_pull_refused", profile=name, version=version,
+                running_version=keeps, error=str(err),
+                fix=f"the daemon keeps version {keeps} of profile '{name}' and fetches no "
+                "more of this version until another one is assigned to the line",
+            )  # fmt: skip
             return False
         self.refused.pop(name, None)
         self.settled[name] = assignment.id
