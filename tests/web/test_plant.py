@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+import socket
 from collections.abc import Callable
 from html import unescape
 from pathlib import Path
@@ -24,9 +25,10 @@ from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import default_line, with_line
 from padformer_edge.store.models import Review
 from padformer_edge.store.tables import inspections
-from padformer_edge.store.users import add_user, set_lines
+from padformer_edge.store.users import add_user, remove_user, set_lines
 from padformer_edge.store.vocabulary import Role
 from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.people import TTL_S
 from padformer_edge.web.render import number
 from padformer_edge.web.server import WebServer
 from tests.web.client import Reply, request
@@ -259,3 +261,56 @@ def test_a_user_limited_to_a_line_sees_and_reviews_only_its_rows(
     engine.dispose()
     server.app.people.forget()
     assert request(server.url, f"/inspections/{hidden}", headers=ola_in).status == 200
+
+
+class EventStream:
+    """``/events`` read as a browser reads it, over one socket (``Connection: close``, so
+    the end of the stream is the end of the socket)."""
+
+    def __init__(self, server: WebServer, headers: dict[str, str], timeout_s: float) -> None:
+        self.sock = socket.create_connection((server.host, server.port), timeout=timeout_s)
+        sent = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                          f"Connection: close\r\n{sent}\r\n".encode())  # fmt: skip
+        self.reader = self.sock.makefile("rb")
+        assert b" 200 " in self.reader.readline()
+
+    def next_cards(self) -> list[dict] | None:
+        """The next card list sent; None once the server ended the stream."""
+        while line := self.reader.readline():
+            if line.startswith(b"data: "):
+                return json.loads(line[6:])
+        return None
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+def test_an_open_event_stream_follows_its_users_lines_and_ends_with_the_user(
+    server: WebServer, site: Site
+) -> None:
+    """The audit's carl: a user of every line opens /events; limited to one line, the
+    next cards hold none of another line's, a new one of that line included; removed,
+    the stream ends. Each within the user list's re-read (``people.TTL_S``) and a poll:
+    the socket waits no longer than a few of those for what the stream must send."""
+    _other_line(site, 1)
+    engine = open_engine(site.db)
+    carl = _login(server, "carl", add_user(engine, "carl", Role.operator)[1])
+    add_user(engine, "eve", Role.engineer)  # the page keeps needing a login once carl goes
+    stream = EventStream(server, carl, timeout_s=3 * (TTL_S + server.app.event_interval_s))
+    try:
+        first = stream.next_cards()
+        assert first is not None and {c["line"] for c in first} == {default_line(), OTHER}
+        set_lines(engine, "carl", [default_line()])
+        while (cards := stream.next_cards()) is not None and OTHER in {c["line"] for c in cards}:
+            pass  # what the stream sent before the page re-read its users
+        assert cards is not None and {c["line"] for c in cards} == {default_line()}
+        (arrived,) = _other_line(site, 1, first=1)
+        remove_user(engine, "carl")
+        while (cards := stream.next_cards()) is not None:
+            assert arrived not in {c["id"] for c in cards}
+            assert {c["line"] for c in cards} == {default_line()}
+    finally:
+        stream.close()
+        engine.dispose()
