@@ -163,7 +163,8 @@ def test_a_picture_gone_from_the_servers_own_pc_is_said_removed(
     cards = {c["id"]: c for c in json.loads(request(on_other.url, "/api/live").body)}
     assert (cards[theirs[0]]["removed"], cards[theirs[0]]["elsewhere"]) == (True, None)
     assert (cards[gone]["removed"], cards[gone]["elsewhere"]) == (False, default_line())
-    assert cards[kept]["thumb"] == f"/thumbs/{kept}/image"
+    # and the site's line's pictures are that line's, though this test's PC holds them
+    assert (cards[kept]["elsewhere"], cards[kept]["thumb"]) == (default_line(), None)
 
 
 def _recorded(site: Site, row: int) -> str:
@@ -314,3 +315,34 @@ def test_an_open_event_stream_follows_its_users_lines_and_ends_with_the_user(
     finally:
         stream.close()
         engine.dispose()
+
+
+def test_another_lines_picture_is_never_served_from_this_pcs_files(
+    server: WebServer, site: Site
+) -> None:
+    """The audit's row 17: a row of press-2 whose recorded paths name files that exist on
+    this server's PC (each line numbers its heatmaps from 1 under its own state folder).
+    The row's line decides: its pictures and thumbnails answer 404 with the sentence its
+    detail page says, to a user of that line; this server's own row is still served."""
+    (theirs,) = _other_line(site, 1, first=7)
+    own = site.good[0]
+    engine = open_engine(site.db)
+    with engine.begin() as conn:
+        paths = conn.execute(
+            select(inspections.c.source_path, inspections.c.heatmap_path)
+            .where(inspections.c.id == own)
+        ).one()  # fmt: skip
+        conn.execute(inspections.update().where(inspections.c.id == theirs).values(
+            source_path=paths.source_path, heatmap_path=paths.heatmap_path))  # fmt: skip
+    tess = _login(server, "tess", add_user(engine, "tess", Role.operator, [OTHER])[1])
+    eve = _login(server, "eve", add_user(engine, "eve", Role.engineer)[1])
+    engine.dispose()
+    said = f"The pictures are not on this server: they stay on line {OTHER}'s PC"
+    detail = request(server.url, f"/inspections/{theirs}", headers={**tess, **HTML}).text
+    assert said in unescape(detail) and 'id="base"' not in detail
+    for route in ("media", "thumbs"):
+        for kind in ("image", "heatmap"):
+            for who in (tess, eve):
+                reply = request(server.url, f"/{route}/{theirs}/{kind}", headers=who)
+                assert (reply.status, reply.text.strip()) == (404, f"{said}."), route
+            assert request(server.url, f"/{route}/{own}/{kind}", headers=eve).status == 200
