@@ -346,3 +346,28 @@ def test_another_lines_picture_is_never_served_from_this_pcs_files(
                 reply = request(server.url, f"/{route}/{theirs}/{kind}", headers=who)
                 assert (reply.status, reply.text.strip()) == (404, f"{said}."), route
             assert request(server.url, f"/{route}/{own}/{kind}", headers=eve).status == 200
+
+
+def test_paging_from_another_lines_id_answers_as_from_an_unknown_one(
+    server: WebServer, site: Site
+) -> None:
+    """``/history?before=ID`` with an id of a line the user may not see gives the page an
+    unknown id gives (the first), so the answer tells neither that the id exists nor
+    roughly when it came; an id of their own line still pages."""
+    theirs = _other_line(site, 3)
+    engine = open_engine(site.db)
+    ola = _login(server, "ola", add_user(engine, "ola", Role.operator, [OTHER])[1])
+    engine.dispose()
+
+    def listed(query: str) -> list[int]:
+        """The ids of the history page's rows (``before`` pages the page, not an export)."""
+        page = request(server.url, f"/history?limit=2&{query}", headers={**ola, **HTML})
+        assert page.status == 200, page.text
+        rows = _section(page.text, "rows", "table")
+        return [int(i) for i in re.findall(r'href="/inspections/(\d+)">\1</a>', rows)]
+
+    unknown = listed(f"before={10**9}")
+    assert unknown == sorted(theirs, reverse=True)[:2]
+    for hidden in (*site.good, *site.anomalies):
+        assert listed(f"before={hidden}") == unknown, hidden
+    assert listed(f"before={unknown[-1]}") == [min(theirs)]  # their own id still pages
