@@ -292,7 +292,9 @@ def rollback(
 def _rollback_lines(name: str, yes: str, to: int | None, lines: list[str], all_lines: bool,
                     db: str | None, config: Path | None) -> None:  # fmt: skip
     """``rollback --line / --all-lines``: each line back on the published version of
-    ``name`` it ran before (``store.published.rollback_line``)."""
+    ``name`` it ran before (``store.published.rollback_line``, a transaction per line).
+    A line that cannot be rolled back is reported and the rest still are; the command
+    then ends with the refusal (exit status 2) naming every line left."""
     from padformer_edge.errors import UserError
     from padformer_edge.store.engine import reading
     from padformer_edge.store.published import lines_running, rollback_line
@@ -314,7 +316,19 @@ def _rollback_lines(name: str, yes: str, to: int | None, lines: list[str], all_l
                 lines = lines_running(conn, name)
             if not lines:
                 raise UserError(f"no line is assigned profile '{name}'; nothing to roll back.")
-        for each in lines:
-            assignment = rollback_line(engine, each, name, by)
+        left = []
+        for each in lines:  # one transaction per line: a refused one leaves the others be
+            try:
+                assignment = rollback_line(engine, each, name, by)
+            except UserError as err:
+                left.append(each)
+                _err.print(f"[bold red]left:[/] {err}", highlight=False, soft_wrap=True)
+                continue
             _say(f"line '{each}' is back on version {assignment.version} of profile "
                  f"'{name}' (rolled back by {by}).")  # fmt: skip
+    if left:
+        raise UserError(
+            f"{len(left)} of {len(lines)} line(s) were left on their version of profile "
+            f"'{name}' ({', '.join(left)}), for the reason given for each above; the "
+            "others were rolled back."
+        )

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 
 from padformer_edge.daemon.alerts.dispatcher import AlertDispatcher
-from padformer_edge.daemon.assignments import AssignmentPoller
+from padformer_edge.daemon.assignments import AssignmentPoller, assignments_url
 from padformer_edge.daemon.forwarder import Forwarder
 from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_profile
 from padformer_edge.daemon.intake import Intake
@@ -153,15 +153,13 @@ class Daemon:
 
     def _assignment_poller(self) -> AssignmentPoller | None:
         """The poller of this line's published profile versions, on the database
-        ``published_profiles.database`` names, else the plant's (``plant_database``: where
-        the workstation publishes), else the daemon's own (only read)."""
+        ``assignments_url`` names: the daemon's own engine (only read) when that is it."""
         published = self.config.published_profiles
         if not published.enabled:
             return None
         engine = self.engine
-        source = published.database or self.config.plant_database
-        if source is not None:
-            engine = open_engine(source, read_only=True)
+        if published.database is not None or self.config.plant_database is not None:
+            engine = open_engine(assignments_url(self.config), read_only=True)
         return AssignmentPoller(
             engine, self.config.line_name, self.layout.profiles, published.poll_interval_s,
             on_pulled=lambda _name: self.reloader.wake(),

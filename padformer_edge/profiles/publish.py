@@ -65,12 +65,18 @@ def publish_profile(
     """Publish the current version of profile ``name`` under ``root``; returns it and
     whether it is new (the same version with the same files is published once)."""
     profile = load_profile(root, name)
+    identity = version_identity(profile)
+    return publish(engine, identity, profile_files(profile), by)
+
+
+def version_identity(profile: Profile) -> dict[str, object]:
+    """What the database records of a version beside its files (name, version, metric,
+    runtime, model and comparator sha256, threshold): taken from ``profile.yaml`` here at
+    publish, and compared with the pulled ``profile.yaml`` on the line before install."""
     threshold = profile.require_threshold()  # a line cannot run a version without one
-    files = profile_files(profile)
     detection = profile.detection
-    identity = {
+    return {
         "name": profile.name, "version": profile.config.version, "metric": detection.metric,
         "runtime": detection.runtime, "model_sha256": profile.model_sha256,
         "comparator_sha256": detection.comparator, "threshold": threshold,
     }  # fmt: skip
-    return publish(engine, identity, files, by)

@@ -13,24 +13,38 @@ A line break inside a cell is a second way in (issue 51's audit): a note ``ok<CR
 written with ``lineterminator="\n"`` left the lone carriage return unquoted, and a
 spreadsheet, which breaks records on CR too, started a new record at ``=cmd``. Even
 quoted, a reader that splits lines first sees a line beginning ``=cmd``. So inside a text
-cell every line break (CRLF, CR or LF) becomes one LF, and every line of the cell, not
-only its first, is defused the same way; a cell holding an LF is always quoted, because
-the writer insists on a terminator containing LF.
+cell every line break becomes one LF, and every line of the cell, not only its first, is
+defused the same way; a cell holding an LF is always quoted, because the writer insists
+on a terminator containing LF. A line break is whatever Python's ``str.splitlines``
+breaks on (issue 60: VT, FF, FS, GS, RS, NEL, U+2028 and U+2029 as well as CR and LF),
+the split a reader of the file is likeliest to make; the cell is split by that method
+itself, so the two cannot disagree.
+
+The JSON exports need none of this: ``json.dumps`` (as every JSON export writes, ASCII
+only) escapes each of those characters, so a JSON file holds no line break inside a
+value.
 """
 
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Mapping
 from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _defused(line: str) -> str:
     return "'" + line if line.startswith(FORMULA_STARTS) else line
+
+
+def cell_lines(value: str) -> list[str]:
+    """The lines of ``value`` as ``str.splitlines`` breaks them, with an empty last line
+    after a break that ends the text (which ``splitlines`` alone would drop): the
+    ``.`` added first is no line break, so the last part always ends with it."""
+    lines = (value + ".").splitlines()
+    lines[-1] = lines[-1][:-1]
+    return lines
 
 
 def safe_cell(value: Any) -> Any:
@@ -38,7 +52,7 @@ def safe_cell(value: Any) -> Any:
     lines a spreadsheet would evaluate, when it is text; anything else as it is."""
     if not isinstance(value, str):
         return value
-    return "\n".join(_defused(line) for line in LINE_BREAK.split(value))
+    return "\n".join(_defused(line) for line in cell_lines(value))
 
 
 class SafeDictWriter(csv.DictWriter):

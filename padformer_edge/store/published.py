@@ -62,11 +62,14 @@ class Assignment:
 
 @dataclass(frozen=True)
 class PublishedFile:
-    """A file of a version: its path in the profile folder, sha256 and size."""
+    """A file of a version: its path in the profile folder, sha256 and size as recorded
+    when it was published, and the size of the bytes the database holds now (measured by
+    the database, so a line compares the two before it downloads anything)."""
 
     path: str
     sha256: str
     size_bytes: int
+    stored_bytes: int
 
 
 def _version(row: object) -> PublishedVersion:
@@ -95,7 +98,7 @@ def published_versions(conn: Connection, name: str | None = None) -> list[Publis
 def version_files(conn: Connection, published_id: int) -> list[PublishedFile]:
     """The files of a published version (without their bytes), by path."""
     rows = conn.execute(
-        select(PF.path, PF.sha256, PF.size_bytes)
+        select(PF.path, PF.sha256, PF.size_bytes, func.length(PF.content))
         .where(PF.published_id == published_id)
         .order_by(PF.path)
     )

@@ -18,11 +18,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from padformer_edge.daemon.alerts.config import SinkConfig
+from padformer_edge.daemon.assignments import assigned_versions, assignments_url
 from padformer_edge.daemon.settings import BUNDLED_CONFIG, DaemonConfig, load_daemon_config
 from padformer_edge.detect.settings import PRODUCT_METRIC
 from padformer_edge.devices.runtimes import INSTALL_COMMANDS, missing_modules
 from padformer_edge.errors import UserError
-from padformer_edge.profiles.layout import profiles_root
+from padformer_edge.profiles.layout import PROFILE_FILE, profiles_root
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
 from padformer_edge.store.schema import current_revision, head_revision
@@ -99,8 +100,20 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
     can import, has its model or graphs and its references unchanged, and has been
     calibrated."""
     root = profiles_folder(config)
+    assigned: dict[str, int] | None = None
     for name in sorted({cam.profile for cam in config.cameras}):
         subject = f"profile '{name}'"
+        if not (root / name / PROFILE_FILE).is_file():
+            assigned = assigned_here(config) if assigned is None else assigned
+            if name in assigned:
+                where = describe(assignments_url(config))
+                yield Finding(
+                    subject,
+                    True,
+                    f"not on this PC yet: version {assigned[name]} is assigned to line "
+                    f"'{config.line_name}' in {where}, and watch pulls it at start",
+                )
+                continue
         try:
             profile = load_profile(root, name)
             if config.worker.runtime is not None:  # what watch will run it on
@@ -124,6 +137,16 @@ def check_profiles(config: DaemonConfig) -> Iterator[Finding]:
                 f"{checked}, threshold {profile.threshold:.6g}{earlier_score(profile)}"
                 f"{unwatched_images(profile, config)}",
             )
+
+
+def assigned_here(config: DaemonConfig) -> dict[str, int]:
+    """The versions assigned to this line (``daemon.assignments``: the database
+    ``published_profiles.database`` or ``plant_database`` names); none when that database
+    cannot say (its own finding, ``plant``, says why)."""
+    try:
+        return assigned_versions(config)
+    except Exception:  # unreachable or unreadable: the profile's own finding stands
+        return {}
 
 
 def earlier_score(profile: Profile) -> str:

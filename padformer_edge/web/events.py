@@ -3,8 +3,12 @@
 Starlette's ``StreamingResponse`` sends the stream and ends it when the viewer hangs up
 (no traceback, nothing left running); the database is polled in the thread pool once a
 second, and a new card list is sent only when a card appears or changes verdict, with a
-comment line now and then so proxies and browsers keep the connection. The stream stops
-when the server stops, so a shutdown never waits on an open tab.
+comment line now and then so proxies and browsers keep the connection. Each poll asks
+the gate's question again (``middleware.admitted``, on the user list re-read every
+``people.TTL_S``), so the cards follow the viewer's lines as they are now, and the stream
+ends once the viewer may see nothing (removed, given a new token, logged out): a change
+reaches an open stream within ``TTL_S`` plus a poll. The stream stops when the server
+stops, so a shutdown never waits on an open tab.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from starlette.responses import Response, StreamingResponse
 
 from padformer_edge.reporting.log import get_logger
 from padformer_edge.web import queries
+from padformer_edge.web.middleware import admitted
 from padformer_edge.web.pages import cards
 from padformer_edge.web.responses import web_app
-from padformer_edge.web.scope import lines_of
 
 log = get_logger("web")
 KEEPALIVE_S = 15.0
@@ -30,10 +34,16 @@ KEEPALIVE_S = 15.0
 def events(request: Request) -> Response:
     """A plain function so the first database open runs in the thread pool (and a
     missing database is the usual 503 before any stream starts)."""
-    app, lines = web_app(request), lines_of(request)
+    app = web_app(request)
     engine = app.reader()
 
-    def newest() -> list[dict]:
+    def newest() -> list[dict] | None:
+        """The cards this viewer may see now; None once they may see none (removed,
+        given a new token, logged out, or a shared-token session once users exist)."""
+        allowed, _session, person = admitted(app, request)
+        if not allowed:
+            return None
+        lines = person.lines if person is not None and person.limited else None
         return cards(app, queries.newest(engine, app.live_cards, lines))
 
     async def stream() -> AsyncIterator[bytes]:
@@ -45,6 +55,9 @@ def events(request: Request) -> Response:
                 shown = await run_in_threadpool(newest)
             except Exception as err:  # the browser reconnects; the page must not hang
                 log.error("web.events_failed", error=f"{type(err).__name__}: {err}")
+                return
+            if shown is None:  # the browser reconnects, and the gate answers it
+                log.info("web.events_closed", reason="the viewer may no longer see the page")
                 return
             key = [(c["id"], c["verdict"]) for c in shown]
             if key != last:

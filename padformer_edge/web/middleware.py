@@ -90,28 +90,31 @@ class Headers:
             await answer(scope, receive, with_headers)
 
 
+def admitted(web: WebApp, conn: HTTPConnection) -> tuple[bool, bool, Person | None]:
+    """(may see the page, is a logged-in browser session, the named user logged in, with
+    the lines the user list gives them now); a bearer token offered is judged by
+    ``Gate._bearer`` first. Asked by the gate of every request, and again by an open
+    event stream at each poll (``events``), so a stream follows its viewer's lines."""
+    token, named = web.token, web.people.exist()
+    if token is None and not named:
+        return True, False, None
+    if token is not None and auth.token_matches(auth.bearer_token(conn), token):
+        return True, False, None
+    opened = web.sessions.holder(conn.cookies.get(COOKIE))
+    if opened is None:
+        return False, False, None
+    if opened.person is None:  # a shared-token login: only while no user exists
+        return not named, not named, None
+    current = web.people.refreshed(opened.person)  # with the lines given now
+    return current is not None, current is not None, current
+
+
 class Gate:
     """Refuses a foreign Host and, with a token, anyone who has not proved it."""
 
     def __init__(self, app: ASGIApp, web: WebApp) -> None:
         self.app = app
         self.web = web
-
-    def _authorised(self, conn: HTTPConnection) -> tuple[bool, bool, Person | None]:
-        """(may see the page, is a logged-in browser session, the named user logged in);
-        a bearer token offered is judged by ``_bearer`` first."""
-        token, named = self.web.token, self.web.people.exist()
-        if token is None and not named:
-            return True, False, None
-        if token is not None and auth.token_matches(auth.bearer_token(conn), token):
-            return True, False, None
-        opened = self.web.sessions.holder(conn.cookies.get(COOKIE))
-        if opened is None:
-            return False, False, None
-        if opened.person is None:  # a shared-token login: only while no user exists
-            return not named, not named, None
-        current = self.web.people.refreshed(opened.person)  # with the lines given now
-        return current is not None, current is not None, current
 
     def _bearer(self, conn: HTTPConnection) -> Response | None:
         """A 429 while this client is throttled, or a 401 for a wrong bearer token (counted
@@ -161,7 +164,7 @@ class Gate:
         if bearer is not None:
             await bearer(scope, receive, send)
             return
-        allowed, session, person = self._authorised(conn)
+        allowed, session, person = admitted(self.web, conn)
         state = scope.setdefault("state", {})
         state["authorised"], state["session"], state["person"] = allowed, session, person
         path = scope["path"]

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -136,10 +137,24 @@ def card(row: dict[str, Any], here: bool, own: bool) -> dict[str, Any]:
 
 def cards(app: WebApp, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The cards of ``rows``, each knowing whether this server holds its picture: the
-    same rule as the detail page (the recorded file, under one of this server's roots),
-    so a card never shows a thumbnail its detail page would not."""
-    return [card(row, app.media.allowed(row["source_path"]) is not None, row["line"] == app.line)
-            for row in rows]  # fmt: skip
+    same rule as the detail page (``picture_here``), so a card never shows a thumbnail
+    its detail page would not."""
+    return [card(row, picture_here(app, row["line"], row["source_path"]) is not None,
+                 row["line"] == app.line) for row in rows]  # fmt: skip
+
+
+def picture_here(app: WebApp, line: str, recorded: str | None) -> Path | None:
+    """The file of a picture a row of ``line`` recorded, when this server holds it: only
+    a row of this server's own line (``WebApp.line``) has its pictures here. Another
+    line's pictures stay on that line's PC, whatever file its recorded path names on
+    this one (every line numbers its heatmaps from 1 under its own state folder, so
+    ``heatmaps/00000/1.jpg`` of press-t names a press-a file here)."""
+    return app.media.allowed(recorded) if line == app.line else None
+
+
+def pictures_elsewhere(line: str) -> str:
+    """What the detail page and the picture routes say of another line's pictures."""
+    return f"The pictures are not on this server: they stay on line {line}'s PC"
 
 
 def query_of(request: Request) -> dict[str, str]:
@@ -271,7 +286,7 @@ def detail(request: Request) -> Response:
     if found is None or not sees(request, found.row.line):  # another line's: as if absent
         return error(request, 404, f"there is no inspection {inspection_id}.")
     row = found.row
-    pictures_here = app.media.allowed(row.source_path) is not None
+    pictures_here = picture_here(app, row.line, row.source_path) is not None
     fields = card(row._asdict(), pictures_here, row.line == app.line)
     normalised = row.score / row.threshold if row.score is not None and row.threshold else None
     # an anomaly without alerts was held back by the cooldown: say so, and after which
@@ -292,6 +307,7 @@ def detail(request: Request) -> Response:
         named=app.people.exist(),
         review_verdicts=[v.value for v in ReviewVerdict],
         pictures_here=pictures_here,
+        elsewhere_said=pictures_elsewhere(row.line),
         line_url=app.line_urls.get(row.line),
         line_link=line_link(app.line_urls.get(row.line), row),
     )
@@ -309,8 +325,10 @@ def line_link(base: str | None, row: queries.Shown) -> str | None:
     return f"{base}/history?{urlencode(query)}"
 
 
-def _recorded(request: Request) -> tuple[str, str | None] | None:
-    """(kind, the path the store recorded) for a picture route; ``None`` for an unknown kind."""
+def _recorded(request: Request) -> tuple[str, str | None, str | None] | None:
+    """(kind, the path the store recorded, the row's line) for a picture route; ``None``
+    for an unknown kind; no path nor line for a row that does not exist, or of a line
+    this viewer may not see."""
     inspection_id, kind = request.path_params["inspection_id"], request.path_params["kind"]
     if kind not in ("image", "heatmap"):
         return None
@@ -320,8 +338,19 @@ def _recorded(request: Request) -> tuple[str, str | None] | None:
             select(column, Inspection.line).where(Inspection.id == inspection_id)
         ).first()
     if found is None or not sees(request, found[1]):  # another line's row: as if absent
-        return kind, None
-    return kind, found[0]
+        return kind, None, None
+    return kind, found[0], found[1]
+
+
+def _not_shown(request: Request, kind: str, line: str | None) -> Response:
+    """The 404 of a picture route: another line's row says where its pictures are, as
+    its detail page does; anything else says there is none to show."""
+    app, inspection_id = web_app(request), request.path_params["inspection_id"]
+    if line is not None and line != app.line:
+        link = app.line_urls.get(line)
+        where = f"; open inspection {inspection_id} on its own page at {link}" if link else ""
+        return text(404, f"{pictures_elsewhere(line)}{where}.")
+    return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
 
 
 def media(request: Request) -> Response:
@@ -329,29 +358,29 @@ def media(request: Request) -> Response:
     found = _recorded(request)
     if found is None:
         return error(request, 404, "there is no such page.")
-    kind, recorded = found
+    kind, recorded, line = found
     app = web_app(request)
-    picture = app.media.read(recorded, app.conversions)
+    own = line is not None and line == app.line  # ``picture_here``'s rule
+    picture = app.media.read(recorded, app.conversions) if own else None
     if picture is None:
-        inspection_id = request.path_params["inspection_id"]
-        return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
+        return _not_shown(request, kind, line)
     return Response(picture.data, media_type=picture.content_type,
                     headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
 
 
 def thumbnail(request: Request) -> Response:
     """A small JPEG of the picture, for the live cards and history rows; the same file
-    rules as ``media`` (the path from the row, under a root, an image suffix)."""
+    rules as ``media`` (the row's own line, the path from the row, under a root, an
+    image suffix)."""
     found = _recorded(request)
     if found is None:
         return error(request, 404, "there is no such page.")
-    kind, recorded = found
+    kind, recorded, line = found
     app = web_app(request)
-    real = app.media.allowed(recorded)
+    real = picture_here(app, line, recorded) if line is not None else None
     thumb = app.thumbnails.get(real, app.media.read_file) if real is not None else None
     if thumb is None:
-        inspection_id = request.path_params["inspection_id"]
-        return text(404, f"no {kind} can be shown for inspection {inspection_id}.")
+        return _not_shown(request, kind, line)
     return Response(thumb, media_type="image/jpeg",
                     headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
 

@@ -107,8 +107,11 @@ def _newest_first(query: Any) -> Any:
     return query.order_by(Inspection.discovered_at.desc(), Inspection.id.desc())
 
 
-# The discovery time of the row an older page starts below, built once (``_DETAIL``).
+# The discovery time of the row an older page starts below, built once (``_DETAIL``);
+# for a viewer limited to lines, only a row of theirs anchors a page: another line's id
+# answers as an unknown one (the first page), so it tells neither that it exists nor when.
 _ANCHOR = select(IN.discovered_at).where(IN.id == bindparam("before"))
+_ANCHOR_OF_LINES = _ANCHOR.where(IN.line.in_(bindparam("lines", expanding=True)))
 
 
 def history_page(engine: Engine, query: HistoryQuery) -> Page:
@@ -116,7 +119,11 @@ def history_page(engine: Engine, query: HistoryQuery) -> Page:
     clauses = query.clauses()
     with engine.connect() as conn:
         if query.before is not None:
-            anchor = conn.execute(_ANCHOR, {"before": query.before}).scalar_one_or_none()
+            if query.lines is None:
+                anchor = conn.execute(_ANCHOR, {"before": query.before}).scalar_one_or_none()
+            else:
+                anchored = {"before": query.before, "lines": sorted(query.lines)}
+                anchor = conn.execute(_ANCHOR_OF_LINES, anchored).scalar_one_or_none()
             if anchor is not None:
                 key = tuple_(Inspection.discovered_at, Inspection.id)
                 clauses.append(key < tuple_(anchor, query.before))

@@ -52,7 +52,7 @@ def alerts_sent(site: Site, expected: int) -> bool:
     return len(states) >= expected and all(state == "sent" for (state,) in states)
 
 
-FILE_QUERY = "SELECT line, source_path, sha256, status, score FROM inspections"
+FILE_QUERY = "SELECT line, source_path, sha256, status, score, profile_version FROM inspections"
 ALERT_QUERY = (
     "SELECT i.source_path, a.sink, a.payload, a.state FROM alerts a "
     "JOIN inspections i ON i.id = a.inspection_id"

@@ -97,16 +97,16 @@ def settled(database: str, expected: int) -> Callable[[], bool]:
 
 
 def tamper(database: str, version: int, path: str) -> None:
-    """Change one file's stored bytes after publishing, keeping its recorded sha256."""
+    """Change one file's stored bytes after publishing, keeping its recorded sha256 and
+    size (other bytes, as many)."""
     engine = open_engine(database)
     with engine.begin() as conn:
         published = select(published_profiles.c.id).where(published_profiles.c.version == version)
-        conn.execute(
-            update(published_files)
-            .where(published_files.c.published_id == published.scalar_subquery())
-            .where(published_files.c.path == path)
-            .values(content=b"another picture")
+        file = (published_files.c.published_id == published.scalar_subquery()) & (
+            published_files.c.path == path
         )
+        size = conn.execute(select(published_files.c.size_bytes).where(file)).scalar_one()
+        conn.execute(update(published_files).where(file).values(content=bytes(size)))
     engine.dispose()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -105,3 +106,48 @@ def test_a_line_pulls_and_runs_a_published_exported_profile(line_site: Path) -> 
     pulled = line_site / "line-profiles" / name
     assert load_profile(pulled.parent, name).config.version == 2
     assert (pulled / "versions" / "1" / "profile.yaml").is_file()
+
+
+NEW_PC_TARGET_S = 20.0  # the issue's target: watch started to the first image scored
+
+
+def test_a_new_line_pc_starts_on_the_version_the_plant_assigns(line_site: Path) -> None:
+    """A new line PC as docs/deploy.md sets one up: ``plant_database`` names the plant's
+    PostgreSQL (a server this test owns), where the workstation published the profile and
+    assigned it; the line's own SQLite file does not exist yet and its profiles folder is
+    empty. ``doctor`` says the version will be pulled, ``watch`` pulls it from the plant
+    (not from the line's own database) and scores an image waiting in the camera folder."""
+    from tests.pg_cluster import own_cluster
+
+    name = PROFILES["onnxruntime"]
+    workstation = line_site / "state" / "profiles"
+    (line_site / "model.safetensors").unlink()  # the line has no checkpoint
+    config = line_config(line_site, name)
+    settings = yaml.safe_load(config.read_text())
+    local = line_site / "new-pc" / "results.sqlite3"
+    settings["database"] = str(local)
+    with own_cluster() as plant:
+        settings["plant_database"] = plant.url
+        config.write_text(yaml.safe_dump(settings))
+        for args in (
+            ("db", "upgrade"),
+            ("profile", "publish", name, "--root", str(workstation), "--yes", "ana"),
+            ("profile", "assign", name, "--line", LINE, "--yes", "ana"),
+        ):
+            done = run_cli(line_site, *args, "--db", plant.url)
+            assert done.returncode == 0, done.stdout + done.stderr
+        doctor = run_cli(line_site, "doctor", "--config", str(config), "--json")
+        (finding,) = [f for f in json.loads(doctor.stdout) if f["subject"] == f"profile '{name}'"]
+        assert finding["ok"], finding
+        assert f"version 1 is assigned to line '{LINE}'" in finding["detail"]
+        shutil.copyfile(line_site / "queries" / "defect.png", line_site / "camera" / "first.png")
+        started = time.monotonic()
+        with watching(line_site, config) as (process, log):
+            scored = lambda: [r for r in inspections(local) if r["status"] == "done"]  # noqa: E731
+            wait_for(lambda: bool(scored()), 120, log, process)
+            elapsed = time.monotonic() - started
+            print(f"new line PC: watch started to its first image scored in {elapsed:.2f} s")
+            (row,) = scored()
+            assert (row["profile_version"], row["line"]) == (1, LINE)
+            assert elapsed <= NEW_PC_TARGET_S
+    assert load_profile(line_site / "line-profiles", name).config.version == 1

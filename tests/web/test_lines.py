@@ -21,11 +21,12 @@ from tests.web.site import THRESHOLD, Site
 OTHER = "press-2"
 
 
-def _other_line(site: Site, count: int) -> list[int]:
+def _other_line(site: Site, count: int, first: int = 0) -> list[int]:
     """``count`` inspected rows of line ``press-2`` on camera ``cam-a`` (a camera name the
-    site's own line uses too): their ids."""
+    site's own line uses too): their ids. ``first``: the number of the first file (the
+    same number twice is the same file, which is not queued again)."""
     engine = with_line(open_engine(site.db), OTHER)
-    for n in range(count):
+    for n in range(first, first + count):
         enqueue(engine, camera="cam-a", product="bolt", source_path=f"/press2/{n}.png",
                 sha256=f"{n:064x}", size_bytes=1, discovered_at=datetime.now(UTC))  # fmt: skip
     ids = []

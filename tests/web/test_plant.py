@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+import socket
 from collections.abc import Callable
 from html import unescape
 from pathlib import Path
@@ -24,9 +25,10 @@ from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import default_line, with_line
 from padformer_edge.store.models import Review
 from padformer_edge.store.tables import inspections
-from padformer_edge.store.users import add_user, set_lines
+from padformer_edge.store.users import add_user, remove_user, set_lines
 from padformer_edge.store.vocabulary import Role
 from padformer_edge.web.config import HttpConfig
+from padformer_edge.web.people import TTL_S
 from padformer_edge.web.render import number
 from padformer_edge.web.server import WebServer
 from tests.web.client import Reply, request
@@ -161,7 +163,8 @@ def test_a_picture_gone_from_the_servers_own_pc_is_said_removed(
     cards = {c["id"]: c for c in json.loads(request(on_other.url, "/api/live").body)}
     assert (cards[theirs[0]]["removed"], cards[theirs[0]]["elsewhere"]) == (True, None)
     assert (cards[gone]["removed"], cards[gone]["elsewhere"]) == (False, default_line())
-    assert cards[kept]["thumb"] == f"/thumbs/{kept}/image"
+    # and the site's line's pictures are that line's, though this test's PC holds them
+    assert (cards[kept]["elsewhere"], cards[kept]["thumb"]) == (default_line(), None)
 
 
 def _recorded(site: Site, row: int) -> str:
@@ -259,3 +262,112 @@ def test_a_user_limited_to_a_line_sees_and_reviews_only_its_rows(
     engine.dispose()
     server.app.people.forget()
     assert request(server.url, f"/inspections/{hidden}", headers=ola_in).status == 200
+
+
+class EventStream:
+    """``/events`` read as a browser reads it, over one socket (``Connection: close``, so
+    the end of the stream is the end of the socket)."""
+
+    def __init__(self, server: WebServer, headers: dict[str, str], timeout_s: float) -> None:
+        self.sock = socket.create_connection((server.host, server.port), timeout=timeout_s)
+        sent = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.sock.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                          f"Connection: close\r\n{sent}\r\n".encode())  # fmt: skip
+        self.reader = self.sock.makefile("rb")
+        assert b" 200 " in self.reader.readline()
+
+    def next_cards(self) -> list[dict] | None:
+        """The next card list sent; None once the server ended the stream."""
+        while line := self.reader.readline():
+            if line.startswith(b"data: "):
+                return json.loads(line[6:])
+        return None
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+def test_an_open_event_stream_follows_its_users_lines_and_ends_with_the_user(
+    server: WebServer, site: Site
+) -> None:
+    """The audit's carl: a user of every line opens /events; limited to one line, the
+    next cards hold none of another line's, a new one of that line included; removed,
+    the stream ends. Each within the user list's re-read (``people.TTL_S``) and a poll:
+    the socket waits no longer than a few of those for what the stream must send."""
+    _other_line(site, 1)
+    engine = open_engine(site.db)
+    carl = _login(server, "carl", add_user(engine, "carl", Role.operator)[1])
+    add_user(engine, "eve", Role.engineer)  # the page keeps needing a login once carl goes
+    stream = EventStream(server, carl, timeout_s=3 * (TTL_S + server.app.event_interval_s))
+    try:
+        first = stream.next_cards()
+        assert first is not None and {c["line"] for c in first} == {default_line(), OTHER}
+        set_lines(engine, "carl", [default_line()])
+        while (cards := stream.next_cards()) is not None and OTHER in {c["line"] for c in cards}:
+            pass  # what the stream sent before the page re-read its users
+        assert cards is not None and {c["line"] for c in cards} == {default_line()}
+        (arrived,) = _other_line(site, 1, first=1)
+        remove_user(engine, "carl")
+        while (cards := stream.next_cards()) is not None:
+            assert arrived not in {c["id"] for c in cards}
+            assert {c["line"] for c in cards} == {default_line()}
+    finally:
+        stream.close()
+        engine.dispose()
+
+
+def test_another_lines_picture_is_never_served_from_this_pcs_files(
+    server: WebServer, site: Site
+) -> None:
+    """The audit's row 17: a row of press-2 whose recorded paths name files that exist on
+    this server's PC (each line numbers its heatmaps from 1 under its own state folder).
+    The row's line decides: its pictures and thumbnails answer 404 with the sentence its
+    detail page says, to a user of that line; this server's own row is still served."""
+    (theirs,) = _other_line(site, 1, first=7)
+    own = site.good[0]
+    engine = open_engine(site.db)
+    with engine.begin() as conn:
+        paths = conn.execute(
+            select(inspections.c.source_path, inspections.c.heatmap_path)
+            .where(inspections.c.id == own)
+        ).one()  # fmt: skip
+        conn.execute(inspections.update().where(inspections.c.id == theirs).values(
+            source_path=paths.source_path, heatmap_path=paths.heatmap_path))  # fmt: skip
+    tess = _login(server, "tess", add_user(engine, "tess", Role.operator, [OTHER])[1])
+    eve = _login(server, "eve", add_user(engine, "eve", Role.engineer)[1])
+    engine.dispose()
+    said = f"The pictures are not on this server: they stay on line {OTHER}'s PC"
+    detail = request(server.url, f"/inspections/{theirs}", headers={**tess, **HTML}).text
+    assert said in unescape(detail) and 'id="base"' not in detail
+    for route in ("media", "thumbs"):
+        for kind in ("image", "heatmap"):
+            for who in (tess, eve):
+                reply = request(server.url, f"/{route}/{theirs}/{kind}", headers=who)
+                assert (reply.status, reply.text.strip()) == (404, f"{said}."), route
+            assert request(server.url, f"/{route}/{own}/{kind}", headers=eve).status == 200
+
+
+def test_paging_from_another_lines_id_answers_as_from_an_unknown_one(
+    server: WebServer, site: Site
+) -> None:
+    """``/history?before=ID`` with an id of a line the user may not see gives the page an
+    unknown id gives (the first), so the answer tells neither that the id exists nor
+    roughly when it came; an id of their own line still pages."""
+    theirs = _other_line(site, 3)
+    engine = open_engine(site.db)
+    ola = _login(server, "ola", add_user(engine, "ola", Role.operator, [OTHER])[1])
+    engine.dispose()
+
+    def listed(query: str) -> list[int]:
+        """The ids of the history page's rows (``before`` pages the page, not an export)."""
+        page = request(server.url, f"/history?limit=2&{query}", headers={**ola, **HTML})
+        assert page.status == 200, page.text
+        rows = _section(page.text, "rows", "table")
+        return [int(i) for i in re.findall(r'href="/inspections/(\d+)">\1</a>', rows)]
+
+    unknown = listed(f"before={10**9}")
+    assert unknown == sorted(theirs, reverse=True)[:2]
+    for hidden in (*site.good, *site.anomalies):
+        assert listed(f"before={hidden}") == unknown, hidden
+    assert listed(f"before={unknown[-1]}") == [min(theirs)]  # their own id still pages
