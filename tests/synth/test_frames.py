@@ -177,3 +177,21 @@ def test_the_cli_refuses_lossy_jpeg_for_thin_defects_and_orphan_options(tmp_path
     assert "--jpeg-quality 80 would blur Cracks" in lossy.stderr
     assert "--noise applies to camera frames; add --frame" in orphan.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_cli_renders_frames(tmp_path: Path) -> None:
+    out = tmp_path / "framed"
+    result = run_cli(
+        "synth", "--mesh", "builtin:lego", "--out", str(out), "--train-views", "1",
+        "--test-views-per-defect", "1", "--good-test-views", "1", "--frame", "160x128",
+        "--part-scale", "0.4-0.9", "--belt", "photo", "--light-gain", "0.1", "--noise", "1.5",
+        "--jpeg-quality", "95", "--empty-frames", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    frame = cv2.imread(str(out / "lego" / "test" / "Burrs" / "0.jpg"))
+    assert frame.shape == (128, 160, 3)
+    assert cv2.imread(str(out / "empty" / "0.jpg")).shape == (128, 160, 3)
+    spec = json.loads((out / "dataset.json").read_text())["frame"]
+    assert spec["part_scale"] == [0.4, 0.9] and spec["belt"] == "photo" and spec["jpeg"] == 95
+    box = json.loads((out / "lego" / "frames.json").read_text())["images"]["test/Burrs/0"]["box"]
+    assert 0 <= box[0] < box[2] <= 160 and 0 <= box[1] < box[3] <= 128
