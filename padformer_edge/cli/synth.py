@@ -58,6 +58,33 @@ def synth(
         "transfer (Foreign, Cracks), unseen (Bent), held-out (transfer and unseen), all. "
         "Without it: the default Burrs, Missing, Stains.",
     ),
+    frame: str | None = typer.Option(
+        None,
+        "--frame",
+        help="Camera frames WIDTHxHEIGHT (e.g. 2448x2048): each image is the part on a belt "
+        "at a random position, with its box in CLASS/frames.json.",
+    ),
+    part_scale: str | None = typer.Option(
+        None, "--part-scale", help="With --frame: the part's share of the shorter side (0.15-0.6)."
+    ),
+    belt: str | None = typer.Option(
+        None, "--belt", help="With --frame: plain (the --background colour), belt or photo."
+    ),
+    light_gain: float | None = typer.Option(
+        None, "--light-gain", help="With --frame: per-frame gain drawn from 1 +- this (0)."
+    ),
+    colour_shift: float | None = typer.Option(
+        None, "--colour-shift", help="With --frame: per-frame shift per channel, levels (0)."
+    ),
+    noise: float | None = typer.Option(
+        None, "--noise", help="With --frame: sensor noise, standard deviation in levels (0)."
+    ),
+    jpeg_quality: int | None = typer.Option(
+        None, "--jpeg-quality", help="With --frame: write JPEG at this quality (0: PNG)."
+    ),
+    empty_frames: int | None = typer.Option(
+        None, "--empty-frames", help="With --frame: frames of the belt alone, in OUT/empty (0)."
+    ),
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:
     """Render good and defective views (Burrs, Missing, Stains; more with --defects) with
@@ -82,6 +109,34 @@ def synth(
         mesh = [*mesh, *procedural_specs(procedural, seed)]
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     kinds = resolve_kinds(defects)
+    framed = {
+        "--part-scale": part_scale, "--belt": belt, "--light-gain": light_gain,
+        "--colour-shift": colour_shift, "--noise": noise, "--jpeg-quality": jpeg_quality,
+        "--empty-frames": empty_frames,
+    }  # fmt: skip
+    given = [name for name, value in framed.items() if value is not None]
+    if frame is None and given:
+        raise UserError(f"{given[0]} applies to camera frames; add --frame WIDTHxHEIGHT.")
+    spec = None
+    if frame is not None:
+        from padformer_edge_training.synth.frames import (
+            FrameSpec,
+            parse_frame_size,
+            parse_share_range,
+        )
+
+        width, height = parse_frame_size(frame)
+        spec = FrameSpec(
+            width,
+            height,
+            part_scale=parse_share_range(part_scale or "0.15-0.6"),
+            belt=belt or "belt",
+            light=light_gain or 0.0,
+            colour=colour_shift or 0.0,
+            noise=noise or 0.0,
+            jpeg=jpeg_quality or 0,
+            empty=empty_frames or 0,
+        )
     started = time.perf_counter()
     with job_progress("rendering") as progress:
         result = render_dataset(
@@ -93,6 +148,7 @@ def synth(
             background=_parse_colour(background),
             progress=progress.update,
             defects=kinds,
+            frame=spec,
         )
     elapsed = time.perf_counter() - started
     images = counts.per_class_with(kinds)

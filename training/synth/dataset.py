@@ -28,6 +28,13 @@ from padformer_edge.errors import UserError
 from padformer_edge.reporting.log import get_logger
 from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
 from padformer_edge_training.synth.defects import DEFECT_KINDS
+from padformer_edge_training.synth.frames import (
+    THIN_JPEG_QUALITY,
+    Framer,
+    FrameSpec,
+    box_of,
+    frame_stream,
+)
 from padformer_edge_training.synth.kinds import NEWER_GENERATORS, make_scene, resolve_kinds
 from padformer_edge_training.synth.loaders import load_model, spec_identity
 from padformer_edge_training.synth.model3d import Model3D
@@ -37,6 +44,7 @@ FORMAT_VERSION = 1
 COLOUR_TOLERANCE = 4  # 8-bit levels; below this a change is invisible and not a defect
 DEPTH_TOLERANCE = 1e-3  # unit-sphere units; a quarter of the stain decal's lift
 MAX_DRAWS = 40
+THIN_KINDS = ("Cracks",)  # their thinnest draws are about a pixel of the render
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,107 @@ def _write_png(path: Path, image: np.ndarray) -> None:
         raise UserError(f"cannot write {path}; check free space and permissions.")
 
 
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.write_bytes(data)
+    except OSError as error:
+        raise UserError(f"cannot write {path}; check free space and permissions.") from error
+
+
+def defect_contrast(clean: Frame, defective: Frame, mask: np.ndarray) -> float:
+    """How strongly a defect shows: the mean over its mask of the largest channel's change
+    from the clean render, in 8-bit levels (a depth-only change counts 0)."""
+    change = np.abs(clean.rgb.astype(np.int16) - defective.rgb).max(axis=2)
+    return round(float(change[mask].mean()), 2)
+
+
+class _Shots:
+    """Writes one class's images: the render as it is, or framed on the belt.
+
+    In frame mode each image first draws its placement from its own stream (so the
+    renderer is sized to the part's pixels before any defect is drawn) and is recorded
+    in ``frames.json`` with the part's box in frame coordinates."""
+
+    def __init__(
+        self, renderer: Renderer, folder: Path, seed: int, name: str, framer: Framer | None
+    ) -> None:
+        self.renderer, self.folder, self.seed, self.name = renderer, folder, seed, name
+        self.framer = framer
+        self.records: dict[str, dict[str, Any]] = {}
+        self._pending: tuple[Any, np.random.Generator] | None = None
+
+    def prepare(self, file_path: str) -> int:
+        """Size the renderer for this image; return the size its render will have."""
+        if self.framer is not None:
+            stream = frame_stream(self.seed, self.name, file_path)
+            placement = self.framer.place(stream)
+            self.renderer.resize(placement.tile)
+            self._pending = (placement, stream)
+        return self.renderer.size
+
+    def write(
+        self,
+        file_path: str,
+        view: Frame,
+        mask: np.ndarray | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        folder = self.folder
+        if self.framer is None:
+            _write_png(folder / f"{file_path}.png", view.rgb)
+            if mask is not None:
+                _write_mask(folder, file_path, mask)
+            return
+        assert self._pending is not None, "prepare() comes before write()"
+        placement, stream = self._pending
+        self._pending = None
+        frame = self.framer.compose(placement, stream, view.rgb, view.covered)
+        _write_bytes(folder / f"{file_path}{self.framer.spec.suffix}", self.framer.encode(frame))
+        if mask is not None:
+            _write_mask(folder, file_path, self.framer.mask(placement, mask))
+        self.records[file_path] = {
+            "box": box_of(placement, view.covered),
+            "tile": placement.tile,
+            "at": [placement.x, placement.y],
+            "belt_offset": placement.belt_offset,
+            "gain": round(placement.gain, 4),
+            "shift": [round(v, 2) for v in placement.shift],
+            **(extra or {}),
+        }
+
+    def finish(self) -> None:
+        if self.framer is not None:
+            sidecar = {"frame": [self.framer.spec.width, self.framer.spec.height]}
+            sidecar["images"] = self.records  # type: ignore[assignment]
+            (self.folder / "frames.json").write_text(json.dumps(sidecar, indent=1) + "\n")
+
+
+def _write_mask(folder: Path, file_path: str, mask: np.ndarray) -> None:
+    _split, kind, n = file_path.split("/")
+    _write_png(folder / "ground_truth" / kind / f"{n}_mask.png", mask.astype(np.uint8) * 255)
+
+
+def check_thin_quality(frame: FrameSpec, kinds: Sequence[str]) -> None:
+    """Refuse JPEG too lossy for the thin kinds: a 1-3 px crack does not survive it."""
+    thin = [kind for kind in kinds if kind in THIN_KINDS]
+    if thin and 0 < frame.jpeg < THIN_JPEG_QUALITY:
+        raise UserError(
+            f"--jpeg-quality {frame.jpeg} would blur {thin[0]} (1-3 camera pixels wide) away; "
+            f"use {THIN_JPEG_QUALITY} or more, or 0 for PNG."
+        )
+
+
+def _write_empty_belt(framer: Framer, out: Path, seed: int, advance: Callable[[], None]) -> None:
+    """``belt.png`` (the belt a line photographs once) and the frames without a part."""
+    _write_png(out / "belt.png", framer.belt_photo())
+    for n in range(framer.spec.empty):
+        stream = frame_stream(seed, "empty", str(n))
+        frame = framer.compose(framer.place_empty(stream), stream)
+        _write_bytes(out / "empty" / f"{n}{framer.spec.suffix}", framer.encode(frame))
+        advance()
+
+
 def _frame_entry(file_path: str, pose: CameraPose) -> dict[str, Any]:
     matrix = np.round(pose.camera_to_world, 6).tolist()
     return {"file_path": file_path, "transform_matrix": matrix}
@@ -136,19 +245,24 @@ def _render_class(
     seed: int,
     advance: Callable[[], None],
     kinds: Sequence[str] = DEFECT_KINDS,
+    framer: Framer | None = None,
 ) -> None:
     rng = np.random.default_rng([seed, zlib.crc32(model.name.encode())])
+    shots = _Shots(renderer, folder, seed, model.name, framer)
     frames = []
     for split, count in (("train", counts.train), ("test", counts.test_good)):
         for n in range(count):
             pose = sample_pose(rng)
-            _write_png(folder / split / "good" / f"{n}.png", renderer.render([model], pose).rgb)
-            frames.append(_frame_entry(f"{split}/good/{n}", pose))
+            name = f"{split}/good/{n}"
+            shots.prepare(name)
+            shots.write(name, renderer.render([model], pose))
+            frames.append(_frame_entry(name, pose))
             advance()
-    needed = min_mask_pixels(renderer.size)
     for kind in kinds:
         stream = _kind_stream(rng, seed, model, kind)
         for n in range(counts.test_per_defect):
+            name = f"test/{kind}/{n}"
+            needed = min_mask_pixels(shots.prepare(name))
             for _ in range(MAX_DRAWS):
                 pose = sample_pose(stream)
                 plain, defective, mask = render_defect_view(renderer, model, kind, pose, stream)
@@ -159,12 +273,12 @@ def _render_class(
                     f"model '{model.name}': no visible {kind} defect in {MAX_DRAWS} draws; "
                     "the mesh is probably far too thin or degenerate, export a solid part."
                 )
-            _write_png(folder / "test" / kind / f"{n}.png", defective.rgb)
-            _write_png(
-                folder / "ground_truth" / kind / f"{n}_mask.png", mask.astype(np.uint8) * 255
-            )
-            frames.append(_frame_entry(f"test/{kind}/{n}", pose))
+            contrast = defect_contrast(plain, defective, mask)
+            extra = {"defect_px": int(mask.sum()), "contrast": contrast}
+            shots.write(name, defective, mask, extra)
+            frames.append(_frame_entry(name, pose))
             advance()
+    shots.finish()
     transforms = {"camera_angle_x": math.radians(FOV_DEGREES), "frames": frames}
     (folder / "transforms.json").write_text(json.dumps(transforms, indent=1) + "\n")
 
@@ -176,8 +290,12 @@ def manifest(
     seed: int,
     background: tuple[int, int, int],
     kinds: Sequence[str] = DEFECT_KINDS,
+    frame: FrameSpec | None = None,
 ) -> dict[str, Any]:
-    """What ``dataset.json`` records: enough to tell whether a folder holds this dataset."""
+    """What ``dataset.json`` records: enough to tell whether a folder holds this dataset.
+
+    A framed render adds ``frame`` (its ``FrameSpec``); a render without one keeps the
+    manifest it always had."""
     classes = []
     for spec in meshes:
         name, digest = spec_identity(spec)
@@ -188,7 +306,7 @@ def manifest(
         raise UserError(
             f"two meshes would make the same class {duplicates[0]!r}; rename one of the files."
         )
-    return {
+    wanted = {
         "generator": "padformer-edge synth",
         "layout": "MAD-Sim",
         "format_version": FORMAT_VERSION,
@@ -205,6 +323,9 @@ def manifest(
         "defect_kinds": list(kinds),
         "classes": classes,
     }
+    if frame is not None:
+        wanted["frame"] = frame.manifest()
+    return wanted
 
 
 def _check_output(out: Path, wanted: dict[str, Any]) -> bool:
@@ -236,6 +357,7 @@ def render_dataset(
     background: tuple[int, int, int] = (255, 255, 255),
     progress: Callable[[int, int], None] | None = None,
     defects: Sequence[str] = DEFECT_KINDS,
+    frame: FrameSpec | None = None,
 ) -> Path:
     """Render one class per mesh spec (a path, ``builtin:NAME`` or ``procedural:SEED:INDEX``)
     into ``out``; return it.
@@ -244,6 +366,9 @@ def render_dataset(
     same dataset (same meshes, counts, size, seed, background and renderer) nothing is
     rendered again. ``defects`` lists kind names or family words (``resolve_kinds``);
     the default is MAD-Sim's three, rendered exactly as before the newer kinds existed.
+    ``frame`` places every image on a belt in a camera frame (``frames.FrameSpec``): each
+    class then gets ``frames.json`` with the part's box per image, and the dataset gets
+    ``belt.png`` (the empty belt) and ``frame.empty`` frames without a part in ``empty/``.
     """
     if not meshes:
         raise UserError("no mesh given; pass --mesh PATH or --mesh builtin:NAME.")
@@ -256,7 +381,9 @@ def render_dataset(
     )  # at call time, so the CLI's logging set-up applies
     out = Path(out)
     kinds = resolve_kinds(defects)
-    wanted = manifest(meshes, counts, size, seed, background, kinds)
+    if frame is not None:
+        check_thin_quality(frame, kinds)
+    wanted = manifest(meshes, counts, size, seed, background, kinds, frame)
     if _check_output(out, wanted):
         log.info("synth.already_rendered", out=str(out))
         return out
@@ -264,6 +391,8 @@ def render_dataset(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.rendering-", dir=out.parent))
     total, done = counts.per_class_with(kinds) * len(models), 0
+    framer = Framer(frame, seed, background) if frame is not None else None
+    total += frame.empty if frame is not None else 0
 
     def advance() -> None:
         nonlocal done
@@ -275,8 +404,12 @@ def render_dataset(
         with Renderer(size, background) as renderer:
             for model in models:
                 log.info("synth.class", name=model.name, faces=model.face_count)
-                _render_class(renderer, model, staging / model.name, counts, seed, advance, kinds)
+                _render_class(
+                    renderer, model, staging / model.name, counts, seed, advance, kinds, framer
+                )
                 renderer.clear()
+        if framer is not None:
+            _write_empty_belt(framer, staging, seed, advance)
         (staging / "dataset.json").write_text(json.dumps(wanted, indent=1) + "\n")
         if out.exists():
             out.rmdir()

@@ -51,6 +51,11 @@ class Renderer:
             FOV_DEGREES, 1.0, NEAR, FAR, physicsClientId=self._client
         )
 
+    def resize(self, size: int) -> None:
+        """Render the next views at ``size`` px square (a framed part's size in camera
+        pixels); the field of view is unchanged, so only the resolution moves."""
+        self.size = size
+
     def close(self) -> None:
         if self._client >= 0:
             pybullet.disconnect(self._client)

@@ -1,0 +1,312 @@
+"""Camera frames: the rendered part placed on a conveyor belt in a frame of a camera's size.
+
+A line camera frames the belt, not the part: the part covers a share of the frame at a
+position that changes, the belt shows seams and marks, the light drifts from frame to
+frame and the sensor adds noise before the camera's JPEG encoder. ``FrameSpec`` says how
+such frames look; ``Framer`` makes them from a square render of the part at the pixel size
+it occupies in the frame (so a defect's size is in camera pixels), pasting only the pixels
+the renderer covered (TinyRenderer does not anti-alias, so that cover is exact).
+
+The belt is a loop twice the frame's height that travels along the frame's height: each
+frame sees it at its own offset, so a seam or a mark is never where the empty-belt photo
+(offset 0, ``belt_photo``) shows it. The part turns on the belt with the view's random
+roll. Every frame draws from its own stream (seed, class and image name), so the same
+seed gives the same bytes and one frame never moves another.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from padformer_edge.errors import UserError
+
+BELTS = ("plain", "belt", "photo")
+LOOP_FRAMES = 2  # the belt loop is this many frame heights long
+THIN_JPEG_QUALITY = 90  # below this a 1-px defect does not survive the encoder
+MIN_FRAME_SIDE = 64
+MAX_FRAME_SIDE = 8192
+MIN_PART_PX = 16  # a smaller render shows no defect a mask could hold
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """How camera frames look: size, the part's share of the shorter side, belt, light,
+    noise and encoding. ``jpeg`` 0 writes PNG."""
+
+    width: int
+    height: int
+    part_scale: tuple[float, float] = (0.15, 0.6)
+    belt: str = "belt"
+    light: float = 0.0  # per-frame gain drawn from [1 - light, 1 + light]
+    colour: float = 0.0  # per-frame, per-channel shift drawn from [-colour, +colour] levels
+    noise: float = 0.0  # sensor noise, standard deviation in 8-bit levels
+    jpeg: int = 0  # JPEG quality 1-100; 0 for lossless PNG
+    empty: int = 0  # empty-belt frames (no part) written beside the classes
+
+    def __post_init__(self) -> None:
+        check_frame_spec(self)
+
+    @property
+    def shorter(self) -> int:
+        return min(self.width, self.height)
+
+    @property
+    def suffix(self) -> str:
+        return ".jpg" if self.jpeg else ".png"
+
+    def manifest(self) -> dict[str, Any]:
+        """What ``dataset.json`` records under ``frame``."""
+        entry = asdict(self)
+        entry["part_scale"] = list(self.part_scale)
+        return entry
+
+
+def check_frame_spec(spec: FrameSpec) -> None:
+    """Refuse a spec no camera frame could follow, with one sentence naming the fix."""
+    for name, side in (("width", spec.width), ("height", spec.height)):
+        if not MIN_FRAME_SIDE <= side <= MAX_FRAME_SIDE:
+            raise UserError(
+                f"frame {name} {side} is out of range; choose --frame WIDTHxHEIGHT with each "
+                f"side from {MIN_FRAME_SIDE} to {MAX_FRAME_SIDE}."
+            )
+    low, high = spec.part_scale
+    if not 0.0 < low <= high <= 1.0:
+        raise UserError(
+            f"--part-scale {low:g}-{high:g} is not a share of the frame's shorter side; "
+            "give LOW-HIGH with 0 < LOW <= HIGH <= 1, e.g. 0.15-0.6."
+        )
+    if round(low * spec.shorter) < MIN_PART_PX:
+        raise UserError(
+            f"--part-scale {low:g} makes the part smaller than {MIN_PART_PX} px in a {spec.width}x"
+            f"{spec.height} frame; raise its low end or the frame size."
+        )
+    if spec.belt not in BELTS:
+        raise UserError(f"--belt '{spec.belt}' is unknown; choose one of {', '.join(BELTS)}.")
+    if not 0.0 <= spec.light < 1.0:
+        raise UserError(f"--light-gain {spec.light:g} is out of range; choose 0 to below 1.")
+    if not 0.0 <= spec.colour <= 64.0:
+        raise UserError(f"--colour-shift {spec.colour:g} is out of range; choose 0 to 64 levels.")
+    if not 0.0 <= spec.noise <= 32.0:
+        raise UserError(f"--noise {spec.noise:g} is out of range; choose 0 to 32 levels.")
+    if not 0 <= spec.jpeg <= 100:
+        raise UserError(
+            f"--jpeg-quality {spec.jpeg} is out of range; choose 1 to 100, or 0 for PNG."
+        )
+    if spec.empty < 0:
+        raise UserError(f"--empty-frames {spec.empty} is negative; choose 0 or more.")
+
+
+def parse_frame_size(text: str) -> tuple[int, int]:
+    """'2448x2048' into (width, height)."""
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not match:
+        raise UserError(f"--frame '{text}' is not a size; give WIDTHxHEIGHT, e.g. 2448x2048.")
+    return int(match[1]), int(match[2])
+
+
+def parse_share_range(text: str) -> tuple[float, float]:
+    """'0.15-0.6' (or one number) into (low, high)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(?:-\s*([0-9]*\.?[0-9]+)\s*)?", text)
+    if not match:
+        raise UserError(f"--part-scale '{text}' is not a range; give LOW-HIGH, e.g. 0.15-0.6.")
+    low = float(match[1])
+    return low, float(match[2]) if match[2] else low
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one frame's part goes and how that frame is lit: all its random draws."""
+
+    tile: int  # side of the square render in camera pixels
+    x: int  # the render's top-left corner in the frame
+    y: int
+    belt_offset: int  # the belt loop's row at the frame's top
+    gain: float
+    shift: tuple[float, float, float]
+
+
+def frame_stream(seed: int, group: str, name: str) -> np.random.Generator:
+    """A frame's own stream: the same seed, group (class or 'empty') and name, same draws."""
+    return np.random.default_rng([seed, zlib.crc32(group.encode()), zlib.crc32(name.encode())])
+
+
+class Framer:
+    """Makes the frames of one render: the belt loop is built once and shared by all."""
+
+    def __init__(self, spec: FrameSpec, seed: int, background: tuple[int, int, int]) -> None:
+        self.spec = spec
+        self._seed = seed
+        self.loop = make_belt(spec, np.random.default_rng([seed, zlib.crc32(b"belt")]), background)
+
+    def place(self, rng: np.random.Generator) -> Placement:
+        """Draw the part's size and position and the frame's light (in this order)."""
+        spec = self.spec
+        low, high = spec.part_scale
+        tile = round(rng.uniform(low, high) * spec.shorter)
+        x = int(rng.integers(0, spec.width - tile + 1))
+        y = int(rng.integers(0, spec.height - tile + 1))
+        return self._lit(rng, tile, x, y)
+
+    def place_empty(self, rng: np.random.Generator) -> Placement:
+        """The draws of a frame without a part: the belt's offset and the light."""
+        return self._lit(rng, 0, 0, 0)
+
+    def _lit(self, rng: np.random.Generator, tile: int, x: int, y: int) -> Placement:
+        offset = int(rng.integers(0, self.loop.shape[0]))
+        gain = float(rng.uniform(1.0 - self.spec.light, 1.0 + self.spec.light))
+        shift = rng.uniform(-self.spec.colour, self.spec.colour, size=3)
+        red, green, blue = (float(v) for v in shift)
+        return Placement(tile, x, y, offset, gain, (red, green, blue))
+
+    def belt_window(self, offset: int) -> np.ndarray:
+        """The belt as the camera sees it with the loop's row ``offset`` at the top."""
+        rows = (np.arange(self.spec.height) + offset) % self.loop.shape[0]
+        return self.loop[rows]
+
+    def compose(
+        self,
+        placement: Placement,
+        rng: np.random.Generator,
+        rgb: np.ndarray | None = None,
+        covered: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The frame: the render's covered pixels on the belt, then light and noise.
+
+        ``rng`` is the frame's stream after ``place``; it draws the noise last."""
+        frame = self.belt_window(placement.belt_offset).copy()
+        if rgb is not None and covered is not None:
+            region = frame[
+                placement.y : placement.y + placement.tile,
+                placement.x : placement.x + placement.tile,
+            ]
+            region[covered] = rgb[covered]
+        return self._sensor(frame, placement, rng)
+
+    def _sensor(
+        self, frame: np.ndarray, placement: Placement, rng: np.random.Generator
+    ) -> np.ndarray:
+        spec = self.spec
+        if spec.light == 0 and spec.colour == 0 and spec.noise == 0:
+            return frame
+        pixels = frame.astype(np.float32) * np.float32(placement.gain)
+        pixels += np.asarray(placement.shift, dtype=np.float32)
+        if spec.noise:
+            pixels += rng.standard_normal(pixels.shape, dtype=np.float32) * np.float32(spec.noise)
+        return np.clip(np.rint(pixels), 0, 255).astype(np.uint8)
+
+    def mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
+        """A render's mask (tile coordinates) in frame coordinates."""
+        full = np.zeros((self.spec.height, self.spec.width), dtype=bool)
+        full[
+            placement.y : placement.y + placement.tile, placement.x : placement.x + placement.tile
+        ] = tile_mask
+        return full
+
+    def belt_photo(self) -> np.ndarray:
+        """The empty belt at offset 0 under the nominal light, with the sensor's noise: the
+        one photo a line takes of its belt for ``profile create --background``."""
+        rng = frame_stream(self._seed, "belt-photo", "0")
+        nominal = Placement(0, 0, 0, 0, 1.0, (0.0, 0.0, 0.0))
+        return self._sensor(self.belt_window(0).copy(), nominal, rng)
+
+    def encode(self, frame: np.ndarray) -> bytes:
+        """The frame's file bytes: JPEG at the spec's quality, or PNG."""
+        bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
+        if self.spec.jpeg:
+            ok, data = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, self.spec.jpeg])
+        else:
+            ok, data = cv2.imencode(".png", bgr)
+        if not ok:
+            raise UserError("OpenCV could not encode a frame; check the frame size.")
+        return data.tobytes()
+
+
+def box_of(placement: Placement, covered: np.ndarray) -> list[int]:
+    """The part's box in frame coordinates, ``[x0, y0, x1, y1]`` with x1, y1 exclusive."""
+    rows = np.flatnonzero(covered.any(axis=1))
+    cols = np.flatnonzero(covered.any(axis=0))
+    return [
+        placement.x + int(cols[0]),
+        placement.y + int(rows[0]),
+        placement.x + int(cols[-1]) + 1,
+        placement.y + int(rows[-1]) + 1,
+    ]
+
+
+def make_belt(
+    spec: FrameSpec, rng: np.random.Generator, background: tuple[int, int, int]
+) -> np.ndarray:
+    """The belt loop, ``(LOOP_FRAMES * height, width, 3)`` uint8.
+
+    ``plain``: the background colour. ``belt``: a rubber or PVC belt: a base colour, a fine
+    weave, a faint mottle, seams across the belt (a darker band with a lighter lip) and
+    scuffs and spots. ``photo``: a photographed surface: a stronger mottle at
+    two scales under light that falls off across the belt, with no straight features.
+    """
+    height, width = LOOP_FRAMES * spec.height, spec.width
+    if spec.belt == "plain":
+        return np.broadcast_to(np.asarray(background, np.uint8), (height, width, 3)).copy()
+    base = rng.uniform(45, 150) * np.ones(3) + rng.uniform(-12, 12, size=3)
+    if spec.belt == "belt":
+        shade = 1.0 + 0.08 * _mottle(rng, height, width, cells=48)
+        period = height / round(height / rng.uniform(5.0, 9.0))  # whole periods: it wraps
+        rows = np.sin(np.arange(height, dtype=np.float32) * np.float32(2 * math.pi / period))
+        cols = np.sin(np.arange(width, dtype=np.float32) * np.float32(2 * math.pi / period))
+        shade += np.float32(0.03) * rows[:, None] * cols[None, :]
+        _seams(rng, shade, spec.shorter)
+        _marks(rng, shade, spec.shorter)
+    else:
+        shade = 1.0 + 0.12 * _mottle(rng, height, width, cells=12)
+        shade += 0.07 * _mottle(rng, height, width, cells=96)
+        across = np.linspace(-0.5, 0.5, width, dtype=np.float32)
+        tilt, bow = rng.uniform(-0.15, 0.15), rng.uniform(0.0, 0.4)
+        shade *= (1.0 + tilt * across - bow * across**2)[None, :]  # the lamps light across
+    colour = shade[..., None] * base.astype(np.float32)
+    return np.clip(np.rint(colour), 0, 255).astype(np.uint8)
+
+
+def _mottle(rng: np.random.Generator, height: int, width: int, cells: int) -> np.ndarray:
+    """Smooth noise in [-1, 1] with about ``cells`` blobs along the width; it wraps along the
+    height so the loop has no step where it closes."""
+    across = cells
+    along = max(2, round(cells * height / width))
+    coarse = rng.uniform(-1.0, 1.0, size=(along, across)).astype(np.float32)
+    wrapped = np.concatenate([coarse[-2:], coarse, coarse[:2]], axis=0)
+    step = height / along
+    big = cv2.resize(wrapped, (width, round(step * (along + 4))), interpolation=cv2.INTER_CUBIC)
+    start = round(2 * step)
+    return np.clip(big[start : start + height], -1.0, 1.0)
+
+
+def _seams(rng: np.random.Generator, shade: np.ndarray, scale: int) -> None:
+    """One to three seams across the belt, each a dark band with a lighter lip."""
+    height = shade.shape[0]
+    for _ in range(int(rng.integers(1, 4))):
+        row = int(rng.integers(0, height))
+        band = max(2, round(rng.uniform(0.002, 0.006) * scale))
+        depth = rng.uniform(0.12, 0.25)
+        rows = np.arange(row, row + band) % height
+        shade[rows] *= 1.0 - depth
+        shade[(row + band) % height] *= 1.0 + depth / 2
+
+
+def _marks(rng: np.random.Generator, shade: np.ndarray, scale: int) -> None:
+    """Scuffs and spots: small ellipses a little darker or lighter than the belt."""
+    height, width = shade.shape
+    spots = np.ones_like(shade)
+    for _ in range(int(rng.integers(10, 40))):
+        centre = (int(rng.integers(0, width)), int(rng.integers(0, height)))
+        axes = (
+            max(1, int(rng.uniform(0.002, 0.02) * scale)),
+            max(1, int(rng.uniform(0.001, 0.008) * scale)),
+        )
+        factor = 1.0 + rng.uniform(-0.2, 0.12)
+        cv2.ellipse(spots, centre, axes, float(rng.uniform(0, 180)), 0, 360, factor, -1)
+    shade *= spots
