@@ -110,11 +110,6 @@ def require_weights(name: str, purpose: str) -> Path:
     return path
 
 
-def require_lite0_weights(purpose: str) -> Path:
-    """``require_weights`` for Lite0."""
-    return require_weights("efficientnet-lite0", purpose)
-
-
 class Stride8Features(nn.Module):
     """Frozen stem + blocks of an EfficientNet-Lite: [B, 3, H, W] normalised with
     ``LITE0_MEAN``/``LITE0_STD`` -> [B, C, H/8, W/8].

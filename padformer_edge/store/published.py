@@ -12,7 +12,7 @@ exported graphs holds one of them in memory, not the whole version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -257,9 +257,3 @@ def rollback_line(engine: Engine, line: str, profile: str, by: str) -> Assignmen
 def lines_running(conn: Connection, profile: str) -> list[str]:
     """The lines with a current assignment of ``profile``, sorted."""
     return sorted({a.line for a in assigned(conn) if a.profile == profile})
-
-
-def iter_files(conn: Connection, published_id: int) -> Iterator[tuple[PublishedFile, bytes]]:
-    """Each file of a version with its bytes, one at a time, by path."""
-    for entry in version_files(conn, published_id):
-        yield entry, file_content(conn, published_id, entry.path)

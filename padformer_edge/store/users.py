@@ -49,10 +49,6 @@ class User:
     lines: frozenset[str] = field(default_factory=frozenset)  # empty: every line
 
     @property
-    def may_recalibrate(self) -> bool:
-        return self.role is Role.engineer
-
-    @property
     def limited(self) -> bool:
         """True when the user sees only ``lines``, not the whole plant."""
         return bool(self.lines)
