@@ -321,3 +321,24 @@ def test_doc_pages_name_existing_commands_and_options(page):
                 words = [w for w in command[1:] if w != "..."]
                 problems += [f"{line}: {p}" for p in resolve(words).problems]
     assert problems == []
+
+
+def block_rows(name: str) -> list[list[str]]:
+    """The cells of every table row of the docs block ``name``."""
+    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    body = page.split(f"<!-- BEGIN {name} -->", 1)[1].split(f"<!-- END {name} -->", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in body.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row] for row in rows[1:]]
+
+
+def test_readme_set_up_figures_are_the_measured_ones():
+    """README's time and size of the set-up are those the benchmarks wrote, rounded as
+    README rounds them (setup_variants.py, install_size.py), never typed apart from them."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    default = next(row for row in block_rows("setup-variants") if row[0] == "default")
+    minutes, gib = float(default[3]), float(default[4])
+    assert f"command 1 took {minutes:.1f} minutes and filled {gib:.1f} GiB" in text
+    sizes = {row[0]: float(row[4]) for row in block_rows("install-size") if len(row) == 5}
+    cuda = next(v for k, v in sizes.items() if k.startswith("CUDA"))
+    cpu = next(v for k, v in sizes.items() if k.startswith("CPU"))
+    assert f"CUDA libraries take {cuda:.0f} MiB, its CPU-only wheel {cpu:.0f} MiB" in text
