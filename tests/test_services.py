@@ -55,6 +55,7 @@ def test_a_server_without_its_driver_skips_saying_so(tmp_path: Path, ci: str, ou
     """PostgreSQL installed, psycopg2 not (an install without the postgresql extra): the
     plant tests skip naming the extra, where they used to error in the driver's import."""
     from tests.pg_cluster import server_programs
+    from tests.services import service_missing
 
     if server_programs() is None:
         service_missing("PostgreSQL's server programs are not installed; run .ci/services")
