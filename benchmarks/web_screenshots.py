@@ -124,7 +124,7 @@ def main() -> None:
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1280, "height": 760})
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
                 if args.demo is None:  # the daemon's page has a token: log in as a person would
                     page.goto(url + "/login")
                     page.fill("input[name=token]", TOKEN)

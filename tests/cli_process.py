@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Exit code and captured output of one CLI call; this checkout's code on the path and
     one OpenMP thread, so parallel test processes do not oversubscribe the CPU."""
@@ -23,6 +23,7 @@ def run_cli(
         env=full_env,
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
 
 

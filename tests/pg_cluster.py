@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.services import service_missing
+from tests.services import postgres_driver_or_missing, service_missing
 
 PROGRAMS = ("initdb", "pg_ctl", "createdb")
 
@@ -95,6 +95,7 @@ def own_cluster() -> Iterator[Cluster]:
             "PostgreSQL's server programs (initdb, pg_ctl) are not installed; "
             "apt-get install postgresql, or run .ci/services"
         )
+    postgres_driver_or_missing()
     # Not pytest's tmp_path: its folders are private to root, and the server runs as
     # the postgres user.
     root = Path(tempfile.mkdtemp(prefix="padformer-plant-"))

@@ -35,3 +35,17 @@ def import_or_missing(module: str, reason: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         service_missing(reason)
+
+
+POSTGRES_DRIVER = "psycopg2"
+
+
+def postgres_driver_or_missing() -> ModuleType:
+    """The PostgreSQL driver the store connects with, for a test that has a server: a
+    machine with PostgreSQL installed but an install without the ``postgresql`` extra
+    (which ``dev`` brings) skips, saying so, rather than erroring in the driver import."""
+    return import_or_missing(
+        POSTGRES_DRIVER,
+        "psycopg2, PostgreSQL's driver, is not installed; pip install -e '.[postgresql]' "
+        "(the dev extra brings it)",
+    )

@@ -25,6 +25,8 @@ SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(.*?)^```", re.DOTALL | re.MUL
 OPERATORS = {"&&", "||", ";", "|", "&", ">", ">>", "<", "2>", "2>&1"}
 # Options whose value is something a command makes, not a path that must exist.
 OUTPUT_OPTIONS = {"--out", "-o", "--to"}
+# Commands whose last argument is the file they write.
+OUTPUT_ARGUMENTS = {("padformer-edge", "results", "export")}
 INPUT_SUFFIXES = (".yaml", ".yml", ".safetensors", ".png", ".jpg", ".json")
 
 
@@ -125,6 +127,8 @@ def resolve(words: list[str]) -> Invocation:
             path.append(word)
             continue
         found.inputs.append(word)
+    if tuple(path) in OUTPUT_ARGUMENTS and found.inputs:
+        found.outputs.append(found.inputs.pop())
     asks_version = bool(words) and words[0] in ("--version", "--help")
     if path == ["padformer-edge"] and not asks_version:
         found.problems.append("padformer-edge is given no command")
@@ -181,12 +185,24 @@ def exists_or_made(word: str, made: list[str]) -> bool:
     return (REPO / word).exists()
 
 
-def readme_check() -> tuple[list[str], list[list[str]]]:
-    """Every problem of README's commands, and the padformer-edge commands it found."""
+def readme_check(markdown: str | None = None) -> tuple[list[str], list[list[str]]]:
+    """Every problem of README's commands (or of ``markdown``'s), and the padformer-edge
+    commands it found."""
+    problems, found, _ = _walk(markdown)
+    return problems, found
+
+
+def readme_writes(markdown: str | None = None) -> list[str]:
+    """Every path README's commands (or ``markdown``'s) make, in order."""
+    return _walk(markdown)[2]
+
+
+def _walk(markdown: str | None) -> tuple[list[str], list[list[str]], list[str]]:
     problems: list[str] = []
     found: list[list[str]] = []
     made: list[str] = []
-    for line in shell_lines(README.read_text(encoding="utf-8")):
+    text = README.read_text(encoding="utf-8") if markdown is None else markdown
+    for line in shell_lines(text):
         for command in map(program, simple_commands(line)):
             if not command:
                 continue
@@ -206,7 +222,7 @@ def readme_check() -> tuple[list[str], list[list[str]]]:
                 if not exists_or_made(word, made) and not is_padformer(word):
                     problems.append(f"{line}: {word} exists nowhere before this step")
             made += outputs
-    return problems, found
+    return problems, found, made
 
 
 def test_readme_commands_name_existing_commands_options_and_paths():
@@ -321,3 +337,82 @@ def test_doc_pages_name_existing_commands_and_options(page):
                 words = [w for w in command[1:] if w != "..."]
                 problems += [f"{line}: {p}" for p in resolve(words).problems]
     assert problems == []
+
+
+def block_rows(name: str) -> list[list[str]]:
+    """The cells of every table row of the docs block ``name``."""
+    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    body = page.split(f"<!-- BEGIN {name} -->", 1)[1].split(f"<!-- END {name} -->", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in body.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row] for row in rows[1:]]
+
+
+def test_readme_set_up_figures_are_the_measured_ones():
+    """README's time and size of the set-up are those the benchmarks wrote, rounded as
+    README rounds them (setup_variants.py, install_size.py), never typed apart from them."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    default = next(row for row in block_rows("setup-variants") if row[0] == "default")
+    minutes, gib = float(default[3]), float(default[4])
+    assert f"command 1 took {minutes:.1f} minutes and filled {gib:.1f} GiB" in text
+    sizes = {row[0]: float(row[4]) for row in block_rows("install-size") if len(row) == 5}
+    cuda = next(v for k, v in sizes.items() if k.startswith("CUDA"))
+    cpu = next(v for k, v in sizes.items() if k.startswith("CPU"))
+    assert f"CUDA libraries take {cuda:.0f} MiB, its CPU-only wheel {cpu:.0f} MiB" in text
+
+
+WALK_THROUGH = "## The line engineer's path"
+STATE_EXPORT = re.compile(r'^export PADFORMER_EDGE_STATE_DIR="\$PWD/([\w.-]+)"$', re.MULTILINE)
+
+
+def walk_through_folder(markdown: str) -> str | None:
+    """The folder the walk-through's first shell block makes its state directory."""
+    part = markdown[markdown.index(WALK_THROUGH) :]
+    first = SHELL_BLOCK.search(part)
+    found = STATE_EXPORT.search(first.group(1)) if first else None
+    return found.group(1) if found else None
+
+
+def loose_writes(markdown: str) -> list[str]:
+    """The paths the walk-through's commands make outside the one folder it names at its
+    start (all of them when it names none); commands that write without being told where
+    write to the state directory, that folder."""
+    folder = walk_through_folder(markdown)
+    part = markdown[markdown.index(WALK_THROUGH) : markdown.index("## Documentation")]
+    written = readme_writes(part)
+    if folder is None:
+        return written or ["(no state directory named at the walk-through's start)"]
+    return [p for p in written if PurePosixPath(p).parts[:1] != (folder,)]
+
+
+def test_the_walk_through_writes_under_one_ignored_folder():
+    """README's line engineer's path names its folder first, as the state directory, and
+    every file or folder its commands make (an --out, a config written with cat, a
+    camera folder, an export) lies in it, so the checkout stays clean; git ignores it."""
+    text = README.read_text(encoding="utf-8")
+    folder = walk_through_folder(text)
+    assert folder is not None
+    assert loose_writes(text) == []
+    assert len(readme_writes(text[text.index(WALK_THROUGH) :])) >= 4
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert f"/{folder}/" in ignored
+    # the set-up before it makes the virtual environment only, which git ignores too
+    set_up = text[: text.index(WALK_THROUGH)]
+    assert set(readme_writes(set_up)) == {".venv"} and ".venv/" in ignored
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "padformer-edge profile test duck state/a.png --out checks",
+        "cat > line.yaml <<'EOF'\ncameras: []\nEOF",
+        "padformer-edge results export --since 7d week.csv",
+        "mkdir -p camera",
+    ],
+)
+def test_the_folder_check_finds_a_loose_write(line):
+    walk = (
+        f'{WALK_THROUGH}\n\n```bash\nexport PADFORMER_EDGE_STATE_DIR="$PWD/state"\n```\n\n'
+        f"```bash\nmkdir -p state/camera\n{line}\n```\n\n## Documentation\n"
+    )
+    assert loose_writes(walk) != []
+    assert loose_writes(walk.replace(line, "mkdir -p state/other")) == []

@@ -38,6 +38,7 @@ from padformer_edge.cli import (
 )
 from padformer_edge.cli.eval_cmd import evaluate
 from padformer_edge.cli.synth import synth
+from padformer_edge.cli.torch_pair import mismatch_sentence
 from padformer_edge.cli.usage import click_errors, tidy_help, usage_line
 from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.errors import UserError
@@ -126,7 +127,15 @@ def main() -> None:
     except UserError as err:
         _error_line(str(err))
         sys.exit(2)
-    except ModuleNotFoundError as err:
+    except (RuntimeError, ImportError, OSError, AttributeError) as err:
+        # torchvision of another release than torch fails while it loads; a torch-stack
+        # module that is not installed is the line install's missing extra
+        sentence = mismatch_sentence(err)
+        if sentence is not None:
+            _error_line(sentence)
+            sys.exit(2)
+        if not isinstance(err, ModuleNotFoundError):
+            raise
         if (err.name or "").split(".")[0] not in TORCH_STACK:
             raise
         _error_line(NEEDS_TORCH)

@@ -41,7 +41,9 @@ def evaluate(
     precision: str = options.PRECISION,
     batch_size: int = options.BATCH_SIZE,
     scoring: list[str] = options.SCORING,
-    out: Path = typer.Option(Path("eval"), "--out", "-o", help="Folder for the outputs."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Folder for the outputs (default: <state dir>/eval)."
+    ),
 ) -> None:
     """Score the test split against N good references per class and report image AUROC,
     pixel AUROC and AUPRO per class and defect type; writes metrics.json and report.html.
@@ -54,6 +56,10 @@ def evaluate(
     from padformer_edge_training.evaluation.report import rich_table
     from padformer_edge_training.evaluation.service import evaluate_checkpoint
 
+    if out is None:  # never the folder the command runs in
+        from padformer_edge.store.locations import state_dir
+
+        out = state_dir() / "eval"
     settings = options.detection_settings(ctx.params)
     eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)
     with job_progress("evaluating") as progress:

@@ -178,10 +178,28 @@ def run_demo(
     one never saw it); it is printed with the rendering step.
     """
     import_native("pybullet")  # first, so its build banner (printed from C) is logged
-    from padformer_edge_training.synth import ViewCounts, render_dataset
-
     work = _workdir(out)
     say(f"working in {work}")
+    try:
+        return _run_in(work, plan, say, checkpoint, model_note)
+    except BaseException:
+        # a demo that fails (or is interrupted) leaves no temporary folder behind; a
+        # folder the user named with --out stays, to be looked into
+        if out is None:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _run_in(
+    work: Path,
+    plan: DemoPlan,
+    say: Callable[[str], None],
+    checkpoint: Path | None,
+    model_note: str,
+) -> DemoReport:
+    """The demo's steps in its folder ``work``."""
+    from padformer_edge_training.synth import ViewCounts, render_dataset
+
     steps = 4 if checkpoint is not None else 5
     step = iter(range(1, steps + 1))
 

@@ -177,9 +177,10 @@ def calibrate_profile(
         )
     config = profile.config.model_copy(update={"calibration": result})
     save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
+    # the warnings go back to the caller with the result (``profile calibrate`` prints
+    # each once, the demo states what the threshold rests on); logged here as well, they
+    # printed twice on a terminal
     log = get_logger("profiles")
-    for warning in warnings:
-        log.warning("profile.calibration_warning", name=name, message=warning)
     log.info("profile.calibrated", name=name, threshold=result.threshold, good=len(good_paths))
     return CalibrationReport(load_profile(root, name), result, skipped)
 

@@ -13,12 +13,17 @@ from tests.cli_process import run_cli
 
 
 def test_eval_writes_metrics_and_report(tiny_data: Path, tiny_checkpoint: Path, tmp_path: Path):
-    out = tmp_path / "eval"
+    # no --out: under the state directory, nothing in the folder it runs in
+    here, state = tmp_path / "here", tmp_path / "state"
+    here.mkdir()
+    out = state / "eval"
     done = run_cli(
         "eval", "--model", str(tiny_checkpoint), "--data", str(tiny_data),
-        "--passes", "3", "--metric", "auto", "--out", str(out),
+        "--passes", "3", "--metric", "auto",
+        env={"PADFORMER_EDGE_STATE_DIR": str(state)}, cwd=here, timeout=300,
     )  # fmt: skip  (auto: the model's own metric, which draws the reconstruction shown)
     assert done.returncode == 0, done.stderr
+    assert list(here.iterdir()) == []
     metrics = json.loads((out / "metrics.json").read_text())
     assert set(metrics["classes"]) == {"duck", "lego"}
     duck = metrics["classes"]["duck"]

@@ -127,6 +127,27 @@ def test_changed_checkpoint_is_one_line_and_exit_2(tmp_path, product, checkpoint
     assert "profile set-model duck --model FILE" in lines[0]
 
 
+def test_a_calibration_warning_is_printed_once(tmp_path, product, checkpoint):
+    """40 good images for a target of 0.01: the warning that they are too few reaches the
+    user once, as the command's own line (it was a log event as well)."""
+    root = ["--root", str(tmp_path / "profiles")]
+    invoke("profile", "create", "duck", "--model", str(checkpoint), "--references",
+           str(product / "train" / "good"), "--shots", "3", "--passes", "3",
+           "--device", "cpu", *root)  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    for log_format in ("console", "json"):
+        result = subprocess.run(
+            [sys.executable, "-m", "padformer_edge", "--log-format", log_format, "profile",
+             "calibrate", "duck", "--good", str(product / "test" / "good"), "--target-fpr",
+             "0.01", *root],
+            capture_output=True, text=True, env=env, timeout=300, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        warning = "40 good images are too few for a false-alarm rate of 0.01"
+        assert result.stderr.count(warning) == 1, result.stderr
+        assert f"warning: {warning}" in result.stderr
+
+
 def test_bad_option_names_the_option(tmp_path, product, checkpoint):
     result = CliRunner().invoke(
         app,

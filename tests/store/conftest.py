@@ -19,7 +19,7 @@ from sqlalchemy import Engine, create_engine, make_url, text
 from padformer_edge.store.engine import open_engine, resolve_url
 from padformer_edge.store.models import Base
 from padformer_edge.store.schema import upgrade
-from tests.services import service_missing
+from tests.services import postgres_driver_or_missing, service_missing
 
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"
 
@@ -71,6 +71,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             f"{PG_ENV} is not set; set it to a throw-away PostgreSQL database URL "
             "to run the store suite against PostgreSQL"
         )
+    postgres_driver_or_missing()
     url = worker_database(url)
     _wipe_postgres(url)
     yield url

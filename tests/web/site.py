@@ -84,6 +84,11 @@ def _queue(engine: Engine, camera: str, product: str, path: str, when: datetime)
 def _finish(engine: Engine, site: Site, row_id: int, score: float, alert: bool) -> None:
     (claimed,) = claim_batch(engine, 1)
     assert claimed.id == row_id
+    complete_claimed(engine, site, row_id, score, alert)
+
+
+def complete_claimed(engine: Engine, site: Site, row_id: int, score: float, alert: bool) -> None:
+    """Store the result of the claimed row ``row_id`` with its heatmap."""
     heatmap = png(site.heatmaps / f"{row_id}.png", seed=row_id + 100)
     outcome = DetectionOutcome(
         score=score,

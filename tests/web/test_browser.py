@@ -29,13 +29,14 @@ from sqlalchemy import select
 from padformer_edge.detect.heatmap import OUTLINE_BGR, write_heatmap
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
+from padformer_edge.store.queue import claim_batch
 from padformer_edge.store.tables import inspections
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import make_server
 from tests.daemon.harness import DaemonProcess, make_site, wait_for, write_image
 from tests.detect_images import product_image
 from tests.web.conftest import TOKEN
-from tests.web.site import THRESHOLD, Site
+from tests.web.site import THRESHOLD, Site, _queue, complete_claimed, png
 from tests.web.test_lines import OTHER, _other_line
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -129,6 +130,56 @@ def test_a_new_card_of_another_line_names_the_line_instead_of_a_picture(
     assert card.locator("img").count() == 0
     # the site's own cards, rebuilt by the same script, still show their pictures
     page.wait_for_function(HEATMAP_LOADED, arg=f'.card[data-id="{site.good[0]}"] img.image')
+
+
+CARD_TOPS = """() => {
+  const top = (e) => e.getBoundingClientRect().top;
+  const good = document.querySelector('.card.verdict-good');
+  return {anomalies: [...document.querySelectorAll('.card.verdict-anomaly')].map(top),
+          good: good ? top(good) : null};
+}"""
+SHOWN_IDS = "() => [...document.querySelectorAll('.card')].map((c) => Number(c.dataset.id))"
+
+
+def _anomalies_above_every_good_card(page: Any) -> None:
+    tops = page.evaluate(CARD_TOPS)
+    assert tops["anomalies"] and tops["good"] is not None, tops
+    assert max(tops["anomalies"]) < tops["good"], tops
+    assert max(tops["anomalies"]) < 900, tops  # on the first screen, not below the fold
+
+
+def test_anomalies_come_first_at_1280_by_900_and_the_choice_is_kept(
+    server: Any, site: Site, page: Any
+) -> None:
+    """The live view at 1280 x 900: every anomaly card's top above the first good card's,
+    as served and after the stream rebuilds the cards; turned off, the cards are in time
+    order, and the choice survives a reload (localStorage)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server.url + "/")
+    page.wait_for_function("() => document.getElementById('stream-state').textContent === 'live'")
+    _anomalies_above_every_good_card(page)
+    # a new good part arrives: the stream sends the window again and the script lays it out
+    engine = open_engine(site.db)
+    try:
+        image = png(site.cameras / "cam-a" / "late.png", seed=42)
+        row = _queue(engine, "cam-a", "bolt", str(image), datetime.now(UTC))
+        assert row in [claimed.id for claimed in claim_batch(engine, 50)]  # the site's too
+        complete_claimed(engine, site, row, score=0.1, alert=False)
+    finally:
+        engine.dispose()
+    page.locator(f'.card[data-id="{row}"]').wait_for(timeout=15_000)
+    _anomalies_above_every_good_card(page)
+    time_order = [c["id"] for c in page.request.get(server.url + "/api/live").json()]
+    assert page.evaluate(SHOWN_IDS) != time_order  # the anomalies were moved up
+    page.uncheck("#anomalies-first")
+    assert page.evaluate(SHOWN_IDS) == time_order
+    assert page.locator("#anomaly-strip").is_hidden()
+    page.reload()
+    page.wait_for_function("() => document.getElementById('stream-state').textContent === 'live'")
+    assert not page.is_checked("#anomalies-first")
+    assert page.evaluate(SHOWN_IDS) == time_order
+    page.check("#anomalies-first")
+    _anomalies_above_every_good_card(page)
 
 
 def _camera_cells(page: Any) -> list[str]:

@@ -54,8 +54,54 @@ function buildCard(c) {
   return card;
 }
 
+// Anomalies first: the operator's choice, kept in this browser (on unless turned off).
+const ORDER_KEY = "padformer-edge.anomaliesFirst";
+
+function anomaliesFirst() {
+  try {
+    return window.localStorage.getItem(ORDER_KEY) !== "off";
+  } catch (err) {
+    return true; // storage refused (a locked-down browser): the safe order
+  }
+}
+
+function rememberOrder(first) {
+  try {
+    window.localStorage.setItem(ORDER_KEY, first ? "on" : "off");
+  } catch (err) {
+    // storage refused: the choice holds until the page is left
+  }
+}
+
+// Lay out the window's cards (elements in time order, newest first): with anomalies
+// first, every anomaly goes in the strip above the rest, so no good card of the window
+// is shown above one; otherwise all in time order in one grid.
+function placeCards(strip, cards, list, first) {
+  const top = first ? list.filter((c) => c.classList.contains("verdict-anomaly")) : [];
+  strip.replaceChildren(...top);
+  strip.hidden = top.length === 0;
+  cards.replaceChildren(...list.filter((c) => !top.includes(c)));
+}
+
+function shownCards(strip, cards) {
+  const all = [...strip.children, ...cards.children];
+  return all.sort((a, b) => Number(a.dataset.rank) - Number(b.dataset.rank));
+}
+
 function startLive(cards) {
   const state = document.getElementById("stream-state");
+  const strip = document.getElementById("anomaly-strip");
+  const toggle = document.getElementById("anomalies-first");
+  let first = anomaliesFirst();
+  if (strip && toggle) {
+    toggle.checked = first;
+    placeCards(strip, cards, shownCards(strip, cards), first);
+    toggle.addEventListener("change", () => {
+      first = toggle.checked;
+      rememberOrder(first);
+      placeCards(strip, cards, shownCards(strip, cards), first);
+    });
+  }
   if (!window.EventSource) {
     state.textContent = "reload to update";
     return;
@@ -65,7 +111,13 @@ function startLive(cards) {
   source.onerror = () => { state.textContent = "reconnecting…"; state.className = "stream-state"; };
   source.addEventListener("cards", (event) => {
     const list = JSON.parse(event.data);
-    cards.replaceChildren(...list.map(buildCard));
+    const built = list.map((c, rank) => {
+      const card = buildCard(c);
+      card.dataset.rank = String(rank);
+      return card;
+    });
+    if (strip) placeCards(strip, cards, built, first);
+    else cards.replaceChildren(...built);
     const empty = document.getElementById("empty");
     if (empty && list.length) empty.remove();
   });
