@@ -80,9 +80,7 @@ class TorchOps:
             return upsample(images[None, None], size)[0, 0]
         return upsample(images, size)
 
-    def resize_with(
-        self, images: torch.Tensor, rows: np.ndarray, cols: np.ndarray
-    ) -> torch.Tensor:
+    def resize_with(self, images: torch.Tensor, rows: np.ndarray, cols: np.ndarray) -> torch.Tensor:
         left = torch.tensor(rows, device=images.device)  # the cached weights stay read-only
         right = torch.tensor(cols, device=images.device)
         return left @ images.float() @ right.T

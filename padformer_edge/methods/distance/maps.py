@@ -15,9 +15,7 @@ Distances = dict[tuple[int, bool], Array]
 """(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
 
 
-def upsampled_distances(
-    best: Mapping[tuple[int, bool], Array], size: tuple[int, int]
-) -> Distances:
+def upsampled_distances(best: Mapping[tuple[int, bool], Array], size: tuple[int, int]) -> Distances:
     """Each ``[h, w]`` map of best cosines (by magnification and turns) as its ``[H, W]``
     distance at the query's ``size``: any cell of any reference counts, not the same
     place, since the part is seen from another side in every reference."""
