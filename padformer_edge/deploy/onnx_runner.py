@@ -1,4 +1,5 @@
-"""Runs exported graphs with onnxruntime in place of the torch model's own forward pass.
+"""Runs exported graphs with onnxruntime in place of the torch model's own forward pass
+(``ExportRunner``: the steps both runtimes take; ``openvino_runner`` opens the IR).
 
 The torch ``Detector`` still prepares inputs and scores in torch; this runner only
 replaces ``encode_references`` and ``reconstruct_all``, the work that dominates a
@@ -12,6 +13,7 @@ the command names.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ import numpy as np
 
 from padformer_edge.deploy.export import FORMAT_TAG, MANIFEST, config_record, weights_sha256
 from padformer_edge.deploy.graphs import QUERY_GRAPH, REFERENCE_GRAPH, TERMS_GRAPH
+from padformer_edge.deploy.sessions import Graph, open_graphs
 from padformer_edge.deploy.sessions import import_onnxruntime as import_runtime
-from padformer_edge.deploy.sessions import open_graphs
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.checkpoint import split_legacy_scoring
@@ -123,34 +125,29 @@ def pixels_and_features(found: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray
     return found[0], found[1] if len(found) > 1 else None
 
 
-class OnnxRunner:
-    """The three exported graphs in onnxruntime sessions, for one model's weights.
+class ExportRunner:
+    """A model's three exported graphs, opened in either runtime (``sessions.open_graphs``),
+    run in place of the torch model: the steps both runtimes take, written once.
 
-    ``threads`` is onnxruntime's intra-op thread count (the Detector passes torch's, so
-    one setting, ``OMP_NUM_THREADS`` or ``torch.set_num_threads``, governs both runtimes).
+    ``share`` wraps the reference terms once for every later query call (OpenVINO keeps
+    them as its own tensors over the arrays, so no call copies them again; onnxruntime
+    reads the arrays as they are).
     """
 
     def __init__(
-        self, folder: str | Path, model: PADFormer, threads: int = 1, device: str = "cpu"
+        self,
+        graphs: dict[str, Graph],
+        manifest: dict[str, Any],
+        share: Callable[[np.ndarray], Any] = lambda array: array,
     ) -> None:
-        import_onnxruntime()  # a missing package is named before the folder is read
-        self.folder = Path(folder)
-        manifest = check_export(self.folder, model)
         self.term_names: list[str] = list(manifest["term_names"])
-        self.outputs: list[str] = list(manifest["outputs"])
         self.reads_targets = reads_targets(manifest)
-        graphs = open_graphs(
-            "onnxruntime",
-            self.folder,
-            (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH),
-            threads,
-            INSTALL_HINT,
-            device,
-        )
         self.references = graphs[REFERENCE_GRAPH]
         self.terms = graphs[TERMS_GRAPH]
         self.query = graphs[QUERY_GRAPH]
-        self.reference_feeds: dict[str, np.ndarray] | None = None
+        self.share = share
+        self.reference_arrays: dict[str, np.ndarray] = {}
+        self.reference_feeds: dict[str, Any] | None = None
 
     def encode_references(self, references: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Normalised references [N, 3, S, S] -> (encoder features [1, N, M, E], the
@@ -165,8 +162,11 @@ class OnnxRunner:
         features = np.ascontiguousarray(features, dtype=np.float32)
         terms = self.terms.run({"features": features})
         names = ["ref_tokens", *self.term_names]
-        self.reference_feeds = dict(zip(names, terms, strict=True))
-        self.reference_feeds.update(target_feeds(self.reads_targets, targets))
+        self.reference_arrays = dict(zip(names, terms, strict=True))
+        self.reference_arrays.update(target_feeds(self.reads_targets, targets))
+        self.reference_feeds = {
+            name: self.share(array) for name, array in self.reference_arrays.items()
+        }
 
     def reconstruct(
         self, rows: np.ndarray, ids_keep: np.ndarray, ids_restore: np.ndarray
@@ -175,3 +175,22 @@ class OnnxRunner:
         query rows [B, 3, S, S] (one per pass) and their masks as ``mask_indices``."""
         found = self.query.run(query_feeds(rows, ids_keep, ids_restore, self.reference_feeds))
         return pixels_and_features(found)
+
+
+class OnnxRunner(ExportRunner):
+    """The three exported graphs in onnxruntime sessions, for one model's weights.
+
+    ``threads`` is onnxruntime's intra-op thread count (the Detector passes torch's, so
+    one setting, ``OMP_NUM_THREADS`` or ``torch.set_num_threads``, governs both runtimes).
+    """
+
+    def __init__(
+        self, folder: str | Path, model: PADFormer, threads: int = 1, device: str = "cpu"
+    ) -> None:
+        import_onnxruntime()  # a missing package is named before the folder is read
+        self.folder = Path(folder)
+        manifest = check_export(self.folder, model)
+        self.outputs: list[str] = list(manifest["outputs"])
+        names = (REFERENCE_GRAPH, TERMS_GRAPH, QUERY_GRAPH)
+        graphs = open_graphs("onnxruntime", self.folder, names, threads, INSTALL_HINT, device)
+        super().__init__(graphs, manifest)

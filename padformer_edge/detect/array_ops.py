@@ -10,7 +10,7 @@ here: a tensor's primitives are loaded only when a tensor is handed in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -62,6 +62,25 @@ class ArrayOps(Protocol):
         """``[..., h, w]`` resized bilinearly (half-pixel centres) to ``size``."""
         ...
 
+    def resize_with(self, images: Array, rows: np.ndarray, cols: np.ndarray) -> Array:
+        """``[..., h, w]`` -> ``rows @ images @ cols.T``: a resize given as its float32
+        weights ``[H, h]`` and ``[W, w]`` (``arrays.pooled_weights``)."""
+        ...
+
+    def concat(self, arrays: Sequence[Array], axis: int) -> Array: ...
+
+    def rot90(self, images: Array, turns: int) -> Array:
+        """``[..., H, W]`` turned by ``turns`` quarter turns, as a contiguous array."""
+        ...
+
+    def channels_last(self, cells: Array) -> Array:
+        """``[B, C, h, w]`` -> ``[B, h, w, C]``."""
+        ...
+
+    def to_host(self, array: Array) -> np.ndarray:
+        """``array`` as a float32 numpy array on the host."""
+        ...
+
     def rgb_to_lab(self, images01: Array) -> Array:
         """``[..., 3, H, W]`` sRGB in [0, 1] as CIELAB under D65."""
         ...
@@ -69,6 +88,33 @@ class ArrayOps(Protocol):
     def unfold_from_patches(self, tokens: Array, cells: int, grid: int) -> Array:
         """``[B, g * g, cells * cells * C]`` -> ``[B, C, g * cells, g * cells]``."""
         ...
+
+
+QUARTER_TURNS = (1, 2, 3)
+"""The quarter turns a turned bank adds to the upright references (``turned_bank``)."""
+
+
+def flat_cells(cells: Array) -> Array:
+    """``[B, C, h, w]`` cells as ``[B * h * w, C]`` rows, image-major: a bank to search."""
+    return ops_of(cells).channels_last(cells).reshape(-1, cells.shape[1])
+
+
+def turned_bank(
+    cells_of: Callable[[Array], Array],
+    squares: Array,
+    turns: Sequence[int],
+    upright: Array | None = None,
+) -> tuple[Array, int]:
+    """``([R, C] rows, upright count)``: the cells ``cells_of`` makes of ``[N, 3, S, S]``
+    reference squares, upright first, then of the squares turned by each of ``turns``
+    quarter turns (a part seen from any side is seen at any roll), so one similarity
+    product serves a search that matches turned references and one that does not. Every
+    method that matches turned references builds its bank here, on either kind.
+    ``upright``: the upright squares' cells where the caller already made them."""
+    ops = ops_of(squares)
+    rows = flat_cells(cells_of(squares) if upright is None else upright)
+    turned = [flat_cells(cells_of(ops.rot90(squares, turn))) for turn in turns]
+    return ops.concat([rows, *turned], 0), int(rows.shape[0])
 
 
 def ops_of(array: Array) -> ArrayOps:

@@ -70,6 +70,20 @@ def bilinear_weights(source: int, target: int) -> np.ndarray:
     return _read_only(weights)
 
 
+@lru_cache(maxsize=WEIGHT_SIZES)
+def pooled_weights(source: int, target: int, factor: int) -> np.ndarray:
+    """``[ceil(target / factor), source]`` weights of a bilinear resize from ``source`` to
+    ``target`` (``bilinear_weights``) followed by an average over blocks of ``factor``
+    (partial blocks at the far edge over what they hold, ``average_pool``), as one matrix:
+    a map read at its cells' size lands on the shrunk grid of a wide blur
+    (``readout.smooth``) without ever being drawn at the frame's size."""
+    full = bilinear_weights(source, target).astype(np.float64)
+    starts = np.arange(0, target, factor)
+    sums = np.add.reduceat(full, starts, axis=0)
+    counts = np.minimum(starts + factor, target) - starts
+    return _read_only((sums / counts[:, None]).astype(F32))
+
+
 def _resize(images: np.ndarray, size: tuple[int, int], kind) -> np.ndarray:
     height, width = images.shape[-2:]
     if (height, width) == tuple(size):
@@ -167,11 +181,6 @@ def unfold_from_patches(tokens: np.ndarray, cells: int, grid: int) -> np.ndarray
     return pixel_shuffle(maps, cells) if cells > 1 else maps
 
 
-def flat_cells(cells: np.ndarray) -> np.ndarray:
-    """``[B, C, h, w]`` -> ``[B * h * w, C]`` (``model.backbone.flat_cells``)."""
-    return cells.transpose(0, 2, 3, 1).reshape(-1, cells.shape[1])
-
-
 class NumpyOps:
     """``array_ops.ArrayOps`` on float32 numpy arrays, for the torch-free line."""
 
@@ -215,6 +224,21 @@ class NumpyOps:
 
     def upsample(self, images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
         return upsample(images, size)
+
+    def resize_with(self, images: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return np.matmul(np.matmul(rows, images), cols.T)
+
+    def concat(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
+        return np.concatenate(arrays, axis=axis)
+
+    def rot90(self, images: np.ndarray, turns: int) -> np.ndarray:
+        return np.ascontiguousarray(np.rot90(images, turns, axes=(-2, -1)))
+
+    def channels_last(self, cells: np.ndarray) -> np.ndarray:
+        return cells.transpose(0, 2, 3, 1)
+
+    def to_host(self, array: np.ndarray) -> np.ndarray:
+        return array.astype(F32, copy=False)
 
     def rgb_to_lab(self, images01: np.ndarray) -> np.ndarray:
         return rgb_to_lab(images01)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from padformer_edge.detect.array_ops import Array, ops_of
+from padformer_edge.detect.arrays import pooled_weights
 from padformer_edge.detect.scoring_config import (
     MAX_CHUNK_VALUES,
     MAX_READOUT_SIGMA,
@@ -49,10 +50,28 @@ class Readout:
                 f"readout sigma must lie in [0, {MAX_READOUT_SIGMA}], not {self.sigma}."
             )
 
-    def apply(self, mean: Array, variance: Array, scale: float) -> Array:
-        """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel."""
-        amap = consistency_filter(mean, variance) if self.consistency_filter else mean
-        return smooth(amap, self.sigma * scale)
+    def apply(self, mean: Array, variance: Array | None, scale: float) -> Array:
+        """The ``[H, W]`` map of this readout; ``scale`` is query pixels per model pixel.
+        ``variance`` is needed only by the consistency filter (None: no passes read)."""
+        if self.consistency_filter:
+            if variance is None:
+                raise ValueError("the consistency filter reads the passes' variance.")
+            mean = consistency_filter(mean, variance)
+        return smooth(mean, self.sigma * scale)
+
+    def apply_to_cells(
+        self,
+        cells: Array,
+        size: tuple[int, int],
+        scale: float,
+        target: tuple[int, int] | None = None,
+    ) -> Array:
+        """The map of this readout from a map on a coarser grid (``[h, w]`` per-cell
+        scores) standing for a query of ``size``, at ``target`` (default ``size``): see
+        ``smooth_cells``. A map with no passes has nothing to filter by."""
+        if self.consistency_filter:
+            raise ValueError("the consistency filter reads passes; a cell map has none.")
+        return smooth_cells(cells, size, self.sigma * scale, target)
 
 
 PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
@@ -80,15 +99,56 @@ def smooth(amap: Array, sigma: float) -> Array:
     if sigma <= 0:
         return amap
     ops = ops_of(amap)
-    factor = max(1, int(sigma // SMOOTH_MAX_SIGMA))
-    size = (int(amap.shape[-2]), int(amap.shape[-1]))
+    factor = shrink_factor(sigma)
     small = ops.average_pool(amap, factor) if factor > 1 else amap
-    sigma_small = sigma / factor
-    radius = min(int(4 * sigma_small + 0.5), min(small.shape[-2:]) - 1)
-    if radius < 1:
+    blurred = _blur(small, sigma / factor)
+    if blurred is None:
         return amap
-    blurred = ops.gaussian_blur(small, 2 * radius + 1, sigma_small)
-    return ops.upsample(blurred, size)
+    return ops.upsample(blurred, (int(amap.shape[-2]), int(amap.shape[-1])))
+
+
+def shrink_factor(sigma: float) -> int:
+    """The integer factor a map is shrunk by before a blur of ``sigma`` pixels, so that
+    the blur stays under ``SMOOTH_MAX_SIGMA`` pixels of the shrunk map."""
+    return max(1, int(sigma // SMOOTH_MAX_SIGMA))
+
+
+def _blur(small: Array, sigma: float) -> Array | None:
+    """``small`` blurred by a Gaussian of ``sigma`` of its pixels, its radius held inside
+    the map; None where that leaves no tap beside the centre (nothing to blur)."""
+    radius = min(int(4 * sigma + 0.5), min(small.shape[-2:]) - 1)
+    if radius < 1:
+        return None
+    return ops_of(small).gaussian_blur(small, 2 * radius + 1, sigma)
+
+
+def smooth_cells(
+    cells: Array, size: tuple[int, int], sigma: float, target: tuple[int, int] | None = None
+) -> Array:
+    """``smooth`` of ``cells`` (an ``[h, w]`` map on a coarser grid: per-cell scores)
+    brought bilinearly to ``size``, returned at ``target`` (default ``size``), without
+    drawing the map at ``size`` first where ``target`` does not ask for it.
+
+    The map is read where its blur is read: at ``size`` itself for a narrow blur (the
+    same steps as ``smooth(upsample(cells, size))``), and for a wide one straight on the
+    shrunk grid, by one product with the weights of the upsampling and the area average
+    together (``arrays.pooled_weights``: the same linear map as upsampling and then
+    shrinking, so the same values but for float32 rounding). The blurred map is then
+    resized once, to ``target``: a frame's size, or the crop a camera frame is read at.
+    """
+    ops = ops_of(cells)
+    target = size if target is None else target
+    factor = shrink_factor(sigma) if sigma > 0 else 1
+    if factor == 1:
+        full = ops.upsample(cells, size)
+        read = smooth(full, sigma)
+        return read if target == size else ops.upsample(read, target)
+    rows = pooled_weights(int(cells.shape[-2]), size[0], factor)
+    cols = pooled_weights(int(cells.shape[-1]), size[1], factor)
+    blurred = _blur(ops.resize_with(ops.as_float32(cells), rows, cols), sigma / factor)
+    if blurred is None:  # too small a map to blur: the plain upsampled map
+        return ops.upsample(cells, target)
+    return ops.upsample(blurred, target)
 
 
 @dataclass
@@ -139,7 +199,10 @@ class JobReadouts(Protocol):
 
 
 def read_jobs(
-    readouts: JobReadouts, means: Sequence[Array], variances: Sequence[Array], scale: float
+    readouts: JobReadouts,
+    means: Sequence[Array],
+    variances: Sequence[Array | None],
+    scale: float,
 ) -> tuple[Array, float]:
     """The anomaly map and image score of one query's job channels (their pass means and
     variances): the map's job reads the first channel, the score's the last (one channel:
@@ -189,7 +252,28 @@ def read_without_passes(
     """Score one query of ``size`` from the maps a metric that reads no pass made for it
     (the map's job first, the score's last), each read with its job's readout, as
     ``fold_passes`` would read passes that all agree (no variance, no per-pass summaries)."""
-    flat = ops_of(maps[0]).zeros_like(maps[0])  # no passes, no variance
     scale = max(size) / input_size  # query pixels per model pixel
-    anomaly_map, score = read_jobs(readouts, maps, [flat] * len(maps), scale)
+    anomaly_map, score = read_jobs(readouts, maps, [None] * len(maps), scale)
     return ScoredQuery(anomaly_map, score, [], [])
+
+
+def read_cells(
+    readouts: JobReadouts,
+    cells: Sequence[Array],
+    size: tuple[int, int],
+    input_size: int,
+    target: tuple[int, int] | None = None,
+) -> ScoredQuery:
+    """``read_without_passes`` of maps on a coarser grid (``[h, w]`` per-cell scores, the
+    map's job first, the score's last) standing for a query of ``size``, read at their
+    cells' size and resized once, to ``target`` (default ``size``; ``smooth_cells``).
+    The image score is the maximum of the score's job at ``target``."""
+    scale = max(size) / input_size  # query pixels per model pixel
+
+    def read(readout: Readout, job: Array) -> Array:
+        return readout.apply_to_cells(job, size, scale, target)
+
+    anomaly_map = read(readouts.map_readout, cells[0])
+    same = len(cells) == 1 and readouts.score_readout == readouts.map_readout
+    score_map = anomaly_map if same else read(readouts.score_readout, cells[-1])
+    return ScoredQuery(anomaly_map, float(score_map.max()), [], [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import kornia
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -78,6 +79,23 @@ class TorchOps:
         if images.ndim == 2:
             return upsample(images[None, None], size)[0, 0]
         return upsample(images, size)
+
+    def resize_with(self, images: torch.Tensor, rows: np.ndarray, cols: np.ndarray) -> torch.Tensor:
+        left = torch.tensor(rows, device=images.device)  # the cached weights stay read-only
+        right = torch.tensor(cols, device=images.device)
+        return left @ images.float() @ right.T
+
+    def concat(self, arrays: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
+        return torch.cat(list(arrays), dim=axis)
+
+    def rot90(self, images: torch.Tensor, turns: int) -> torch.Tensor:
+        return torch.rot90(images, turns, (-2, -1))
+
+    def channels_last(self, cells: torch.Tensor) -> torch.Tensor:
+        return cells.permute(0, 2, 3, 1)
+
+    def to_host(self, array: torch.Tensor) -> np.ndarray:
+        return array.float().cpu().numpy()
 
     def rgb_to_lab(self, images01: torch.Tensor) -> torch.Tensor:
         return kornia.color.rgb_to_lab(images01)

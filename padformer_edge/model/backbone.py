@@ -192,8 +192,3 @@ def unit_cells(maps: torch.Tensor) -> torch.Tensor:
     feature target is) and then scaled to unit length, so a dot product is a cosine."""
     standard = F.layer_norm(maps.float().permute(0, 2, 3, 1), (maps.shape[1],))
     return F.normalize(standard, dim=-1).permute(0, 3, 1, 2)
-
-
-def flat_cells(cells: torch.Tensor) -> torch.Tensor:
-    """``[B, C, h, w]`` cells as ``[B * h * w, C]`` rows, image-major: a bank to search."""
-    return cells.permute(0, 2, 3, 1).reshape(-1, cells.shape[1])

@@ -7,11 +7,15 @@ import pytest
 import torch
 
 from padformer_edge.detect import arrays
+from padformer_edge.detect.array_ops import flat_cells, turned_bank
+from padformer_edge.detect.parity import PARITY_RTOL
 from padformer_edge.detect.readout import (
     Readout,
     fold_passes,
     ops_of,
+    read_cells,
     read_without_passes,
+    smooth,
 )
 from padformer_edge.detect.scoring_config import SMOOTH_MAX_SIGMA
 from padformer_edge.detect.tensor_ops import TORCH_OPS
@@ -63,6 +67,74 @@ def test_maps_without_passes_read_alike_in_both_kinds():
     np.testing.assert_allclose(ours.anomaly_map, theirs.anomaly_map.numpy(), atol=1e-6, rtol=0)
     assert ours.score == pytest.approx(float(ours.anomaly_map.max()))
     assert ours.pass_mean == ours.pass_max == []
+
+
+@pytest.mark.parametrize("kind", [np.asarray, torch.from_numpy], ids=["numpy", "torch"])
+@pytest.mark.parametrize(
+    "size, sigma",
+    [((70, 90), 2.0), ((300, 420), 2.0), ((1500, 2700), 2.0), ((1500, 2700), 0.0)],
+    ids=["small", "narrow-blur", "shrunk-blur", "no-blur"],
+)
+def test_cells_read_at_their_size_are_the_map_upsampled_first(kind, size, sigma):
+    """A cell map read where its blur is read, resized once, is the map drawn at the
+    query's size first and read there (``smooth`` of the upsampled map): the same steps
+    for a narrow blur, the same linear map for a blur run shrunk (a 2700-px frame at 320
+    px per model side shrinks by 2), within float32 rounding far below ``PARITY_RTOL``."""
+    rng = np.random.default_rng(8)
+    cells = kind(rng.random((40, 40), dtype=np.float32))
+    jobs = Jobs(Readout(False, sigma), Readout(False, sigma))
+    ours = read_cells(jobs, [cells], size, 320)
+    upsampled = ops_of(cells).upsample(cells, size)
+    expected = smooth(upsampled, sigma * max(size) / 320)
+    assert tuple(ours.anomaly_map.shape) == size
+    found, wanted = ops_of(cells).to_host(ours.anomaly_map), ops_of(cells).to_host(expected)
+    scale = float(wanted.max())
+    # float32 rounding of a product of three matrices of a few hundred terms each
+    assert float(np.abs(found - wanted).max()) <= 1e-5 * scale < PARITY_RTOL * scale
+    assert abs(ours.score - float(wanted.max())) <= 1e-5 * scale
+    if sigma == 2.0 and max(size) < 1000:  # read at the query's size: the same steps
+        np.testing.assert_array_equal(found, wanted)
+
+
+def test_cells_read_to_another_target_are_resized_once():
+    """The resize target is one parameter: asked for the shrunk grid a wide blur runs on
+    (a 2700-px frame at 320 px per model side: halved), the map is that blurred grid
+    itself, as upsampling, shrinking and blurring make it, with no resize after."""
+    from padformer_edge.detect.readout import shrink_factor
+
+    rng = np.random.default_rng(9)
+    cells = rng.random((40, 40), dtype=np.float32)
+    size, sigma = (1500, 2700), 2.0 * 2700 / 320
+    jobs = Jobs(Readout(False, 2.0), Readout(False, 2.0))
+    factor = shrink_factor(sigma)
+    assert factor == 2
+    small = arrays.average_pool(arrays.upsample(cells, size), factor)
+    radius = int(4 * sigma / factor + 0.5)
+    expected = arrays.gaussian_blur(small, 2 * radius + 1, sigma / factor)
+    found = read_cells(jobs, [cells], size, 320, target=small.shape).anomaly_map
+    assert found.shape == (750, 1350)
+    # float32 rounding of a product of three matrices of a few hundred terms each
+    np.testing.assert_allclose(found, expected, rtol=0, atol=1e-5 * float(expected.max()))
+    with pytest.raises(ValueError, match="consistency filter"):
+        read_cells(Jobs(Readout(True, 0.0), Readout(True, 0.0)), [cells], (70, 90), 320)
+
+
+def test_a_turned_bank_is_the_same_rows_in_both_kinds():
+    """Upright cells first, then each quarter turn's, image-major, for tensors and
+    arrays alike."""
+    rng = np.random.default_rng(10)
+    squares = rng.random((2, 3, 8, 8), dtype=np.float32)
+
+    def cells_of(images):
+        return images[:, :, ::2, ::2] * 2.0  # a stand-in CNN: stride 2, 3 channels
+
+    ours, upright = turned_bank(cells_of, squares, (1, 2, 3))
+    theirs, same = turned_bank(cells_of, torch.from_numpy(squares), (1, 2, 3))
+    assert upright == same == 2 * 4 * 4 and ours.shape == (4 * upright, 3)
+    np.testing.assert_array_equal(ours, theirs.numpy())
+    np.testing.assert_array_equal(ours[:upright], flat_cells(cells_of(squares)))
+    turned = np.rot90(squares, 2, axes=(-2, -1))
+    np.testing.assert_array_equal(ours[2 * upright : 3 * upright], flat_cells(cells_of(turned)))
 
 
 @pytest.mark.parametrize("space", ["lab", "rgb"])

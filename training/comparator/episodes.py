@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from padformer_edge.detect.array_ops import QUARTER_TURNS
 from padformer_edge.detect.images import read_image, resize_square, to_unit_tensor
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.model import ComparisonModel
-from padformer_edge.methods.compare.scorer import TURNS
 from padformer_edge_training.comparator.anomalies import DEFAULT_KINDS, make_anomaly
 from padformer_edge_training.data.layouts import DatasetIndex
 from padformer_edge_training.families import refuse_held_out_dataset
@@ -58,7 +58,7 @@ class ObjectViews:
 
     name: str
     good: list[np.ndarray]
-    good_cells: torch.Tensor  # [G, 1 + len(TURNS), C, h, w]: upright, then turned
+    good_cells: torch.Tensor  # [G, 1 + len(QUARTER_TURNS), C, h, w]: upright, then turned
     defects: list[np.ndarray]
     defect_masks: list[np.ndarray]  # bool, input size
     defect_cells: torch.Tensor  # [D, C, h, w]
@@ -130,7 +130,7 @@ def load_objects(
             good_cells = cached[f"{name}/good"]
         else:
             upright = _cells(model, good)
-            turned = [_cells(model, [np.rot90(g, k).copy() for g in good]) for k in TURNS]
+            turned = [_cells(model, [np.rot90(g, k).copy() for g in good]) for k in QUARTER_TURNS]
             good_cells = torch.stack([upright, *turned], 1)
         records = [
             r for r in index.records if r.category == name and r.split == "test" and not r.is_good

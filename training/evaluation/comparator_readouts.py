@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.readout import consistency_filter, smooth
+from padformer_edge.detect.readout import consistency_filter, smooth_cells
 from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.model import ComparisonModel
@@ -147,7 +147,9 @@ def read(
     """(image score, ``[H, W]`` anomaly map at the query's size) from one query's map
     (``readout_maps``) and its cell scores ``[h, w]``; ``input_size`` is the model's."""
     scale = max(query_size) / input_size  # query pixels per model pixel
-    amap = smooth(upsample(model_map[None, None], query_size)[0, 0], readout.sigma * scale)
+    # the product's cell readout (``detect.readout.smooth_cells``): read where its blur
+    # is read and resized once, so ``s2`` is the detector's map and score
+    amap = smooth_cells(model_map, query_size, readout.sigma * scale)
     if readout.top_k:
         k = min(readout.top_k, cells.numel())
         return float(cells.flatten().topk(k).values.mean()), amap

@@ -6,8 +6,8 @@ checkpoint loaded, no pass masks and no reference encodings: building one is loa
 1 MB comparator and the references' cells (from the profile's cache file when it holds
 them). Its images go through the same steps
 the PADFormer ``Detector`` once took them through for this metric (checked, made [0, 1]
-tensors, compared in one comparator call, read out one by one), so a score is the same
-bits it was.
+tensors, compared in one comparator call, read out one by one, at the cells' size, by
+``reading.cell_detections``, as the line reads them).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
+from padformer_edge.detect.detection import Detection, GroupedDetection
 from padformer_edge.detect.device import check_precision, detection_device, synchronize
 from padformer_edge.detect.images import check_queries, check_references, to_unit_tensor
-from padformer_edge.detect.readout import read_without_passes
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.methods.compare.cells_cache import CellsCacheFile
+from padformer_edge.methods.compare.reading import cell_detections
 from padformer_edge.methods.compare.scorer import (
     compare_signature,
     load_compare_metric,
@@ -96,17 +96,9 @@ class CompareDetector(GroupedDetection):
         full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
         synchronize(self.device)
         prepared = time.perf_counter()
-        maps = self.metric.batch_maps(full)
+        cells = self.metric.batch_cells(full)
         synchronize(self.device)
         compared = time.perf_counter()
-        prepare_share = (prepared - started) / len(images)
-        compare_share = (compared - prepared) / len(images)
-        detections = []
-        for query, query_maps in zip(full, maps, strict=True):
-            score_start = time.perf_counter()
-            size = (query.shape[-2], query.shape[-1])
-            scored = read_without_passes(self.metric, query_maps, size, self.metric.input_size)
-            anomaly_map = scored.anomaly_map.float().cpu().numpy()
-            timings = call_timings(prepare_share, compare_share, time.perf_counter() - score_start)
-            detections.append(Detection(scored.score, anomaly_map, [], [], timings))
-        return detections
+        shares = ((prepared - started) / len(images), (compared - prepared) / len(images))
+        sizes = [(int(query.shape[-2]), int(query.shape[-1])) for query in full]
+        return cell_detections(self.metric, cells, sizes, self.metric.input_size, shares)

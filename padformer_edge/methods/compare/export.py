@@ -25,11 +25,12 @@ from padformer_edge.deploy.names import (
     SCHEDULE_FIELDS,
     SCORING_FILE,
 )
+from padformer_edge.detect.array_ops import QUARTER_TURNS
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.files.atomic import atomic_path
 from padformer_edge.methods.compare.model import ComparisonModel
-from padformer_edge.methods.compare.scorer import TURNS, CompareMetric, compare_signature
+from padformer_edge.methods.compare.scorer import CompareMetric, compare_signature
 
 COMPARE_SCORING_TAG = "padformer-edge-line-compare/1"
 
@@ -72,7 +73,7 @@ def compare_record(metric: CompareMetric, settings: DetectionSettings) -> dict[s
         "signature": compare_signature(metric),
         "settings": {field: getattr(settings, field) for field in SCHEDULE_FIELDS},
         "input_size": metric.input_size,
-        "turns": list(TURNS),
+        "turns": list(QUARTER_TURNS),
         "sigma": float(metric.map_readout.sigma),
     }
 

@@ -3,10 +3,9 @@
 ``LineCompareDetector`` answers the calls ``LineDetector`` answers (``detect``,
 ``detect_each``, ``scoring``...) from the two graphs ``methods.compare.export`` wrote: the
 references' cells, upright and turned by quarter turns, are one bank made once; each
-query's cells are compared with it and the per-cell scores, brought bilinearly to the
-query's size, are read by the readout the torch metric reads them with
-(``detect.readout``). Every file is checked against the sha256 the profile records before
-a session opens it.
+query's cells are compared with it and the per-cell scores are read, at their cells'
+size, by the steps the torch metric reads them with (``reading.cell_detections``). Every
+file is checked against the sha256 the profile records before a session opens it.
 """
 
 from __future__ import annotations
@@ -28,11 +27,13 @@ from padformer_edge.deploy.sessions import (
 )
 from padformer_edge.deploy.verify import read_line_export
 from padformer_edge.detect import arrays
-from padformer_edge.detect.arrays import F32, flat_cells
-from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
-from padformer_edge.detect.readout import Readout, read_without_passes
+from padformer_edge.detect.array_ops import turned_bank
+from padformer_edge.detect.arrays import F32
+from padformer_edge.detect.detection import Detection, GroupedDetection
+from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.compare.reading import cell_detections
 
 GRAPHS = (COMPARE_CELLS_GRAPH, COMPARE_GRAPH)
 
@@ -81,17 +82,13 @@ class LineCompareDetector(GroupedDetection):
         return np.concatenate(units)
 
     def reference_bank(self, references: Sequence[np.ndarray]) -> np.ndarray:
-        """``comparison.reference_cells``' bank ``[1, R, C]``: upright, then turned."""
+        """``scorer.reference_cells``' bank ``[1, R, C]``: upright, then turned."""
         if len(references) == 0:
             raise UserError(
                 "no reference images were given; pass at least one good image of the product."
             )
-        squares = self.squares(references)
-        rows = [flat_cells(self.cells(squares))]
-        for turn in self.turns:
-            turned = np.ascontiguousarray(np.rot90(squares, turn, axes=(-2, -1)))
-            rows.append(flat_cells(self.cells(turned)))
-        return np.ascontiguousarray(np.concatenate(rows)[None], dtype=F32)
+        rows, _ = turned_bank(self.cells, self.squares(references), self.turns)
+        return np.ascontiguousarray(rows[None], dtype=F32)
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
@@ -108,16 +105,6 @@ class LineCompareDetector(GroupedDetection):
         cells = self.cells(squares)
         scores = self.sessions[COMPARE_GRAPH].run({"cells": cells, "bank": self.bank})[0]
         compared = time.perf_counter()
-        prepare_share = (prepared - started) / len(images)
-        compare_share = (compared - prepared) / len(images)
-        detections = []
-        for image, cell_scores in zip(images, scores, strict=True):
-            score_start = time.perf_counter()
-            size = (int(image.shape[0]), int(image.shape[1]))
-            upsampled = arrays.upsample(cell_scores.astype(F32), size)
-            scored = read_without_passes(self, [upsampled], size, self.input_size)
-            score_time = time.perf_counter() - score_start
-            timings = call_timings(prepare_share, compare_share, score_time)
-            amap = scored.anomaly_map.astype(F32)
-            detections.append(Detection(scored.score, amap, [], [], timings))
-        return detections
+        shares = ((prepared - started) / len(images), (compared - prepared) / len(images))
+        sizes = [(int(image.shape[0]), int(image.shape[1])) for image in images]
+        return cell_detections(self, scores.astype(F32), sizes, self.input_size, shares)

@@ -1,6 +1,6 @@
 """Images to the comparator's maps: reference cells once per reference set, queries in
-batches, each map upsampled to its query for the readout every score of this project
-uses (``detect.readout``: smooth, maximum).
+batches, each query's per-cell scores read at their cells' size by the readout every
+score of this project uses (``methods.compare.reading``: smooth, maximum).
 
 The references are squeezed square like every input and matched upright and turned by
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
@@ -20,15 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from padformer_edge.detect.array_ops import QUARTER_TURNS, turned_bank
 from padformer_edge.detect.images import resize_square
 from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.signature import Signature, readout_jobs
-from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.methods.compare.model import Comparison, ComparisonModel
-from padformer_edge.model.backbone import flat_cells
 
 SCORE_SIGMA = 2.0  # model pixels: the shipped generic model's image-score smoothing
-TURNS = (1, 2, 3)
 SELECTION_BATCH = 16  # images per comparator call when choosing references
 
 
@@ -48,11 +46,11 @@ def squares(model: ComparisonModel, images01: list[torch.Tensor]) -> torch.Tenso
 
 
 def reference_cells(model: ComparisonModel, references01: list[torch.Tensor]) -> ReferenceCells:
-    """Cells of the references, upright and turned, computed once per reference set."""
+    """Cells of the references, upright and turned, computed once per reference set
+    (``array_ops.turned_bank``, as the line's bank is)."""
     upright_squares = squares(model, references01)
     upright = model.cells(upright_squares)
-    turned = [model.cells(torch.rot90(upright_squares, k, (-2, -1))) for k in TURNS]
-    rows = torch.cat([flat_cells(cells) for cells in (upright, *turned)])
+    rows, _ = turned_bank(model.cells, upright_squares, QUARTER_TURNS, upright)
     return ReferenceCells(upright.unsqueeze(0), rows.unsqueeze(0))
 
 
@@ -67,8 +65,8 @@ def compare(
 
 class CompareMetric:
     """The ``compare`` metric: per cell, the nearest-reference distance plus the shipped
-    comparator's learned correction, upsampled to the query and read plainly (no passes,
-    so no variance to filter by) with ``SCORE_SIGMA``'s smoothing for both jobs.
+    comparator's learned correction, read plainly at the cells' size (no passes, so no
+    variance to filter by) with ``SCORE_SIGMA``'s smoothing for both jobs.
 
     ``sha256`` names the comparator's weights: the scoring signature carries it, so a
     threshold calibrated with one comparator is not used with another.
@@ -92,19 +90,15 @@ class CompareMetric:
     def device(self) -> torch.device:
         return self.comparison.mean.device
 
-    def batch_maps(self, queries01: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-        """Each query's ``[H, W]`` score map (``[1, 3, H, W]`` in [0, 1] each; the map and
-        the image score read the same map), for every query of one detector call at once,
-        compared in one comparator call:
-        the comparator reads each query with the same weights and no cross-query term,
-        so a batch changes at most the rounding (``compare`` batches the same way)."""
+    def batch_cells(self, queries01: list[torch.Tensor]) -> torch.Tensor:
+        """``[B, h, w]`` per-cell scores of every query of one detector call
+        (``[1, 3, H, W]`` in [0, 1] each), compared in one comparator call: the comparator
+        reads each query with the same weights and no cross-query term, so a batch
+        changes at most the rounding (``compare`` batches the same way). They are read at
+        their cells' size and resized once (``reading.cell_detections``)."""
         assert self.references is not None, "built without references: a signature only"
         queries = [query[0].to(self.device) for query in queries01]
-        cells = compare(self.comparison, queries, self.references).score.float()
-        return [
-            [upsample(cells[i : i + 1, None], tuple(query.shape[-2:]))[0, 0]]
-            for i, query in enumerate(queries01)
-        ]
+        return compare(self.comparison, queries, self.references).score.float()
 
 
 def compare_signature(metric: CompareMetric) -> Signature:

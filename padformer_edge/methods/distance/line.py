@@ -9,9 +9,10 @@ from typing import Protocol
 
 import numpy as np
 
-from padformer_edge.detect import arrays
-from padformer_edge.detect.arrays import F32, flat_cells
+from padformer_edge.detect.array_ops import flat_cells
+from padformer_edge.detect.arrays import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, read_without_passes
+from padformer_edge.methods.distance.maps import mix_distances, upsampled_distances
 from padformer_edge.methods.fused.mix import Mix
 
 # query cells x bank rows per similarity block (``best_cosines``): 512K cosines, 2 MiB,
@@ -66,22 +67,14 @@ def reference_maps(
     query's unit cells per magnification (``[1, C, h, w]``) and the reference banks."""
     if not any(mix.reference_weight > 0 for mix in mixes):
         return [None] * len(mixes)
-    distances: dict[tuple[int, bool], np.ndarray] = {}
+    best: dict[tuple[int, bool], np.ndarray] = {}
     for level, (cells, (bank, upright)) in enumerate(zip(query_cells, banks, strict=True), 1):
         height, width = cells.shape[-2:]
         found = best_cosines(flat_cells(cells), bank, upright)
-        for turned, best in zip((False, True), found, strict=True):
-            if best is not None:
-                distance = (F32(1.0) - best).reshape(height, width)
-                distances[level, turned] = arrays.upsample(distance, size)
-    maps: list[np.ndarray | None] = []
-    for mix in mixes:
-        if mix.reference_weight <= 0:
-            maps.append(None)
-            continue
-        levels = [distances[level, mix.turns] for level in range(1, mix.zoom + 1)]
-        maps.append(np.stack(levels).mean(0) if len(levels) > 1 else levels[0])
-    return maps
+        for turned, cosines in zip((False, True), found, strict=True):
+            if cosines is not None:
+                best[level, turned] = cosines.reshape(height, width)
+    return mix_distances(mixes, upsampled_distances(best, size))
 
 
 class DistanceSpec(Protocol):

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.detect.array_ops import QUARTER_TURNS, flat_cells, turned_bank
 from padformer_edge.detect.images import resize_square
-from padformer_edge.detect.tensor_ops import upsample
-from padformer_edge.model.backbone import flat_cells, unfold_from_patches, unit_cells
+from padformer_edge.methods.distance.maps import Distances, upsampled_distances
+from padformer_edge.model.backbone import unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 
 SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
@@ -91,14 +92,12 @@ def reference_banks(
     for level in range(1, zoom + 1):
         size = model.config.img_size * level
         squares = torch.cat([resize_square(image.unsqueeze(0), size) for image in references01])
-        upright = flat_cells(level_cells(model, squares, level))
-        cells = [upright]
-        if turns:
-            cells += [
-                flat_cells(level_cells(model, torch.rot90(squares, k, (-2, -1)), level))
-                for k in (1, 2, 3)
-            ]
-        banks.append(ReferenceBank(torch.cat(cells), upright.shape[0]))
+        cells, upright = turned_bank(
+            lambda images, level=level: level_cells(model, images, level),
+            squares,
+            QUARTER_TURNS if turns else (),
+        )
+        banks.append(ReferenceBank(cells, upright))
     return banks
 
 
@@ -163,10 +162,6 @@ def _fold_max(rows: torch.Tensor, bank_rows: torch.Tensor, best: torch.Tensor) -
         torch.maximum(best, block.amax(dim=1), out=best)
 
 
-Distances = dict[tuple[int, bool], torch.Tensor]
-"""(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
-
-
 def nearest_reference_distances(
     model: PADFormer,
     query01: torch.Tensor,
@@ -199,7 +194,7 @@ def batch_reference_distances(
     ``blocked`` one searches query by query, so on a CPU each query keeps the bits it gets
     alone, whichever images share its call."""
     how = resolve_search(search, query_targets.device)
-    distances: list[Distances] = [{} for _ in queries01]
+    bests: list[dict[tuple[int, bool], torch.Tensor]] = [{} for _ in queries01]
     groups = (
         [(queries01, query_targets)]
         if how == "batched"
@@ -215,10 +210,9 @@ def batch_reference_distances(
             if found[0][1][turned] is None:
                 continue
             best = torch.cat([cosines[turned] for _, cosines in found])  # type: ignore[misc]
-            distance = (1.0 - best).view(len(queries01), 1, height, width)
-            for index, size in enumerate(sizes):
-                distances[index][level, turned] = upsample(distance[index : index + 1], size)[0, 0]
-    return distances
+            for index, cells in enumerate(best.view(len(queries01), height, width)):
+                bests[index][level, turned] = cells
+    return [upsampled_distances(best, size) for best, size in zip(bests, sizes, strict=True)]
 
 
 def query_cells(
@@ -231,10 +225,3 @@ def query_cells(
         return cell_features(model, targets)
     size = model.config.img_size * level
     return level_cells(model, torch.cat([resize_square(q, size) for q in queries01]), level)
-
-
-def reference_distance(distances: Distances, zoom: int, turns: bool) -> torch.Tensor:
-    """The reference distance of a mix reading magnifications 1..``zoom`` (with turned
-    references when ``turns``): the mean of those magnifications' maps."""
-    maps = [distances[level, turns] for level in range(1, zoom + 1)]
-    return torch.stack(maps).mean(0) if len(maps) > 1 else maps[0]

@@ -23,10 +23,10 @@ from padformer_edge.detect.scoring_config import (
     resolve_scoring,
     scoring_from_json,
 )
+from padformer_edge.methods.distance.maps import mix_distances
 from padformer_edge.methods.distance.search import (
     batch_reference_distances,
     reference_banks,
-    reference_distance,
     resolve_search,
 )
 from padformer_edge.methods.fused.mix import Mix, mix_jobs
@@ -150,15 +150,7 @@ class FusedMetric:
         found = batch_reference_distances(
             self.model, queries01, features, self.banks, sizes, self.search
         )
-        return [
-            [
-                reference_distance(distances, mix.zoom, mix.turns)
-                if mix.reference_weight > 0
-                else None
-                for mix in self.mixes
-            ]
-            for distances in found
-        ]
+        return [mix_distances(self.mixes, distances) for distances in found]
 
     def errors(
         self,

@@ -34,7 +34,7 @@ from padformer_edge.deploy.sessions import (
 )
 from padformer_edge.deploy.verify import read_line_export
 from padformer_edge.detect import arrays
-from padformer_edge.detect.arrays import flat_cells
+from padformer_edge.detect.array_ops import QUARTER_TURNS, turned_bank
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.readout import ScoredQuery
 from padformer_edge.detect.settings import DetectionSettings
@@ -189,13 +189,13 @@ class LineDetector(GroupedDetection):
         for level in range(1, self.spec.zoom + 1):
             size = self.img_size * level
             squares = np.concatenate([arrays.resize_square(unit, size) for unit in units])
-            upright = flat_cells(self.cells(squares, level))
-            rows = [upright]
-            if self.spec.turns:
-                for turn in (1, 2, 3):
-                    turned = np.ascontiguousarray(np.rot90(squares, turn, axes=(-2, -1)))
-                    rows.append(flat_cells(self.cells(turned, level)))
-            banks.append((np.concatenate(rows), upright.shape[0]))
+            banks.append(
+                turned_bank(
+                    lambda images, level=level: self.cells(images, level),
+                    squares,
+                    QUARTER_TURNS if self.spec.turns else (),
+                )
+            )
         return banks
 
     def reconstruct(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

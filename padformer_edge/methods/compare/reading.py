@@ -1,0 +1,35 @@
+"""How the ``compare`` method's per-cell scores become detections, written once for the
+torch detector (``detector``) and the torch-free line (``line``): each query's cell map
+read at its cells' size by the readout every score shares (``detect.readout.read_cells``)
+and resized once, to the query's size. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from padformer_edge.detect.array_ops import Array, ops_of
+from padformer_edge.detect.detection import Detection, call_timings
+from padformer_edge.detect.readout import JobReadouts, read_cells
+
+
+def cell_detections(
+    readouts: JobReadouts,
+    cell_scores: Array,
+    sizes: Sequence[tuple[int, int]],
+    input_size: int,
+    shares: tuple[float, float],
+) -> list[Detection]:
+    """One ``Detection`` per query from its ``[h, w]`` cell scores (``cell_scores[i]``,
+    ``[B, h, w]`` of either kind) and its ``(height, width)`` in ``sizes``;
+    ``input_size`` is the comparator's side (the readouts' pixel scale), ``shares`` each
+    query's share of the call's preparing and comparing time."""
+    detections = []
+    for index, size in enumerate(sizes):
+        started = time.perf_counter()
+        scored = read_cells(readouts, [cell_scores[index]], size, input_size)
+        anomaly_map = ops_of(scored.anomaly_map).to_host(scored.anomaly_map)
+        timings = call_timings(*shares, time.perf_counter() - started)
+        detections.append(Detection(scored.score, anomaly_map, [], [], timings))
+    return detections

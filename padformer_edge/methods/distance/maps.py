@@ -1,0 +1,40 @@
+"""The nearest-reference distance's maps from the search's best cosines, written once for
+torch tensors (``search``, the torch metrics) and numpy arrays (``line``, the torch-free
+line): one minus each cell's best cosine, brought to the query's size, and each mix's
+mean over the magnifications it reads. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from padformer_edge.detect.array_ops import Array, ops_of
+from padformer_edge.methods.fused.mix import Mix
+
+Distances = dict[tuple[int, bool], Array]
+"""(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
+
+
+def upsampled_distances(best: Mapping[tuple[int, bool], Array], size: tuple[int, int]) -> Distances:
+    """Each ``[h, w]`` map of best cosines (by magnification and turns) as its ``[H, W]``
+    distance at the query's ``size``: any cell of any reference counts, not the same
+    place, since the part is seen from another side in every reference."""
+    found: Distances = {}
+    for key, cosines in best.items():
+        found[key] = ops_of(cosines).upsample(1.0 - cosines, size)
+    return found
+
+
+def reference_distance(distances: Distances, zoom: int, turns: bool) -> Array:
+    """The reference distance of a mix reading magnifications 1..``zoom`` (with turned
+    references when ``turns``): the mean of those magnifications' maps."""
+    maps = [distances[level, turns] for level in range(1, zoom + 1)]
+    return ops_of(maps[0]).mean(ops_of(maps[0]).stack(maps, 0), 0) if len(maps) > 1 else maps[0]
+
+
+def mix_distances(mixes: Sequence[Mix], distances: Distances) -> list[Array | None]:
+    """Each mix's ``[H, W]`` reference distance, None for a mix that weighs none."""
+    return [
+        reference_distance(distances, mix.zoom, mix.turns) if mix.reference_weight > 0 else None
+        for mix in mixes
+    ]
