@@ -148,8 +148,7 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
         return DetectionSettings(**values)
     except ValidationError as err:
         problem = err.errors()[0]
-        if not problem["loc"] or problem["loc"][0] == "section":  # a rule across options,
-            # or what the metric's method reads (its section's own sentence)
+        if not problem["loc"]:  # a rule across options, or what the metric's method reads
             text = str(problem["ctx"].get("error", problem["msg"])) if "ctx" in problem else ""
             raise UserError(f"{text or problem['msg']}.") from err
         key = str(problem["loc"][0])

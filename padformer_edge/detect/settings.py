@@ -17,7 +17,7 @@ from it without loading the model.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import (
     ConfigDict,
@@ -25,7 +25,6 @@ from pydantic import (
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
-    field_validator,
     model_serializer,
     model_validator,
 )
@@ -101,6 +100,7 @@ class SectionTable:
         self._by_metric |= dict.fromkeys(section.metrics(), section)
 
     def remove(self, section: type[MethodSettings]) -> None:
+        """Choose ``section`` by no metric any more (``methods.registry.unregister``)."""
         for metric in section.metrics():
             if self._by_metric.get(metric) is section:
                 del self._by_metric[metric]
@@ -131,6 +131,33 @@ class SectionTable:
 
 SECTIONS = SectionTable()
 """The one table of method sections (``methods.registry`` fills it)."""
+
+
+def _section_of(value: Any) -> MethodSettings:
+    """The section of ``value``'s metric (``SECTIONS``), validated; a key it does not read
+    is refused in one sentence naming the metrics that do, and a bad value in one naming
+    its key."""
+    if not isinstance(value, dict):
+        raise ValueError("the method's settings are a mapping of its keys")
+    kind = SECTIONS.of(str(value.get("metric")))
+    value = _without_empty_strays(value, kind)
+    for key in value:
+        if key not in kind.model_fields:
+            readers = " or ".join(SECTIONS.readers(key, value[key]))
+            fix = f"or choose metric {readers}" if readers else "no metric reads it"
+            raise ValueError(
+                f"metric {value['metric']} reads no setting '{key}': leave {key} out, {fix}"
+            )
+    try:
+        return kind.model_validate(value)
+    except ValidationError as err:  # one sentence, not the section's whole report
+        problem = err.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        text = str(problem["ctx"].get("error", "")) if "ctx" in problem else ""
+        if not where:  # a rule of the section across its keys
+            raise ValueError(text or problem["msg"]) from None
+        given = f", given {problem['input']!r}" if "input" in problem else ""
+        raise ValueError(f"{where}: {problem['msg'].lower()}{given}") from None
 
 
 def _without_empty_strays(section: dict[str, Any], kind: type[MethodSettings]) -> dict[str, Any]:
@@ -175,48 +202,25 @@ class DetectionSettings(StrictModel):
         "(docs/methods.md lists each method's)",
     )
 
-    sections: ClassVar[SectionTable] = SECTIONS
-
     @model_validator(mode="before")
     @classmethod
     def _split_the_method_keys(cls, data: Any) -> Any:
         """Flat keys (a file's, the CLI's, ``replace``'s) into the shared settings and the
-        section of the metric's method (``metric`` absent: ``PRODUCT_METRIC``)."""
-        if not isinstance(data, dict) or "section" in data:
+        section of the metric's method (``metric`` absent: ``PRODUCT_METRIC``), which is
+        validated here so that a problem names the file's own keys (``detection``, not a
+        ``section`` no file has)."""
+        if not isinstance(data, dict):
             return data
-        shared = {key: value for key, value in data.items() if key in cls.model_fields}
-        section = {key: value for key, value in data.items() if key not in cls.model_fields}
-        section.setdefault("metric", PRODUCT_METRIC)
-        return {**shared, "section": section}
-
-    @field_validator("section", mode="before")
-    @classmethod
-    def _the_metric_picks_the_section(cls, value: Any) -> Any:
-        """The section of the metric's method (``SECTIONS``); a key it does not read is
-        refused in one sentence naming the metrics that do."""
-        if isinstance(value, MethodSettings):
-            value = value.model_dump()
-        if not isinstance(value, dict):
-            raise ValueError("the method section is a mapping of its settings")
-        kind = SECTIONS.of(str(value.get("metric")))
-        value = _without_empty_strays(value, kind)
-        for key in value:
-            if key not in kind.model_fields:
-                readers = " or ".join(SECTIONS.readers(key, value[key]))
-                fix = f"or choose metric {readers}" if readers else "no metric reads it"
-                raise ValueError(
-                    f"metric {value['metric']} reads no setting '{key}': leave {key} out, {fix}"
-                )
-        try:
-            return kind.model_validate(value)
-        except ValidationError as err:  # one sentence, not the section's whole report
-            problem = err.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            text = str(problem["ctx"].get("error", "")) if "ctx" in problem else ""
-            if not where:  # a rule of the section across its keys
-                raise ValueError(text or problem["msg"]) from None
-            given = f", given {problem['input']!r}" if "input" in problem else ""
-            raise ValueError(f"{where}: {problem['msg'].lower()}{given}") from None
+        if "section" in data:
+            section = data["section"]
+            if isinstance(section, MethodSettings):  # already validated
+                return data
+            shared = {key: value for key, value in data.items() if key != "section"}
+        else:
+            shared = {key: value for key, value in data.items() if key in cls.model_fields}
+            section = {key: value for key, value in data.items() if key not in cls.model_fields}
+            section.setdefault("metric", PRODUCT_METRIC)
+        return {**shared, "section": _section_of(section)}
 
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
