@@ -75,7 +75,7 @@ def child(repeats: int) -> None:
     model = build_model("small")
     references = [smooth_photo(128, seed) for seed in range(4)]
     query = smooth_photo(128, seed=100)
-    settings = DetectionSettings(passes=15, device="cpu", max_batch=15)
+    settings = DetectionSettings(metric="auto", passes=15, device="cpu", max_batch=15)
     detector = Detector(model.eval(), references, settings)
     results = {
         WORKLOADS[0]: measure(lambda: detector.detect([query]), repeats),

@@ -74,7 +74,7 @@ def scorers(args: argparse.Namespace) -> list[tuple[str, object]]:
         from padformer_edge.weights import generic_checkpoint_path
 
         generic, _ = load_checkpoint(generic_checkpoint_path())
-        base = DetectionSettings(seed=0, device="cpu")
+        base = DetectionSettings(metric="auto", seed=0, device="cpu")
         rows.append(
             (
                 "shipped model: distance alone",

@@ -209,7 +209,9 @@ def runtime_rows(args: argparse.Namespace) -> None:
     model = build_model(args.preset).eval()
     size = model.config.img_size
     query = smooth_photo(size, seed=QUERY_SEED)
-    settings = DetectionSettings(passes=args.passes, device="cpu", max_batch=args.passes)
+    settings = DetectionSettings(
+        metric="auto", passes=args.passes, device="cpu", max_batch=args.passes
+    )
     exported = Path(tempfile.mkdtemp(prefix="detect_speed_graphs_"))
     export_openvino(model, exported)
     rows, records, best = [], [], {}
@@ -315,7 +317,11 @@ def graph_profile_rows(args: argparse.Namespace) -> None:
     threads = args.thread_counts[0]
     torch.set_num_threads(threads)
     settings = DetectionSettings(
-        passes=args.passes, device="cpu", max_batch=args.passes, runtime="onnxruntime"
+        metric="auto",
+        passes=args.passes,
+        device="cpu",
+        max_batch=args.passes,
+        runtime="onnxruntime",
     )
     exported = Path(tempfile.mkdtemp(prefix="detect_speed_profile_"))
     export_openvino(model, exported)
@@ -401,7 +407,9 @@ def main() -> None:
     size = model.config.img_size
     references = [smooth_photo(size, seed) for seed in range(args.references)]
     query = smooth_photo(size, seed=100)
-    settings = DetectionSettings(passes=args.passes, device="cpu", max_batch=args.passes)
+    settings = DetectionSettings(
+        metric="auto", passes=args.passes, device="cpu", max_batch=args.passes
+    )
     detector = Detector(model, references, settings)
 
     fast = detector.detect([query])[0]

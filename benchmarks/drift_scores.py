@@ -147,7 +147,7 @@ def main() -> None:
     model, _ = load_checkpoint(model_path)
     try:
         detector = Detector(model, [read_image(p) for p in train[: args.references]],
-                            DetectionSettings(device="cpu"))  # fmt: skip
+                            DetectionSettings(metric="auto", device="cpu"))  # fmt: skip
     except UserError as err:
         raise SystemExit(f"error: {err}") from err
     started = time.process_time()

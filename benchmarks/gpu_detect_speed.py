@@ -74,7 +74,7 @@ def measure(
     refs = [smooth_photo(size, seed) for seed in range(references)]
     query = smooth_photo(size, seed=100)
     settings = DetectionSettings(
-        passes=passes, device=device, precision=precision, max_batch=passes
+        metric="auto", passes=passes, device=device, precision=precision, max_batch=passes
     )
     detector = Detector(model, refs, settings)
     for _ in range(3):

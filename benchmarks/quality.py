@@ -175,7 +175,9 @@ def main_label(model) -> str:
 
 def detection(args: argparse.Namespace) -> DetectionSettings:
     """The PADFormer rows' detection settings before each row's own options."""
-    return DetectionSettings(seed=args.seed, device="cpu", mask_ratio=args.mask_ratio)
+    return DetectionSettings(
+        metric="auto", seed=args.seed, device="cpu", mask_ratio=args.mask_ratio
+    )
 
 
 def padformer_row(label: str, model, base: DetectionSettings, **options) -> tuple[str, Scorer]:
@@ -266,7 +268,7 @@ def main() -> None:
     parser.add_argument(
         "--mask-ratio",
         type=float,
-        default=DetectionSettings().mask_ratio,
+        default=DetectionSettings(metric="auto").mask_ratio,
         help="Share of patches each PADFormer pass hides.",
     )
     parser.add_argument("--threads", type=int, default=1)

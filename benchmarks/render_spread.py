@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> None:
     options = EvalOptions(shots=args.shots, seed=args.seed, max_per_label=args.max_per_label)
     label = main_label(model)
     patchcore_label, patchcore_scorer = baselines()[0]
-    settings = DetectionSettings(seed=args.seed, device="cpu")
+    settings = DetectionSettings(metric="auto", seed=args.seed, device="cpu")
     rows = [padformer_row(label, model, settings), (patchcore_label, patchcore_scorer)]
     table, pairs, renders = [], [], []
     for root, seed in zip(args.render, seeds, strict=True):

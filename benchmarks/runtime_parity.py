@@ -40,6 +40,7 @@ from benchmarks.common import (
     print_json_line,
     update_docs_section,
 )
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import RUNTIMES
 
 SCORE_RTOL = 1e-4  # issue 33's targets
@@ -110,7 +111,9 @@ def compare_class(args: argparse.Namespace, data: Path, category: str, work: Pat
     held, scored = split_tests(tests, args.calibration, args.max_per_label)
     train = index.good_train()[category]
     root, name = work / "profiles", category
-    create_profile(root, name, args.model, train[0].parent, shots=min(args.shots, len(train)))
+    shots = min(args.shots, len(train))
+    auto = DetectionSettings(metric="auto")  # what create_profile's default was when measured
+    create_profile(root, name, args.model, train[0].parent, shots=shots, settings=auto)
     good_dir = work / f"{category}-calibration"
     good_dir.mkdir()
     for record in held:

@@ -4,8 +4,8 @@
   its type, default, bounds and the description declared on the pydantic field (or, where
   a field declares none, the comment beside it in its class);
 - ``docs/cli.md``: every command of the Typer app with its help, arguments and options;
-- ``docs/methods.md``: every scoring method of ``methods.registry``, the metrics it scores
-  and what it reads.
+- ``docs/methods.md``: every scoring method of ``methods.registry``, the metrics it scores,
+  what it reads and its section of the detection settings.
 
 Run from the repository root after changing a schema or a command::
 
@@ -113,6 +113,24 @@ def _sub_models(annotation: Any) -> list[type[BaseModel]]:
     return [model for arg in typing.get_args(annotation) for model in _sub_models(arg)]
 
 
+def _is_method_section(annotation: Any) -> bool:
+    """Whether a field holds a scoring method's section (``detect.settings.MethodSettings``):
+    its keys are the metric's method's, listed in docs/methods.md."""
+    from padformer_edge.detect.settings import MethodSettings
+
+    return annotation is MethodSettings
+
+
+def _with_product_default(field: Any) -> Any:
+    """The ``metric`` field with the default a settings section takes when it names none."""
+    from pydantic.fields import FieldInfo
+
+    from padformer_edge.detect.settings import PRODUCT_METRIC
+
+    described = f"{field.description}; its method's own keys are listed there too"
+    return FieldInfo(annotation=str, default=PRODUCT_METRIC, description=described)
+
+
 def _first_paragraph(text: str | None) -> str:
     return " ".join(inspect.cleandoc(text or "").split("\n\n")[0].split())
 
@@ -122,13 +140,16 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type
     rows, nested = [], []
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
+        if _is_method_section(field.annotation):  # written beside the shared keys
+            key, field = f"{prefix}metric", field.annotation.model_fields["metric"]
+            field = _with_product_default(field)
         described = field.description or comments.get(name, "")
         rows.append(
             f"| `{key}` | {_cell(_type_name(field.annotation))} | {_cell(_default(field))} "
             f"| {_cell(_bounds(field))} | {_cell(described)} |"
         )
         for sub in _sub_models(field.annotation):
-            if sub not in seen:
+            if sub not in seen and not _is_method_section(sub):
                 container = typing.get_origin(field.annotation)
                 inner = {dict: f"{key}.NAME.", list: f"{key}[]."}.get(container, f"{key}.")
                 nested.append((sub, inner))
@@ -228,7 +249,8 @@ def cli_reference() -> str:
 
 
 def methods_reference() -> str:
-    """The text of ``docs/methods.md``: the registry's methods, in its order."""
+    """The text of ``docs/methods.md``: the registry's methods, in its order, each with its
+    section of the detection settings."""
     from padformer_edge.methods.registry import METHODS
 
     out = [
@@ -237,25 +259,33 @@ def methods_reference() -> str:
         "",
         "Each method is a package under `padformer_edge/methods/`, found by the metric a "
         "profile's `detection.metric` names (`methods.registry.method_for`); those "
-        "metrics are every word `detection.metric` and `--metric` accept. A profile or "
-        "command that gives a setting its method does not read (`detection.comparator`, "
-        "`detection.scoring`) is refused. "
+        "metrics are every word `detection.metric` and `--metric` accept. Each method's "
+        "settings are its own section of the detection settings, chosen by the metric and "
+        "written beside the shared keys (`detection.comparator`); a key the metric's method "
+        "does not read is refused. "
         "[Architecture](architecture.md#adding-a-scoring-method) shows how to add one.",
         "",
-        "| method | metrics | reads the profile's PADFormer checkpoint | reads "
-        "`comparator` | metrics that read `scoring` | package |",
-        "|---|---|---|---|---|---|",
+        "| method | metrics | reads the profile's PADFormer checkpoint | its settings "
+        "| package |",
+        "|---|---|---|---|---|",
     ]
     for name, method in METHODS.items():
         metrics = ", ".join(f"`{metric}`" for metric in method.metrics)
         package = type(method).__module__.rsplit(".", 1)[0].replace(".", "/")
-        reads = (method.reads_padformer, method.reads_comparator)
-        flags = " | ".join("yes" if flag else "no" for flag in reads)
-        scoring = ", ".join(f"`{metric}`" for metric in method.scoring_metrics) or "none"
-        out.append(f"| `{name}` | {metrics} | {flags} | {scoring} | `{package}/` |")
+        keys = [key for key in method.settings_type.model_fields if key != "metric"]
+        own = ", ".join(f"`detection.{key}`" for key in keys) or "none"
+        reads = "yes" if method.reads_padformer else "no"
+        out.append(f"| `{name}` | {metrics} | {reads} | {own} | `{package}/` |")
     out.append("")
+    shown: set[type] = set()  # a section shared by several methods is written out once
     for name, method in METHODS.items():
         out += [f"## {name}", "", " ".join(inspect.getdoc(type(method)).split()), ""]
+        section = method.settings_type
+        if [key for key in section.model_fields if key != "metric"]:
+            out += [f"Its settings (`{section.__module__}.{section.__name__}`):", ""]
+            _section(section, "detection.", out, {section} | shown)
+            fields = section.model_fields.values()
+            shown |= {sub for field in fields for sub in _sub_models(field.annotation)}
     return "\n".join(out).rstrip("\n") + "\n"
 
 

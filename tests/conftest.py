@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import padformer_edge.methods  # noqa: F401  # registers the methods' settings sections
 from tests.checkout_guard import changes, checkout_status
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")

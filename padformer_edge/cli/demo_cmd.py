@@ -13,7 +13,7 @@ from rich.table import Table
 
 from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.output import table_console
-from padformer_edge.methods.registry import METRICS
+from padformer_edge.methods.registry import metrics
 
 if TYPE_CHECKING:
     from padformer_edge.demo.run import DemoReport
@@ -83,7 +83,7 @@ def demo(
     metric: str | None = choice_option(
         None,
         "--metric",
-        METRICS,
+        metrics,
         help="The profile's metric (default auto; compare: the learned comparison).",
     ),
 ) -> None:

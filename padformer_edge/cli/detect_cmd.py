@@ -14,6 +14,7 @@ from padformer_edge.cli import detection_options as options
 from padformer_edge.cli.checks import require_file, require_folder
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.images.decode import IMAGE_SUFFIXES
 from padformer_edge.weights import resolve_model
@@ -57,8 +58,8 @@ def expand_images(paths: list[Path]) -> list[Path]:
     return files
 
 
+@options.with_detection_options()
 def detect(
-    ctx: typer.Context,
     images: list[Path] = typer.Argument(
         ..., metavar="IMAGE", help="Image files, or folders of them, to inspect."
     ),
@@ -68,16 +69,7 @@ def detect(
     references: Path = typer.Option(
         ..., "--references", "-r", help="Folder of good images of the product, one size."
     ),
-    passes: int = options.PASSES,
-    mask_ratio: float = options.MASK_RATIO,
-    schedule: str = options.SCHEDULE,
-    metric: str = options.METRIC,
-    seed: int = options.SEED,
-    device: str = options.DEVICE,
-    precision: str = options.PRECISION,
-    batch_size: int = options.BATCH_SIZE,
-    runtime: str = options.RUNTIME,
-    scoring: list[str] = options.SCORING,
+    settings: DetectionSettings = options.FROM_OPTIONS,
     exported: Path | None = typer.Option(
         None,
         "--exported",
@@ -109,7 +101,6 @@ def detect(
 
     With --threshold, each image gets a verdict and the command exits 1 when any image is
     anomalous (unless --no-fail): a script or a CI job can gate on the status."""
-    settings = options.detection_settings(ctx.params)
     if out is not None and threshold is not None:
         # The heatmaps' colour scale is anchored to the threshold: refuse a scale that
         # cannot be drawn now rather than after the model has scored every image.

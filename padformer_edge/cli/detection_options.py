@@ -1,5 +1,6 @@
-"""The detection settings as CLI options, shared by ``detect``, ``profile create`` and
-``eval``, and the one function that turns their values into ``DetectionSettings``.
+"""The detection settings as CLI options, declared once and given to ``detect``,
+``profile create`` and ``eval`` by ``with_detection_options``, and the one function that
+turns their values into ``DetectionSettings``.
 
 Defaults, limits and the words each option accepts all come from the settings schema,
 so an option cannot drift from what a profile file or the detector accepts.
@@ -7,14 +8,15 @@ so an option cannot drift from what a profile file or the detector accepts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import typer
 from pydantic import ValidationError
 
 from padformer_edge.cli.choices import choice_option
-from padformer_edge.detect.scoring_config import scoring_changes
 from padformer_edge.detect.settings import (
     MASK_SCHEDULES,
     PRECISIONS,
@@ -23,7 +25,8 @@ from padformer_edge.detect.settings import (
 )
 from padformer_edge.devices.runtimes import DEVICES, RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.registry import METRICS, check_settings
+from padformer_edge.methods.fused.scoring import scoring_changes
+from padformer_edge.methods.registry import metrics
 
 _DEFAULT = DetectionSettings()
 OPTION_OF = {"max_batch": "--batch-size"}  # settings field -> option, where they differ
@@ -36,7 +39,7 @@ SCHEDULE = choice_option(
 METRIC = choice_option(
     PRODUCT_METRIC,
     "--metric",
-    METRICS,
+    metrics,
     help="Error measure; compare is the learned comparison (no passes); auto is fused for "
     "edge models, lab otherwise.",
 )
@@ -59,26 +62,76 @@ SCORING = typer.Option(
     "--scoring",
     metavar="JOB.KEY=VALUE",
     help="A fused/distance scoring setting over the model's own, e.g. map.sigma=4 or "
-    "score.reference_weight=96 (repeat; jobs map and score; keys in the configuration "
+    "score.reference_weight=96 (repeat; jobs map and score; keys in the scoring methods' "
     "reference).",
 )
 
 
-FIELD_OF_PARAMETER = {
-    "passes": "passes",
-    "mask_ratio": "mask_ratio",
-    "schedule": "schedule",
-    "metric": "metric",
-    "seed": "seed",
-    "device": "device",
-    "precision": "precision",
-    "batch_size": "max_batch",
+OPTIONS: dict[str, tuple[str, type, Any]] = {
+    "passes": ("passes", int, PASSES),
+    "mask_ratio": ("mask_ratio", float, MASK_RATIO),
+    "schedule": ("schedule", str, SCHEDULE),
+    "metric": ("metric", str, METRIC),
+    "seed": ("seed", int, SEED),
+    "device": ("device", str, DEVICE),
+    "precision": ("precision", str, PRECISION),
+    "batch_size": ("max_batch", int, BATCH_SIZE),
+    "runtime": ("runtime", str, RUNTIME),
+    "scoring": ("scoring", list[str], SCORING),
 }
-"""The command parameters that carry the options above -> the settings field each sets."""
+"""Each option's command parameter -> the settings field it sets, its type and its
+declaration: what ``with_detection_options`` adds to a command."""
 
-OPTIONAL_FIELD_OF_PARAMETER = {"runtime": "runtime"}
-"""Options only some of those commands declare (``detect`` runs exported graphs; a profile
-or an evaluation does not yet): the setting keeps its default where a command lacks it."""
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+FROM_OPTIONS: Any = None
+"""The default a command gives its ``settings`` parameter: ``with_detection_options``
+puts the options in its place and hands the settings they make."""
+
+
+def with_detection_options(
+    *, without: tuple[str, ...] = (), seed_help: str | None = None
+) -> Callable[[Command], Command]:
+    """Give a command every detection option (less the parameters ``without`` names: a
+    command that runs no exported graph has no ``--runtime``) in place of its ``settings``
+    parameter, and call it with the ``DetectionSettings`` they make: the options are
+    declared here once, and a command cannot forget one or rename it on the way.
+    ``seed_help`` says what else ``--seed`` seeds in that command. The settings are made
+    before the command runs, so a bad value is refused before any file is read."""
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command)
+        params = list(signature.parameters.values())
+        at = [param.name for param in params].index("settings")
+        chosen = {name: spec for name, spec in OPTIONS.items() if name not in without}
+        added = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=_seed_option(seed_help) if name == "seed" and seed_help else option,
+                annotation=kind,
+            )
+            for name, (_, kind, option) in chosen.items()
+        ]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in chosen}
+            return command(*args, settings=detection_settings(given), **kwargs)
+
+        kept = [param.replace(kind=inspect.Parameter.KEYWORD_ONLY) for param in params]
+        run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*kept[:at], *added, *kept[at + 1 :]]
+        )
+        hints = {k: v for k, v in command.__annotations__.items() if k != "settings"}
+        run.__annotations__ = hints | {name: kind for name, (_, kind, _) in chosen.items()}
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+def _seed_option(help: str) -> Any:
+    return typer.Option(_DEFAULT.seed, "--seed", help=help)
 
 
 def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
@@ -86,14 +139,16 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     the options above and hands all of its values over at once, so none is forgotten and
     none is renamed on the way. A value the schema refuses is a ``UserError`` naming its
     option and what was given."""
-    values = {field: params[name] for name, field in FIELD_OF_PARAMETER.items()}
-    values |= {f: params[n] for n, f in OPTIONAL_FIELD_OF_PARAMETER.items() if n in params}
-    values["scoring"] = scoring_changes(params.get("scoring") or [])
+    values = {OPTIONS[name][0]: value for name, value in params.items() if name in OPTIONS}
+    if values.get("scoring"):  # the methods whose section reads them take them
+        values["scoring"] = scoring_changes(values["scoring"])
+    else:
+        values.pop("scoring", None)
     try:
-        return check_settings(DetectionSettings(**values))
+        return DetectionSettings(**values)
     except ValidationError as err:
         problem = err.errors()[0]
-        if not problem["loc"]:  # a rule across options (the runtime's device and precision)
+        if not problem["loc"]:  # a rule across options, or what the metric's method reads
             text = str(problem["ctx"].get("error", problem["msg"])) if "ctx" in problem else ""
             raise UserError(f"{text or problem['msg']}.") from err
         key = str(problem["loc"][0])
@@ -102,5 +157,3 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
         raise UserError(
             f"{option}: {problem['msg'].lower()}, but you gave {option} {given}; fix the option."
         ) from err
-    except ValueError as err:  # what the metric's method reads (methods.registry)
-        raise UserError(f"{err}.") from err

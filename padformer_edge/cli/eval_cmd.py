@@ -12,20 +12,20 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.output import table_console
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.ref_strategy import REF_STRATEGIES
+from padformer_edge.detect.settings import DetectionSettings
 
 
+@options.with_detection_options(
+    without=("runtime",), seed_help="Seed of reference draws and masks."
+)
 def evaluate(
-    ctx: typer.Context,
     model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (.safetensors)."),
     data: Path = typer.Option(..., "--data", help="Dataset root (MAD-Sim or MVTec-AD layout)."),
     classes: list[str] | None = typer.Option(
         None, "--classes", help="Evaluate only this class (repeatable)."
     ),
     shots: int = typer.Option(4, "--shots", help="References per test image (N)."),
-    passes: int = options.PASSES,
-    mask_ratio: float = options.MASK_RATIO,
-    schedule: str = options.SCHEDULE,
-    metric: str = options.METRIC,
+    settings: DetectionSettings = options.FROM_OPTIONS,
     ref_strategy: str = choice_option(
         "random",
         "--ref-strategy",
@@ -33,14 +33,9 @@ def evaluate(
         help="random, or nearest/farthest by camera pose.",
         refusal="reference strategy '{value}' is unknown",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of reference draws and masks."),
     max_per_label: int | None = typer.Option(
         None, "--max-per-label", help="Score only the first K test images of each label."
     ),
-    device: str = options.DEVICE,
-    precision: str = options.PRECISION,
-    batch_size: int = options.BATCH_SIZE,
-    scoring: list[str] = options.SCORING,
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Folder for the outputs (default: <state dir>/eval)."
     ),
@@ -60,8 +55,7 @@ def evaluate(
         from padformer_edge.store.locations import state_dir
 
         out = state_dir() / "eval"
-    settings = options.detection_settings(ctx.params)
-    eval_options = EvalOptions(shots, ref_strategy, seed, max_per_label)
+    eval_options = EvalOptions(shots, ref_strategy, settings.seed, max_per_label)
     with job_progress("evaluating") as progress:
         run = evaluate_checkpoint(
             model,
@@ -73,6 +67,6 @@ def evaluate(
             on_start=progress.set_total,
             progress=progress.advance,
         )
-    title = f"{shots}-shot, {ref_strategy} references, {passes} passes (values in %)"
+    title = f"{shots}-shot, {ref_strategy} references, {settings.passes} passes (values in %)"
     table_console().print(rich_table(run.payload, title))
     typer.echo(f"metrics: {run.metrics_path}\nreport: {run.report_path}")

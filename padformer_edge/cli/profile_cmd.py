@@ -18,9 +18,10 @@ from padformer_edge.cli.choices import choice_option
 from padformer_edge.cli.database import config_option, database_of, db_option
 from padformer_edge.cli.output import echo_json, table_console
 from padformer_edge.cli.progress import job_progress
+from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.registry import METRICS
+from padformer_edge.methods.registry import metrics
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import (
@@ -49,8 +50,8 @@ def _say(text: str) -> None:
 
 
 @app.command("create")
+@options.with_detection_options()
 def create(
-    ctx: typer.Context,
     name: str = typer.Argument(..., help="Profile name (letters, digits, '.', '_', '-')."),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="Checkpoint (.safetensors); default: the shipped generic model."
@@ -61,21 +62,11 @@ def create(
     shots: int | None = typer.Option(
         None, "--shots", "-n", help="References to keep, chosen to cover viewpoints (default all)."
     ),
-    passes: int = options.PASSES,
-    mask_ratio: float = options.MASK_RATIO,
-    schedule: str = options.SCHEDULE,
-    metric: str = options.METRIC,
-    seed: int = options.SEED,
-    device: str = options.DEVICE,
-    precision: str = options.PRECISION,
-    batch_size: int = options.BATCH_SIZE,
-    runtime: str = options.RUNTIME,
-    scoring: list[str] = options.SCORING,
+    settings: DetectionSettings = options.FROM_OPTIONS,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Make profile NAME; with --shots, keep the references that cover the most views.
     With --runtime onnxruntime or openvino the profile also stores its exported graphs."""
-    settings = options.detection_settings(ctx.params)
     # The folder and the checkpoint first: a mistyped path is one line at once, not after
     # seconds of loading torch (or of hashing the shipped model).
     require_folder(references, "reference folder", "pass a folder of good images of the product")
@@ -488,7 +479,7 @@ def set_model_cmd(
     metric: str | None = choice_option(
         None,
         "--metric",
-        METRICS,
+        metrics,
         help="The new metric; compare is the learned comparison (the shipped comparator).",
     ),
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),

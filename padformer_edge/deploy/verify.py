@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from padformer_edge.deploy.names import SCHEDULE_FIELDS, SCORING_FILE
+from padformer_edge.deploy.names import SCORING_FILE
 from padformer_edge.deploy.sessions import import_onnxruntime, import_openvino, ir_files
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
@@ -55,7 +55,7 @@ def read_line_export(
         import_onnxruntime(hint)
     verify_files(folder, files, fix)
     record = json.loads((folder / SCORING_FILE).read_text())
-    wanted = {field: getattr(settings, field) for field in SCHEDULE_FIELDS}
+    wanted = settings.export_settings()
     if record["settings"] != wanted or (metric is not None and record.get("metric") != metric):
         raise UserError(
             f"the graphs in {folder} were exported for detection settings "

@@ -8,3 +8,8 @@ detector every PADFormer metric runs on; ``fused`` and ``distance`` are the metr
 from PADFormer's passes and CNN that the ``padformer`` detector runs. A method loads only
 what it scores with: ``compare`` never loads a PADFormer.
 """
+
+# Every method's section of the detection settings is registered with the package: a
+# module that names a method (its detector, its scorer) reads settings files and options
+# of every metric, whichever module it came through.
+import padformer_edge.methods.registry  # noqa: F401

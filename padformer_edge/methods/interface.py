@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from padformer_edge.deploy.graph_runner import GraphRunner
     from padformer_edge.detect.detection import InspectionDetector
-    from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.detect.settings import DetectionSettings, MethodSettings
     from padformer_edge.model.padformer import PADFormer
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ class ScoringMethod(Protocol):
     name: str
     metrics: tuple[str, ...]  # the ``detection.metric`` values it scores
     reads_padformer: bool  # whether it scores with the profile's PADFormer checkpoint
-    reads_comparator: bool  # whether it reads ``detection.comparator``
-    scoring_metrics: tuple[str, ...]  # those of its metrics that read ``detection.scoring``
+    settings_type: type[MethodSettings]  # its section of the detection settings
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """``settings`` as a new profile records them (the weights it will read named)."""

@@ -3,10 +3,12 @@ answers.
 
 A profile, ``detect``, the daemon and ``doctor`` ask ``method_for(settings.metric)`` and
 call the method; none of them branches on a metric's name. The words ``detection.metric``
-accepts are the methods' own (``METRICS``): the CLI offers them and ``check_settings``
-holds a profile file and the CLI's options to them, so a new method is a package under
-``padformer_edge/methods`` with an object answering ``ScoringMethod``, and one line in
-``METHODS`` (docs/architecture.md#adding-a-scoring-method).
+accepts are the methods' own (``metrics()``), and each method's settings are its section
+(``ScoringMethod.settings_type``), which ``register`` enters in the detection settings'
+table, so a file and the command line are held to what the method reads. A new method is a
+package under ``padformer_edge/methods`` with an object answering ``ScoringMethod`` and
+its section, named in ``BUILT_IN`` or handed to ``register`` at run time
+(docs/architecture.md#adding-a-scoring-method).
 
 Importing this module loads neither torch nor a runtime: each method imports what it
 runs inside the call that runs it, so a torch-free line install and the light commands
@@ -15,24 +17,43 @@ runs inside the call that runs it, so a torch-free line install and the light co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from padformer_edge.detect.settings import SECTIONS
 from padformer_edge.methods.compare.method import COMPARE
 from padformer_edge.methods.distance.method import DISTANCE
 from padformer_edge.methods.fused.method import FUSED
 from padformer_edge.methods.interface import ScoringMethod
 from padformer_edge.methods.padformer.method import PADFORMER
 
-if TYPE_CHECKING:
-    from padformer_edge.detect.settings import DetectionSettings
+BUILT_IN: tuple[ScoringMethod, ...] = (COMPARE, FUSED, DISTANCE, PADFORMER)
+"""The product's methods, in the order the CLI and the docs list their metrics."""
 
-METHODS: dict[str, ScoringMethod] = {
-    method.name: method for method in (COMPARE, FUSED, DISTANCE, PADFORMER)
-}
-"""Every scoring method, by name."""
+METHODS: dict[str, ScoringMethod] = {}
+"""Every registered scoring method, by name, in the order registered."""
 
-METRICS: tuple[str, ...] = tuple(metric for m in METHODS.values() for metric in m.metrics)
-"""Every word ``detection.metric`` accepts, each method's in the registry's order."""
+
+def register(method: ScoringMethod) -> ScoringMethod:
+    """Make ``method`` score its metrics: its section is read from files and options from
+    now on. A name or a metric another method has is refused (``ValueError``)."""
+    taken = set(metrics())
+    clashing = [metric for metric in method.metrics if metric in taken]
+    if method.name in METHODS or clashing:
+        raise ValueError(f"method {method.name} clashes with a registered one ({clashing})")
+    if set(method.settings_type.metrics()) != set(method.metrics):
+        raise ValueError(f"method {method.name}'s section is chosen by other metrics")
+    SECTIONS.add(method.settings_type)
+    METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove the method registered as ``name`` (a test's, once it is done)."""
+    method = METHODS.pop(name)
+    SECTIONS.remove(method.settings_type)
+
+
+def metrics() -> tuple[str, ...]:
+    """Every word ``detection.metric`` accepts, each method's in the registry's order."""
+    return tuple(metric for method in METHODS.values() for metric in method.metrics)
 
 
 def method_for(metric: str) -> ScoringMethod:
@@ -40,27 +61,8 @@ def method_for(metric: str) -> ScoringMethod:
     for method in METHODS.values():
         if metric in method.metrics:
             return method
-    raise ValueError(f"metric '{metric}' is unknown; choose one of {', '.join(METRICS)}")
+    raise ValueError(f"metric '{metric}' is unknown; choose one of {', '.join(metrics())}")
 
 
-def check_settings(settings: DetectionSettings) -> DetectionSettings:
-    """``settings`` when a method scores their metric and reads every setting given;
-    otherwise a ``ValueError`` in one sentence naming the setting and the fix. A
-    setting the method would quietly ignore (a comparator, scoring settings) is refused,
-    so a profile never claims a setting its scores do not follow."""
-    method = method_for(settings.metric)
-    if settings.comparator is not None and not method.reads_comparator:
-        readers = " or ".join(
-            metric for one in METHODS.values() if one.reads_comparator for metric in one.metrics
-        )
-        raise ValueError(
-            f"a comparator is read by metric {readers} only, not {settings.metric}: leave "
-            f"comparator out, or choose metric {readers}"
-        )
-    if settings.scoring.changes() and settings.metric not in method.scoring_metrics:
-        readers = " or ".join(m for one in METHODS.values() for m in one.scoring_metrics)
-        raise ValueError(
-            f"the scoring settings tune the fused and distance readouts; metric "
-            f"{settings.metric} reads none of them: leave them out, or choose metric {readers}"
-        )
-    return settings
+for _method in BUILT_IN:
+    register(_method)

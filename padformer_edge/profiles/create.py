@@ -27,7 +27,7 @@ from padformer_edge.profiles.layout import (
     check_name,
     write_yaml_atomic,
 )
-from padformer_edge.profiles.profile import Profile, load_profile
+from padformer_edge.profiles.profile import KnownReferences, Profile, load_profile
 from padformer_edge.profiles.schema import (
     ProfileConfig,
     ProfileModelRef,
@@ -38,6 +38,7 @@ from padformer_edge.profiles.selection import select_references
 from padformer_edge.profiles.versions import save_profile, version_for
 from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.locations import stored_path
+from padformer_edge.weights import checked_sha256
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,8 @@ def create_profile(
         model, _ = load_checkpoint(checkpoint)
     else:  # recorded, not loaded: the file must still be a checkpoint
         read_header(checkpoint)
-    model_sha = file_sha256(checkpoint)
-    images = load_references(references)
+    model_sha = checked_sha256(checkpoint) or file_sha256(checkpoint)  # the shipped: checked
+    images = load_references(references)  # each decoded once, here
     paths = list_images(references)
     if shots is not None and not 1 <= shots <= len(images):
         raise UserError(
@@ -91,13 +92,14 @@ def create_profile(
             f"choose from 1 to {len(images)}."
         )
     count = len(images) if shots is None else shots
-    chosen = [paths[i] for i in select_references(images, count, settings, lambda: model)]
+    picked = select_references(images, count, settings, lambda: model)
+    chosen = [paths[i] for i in picked]
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.creating-", dir=root))
     try:
         (staging / REFERENCES_DIR).mkdir()
         entries = []
-        for path in chosen:
+        for path in chosen:  # each copy hashed once: the bytes the profile keeps
             shutil.copyfile(path, staging / REFERENCES_DIR / path.name)
             sha = file_sha256(staging / REFERENCES_DIR / path.name)
             entries.append(ReferenceEntry(file=path.name, sha256=sha, source=str(path.absolute())))
@@ -113,9 +115,11 @@ def create_profile(
         if settings.runtime in GRAPH_RUNTIMES:
             from padformer_edge.profiles.export import export_into
 
-            config = export_into(staging, config, checkpoint, settings)
+            config = export_into(staging, config, checkpoint, settings, lambda: model)
         write_yaml_atomic(staging / PROFILE_FILE, config.model_dump(mode="json"))
-        Profile(staging, config).build_detector()  # fills the reference cache, checks settings
+        known = KnownReferences([images[i] for i in picked], tuple(e.sha256 for e in entries))
+        # fills the reference cache and checks the settings, on what was read above
+        Profile(staging, config).build_detector(known=known, padformer=lambda: model)
         staging.rename(final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -144,10 +148,8 @@ def set_model(
         load_checkpoint(checkpoint)  # a file that does not load must not be adopted
         sha = file_sha256(checkpoint)
         update["model"] = ProfileModelRef(path=stored_path(checkpoint), sha256=sha)
-    if metric is not None:  # compare: the shipped default comparator, named by its sha256
-        update["detection"] = method_for(metric).settled(
-            profile.detection.replace(metric=metric, comparator=None)
-        )
+    if metric is not None:  # its method's defaults, settled (compare: the shipped comparator)
+        update["detection"] = method_for(metric).settled(profile.detection.with_metric(metric))
     config = profile.config.model_copy(update=update)
     save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
     get_logger("profiles").info(

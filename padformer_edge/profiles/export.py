@@ -16,6 +16,7 @@ from pathlib import Path
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import RuntimeName
 from padformer_edge.errors import UserError
+from padformer_edge.methods.interface import PadformerSource
 from padformer_edge.profiles.layout import EXPORTED_DIR, PROFILE_FILE, write_yaml_atomic
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.profiles.schema import ExportedFiles, ProfileConfig
@@ -23,12 +24,17 @@ from padformer_edge.reporting.log import get_logger
 
 
 def export_into(
-    folder: Path, config: ProfileConfig, checkpoint: Path, settings: DetectionSettings
+    folder: Path,
+    config: ProfileConfig,
+    checkpoint: Path,
+    settings: DetectionSettings,
+    padformer: PadformerSource | None = None,
 ) -> ProfileConfig:
     """Export what the method of ``settings`` scores with (``checkpoint``'s model for a
     PADFormer metric, the comparator for ``compare``), for a runtime onnxruntime or
     openvino, into ``folder``/exported (replacing any earlier export) and return
-    ``config`` with those settings and the files' sha256."""
+    ``config`` with those settings and the files' sha256. ``padformer`` hands in the
+    model when the caller has loaded it already (``profile create``)."""
     from padformer_edge.deploy.onnx_runner import import_onnxruntime
     from padformer_edge.deploy.sessions import import_openvino
     from padformer_edge.methods.registry import method_for
@@ -42,7 +48,8 @@ def export_into(
     method = method_for(settings.metric)
     staging = Path(tempfile.mkdtemp(prefix=".exporting-", dir=folder))
     try:
-        files = method.export(settings, staging, lambda: load_checkpoint(checkpoint)[0])
+        source = padformer or (lambda: load_checkpoint(checkpoint)[0])
+        files = method.export(settings, staging, source)
         final = folder / EXPORTED_DIR
         if final.exists():
             shutil.rmtree(final)

@@ -23,7 +23,7 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
-from padformer_edge.methods.interface import ReferenceSlot
+from padformer_edge.methods.interface import PadformerSource, ReferenceSlot
 from padformer_edge.methods.registry import method_for
 from padformer_edge.profiles.layout import (
     CACHE_FILE,
@@ -35,6 +35,8 @@ from padformer_edge.profiles.schema import CalibrationResult, ExportedFiles, Pro
 from padformer_edge.store.locations import resolve_stored
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from padformer_edge.detect.detection import InspectionDetector
     from padformer_edge.detect.signature import Signature
     from padformer_edge.methods.interface import ScoringMethod
@@ -48,6 +50,15 @@ def line_threads() -> int:
         return max(1, int(os.environ.get("OMP_NUM_THREADS", "")))
     except ValueError:
         return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class KnownReferences:
+    """A profile's references as its maker has just copied, hashed and decoded them, in
+    the profile's order: handed to ``Profile.build_detector`` so they are not read again."""
+
+    images: list[np.ndarray]
+    sha256s: tuple[str, ...]
 
 
 @dataclass
@@ -163,7 +174,13 @@ class Profile:
         return model
 
     def build_detector(
-        self, device: str | None = None, runtime: str | None = None, *, calibrating: bool = False
+        self,
+        device: str | None = None,
+        runtime: str | None = None,
+        *,
+        calibrating: bool = False,
+        known: KnownReferences | None = None,
+        padformer: PadformerSource | None = None,
     ) -> InspectionDetector:
         """A detector with this profile's settings and references, by its method.
 
@@ -171,24 +188,37 @@ class Profile:
         ``cuda``), ``runtime`` its runtime (the daemon's ``worker.runtime``). The files the
         method reads are verified first (a PADFormer method's checkpoint, every method's
         references), and unless ``calibrating``, that the threshold was set on scores
-        computed the way this detector computes them.
+        computed the way this detector computes them. ``known`` and ``padformer`` hand in
+        what the caller has already read and checked (``profile create`` has just decoded
+        and hashed the references and loaded the checkpoint), so nothing is read twice.
         """
         if runtime is not None and runtime != self.detection.runtime:
-            return self.on_runtime(runtime).build_detector(device, calibrating=calibrating)
+            profile = self.on_runtime(runtime)
+            return profile.build_detector(device, calibrating=calibrating, known=known)
         settings = self.detection if device is None else self.detection.replace(device=device)
         if settings.runtime in GRAPH_RUNTIMES:
-            detector = self.build_line_detector(settings)
+            detector = self.build_line_detector(settings, known)
         else:
-            from padformer_edge.detect.images import read_image
-
-            slot = self.reference_slot()
-            references = [read_image(path) for path in self.reference_paths]
-            detector = self.method.torch_detector(
-                references, settings, self.load_model, cache=slot
-            )
+            slot, references = self.checked_references(known)
+            source = self.load_model if padformer is None else padformer
+            detector = self.method.torch_detector(references, settings, source, cache=slot)
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector
+
+    def checked_references(
+        self, known: KnownReferences | None = None
+    ) -> tuple[ReferenceSlot, list[np.ndarray]]:
+        """The reference cache slot and the decoded references, each file checked against
+        its recorded sha256 first; ``known``: what the caller already hashed and decoded."""
+        if known is None:
+            from padformer_edge.detect.images import read_image
+
+            slot = self.reference_slot()
+            return slot, [read_image(path) for path in self.reference_paths]
+        recorded = tuple(entry.sha256 for entry in self.config.references)
+        assert known.sha256s == recorded, "the references handed in are the profile's own"
+        return ReferenceSlot(self.cache_path, self.model_sha256, recorded), known.images
 
     def on_runtime(self, runtime: str) -> Profile:
         """This profile (in memory, the file unchanged) set to run on ``runtime``: what a
@@ -196,15 +226,14 @@ class Profile:
         detection = self.detection.replace(runtime=runtime)
         return Profile(self.folder, self.config.model_copy(update={"detection": detection}))
 
-    def build_line_detector(self, settings: DetectionSettings) -> InspectionDetector:
+    def build_line_detector(
+        self, settings: DetectionSettings, known: KnownReferences | None = None
+    ) -> InspectionDetector:
         """The torch-free detector on the profile's exported graphs, each verified against
         the sha256 profile.yaml records (the checkpoint itself is not read: the graphs
         carry the weights, and the export names the checkpoint sha256 it was made from)."""
-        from padformer_edge.detect.images import read_image
-
         exported = self.exported_files()
-        slot = self.reference_slot()
-        references = [read_image(path) for path in self.reference_paths]
+        slot, references = self.checked_references(known)
         return self.method.line_detector(
             self.folder / exported.folder,
             exported.files,

@@ -78,5 +78,6 @@ def version_identity(profile: Profile) -> dict[str, object]:
     return {
         "name": profile.name, "version": profile.config.version, "metric": detection.metric,
         "runtime": detection.runtime, "model_sha256": profile.model_sha256,
-        "comparator_sha256": detection.comparator, "threshold": threshold,
+        "comparator_sha256": getattr(detection.section, "comparator", None),
+        "threshold": threshold,
     }  # fmt: skip

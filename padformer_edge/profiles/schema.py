@@ -2,7 +2,8 @@
 
 Registered as the ``profile`` kind of ``padformer-edge config check``. Its detection
 section is the detector's own settings object (``detect.settings``), so a profile can
-hold nothing the detector would not accept.
+hold nothing the detector would not accept; the keys of a metric's method are its section,
+declared in its package (``methods.registry`` registers the sections).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from padformer_edge.config import StrictModel, register_config_kind
-from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.methods.registry import METRICS, check_settings, method_for
+from padformer_edge.detect.settings import PRODUCT_METRIC, DetectionSettings
+from padformer_edge.methods.registry import method_for
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -240,31 +241,17 @@ class ProfileConfig(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _name_the_comparator(cls, data: Any) -> Any:
-        """A profile whose method reads a comparator (``compare``), written before profiles
-        named their comparator, was made with the first comparator shipped: record it (the
-        one its calibration names, when it names one), so that a newer default does not
-        change its scores."""
+    def _fill_what_earlier_files_left_out(cls, data: Any) -> Any:
+        """The metric's method completes its section of a file written by an earlier
+        version (``MethodSettings.from_earlier``), from the signature its calibration
+        recorded, so that what a profile scored with stays what it scores with."""
         detection = data.get("detection") if isinstance(data, dict) else None
-        if not isinstance(detection, dict) or detection.get("metric") not in METRICS:
+        if not isinstance(detection, dict):
             return data
-        if not method_for(detection["metric"]).reads_comparator:
+        try:
+            section = method_for(str(detection.get("metric", PRODUCT_METRIC))).settings_type
+        except ValueError:  # an unknown metric: the detection section says so
             return data
-        if detection.get("comparator") is not None:
-            return data
-        from padformer_edge.weights import earliest_comparator_sha256
-
         calibration = data.get("calibration")
-        scoring = calibration.get("scoring") if isinstance(calibration, dict) else None
-        recorded = scoring.get("comparator") if isinstance(scoring, dict) else None
-        sha256 = recorded if isinstance(recorded, str) else earliest_comparator_sha256()
-        if sha256 is None:
-            return data
-        return {**data, "detection": {**detection, "comparator": sha256}}
-
-    @field_validator("detection")
-    @classmethod
-    def _a_method_scores_it(cls, detection: DetectionSettings) -> DetectionSettings:
-        """The metric is one a scoring method scores, and every setting given is one that
-        method reads (``methods.registry.check_settings``)."""
-        return check_settings(detection)
+        recorded = calibration.get("scoring") if isinstance(calibration, dict) else None
+        return {**data, "detection": section.from_earlier(detection, recorded)}

@@ -163,7 +163,7 @@ def earlier_score(profile: Profile) -> str:
     if metric != PRODUCT_METRIC:
         return f"; it scores with metric '{metric}', not the learned comparison: {move}"
     default = comparator_sha256(comparator_path())
-    recorded = profile.detection.comparator
+    recorded = profile.detection.section.comparator  # metric compare: its section
     if recorded is None or default is None or recorded == default:
         return ""
     return (

@@ -173,6 +173,14 @@ def locate_shipped(path: Path, env_var: str, what: str, instead: str) -> Path:
     return path
 
 
+def checked_sha256(path: Path) -> str | None:
+    """The sha256 this process already checked ``path`` against its card (a shipped file,
+    unchanged since), so a caller that records it does not hash it again; None when it
+    has not."""
+    stat = path.stat()
+    return _verified.get((str(path), stat.st_size, stat.st_mtime_ns))
+
+
 def resolve_model(model: Path | None) -> Path:
     """The checkpoint a command should use: the one given, else the shipped generic one."""
     return model if model is not None else locate_generic_model()

@@ -92,7 +92,7 @@ def make_profile(profiles: Path, name: str, threshold: float, passes: int = 2) -
     save_checkpoint(source / "model.safetensors", build_model("tiny"))
     for seed in range(2):
         write_image(source / f"references/{seed}.png", product_image(48, 64, seed))
-    settings = DetectionSettings(passes=passes, device="cpu")
+    settings = DetectionSettings(metric="auto", passes=passes, device="cpu")
     profile = create_profile(
         profiles, name, source / "model.safetensors", source / "references", settings=settings
     ).profile

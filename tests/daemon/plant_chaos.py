@@ -59,7 +59,7 @@ def line_profile(folder: Path) -> Path:
     save_checkpoint(source / "model.safetensors", tiny_model("edge"))
     for seed in range(2):
         write_image(source / f"references/{seed}.png", product_image(48, 64, seed))
-    settings = DetectionSettings(passes=2, device="cpu", runtime="onnxruntime")
+    settings = DetectionSettings(metric="auto", passes=2, device="cpu", runtime="onnxruntime")
     made = create_profile(folder / "profiles", "bolt", source / "model.safetensors",
                           source / "references", settings=settings)  # fmt: skip
     return made.profile.folder

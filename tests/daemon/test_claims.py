@@ -201,8 +201,9 @@ def test_an_uncalibrated_profile_is_refused_before_the_database_or_a_claim_exist
     save_checkpoint(source / "model.safetensors", build_model("tiny"))
     for seed in range(2):
         write_image(source / f"references/{seed}.png", product_image(48, 64, seed))
+    fast = DetectionSettings(metric="auto", device="cpu")
     create_profile(state / "profiles", "bolt", source / "model.safetensors",
-                   source / "references", settings=DetectionSettings(device="cpu"))  # fmt: skip
+                   source / "references", settings=fast)  # fmt: skip
     camera = tmp_path / "cam"
     camera.mkdir()
     database = state / "results.sqlite3"

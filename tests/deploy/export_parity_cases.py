@@ -115,7 +115,7 @@ def test_detector_scores_and_verdicts_match_torch(exported, runtime):
     queries = [good, with_defect(good, (20, 30, 14, 14)), product_image(70, 90, seed=12)]
     queries.append(with_defect(queries[2], (40, 10, 12, 20)))
     # 3 passes in batches of 4: chunks that split an image's passes, and a short last one
-    settings = DetectionSettings(passes=3, max_batch=4, device="cpu")
+    settings = DetectionSettings(metric="auto", passes=3, max_batch=4, device="cpu")
     by_torch = Detector(model, references, settings).detect(queries)
     onnx_settings = settings.replace(runtime=runtime)
     runner = open_runner(model, runtime, folder)

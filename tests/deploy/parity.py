@@ -74,7 +74,9 @@ def tiny_onnx_profile(folder: Path, max_batch: int) -> Path:
     save_checkpoint(folder / "edge.safetensors", tiny_model("edge"))
     for seed in range(2):
         write_image(folder / f"references/{seed}.png", product_image(60, 80, seed))
-    settings = DetectionSettings(passes=2, max_batch=max_batch, device="cpu", runtime="onnxruntime")
+    settings = DetectionSettings(
+        metric="auto", passes=2, max_batch=max_batch, device="cpu", runtime="onnxruntime"
+    )
     profiles = folder / "profiles"
     create_profile(
         profiles, "part", folder / "edge.safetensors", folder / "references", settings=settings

@@ -53,7 +53,7 @@ def test_a_missing_runtime_is_one_sentence_with_the_install_command(
 def test_a_runtime_without_exported_graphs_says_how_to_make_them(runtime, export, profile_export):
     """Also what a profile set to an exported runtime hears at start-up without graphs:
     the detector given no runner and the opener given no folder say the same sentence."""
-    settings = DetectionSettings(passes=2, runtime=runtime)
+    settings = DetectionSettings(metric="auto", passes=2, runtime=runtime)
     with pytest.raises(UserError) as err:
         Detector(tiny_model("tiny"), [product_image(64, 64)], settings)
     assert f"padformer-edge {export}" in str(err.value)
@@ -69,4 +69,9 @@ def test_a_runner_with_the_torch_runtime_is_refused(tmp_path):
     export_onnx(model, tmp_path)
     runner = open_runner(model, "onnxruntime", tmp_path)
     with pytest.raises(ValueError, match="onnxruntime or openvino only"):
-        Detector(model, [product_image(64, 64)], DetectionSettings(passes=2), runner=runner)
+        Detector(
+            model,
+            [product_image(64, 64)],
+            DetectionSettings(metric="auto", passes=2),
+            runner=runner,
+        )

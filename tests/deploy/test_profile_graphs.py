@@ -24,7 +24,7 @@ from tests.detect_images import product_image, with_defect
 from tests.line.make_fixture import write_image
 
 SCORE_RTOL = 1e-4
-FAST = DetectionSettings(passes=3, max_batch=6, device="cpu")
+FAST = DetectionSettings(metric="auto", passes=3, max_batch=6, device="cpu")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from padformer_edge.model.padformer import build_model
 from tests.cli_process import run_cli
 from tests.detect_images import product_image, with_defect
 
-FAST = DetectionSettings(passes=3, device="cpu")
+FAST = DetectionSettings(metric="auto", passes=3, device="cpu")
 
 
 def write_png(path: Path, rgb: np.ndarray) -> Path:

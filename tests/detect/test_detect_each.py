@@ -14,7 +14,7 @@ from tests.detect_images import product_image, with_defect
 
 def make(max_batch: int, passes: int = 4) -> Detector:
     clean = product_image(48, 64)
-    settings = DetectionSettings(passes=passes, max_batch=max_batch, device="cpu")
+    settings = DetectionSettings(metric="auto", passes=passes, max_batch=max_batch, device="cpu")
     return Detector(CleanReconstructor(), [clean, clean], settings)
 
 
@@ -59,7 +59,7 @@ def test_a_halved_model_batch_gives_smaller_groups() -> None:
 
 def test_evaluation_scores_through_the_same_loop_and_keeps_reconstructions() -> None:
     clean = product_image(48, 64)
-    settings = DetectionSettings(passes=4, max_batch=8, device="cpu")
+    settings = DetectionSettings(metric="auto", passes=4, max_batch=8, device="cpu")
     scorer = PADFormerScorer(CleanReconstructor(), settings=settings)
     scorer.prepare([clean, clean])
     images = queries(3)

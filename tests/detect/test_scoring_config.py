@@ -13,16 +13,16 @@ import pytest
 import yaml
 from safetensors import safe_open
 
-from padformer_edge.detect.scoring_config import (
+from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.signature import paper_signature, same_scoring, signature_text
+from padformer_edge.errors import UserError
+from padformer_edge.methods.fused.scoring import (
     PRODUCT_SCORING,
     JobScoring,
     ScoringConfig,
     resolve_scoring,
     scoring_changes,
 )
-from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.detect.signature import paper_signature, same_scoring, signature_text
-from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.model.checkpoint import (
     LEGACY_SCORING_FIELDS,
@@ -33,7 +33,7 @@ from padformer_edge.weights import CHECKPOINT_NAME, package_folder
 from tests.detect_images import product_image, with_defect
 
 GENERIC = package_folder() / CHECKPOINT_NAME
-SETTINGS = DetectionSettings(passes=3, max_batch=3, device="cpu")
+SETTINGS = DetectionSettings(metric="auto", passes=3, max_batch=3, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +117,12 @@ def test_the_command_lines_scoring_items_are_read_and_checked_with_one_sentence(
 
 
 def test_a_profiles_detection_section_carries_only_the_values_it_sets() -> None:
-    settings = DetectionSettings.model_validate({"scoring": {"score": {"sigma": 2}}})
-    assert settings.scoring.score.sigma == 2.0
+    settings = DetectionSettings(metric="auto", scoring={"score": {"sigma": 2}})
+    assert settings.section.scoring.score.sigma == 2.0
     assert settings.model_dump(mode="json")["scoring"] == {"score": {"sigma": 2.0}}
-    assert DetectionSettings().model_dump(mode="json")["scoring"] == {}
-    with pytest.raises(ValueError, match=r"scoring\.map\.weight\n  Extra inputs are not permitted"):
-        DetectionSettings.model_validate({"scoring": {"map": {"weight": 1}}})
+    assert DetectionSettings(metric="auto").model_dump(mode="json")["scoring"] == {}
+    with pytest.raises(ValueError, match=r"scoring\.map\.weight: extra inputs are not permitted"):
+        DetectionSettings.model_validate({"metric": "fused", "scoring": {"map": {"weight": 1}}})
 
 
 def test_signatures_compare_as_values_and_read_the_text_of_earlier_versions() -> None:
@@ -214,7 +214,7 @@ def test_the_command_line_sets_scoring_over_the_models_own(tmp_path: Path, image
     assert default.returncode == given.returncode == 0, default.stderr + given.stderr
     scores = [json.loads(done.stdout)[0]["score"] for done in (default, given)]
     model, _ = load_checkpoint(GENERIC)
-    settings = DetectionSettings(passes=3, device="cpu")
+    settings = DetectionSettings(metric="auto", passes=3, device="cpu")
     expected = [
         Detector(model, [cv2.imread(str(refs / f"{i}.png"))[:, :, ::-1] for i in range(3)],
                  layered).detect([cv2.imread(str(query))[:, :, ::-1]])[0].score

@@ -26,7 +26,7 @@ PROFILES = {"onnxruntime": PROFILE, "openvino": "bolt-ov"}
 """The site's profile on each line runtime."""
 COMPARE_PROFILES = {"onnxruntime": "bolt-compare", "openvino": "bolt-compare-ov"}
 """The same references on the ``compare`` metric (the shipped comparator), per runtime."""
-SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto"}
+SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto", "metric": "auto"}
 
 
 def write_image(path: Path, image: np.ndarray) -> Path:

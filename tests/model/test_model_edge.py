@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from padformer_edge.detect.images import resize_square, to_unit_tensor
-from padformer_edge.detect.scoring_config import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.methods.fused.metric import FusedMetric
 from padformer_edge.methods.fused.mix import Mix
+from padformer_edge.methods.fused.scoring import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
@@ -207,7 +207,9 @@ def check_fused_detection(model) -> None:
     score is the maximum of the score's own mix and readout of the same passes."""
     references = [product_image(80, 120, seed=s) for s in range(3)]
     query = with_defect(product_image(80, 120, seed=1), (30, 40, 12, 12))
-    detector = Detector(model, references, DetectionSettings(passes=4, max_batch=3, device="cpu"))
+    detector = Detector(
+        model, references, DetectionSettings(metric="auto", passes=4, max_batch=3, device="cpu")
+    )
     assert detector.metric_name == "fused"
     (result,) = detector.detect([query])
     assert result.anomaly_map.shape == (80, 120)

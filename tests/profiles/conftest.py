@@ -19,7 +19,7 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge_training.synth import ViewCounts, render_dataset
 
 VIEWS = ViewCounts(train=24, test_per_defect=4, test_good=40)
-FAST = DetectionSettings(passes=3, device="cpu")
+FAST = DetectionSettings(metric="auto", passes=3, device="cpu")
 
 
 @pytest.fixture(scope="session")

@@ -150,3 +150,44 @@ def test_damaged_cache_file_is_rebuilt(tmp_path, product, checkpoint):
     profile.cache_path.write_bytes(data[: len(data) // 2])
     assert not profile.build_detector().cache_hit
     assert stored_key(profile.cache_path) == profile.reference_key()
+
+
+def test_create_decodes_hashes_and_loads_each_thing_once(
+    tmp_path, product, checkpoint, monkeypatch
+):
+    """``profile create`` with the default metric decodes every offered image once, hashes
+    each reference once (its copy, the bytes the profile keeps) and loads the comparator
+    once, for choosing the references and for the detector that fills the cache alike:
+    it used to decode and hash the references again to build that detector, and load the
+    comparator again for it."""
+    import hashlib
+
+    from padformer_edge.detect import images as image_module
+    from padformer_edge.methods.compare import checkpoint as comparator_file
+
+    decoded, hashed, loaded = [], [], []
+    decode, digest, load = (
+        image_module.decode_image, hashlib.file_digest, comparator_file.load_comparator
+    )  # fmt: skip
+
+    def counted_digest(handle, name):
+        hashed.append(Path(handle.name).resolve())
+        return digest(handle, name)
+
+    monkeypatch.setattr(
+        image_module, "decode_image", lambda data, **kw: decoded.append(1) or decode(data, **kw)
+    )
+    monkeypatch.setattr(hashlib, "file_digest", counted_digest)
+    monkeypatch.setattr(
+        comparator_file, "load_comparator", lambda *a, **kw: loaded.append(a) or load(*a, **kw)
+    )
+    comparator_file.forget_shared_comparators()  # as in a fresh `profile create` process
+    root = tmp_path / "profiles"
+    result = create_profile(root, "duck", checkpoint, product / "train" / "good", 4)
+    profile = load_profile(root, "duck")
+    assert profile.detection.metric == "compare"  # the one default metric
+    assert len(decoded) == result.offered == 24
+    copies = [path.name for path in hashed if path.parent.name == "references"]
+    assert sorted(copies) == sorted(entry.file for entry in profile.config.references)
+    assert not [path for path in hashed if path.parent == (product / "train" / "good").resolve()]
+    assert len(loaded) == 1

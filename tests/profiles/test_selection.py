@@ -51,4 +51,4 @@ def test_selection_keeps_everything_when_there_are_few_images(product):
     def no_model():
         raise AssertionError("nothing to choose: no features are needed")
 
-    assert select_references(images, 5, DetectionSettings(), no_model) == [0, 1, 2]
+    assert select_references(images, 5, DetectionSettings(metric="auto"), no_model) == [0, 1, 2]

@@ -52,7 +52,7 @@ class PADFormerScorer:
         settings: DetectionSettings | None = None,
     ) -> None:
         self.model, self.name = model, name
-        self.settings = DetectionSettings() if settings is None else settings
+        self.settings = DetectionSettings(metric="auto") if settings is None else settings
         self.detector: InspectionDetector | None = None
 
     def prepare(self, references: Sequence[np.ndarray]) -> None:

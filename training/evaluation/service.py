@@ -47,7 +47,7 @@ def evaluate_checkpoint(
     report.html into ``out``. ``on_start(total)`` and ``progress(done)`` feed a bar.
     ``settings`` default to the paper's, with the masks seeded by ``options.seed``."""
     if settings is None:
-        settings = DetectionSettings(seed=options.seed)
+        settings = DetectionSettings(metric="auto", seed=options.seed)
     index = index_dataset(data, categories=categories)
     episodes = plan_episodes(index, options)
     model, _ = load_checkpoint(checkpoint, device="cpu")

@@ -8,6 +8,7 @@ unpickles anything.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -70,3 +71,24 @@ def load_comparator(path: str | Path, device: str = "cpu") -> tuple[ComparisonMo
     model = ComparisonModel(config, backbone)
     model.load_state_dict(tensors, strict=True)
     return model.to(torch.device(device)).eval(), metadata
+
+
+def shared_comparator(path: str | Path, device: str = "cpu") -> ComparisonModel:
+    """The comparator at ``path`` on ``device``, loaded once per process while the file
+    is unchanged (its size and modification time): what ``profile create`` chooses
+    references with, exports and builds its detector on, and every detector of a line,
+    share one model, which scoring only reads."""
+    stat = Path(path).stat()
+    return _loaded(str(Path(path).absolute()), stat.st_size, stat.st_mtime_ns, device)
+
+
+def forget_shared_comparators() -> None:
+    """Drop the comparators ``shared_comparator`` keeps: what a new process starts with
+    (a benchmark's restart, a test counting loads)."""
+    _loaded.cache_clear()
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded(path: str, size: int, mtime_ns: int, device: str) -> ComparisonModel:
+    """``load_comparator``'s model, kept by ``shared_comparator``'s key."""
+    return load_comparator(path, device)[0]

@@ -62,7 +62,7 @@ class CompareDetector(GroupedDetection):
         check_precision(settings.precision, self.device)
         self.passes, self.max_batch = settings.passes, settings.max_batch
         check_references(references)
-        self.metric = load_compare_metric(self.device, None, settings.comparator)
+        self.metric = load_compare_metric(self.device, None, settings.section.comparator)
         self.metric_name = "compare"
         stored = None if cells is None else cells.load(self.metric.sha256, self.device)
         self.cache_hit = stored is not None

@@ -19,17 +19,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from padformer_edge.deploy.export import OPSET
-from padformer_edge.deploy.names import (
-    COMPARE_CELLS_GRAPH,
-    COMPARE_GRAPH,
-    SCHEDULE_FIELDS,
-    SCORING_FILE,
-)
+from padformer_edge.deploy.names import SCORING_FILE
 from padformer_edge.detect.array_ops import QUARTER_TURNS
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.files.atomic import atomic_path
 from padformer_edge.methods.compare.model import ComparisonModel
+from padformer_edge.methods.compare.names import COMPARE_CELLS_GRAPH, COMPARE_GRAPH
 from padformer_edge.methods.compare.scorer import CompareMetric, compare_signature
 
 COMPARE_SCORING_TAG = "padformer-edge-line-compare/1"
@@ -71,7 +67,7 @@ def compare_record(metric: CompareMetric, settings: DetectionSettings) -> dict[s
         "format": COMPARE_SCORING_TAG,
         "metric": "compare",
         "signature": compare_signature(metric),
-        "settings": {field: getattr(settings, field) for field in SCHEDULE_FIELDS},
+        "settings": settings.export_settings(),
         "input_size": metric.input_size,
         "turns": list(QUARTER_TURNS),
         "sigma": float(metric.map_readout.sigma),
@@ -105,7 +101,7 @@ def export_comparator(settings: DetectionSettings, out: Path) -> dict[str, str]:
     from padformer_edge.files.digest import file_sha256
     from padformer_edge.methods.compare.scorer import load_compare_metric
 
-    metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)
+    metric = load_compare_metric(torch.device("cpu"), None, settings.section.comparator)
     written = export_compare(metric, settings, out)
     digests = {name: file_sha256(out / name) for name in written}
     if settings.runtime == "openvino":

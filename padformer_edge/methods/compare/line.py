@@ -16,10 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from padformer_edge.deploy.names import (
-    COMPARE_CELLS_GRAPH,
-    COMPARE_GRAPH,
-)
 from padformer_edge.deploy.sessions import (
     LINE_ONNXRUNTIME_HINT,
     LINE_OPENVINO_HINT,
@@ -33,6 +29,7 @@ from padformer_edge.detect.detection import Detection, GroupedDetection
 from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
+from padformer_edge.methods.compare.names import COMPARE_CELLS_GRAPH, COMPARE_GRAPH
 from padformer_edge.methods.compare.reading import cell_detections
 
 GRAPHS = (COMPARE_CELLS_GRAPH, COMPARE_GRAPH)

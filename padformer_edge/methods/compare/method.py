@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from padformer_edge.methods.compare.settings import CompareSettings
+
 if TYPE_CHECKING:
     import numpy as np
     import torch
@@ -29,15 +31,14 @@ class CompareMethod:
     name = "compare"
     metrics = ("compare",)
     reads_padformer = False
-    reads_comparator = True
-    scoring_metrics = ()  # its readout is the comparator's own
+    settings_type = CompareSettings
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """The comparator named by its sha256 (the shipped default unless one is named),
         so that a later default leaves the profile's scores as they were."""
         from padformer_edge.weights import comparator_sha256, locate_comparator
 
-        path = locate_comparator(settings.comparator)  # checked against its card
+        path = locate_comparator(settings.section.comparator)  # checked against its card
         return settings.replace(comparator=comparator_sha256(path))
 
     def torch_detector(
@@ -82,7 +83,7 @@ class CompareMethod:
 
         from padformer_edge.methods.compare.scorer import compare_signature, load_compare_metric
 
-        metric = load_compare_metric(torch.device("cpu"), None, settings.comparator)
+        metric = load_compare_metric(torch.device("cpu"), None, settings.section.comparator)
         return compare_signature(metric)
 
     def selection_features(
@@ -95,12 +96,12 @@ class CompareMethod:
 
         from padformer_edge.methods.compare.scorer import pooled_cells
 
-        return pooled_cells(images, settings.comparator, torch.device("cpu"))
+        return pooled_cells(images, settings.section.comparator, torch.device("cpu"))
 
     def weights_checked(self, settings: DetectionSettings) -> str:
         from padformer_edge.weights import locate_comparator
 
-        return f"comparator {locate_comparator(settings.comparator)} matches its card"
+        return f"comparator {locate_comparator(settings.section.comparator)} matches its card"
 
 
 COMPARE = CompareMethod()

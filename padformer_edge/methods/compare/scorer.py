@@ -113,11 +113,11 @@ def load_compare_metric(
 ) -> CompareMetric:
     """The ``compare`` metric on the shipped comparator of ``sha256`` (None: the default),
     checked against its card (so the card's sha256 is the file's)."""
-    from padformer_edge.methods.compare.checkpoint import load_comparator
+    from padformer_edge.methods.compare.checkpoint import shared_comparator
     from padformer_edge.weights import comparator_sha256, locate_comparator
 
     path = locate_comparator(sha256)
-    model, _ = load_comparator(path, str(device))
+    model = shared_comparator(path, str(device))
     verified = comparator_sha256(path)
     assert verified is not None, "locate_comparator checked the card"
     return CompareMetric(model, verified, references01)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from padformer_edge.methods.distance.settings import DistanceSettings
 from padformer_edge.methods.padformer.method import PadformerMethod
 
 
@@ -14,7 +15,7 @@ class DistanceMethod(PadformerMethod):
 
     name = "distance"
     metrics = ("distance",)
-    scoring_metrics = ("distance",)
+    settings_type = DistanceSettings
 
 
 DISTANCE = DistanceMethod()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig, resolve_scoring
 from padformer_edge.methods.fused.metric import FusedMetric, model_scoring
+from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig, resolve_scoring
 from padformer_edge.model.padformer import PADFormer
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from padformer_edge.methods.fused.settings import FusedSettings
 from padformer_edge.methods.padformer.method import PadformerMethod
 
 
@@ -14,7 +15,7 @@ class FusedMethod(PadformerMethod):
 
     name = "fused"
     metrics = ("fused",)
-    scoring_metrics = ("fused",)
+    settings_type = FusedSettings
 
 
 FUSED = FusedMethod()

@@ -6,7 +6,7 @@ The LAB and predicted-feature errors are each divided by their spread on good vi
 stains, features find shape and texture, and neither alone finds both. The
 nearest-reference distance (``methods.distance.search``) is the same for every pass, so
 it moves the pass mean and leaves the variance alone. The anomaly map and the image score
-each take their own mix and readout (``scoring_config.ScoringConfig``), all chosen on
+each take their own mix and readout (``scoring.ScoringConfig``), all chosen on
 validation data, because outlining a defect and ranking whole images want different
 things. The reference term alone, with no reconstruction pass, is the ``distance`` method
 (``methods.distance.metric``), which builds on this metric's settings.
@@ -17,12 +17,6 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.detect.scoring_config import (
-    JobScoring,
-    ScoringConfig,
-    resolve_scoring,
-    scoring_from_json,
-)
 from padformer_edge.methods.distance.maps import mix_distances
 from padformer_edge.methods.distance.search import (
     batch_reference_distances,
@@ -30,6 +24,12 @@ from padformer_edge.methods.distance.search import (
     resolve_search,
 )
 from padformer_edge.methods.fused.mix import Mix, mix_jobs
+from padformer_edge.methods.fused.scoring import (
+    JobScoring,
+    ScoringConfig,
+    resolve_scoring,
+    scoring_from_json,
+)
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.padformer import PADFormer
 

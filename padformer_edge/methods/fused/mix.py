@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.detect.scoring_config import JobScoring
+from padformer_edge.methods.fused.scoring import JobScoring
 
 
 @dataclass(frozen=True)

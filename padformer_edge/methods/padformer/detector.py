@@ -87,7 +87,7 @@ class Detector(GroupedDetection):
         encodings: EncodingStore | None = None,
         runner: GraphRunner | None = None,
     ) -> None:
-        settings = DetectionSettings() if settings is None else settings
+        settings = DetectionSettings(metric="auto") if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
         onnx = settings.runtime != "torch"  # the exported graphs, in either runtime
@@ -122,7 +122,7 @@ class Detector(GroupedDetection):
         with torch.inference_mode():
             references01 = [to_unit_tensor(image, self.device) for image in references]
             self.metric_name, self.metric = resolve_metric(
-                settings.metric, self.model, references01, settings.scoring
+                settings.metric, self.model, references01, settings.section.scoring
             )
 
     @property

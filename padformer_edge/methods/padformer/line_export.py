@@ -28,7 +28,6 @@ from padformer_edge.deploy.names import (
     FEATURES_GRAPH,
     MANIFEST,
     PASSES_FILE,
-    SCHEDULE_FIELDS,
     SCORING_FILE,
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
@@ -80,7 +79,7 @@ def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, A
     from padformer_edge.methods.fused.metric import FusedMetric
     from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 
-    name, metric = resolve_metric(settings.metric, model, None, settings.scoring)
+    name, metric = resolve_metric(settings.metric, model, None, settings.section.scoring)
     if name not in ("lab", "rgb", "fused", "distance"):
         raise UserError(
             f"metric '{name}' has no line runtime (it needs the torch encoder per pass); "
@@ -105,7 +104,7 @@ def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, A
         "format": SCORING_TAG,
         "metric": name,
         "signature": scoring_signature(name, metric),
-        "settings": {field: getattr(settings, field) for field in SCHEDULE_FIELDS},
+        "settings": settings.export_settings(),
         "map_readout": vars_of(metric.map_readout),
         "score_readout": vars_of(metric.score_readout),
         "mixes": mixes,

@@ -10,12 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from padformer_edge.methods.padformer.settings import PadformerSettings
+
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
     from padformer_edge.detect.detection import InspectionDetector
-    from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.detect.settings import DetectionSettings, MethodSettings
     from padformer_edge.methods.interface import GraphOpener, PadformerSource, ReferenceSlot
 
 
@@ -32,8 +34,7 @@ class PadformerMethod:
     name: str = "padformer"
     metrics: tuple[str, ...] = ("auto", "lab", "rgb", "feature")
     reads_padformer = True
-    reads_comparator = False
-    scoring_metrics: tuple[str, ...] = ("auto",)  # the fused score on edge models
+    settings_type: type[MethodSettings] = PadformerSettings
 
     def settled(self, settings: DetectionSettings) -> DetectionSettings:
         """``settings`` as they are: PADFormer's weights are the profile's checkpoint."""
@@ -86,8 +87,8 @@ class PadformerMethod:
     def signature(self, settings: DetectionSettings, padformer: PadformerSource) -> dict[str, Any]:
         from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 
-        model = padformer()
-        return scoring_signature(*resolve_metric(settings.metric, model, None, settings.scoring))
+        scoring = settings.section.scoring
+        return scoring_signature(*resolve_metric(settings.metric, padformer(), None, scoring))
 
     def selection_features(
         self,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from padformer_edge.detect.scoring_config import ScoringConfig
 from padformer_edge.detect.signature import Signature, readout_jobs
 from padformer_edge.errors import UserError
 from padformer_edge.methods.distance.metric import DistanceMetric
 from padformer_edge.methods.fused.metric import FusedMetric
+from padformer_edge.methods.fused.scoring import ScoringConfig
 from padformer_edge.methods.padformer.paper_metrics import (
     ColourMetric,
     ErrorMetric,

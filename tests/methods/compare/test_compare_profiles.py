@@ -172,7 +172,7 @@ def test_set_model_moves_a_profile_to_the_comparison_and_drops_its_threshold(
     tmp_path: Path, references
 ) -> None:
     root = make_sources(tmp_path, references)
-    fast = DetectionSettings(passes=2, device="cpu")
+    fast = DetectionSettings(metric="auto", passes=2, device="cpu")
     made = create_profile(
         root / "profiles", "part", root / "model.safetensors", root / "refs", settings=fast
     ).profile
@@ -191,9 +191,9 @@ def test_scoring_settings_under_compare_are_refused_not_ignored() -> None:
         "passes": 2, "mask_ratio": 0.4, "schedule": "random", "metric": "compare", "seed": 0,
         "device": "cpu", "precision": "fp32", "batch_size": 4, "scoring": ["map.sigma=4"],
     }  # fmt: skip
-    with pytest.raises(UserError, match="metric compare reads none of them"):
+    with pytest.raises(UserError, match="metric compare reads no setting 'scoring'"):
         detection_settings(params)
-    assert detection_settings({**params, "metric": "fused"}).scoring.map.sigma == 4
+    assert detection_settings({**params, "metric": "fused"}).section.scoring.map.sigma == 4
     with pytest.raises(UserError, match="metric lab reads none of them"):
         detection_settings({**params, "metric": "lab"})  # the paper's colour error
 
@@ -232,18 +232,18 @@ def test_a_profile_keeps_the_comparator_it_was_made_with(
     ).profile
     pin_threshold(profile, 0.3)
     profile = load_profile(root / "profiles", "part")
-    assert profile.detection.comparator == earlier_sha256()
+    assert profile.detection.section.comparator == earlier_sha256()
     assert profile.build_detector().metric.sha256 == earlier_sha256()  # threshold accepted
     hint = earlier_score(profile)
     assert "earlier comparator (192 px)" in hint and "set-model part --metric compare" in hint
     moved = set_model(root / "profiles", "part", None, "compare")
     default = file_sha256(weights.locate_comparator())
-    assert moved.detection.comparator == default != earlier_sha256()
+    assert moved.detection.section.comparator == default != earlier_sha256()
     assert moved.threshold is None and earlier_score(moved) == ""
     fresh = create_profile(
         root / "profiles", "new", root / "model.safetensors", root / "refs", settings=SETTINGS
     ).profile
-    assert fresh.detection.comparator == default  # made now: the default, named
+    assert fresh.detection.section.comparator == default  # made now: the default, named
 
 
 def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
@@ -264,16 +264,18 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
     written = yaml.safe_load(file.read_text())
     del written["detection"]["comparator"]
     file.write_text(yaml.safe_dump(written))
-    assert load_profile(root / "profiles", "part").detection.comparator == earlier_sha256()
+    loaded = load_profile(root / "profiles", "part")
+    assert loaded.detection.section.comparator == earlier_sha256()
     calibrated = {**written, "calibration": {"scoring": {"comparator": "a" * 64}}}
-    assert ProfileConfig._name_the_comparator(calibrated)["detection"]["comparator"] == "a" * 64
+    filled = ProfileConfig._fill_what_earlier_files_left_out(calibrated)
+    assert filled["detection"]["comparator"] == "a" * 64
     fused = {**written, "detection": {**written["detection"], "metric": "fused"}}
-    assert "comparator" not in ProfileConfig._name_the_comparator(fused)["detection"]
-    # the registry's checks hold a profile file: an unknown metric, a comparator its
-    # method does not read
+    assert "comparator" not in ProfileConfig._fill_what_earlier_files_left_out(fused)["detection"]
+    # the sections hold a profile file: an unknown metric, a comparator its method does
+    # not read
     for detection, fault in (
         ({"metric": "colour"}, "metric 'colour' is unknown; choose one of compare, fused"),
-        ({"metric": "fused", "comparator": "a" * 64}, "read by metric compare only, not fused"),
+        ({"metric": "fused", "comparator": "a" * 64}, "metric fused reads no setting 'comparator'"),
     ):
         file.write_text(yaml.safe_dump({**written, "detection": detection}))
         with pytest.raises(UserError, match=re.escape(fault)):
@@ -281,11 +283,16 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
 
 
 def test_a_comparator_under_another_metric_is_refused() -> None:
-    from padformer_edge.methods.registry import check_settings
-
-    with pytest.raises(ValueError, match="read by metric compare only, not fused"):
-        check_settings(DetectionSettings(metric="fused", comparator="a" * 64))
-    assert check_settings(DetectionSettings(metric="compare", comparator="a" * 64))
+    fault = (
+        "metric fused reads no setting 'comparator': leave comparator out, or choose metric "
+        "compare"
+    )
+    with pytest.raises(ValueError, match=re.escape(fault)):
+        DetectionSettings(metric="fused", comparator="a" * 64)
+    assert DetectionSettings(metric="compare", comparator="a" * 64).section.comparator == "a" * 64
+    # what earlier versions wrote into every profile, unset, still loads
+    assert DetectionSettings(metric="fused", comparator=None).metric == "fused"
+    assert DetectionSettings(metric="compare", scoring={}).metric == "compare"
 
 
 PADFORMER_MODULES = (

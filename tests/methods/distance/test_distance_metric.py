@@ -9,12 +9,12 @@ import torch
 from padformer_edge.detect.images import to_unit_tensor
 from padformer_edge.detect.masks import hidden_weights
 from padformer_edge.detect.readout import Readout
-from padformer_edge.detect.scoring_config import JobScoring, ScoringConfig
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
 from padformer_edge.methods.distance.metric import DistanceMetric
 from padformer_edge.methods.fused.metric import FusedMetric
+from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.metrics import build_metric, scoring_signature
 from padformer_edge.methods.padformer.paper_metrics import PredictedFeatureMetric

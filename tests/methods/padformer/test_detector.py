@@ -19,7 +19,7 @@ def clean() -> np.ndarray:
 
 
 def make_detector(clean: np.ndarray, **options) -> Detector:
-    settings = DetectionSettings(**{"device": "cpu", **options})
+    settings = DetectionSettings(**{"device": "cpu", "metric": "auto", **options})
     return Detector(CleanReconstructor(), [clean, clean, clean, clean], settings)
 
 
@@ -50,7 +50,9 @@ def test_identical_calls_give_identical_bits(clean):
 
 def test_references_are_encoded_once_across_calls(clean):
     model = CleanReconstructor()
-    detector = Detector(model, [clean, clean, clean], DetectionSettings(passes=5, device="cpu"))
+    detector = Detector(
+        model, [clean, clean, clean], DetectionSettings(metric="auto", passes=5, device="cpu")
+    )
     detector.detect([clean, clean])
     detector.detect([clean])
     assert model.references_encoded == 3

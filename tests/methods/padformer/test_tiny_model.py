@@ -56,7 +56,7 @@ def test_cached_batched_result_equals_uncached_pass_loop(model, references, metr
 
 def test_same_inputs_and_seed_give_the_same_score_bits(model, references):
     query = product_image(90, 60, seed=3)
-    balanced = S(passes=5, schedule="balanced", seed=21, device="cpu")
+    balanced = S(metric="auto", passes=5, schedule="balanced", seed=21, device="cpu")
     runs = [Detector(model, references, balanced).detect([query])[0] for _ in range(2)]
     assert runs[0].score == runs[1].score
     assert np.array_equal(runs[0].anomaly_map, runs[1].anomaly_map)
@@ -67,7 +67,8 @@ def test_same_inputs_and_seed_give_the_same_score_bits(model, references):
 def test_any_size_and_aspect_ratio_in_one_call(model, references):
     shapes = [(64, 64), (37, 211), (250, 41), (480, 640)]
     queries = [product_image(h, w, seed=i) for i, (h, w) in enumerate(shapes)]
-    detections = Detector(model, references, S(passes=3, device="cpu")).detect(queries)
+    settings = S(metric="auto", passes=3, device="cpu")
+    detections = Detector(model, references, settings).detect(queries)
     assert [d.anomaly_map.shape for d in detections] == shapes
     for detection in detections:
         assert np.isfinite(detection.anomaly_map).all() and detection.score >= 0
