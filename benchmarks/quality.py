@@ -48,6 +48,7 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.metrics import default_metric
 from padformer_edge.model.checkpoint import load_checkpoint
+from padformer_edge.weights import comparator_label
 from padformer_edge_training.config import TrainConfig
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
@@ -190,6 +191,21 @@ def simple(label: str, model, base: DetectionSettings) -> list[tuple[str, Scorer
     return [
         padformer_row(row, net, base, **options) for row, net, options in simple_rows(label, model)
     ]
+
+
+OWN_CELLS = "distance on the comparator's own cells (no correction)"
+
+
+def own_cells_row(label: str) -> tuple[str, Scorer]:
+    """The distance the learned comparison adds its correction to: the shipped default
+    comparator (the one the ``compare`` row reads) with the correction left out, so the
+    table shows what the correction itself earns on the same cells and references."""
+    from padformer_edge.methods.compare.checkpoint import load_comparator
+    from padformer_edge.weights import locate_comparator
+    from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
+
+    comparator, _ = load_comparator(locate_comparator(None))
+    return f"{label}: {OWN_CELLS}", ComparatorScorer(comparator, OWN_CELLS, correction=False)
 
 
 def methods(args: argparse.Namespace, model, ablations: dict[str, Path]):
@@ -406,11 +422,11 @@ def against_baselines(
     """One PADFormer row and the validated baselines on the same episodes: their figures,
     the validated PatchCore's row label, the paired bootstrap interval of the row's
     image-AUROC margin over it (a margin read from one small test set needs one) and every
-    row's per-image results. The row's halves (reconstruction alone, distance alone) and
-    the learned comparison stand beside it, and so do ``others`` (label, model), each with
-    its own."""
+    row's per-image results. The row's halves (reconstruction alone, distance alone), the
+    learned comparison and the distance on the comparator's own cells stand beside it, and
+    so do ``others`` (label, model), each with its own halves and comparison."""
     base = detection(args)
-    rows = [padformer_row(label, model, base), *simple(label, model, base)]
+    rows = [padformer_row(label, model, base), *simple(label, model, base), own_cells_row(label)]
     for other_label, other in others:
         rows += [padformer_row(other_label, other, base), *simple(other_label, other, base)]
     rows += baselines()
@@ -427,17 +443,21 @@ def comparison_margins(label: str, patchcore: str, scored: dict, seed: int) -> d
     the distance alone."""
     comparison = f"{label}: {LEARNED_COMPARISON}"
     distance = f"{label}: {DISTANCE_ALONE}"
+    own_cells = f"{label}: {OWN_CELLS}"
     if comparison not in scored or distance not in scored:
         return {}
     over = {
         "patchcore": image_auroc_margin(scored[comparison], scored[patchcore], seed=seed),
         "distance": image_auroc_margin(scored[comparison], scored[distance], seed=seed),
     }
-    met = {
+    met: dict[str, bool | None] = {
         "patchcore": over["patchcore"].margin >= COMPARISON_OVER_PATCHCORE
         and over["patchcore"].low > 0,
         "distance": over["distance"].margin >= COMPARISON_OVER_DISTANCE,
     }
+    if own_cells in scored:  # what the correction earns on its own cells: no target
+        over["own_cells"] = image_auroc_margin(scored[comparison], scored[own_cells], seed=seed)
+        met["own_cells"] = None
     return {
         name: {**dataclasses.asdict(interval), "target_met": met[name]}
         for name, interval in over.items()
@@ -448,17 +468,23 @@ def comparison_text(margins: dict[str, dict]) -> str:
     if not margins:
         return ""
     parts = []
-    for name, wanted in (
-        ("patchcore", f">= +{100 * COMPARISON_OVER_PATCHCORE:.0f} with the interval above 0"),
-        ("distance", f">= +{100 * COMPARISON_OVER_DISTANCE:.0f}"),
+    for name, over, wanted in (
+        (
+            "patchcore",
+            "the validated PatchCore",
+            f">= +{100 * COMPARISON_OVER_PATCHCORE:.0f} with the interval above 0",
+        ),
+        ("distance", "the distance alone", f">= +{100 * COMPARISON_OVER_DISTANCE:.0f}"),
+        ("own_cells", "the distance on its own cells", None),
     ):
+        if name not in margins:
+            continue
         m = margins[name]
-        verdict = "met" if m["target_met"] else "not met"
-        parts.append(
-            f"over {'the validated PatchCore' if name == 'patchcore' else 'the distance alone'} "
-            f"{100 * m['margin']:+.1f} [{100 * m['low']:+.1f}, {100 * m['high']:+.1f}] "
-            f"(target {wanted}: {verdict})"
-        )
+        interval = f"[{100 * m['low']:+.1f}, {100 * m['high']:+.1f}]"
+        text = f"over {over} {100 * m['margin']:+.1f} {interval}"
+        if wanted is not None:
+            text += f" (target {wanted}: {'met' if m['target_met'] else 'not met'})"
+        parts.append(text)
     return " Learned comparison's image-AUROC margin " + "; ".join(parts) + "."
 
 
@@ -520,10 +546,13 @@ def unseen_table(args: argparse.Namespace, data: Path, options: EvalOptions) -> 
         f"{', '.join(sorted(trained_on))} only (step {metadata.get('global_step')}). "
         f"{options.shots}-shot; PADFormer rows read 15 passes hiding {args.mask_ratio:g} of "
         f"the patches each. Target {targets_text(target)}; margin {interval.describe()}."
-        f"{comparison_text(comparison)}\n\n" + results_table(results)
+        f"{comparison_text(comparison)} The learned comparison and the distance on its own "
+        f"cells read the shipped default comparator, {comparator_label(None)}.\n\n"
+        + results_table(results)
     )
     payload = {
         "checkpoint": str(args.unseen),
+        "comparator": comparator_label(None),
         "methods": results,
         "target_met": next(iter(target.values())),
         "margin_over_patchcore": dataclasses.asdict(interval),

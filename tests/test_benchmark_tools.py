@@ -21,6 +21,7 @@ from padformer_edge.model.backbone import (
 )
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
+from padformer_edge.weights import comparator_label
 from padformer_edge_training.release.gpu_bundle import stride8_only, unpack
 from padformer_edge_training.synth import ViewCounts, render_dataset
 from tests.benchmark_process import run_benchmark
@@ -176,7 +177,8 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     padformer_rows = {m for m in payload["methods"] if m.startswith("PADFormer")}
-    # every PADFormer row stands with its two halves, the compared model's too
+    # every PADFormer row stands with its two halves, the compared model's too, and the
+    # main row with the distance the learned comparison corrects (the comparator's cells)
     assert padformer_rows == {
         f"{row}{half}"
         for row in ("PADFormer edge, never saw these objects", "PADFormer, other (step None)")
@@ -186,6 +188,9 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
             ": distance alone (no passes)",
             ": learned comparison (compare, no passes)",
         )
+    } | {
+        "PADFormer edge, never saw these objects: "
+        "distance on the comparator's own cells (no correction)"
     }
     assert result.stdout.index("| PADFormer edge, never saw these objects |") < result.stdout.index(
         "| PADFormer, other (step None) |"
@@ -196,10 +201,16 @@ def test_unseen_table_refuses_a_model_that_saw_the_object_and_scores_one_that_di
     verdict = "met" if payload["target_met"] else "not met"
     assert f"Target image_auroc>=PatchCore+0.03: {verdict}; margin" in result.stdout
     comparison = payload["comparison_margins"]
-    assert set(comparison) == {"patchcore", "distance"}
+    assert set(comparison) == {"patchcore", "distance", "own_cells"}
     for name, margin in comparison.items():
         assert margin["low"] <= margin["margin"] <= margin["high"], name
+    assert comparison["own_cells"]["target_met"] is None  # no target: a reading
     assert "Learned comparison's image-AUROC margin over the validated PatchCore" in result.stdout
+    assert "; over the distance on its own cells " in result.stdout
+    # both comparator rows read the default (the tests' is the small earlier one, conftest),
+    # and the table names it
+    assert payload["comparator"] == comparator_label(None)
+    assert f"read the shipped default comparator, {payload['comparator']}." in result.stdout
 
 
 def test_model_card_states_the_steps_of_a_continued_training():
