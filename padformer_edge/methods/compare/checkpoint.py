@@ -90,5 +90,10 @@ def forget_shared_comparators() -> None:
 
 @functools.lru_cache(maxsize=4)
 def _loaded(path: str, size: int, mtime_ns: int, device: str) -> ComparisonModel:
-    """``load_comparator``'s model, kept by ``shared_comparator``'s key."""
-    return load_comparator(path, device)[0]
+    """``load_comparator``'s model, kept by ``shared_comparator``'s key.
+
+    Loaded outside inference mode whatever the first caller runs under: a detector may be
+    built inside ``torch.inference_mode``, and weights made there are inference tensors that
+    a later sharer (the export's tracer, anything autograd records) cannot use."""
+    with torch.inference_mode(False):
+        return load_comparator(path, device)[0]

@@ -9,7 +9,12 @@ import torch
 import torch.nn.functional as F
 
 from padformer_edge.errors import UserError
-from padformer_edge.methods.compare.checkpoint import load_comparator, save_comparator
+from padformer_edge.methods.compare.checkpoint import (
+    forget_shared_comparators,
+    load_comparator,
+    save_comparator,
+    shared_comparator,
+)
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells
 from padformer_edge.methods.distance.search import ReferenceBank, best_cosines
@@ -208,3 +213,23 @@ def test_queries_sharing_one_bank_find_what_each_finds_alone(model):
         alone = model.comparator.nearest(query[i : i + 1], bank)
         assert torch.equal(together[1][i], alone[1][0])
         assert (together[0][i] - alone[0][0]).abs().max() <= bound
+
+
+def test_a_comparator_first_shared_under_inference_mode_serves_autograd_later(
+    model: ComparisonModel, tmp_path
+) -> None:
+    """The shared comparator is one object per process: a detector built under
+    inference mode must not leave it with inference tensors, or an export traced after it in
+    the same process fails ("Inference tensors cannot be saved for backward")."""
+    path = tmp_path / "c.safetensors"
+    save_comparator(path, model)
+    forget_shared_comparators()
+    try:
+        with torch.inference_mode():
+            first = shared_comparator(path)
+        assert not any(t.is_inference() for t in first.state_dict().values())
+        cells = torch.randn(1, 4, 3, 3, requires_grad=True)
+        (next(first.parameters()) * cells.sum()).sum().backward()
+        assert shared_comparator(path) is first
+    finally:
+        forget_shared_comparators()
