@@ -112,12 +112,13 @@ RECORD = re.compile(r"^Recorded from .*? commit (\S+) holds them", re.MULTILINE)
 
 
 def missing_inputs(text: str) -> list[str]:
-    """The files of ``benchmarks/`` that a block's command names and the tree lacks."""
+    """The files of ``benchmarks/`` and ``research/`` that a block's command names and the
+    tree lacks."""
     return [
         word
         for command in COMMAND.findall(text)
         for word in re.split(r"[\s=,#']", command)
-        if word.startswith("benchmarks/") and not (REPO / word).exists()
+        if word.startswith(("benchmarks/", "research/")) and not (REPO / word).exists()
     ]
 
 
@@ -135,6 +136,8 @@ def test_the_check_finds_a_gone_input_and_passes_a_record():
     kept = "Measured with `python benchmarks/model_card.py --write-docs` on m, d:"
     record = "Recorded from the logs of a as commit abc1234 holds them (...) on m, 2026-11-26:"
     assert missing_inputs(gone) == ["benchmarks/x.py", "benchmarks/gpu_runs/a.log"]
+    moved = "Measured with `python research/x.py --model research/comparators/a.safetensors` on"
+    assert missing_inputs(moved) == ["research/x.py", "research/comparators/a.safetensors"]
     assert missing_inputs(f"{kept}\n{record}") == []
     assert HEADER.match(record) and RECORD.findall(record) == ["abc1234"]
 

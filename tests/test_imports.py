@@ -335,8 +335,12 @@ def test_the_circle_finder_reports_a_round_trip_and_nothing_else() -> None:
 IMPORTERS = ("import_module", "__import__")
 
 
+def _is_under(top: str, name: str | None) -> bool:
+    return bool(name) and (name == top or str(name).startswith(f"{top}."))
+
+
 def _is_benchmarks(name: str | None) -> bool:
-    return bool(name) and (name == "benchmarks" or str(name).startswith("benchmarks."))
+    return _is_under("benchmarks", name)
 
 
 def _imported_names(node: ast.AST) -> list[str | None]:
@@ -352,13 +356,14 @@ def _imported_names(node: ast.AST) -> list[str | None]:
     return []
 
 
-def benchmark_imports(tree: ast.AST) -> list[int]:
-    """Lines of ``tree`` that import ``benchmarks`` or one of its modules, by statement or
-    by name (``importlib.import_module("benchmarks...")``, ``__import__``)."""
+def benchmark_imports(tree: ast.AST, top: str = "benchmarks") -> list[int]:
+    """Lines of ``tree`` that import ``top`` (``benchmarks`` unless told) or one of its
+    modules, by statement or by name (``importlib.import_module("benchmarks...")``,
+    ``__import__``)."""
     return sorted(
         node.lineno
         for node in ast.walk(tree)
-        if any(_is_benchmarks(name) for name in _imported_names(node))
+        if any(_is_under(top, name) for name in _imported_names(node))
     )
 
 
@@ -381,3 +386,46 @@ def test_the_benchmark_import_finder_sees_every_form() -> None:
         "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
     )
     assert benchmark_imports(tree) == [1, 2, 3, 4, 5]
+    assert benchmark_imports(ast.parse("import research.cell_distance\n"), "research") == [1]
+    calls = ast.parse("run_research('a.py')\nrun_benchmark('a.py', folder='research')\n"
+                      "run_benchmark('quality.py')\n")  # fmt: skip
+    ran = [_runs_research(n) for n in ast.walk(calls) if isinstance(n, ast.Call)]
+    assert ran == [True, True, False]
+
+
+def _files_importing(top: str, folders: list[Path], skip: Path | None = None) -> list[str]:
+    return [
+        f"{path.relative_to(REPO)}:{line}"
+        for folder in folders
+        for path in sorted(folder.rglob("*.py"))
+        if skip is None or not path.is_relative_to(skip)
+        for line in benchmark_imports(ast.parse(path.read_text(encoding="utf-8")), top)
+    ]
+
+
+def _runs_research(call: ast.Call) -> bool:
+    """Whether ``call`` runs a research script (``run_research``, or ``run_benchmark``
+    with ``folder="research"``)."""
+    name = getattr(call.func, "id", getattr(call.func, "attr", ""))
+    folder = [k.value for k in call.keywords if k.arg == "folder"]
+    return name == "run_research" or (
+        name == "run_benchmark" and any(getattr(f, "value", None) == "research" for f in folder)
+    )
+
+
+def test_nothing_but_research_and_its_tests_imports_research() -> None:
+    """``research/`` holds what only the research tables use (docs/research.md): the
+    product, its benchmarks and its tests never name it, so removing the folder (with
+    ``tests/research/``) leaves every command, benchmark and product test working."""
+    product = [*package_folders().values(), REPO / "benchmarks", REPO / "tests"]
+    found = _files_importing("research", product, skip=REPO / "tests" / "research")
+    assert found == [], "research code the product needs belongs in the package or training/"
+    reached = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        if not path.is_relative_to(REPO / "tests" / "research")
+        and path.name != "benchmark_process.py"  # where run_research is defined
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and _runs_research(node)
+    ]
+    assert reached == [], "a test of a research script belongs in tests/research/"
