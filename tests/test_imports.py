@@ -275,6 +275,98 @@ def test_the_layer_check_finds_an_import_pointing_up() -> None:
     assert import_circles(unit_graph(graph)) == [["deploy", "detect"]]
 
 
+METHOD_IMPORTS: frozenset[tuple[str, str]] = frozenset()
+"""The imports between method packages (``padformer_edge.methods.X``) that
+docs/architecture.md#layers allows, as (importer, imported) pairs: none. A method package
+imports its own modules, ``methods.interface`` and the layers below; only the registry
+(and ``detect_files`` through it) names a method, so a method can be read, changed or
+removed without another's code moving."""
+
+
+def method_package(module: str) -> str | None:
+    """The method package a module belongs to (``compare`` for
+    ``padformer_edge.methods.compare.scorer``), None outside one."""
+    parts = module.split(".")
+    if parts[:2] != ["padformer_edge", "methods"] or len(parts) < 3:
+        return None
+    return parts[2] if (REPO / "padformer_edge" / "methods" / parts[2]).is_dir() else None
+
+
+def imports_between_methods(
+    graph: dict[str, set[str]], allowed: frozenset[tuple[str, str]] = METHOD_IMPORTS
+) -> list[str]:
+    """Each ``module -> target`` from one method package into another method package or
+    into the ``methods`` modules above them (the registry, ``detect_files``), unless
+    ``allowed`` holds the pair of packages."""
+    found = []
+    for module, targets in graph.items():
+        own = method_package(module)
+        if own is None:
+            continue
+        for target in targets:
+            other = method_package(target)
+            if other == own or target == "padformer_edge.methods.interface":
+                continue
+            in_methods = target == "padformer_edge.methods" or target.startswith(
+                "padformer_edge.methods."
+            )
+            if in_methods and (own, other or target) not in allowed:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
+def test_no_method_package_imports_another() -> None:
+    graph = import_graph(type_only=True)
+    assert "padformer_edge.methods.compare.scorer" in graph  # the packages are seen
+    assert imports_between_methods(graph) == [], (
+        "move the shared piece into the lower layers, or merge the two methods' packages"
+    )
+
+
+def test_the_method_check_finds_an_import_between_methods() -> None:
+    graph = {
+        "padformer_edge.methods.compare.scorer": {
+            "padformer_edge.methods.compare.model",
+            "padformer_edge.methods.interface",
+            "padformer_edge.detect.readout",
+        },
+        "padformer_edge.methods.padformer.fused_metric": {
+            "padformer_edge.methods.compare.scorer",
+            "padformer_edge.methods.registry",
+        },
+        "padformer_edge.methods.registry": {"padformer_edge.methods.compare.method"},
+    }
+    assert imports_between_methods(graph) == [
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.compare.scorer",
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.registry",
+    ]
+    assert imports_between_methods(graph, frozenset({("padformer", "compare")})) == [
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.registry"
+    ]
+
+
+METHOD_LINE = re.compile(r"^Imports between method packages: (.+?)\.$", re.MULTILINE)
+
+
+def page_method_imports(text: str) -> frozenset[tuple[str, str]]:
+    """The imports between method packages the architecture page's ``## Layers`` section
+    allows: a line ``Imports between method packages: none.`` or one naming each pair as
+    ```a` -> `b```."""
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    found = METHOD_LINE.findall(section)
+    assert len(found) == 1, "the Layers section names the allowed imports between methods once"
+    if found[0] == "none":
+        return frozenset()
+    return frozenset(re.findall(r"`([a-z_]+)` -> `([a-z_]+)`", found[0]))
+
+
+def test_the_architecture_page_allows_these_imports_between_methods() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert page_method_imports(text) == METHOD_IMPORTS, "write the same pairs on the page"
+    other = "x\n## Layers\nImports between method packages: `fused` -> `padformer`.\n## Next\n"
+    assert page_method_imports(other) == {("fused", "padformer")}
+
+
 LAYER_LINE = re.compile(r"^(\d+)\. \*\*([^*]+)\*\*: (.+?)(?: -- |$)")
 
 
