@@ -11,7 +11,7 @@ whole frame): a score of a crop of the frame around the part (the camera frames'
 finder) pastes the crop's map into the frame with the crop's box, and the rest of the
 frame is 0 (nothing scored there). The resize is bilinear with half-pixel centres and
 edges held (``F.interpolate(..., mode="bilinear", align_corners=False)``, numpy's
-``arrays.bilinear_weights``), so a map read on a coarser grid and brought to the frame here
+``numpy_ops.bilinear_weights``), so a map read on a coarser grid and brought to the frame here
 is the map the readout drew at the frame's size before (within float32 rounding), and
 ``frame_max`` is the largest value of that frame-sized map without drawing it.
 

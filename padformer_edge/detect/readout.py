@@ -25,8 +25,8 @@ from typing import Protocol
 import numpy as np
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.detect.arrays import pooled_weights
 from padformer_edge.detect.map_geometry import frame_max
+from padformer_edge.detect.numpy_ops import pooled_weights
 from padformer_edge.detect.readout_constants import (
     MAX_CHUNK_VALUES,
     MAX_READOUT_SIGMA,
@@ -128,13 +128,14 @@ def smooth_cells(cells: Array, size: tuple[int, int], sigma: float) -> Array:
     ``size`` they are the bilinear map the readout drew there); for a narrow blur, at
     ``size`` itself (``smooth(upsample(cells, size))``); for a wide one, straight on the
     shrunk grid, by one product with the weights of the upsampling and the area average
-    together (``arrays.pooled_weights``: the same linear map as upsampling and then
-    shrinking, so the same values but for float32 rounding).
+    together (``numpy_ops.pooled_weights``: the same linear map as upsampling and then
+    shrinking, so the same values but for float32 rounding). A crop of a camera frame
+    is read at the crop's size and pasted into the frame by ``frame_map``'s box.
     """
-    ops = ops_of(cells)
-    factor = shrink_factor(sigma) if sigma > 0 else 1
     if sigma <= 0:
         return cells
+    ops = ops_of(cells)
+    factor = shrink_factor(sigma)
     if factor == 1:
         return smooth(ops.upsample(cells, size), sigma)
     rows = pooled_weights(int(cells.shape[-2]), size[0], factor)
