@@ -18,6 +18,14 @@ inside the function that needs them, and these tests keep it so:
   shows (a test keeps the page and the list equal): a package builds on the ones below
   it, so a change low down is never undone by one above, and each layer can be read and
   tested without those above;
+- at every depth, no two parts of a package (its subpackages and loose modules) import
+  each other round;
+- no method's package (``padformer_edge.methods.X``) imports another's, nor the registry
+  above them, beyond what docs/architecture.md#layers allows (``METHOD_IMPORTS``: none),
+  and outside ``methods/`` only the modules ``METHOD_USERS`` names import a method;
+- only the ``__init__.py`` files ``INIT_WITH_CODE`` names hold more than a docstring;
+- nothing but ``research/`` and ``tests/research/`` imports ``research/``, and no test
+  imports ``benchmarks/``;
 - the three packages themselves form no circle either: training and migrations build on
   ``padformer_edge``, so the runtime package never imports the migrations (the store
   finds Alembic's folder by location) and imports the training package only inside the
@@ -273,6 +281,105 @@ def test_the_layer_check_finds_an_import_pointing_up() -> None:
         "padformer_edge.detect.service -> padformer_edge.deploy.graphs"
     ]
     assert import_circles(unit_graph(graph)) == [["deploy", "detect"]]
+
+
+def part_graphs(graph: dict[str, set[str]], packages: set[str]) -> dict[str, dict[str, set[str]]]:
+    """For each package, the module graph folded into its parts (each subpackage and
+    loose module directly inside it), with the imports between two of its parts only."""
+    folded: dict[str, dict[str, set[str]]] = {}
+    for package in packages:
+        prefix = package + "."
+
+        def part(module: str, prefix: str = prefix) -> str | None:
+            if not module.startswith(prefix):
+                return None
+            return prefix + module[len(prefix) :].split(".")[0]
+
+        parts: dict[str, set[str]] = {}
+        for module, targets in graph.items():
+            own = part(module)
+            if own is None:
+                continue
+            parts.setdefault(own, set()).update(
+                other for other in map(part, targets) if other and other != own
+            )
+        folded[package] = parts
+    return folded
+
+
+def test_no_two_parts_of_any_package_import_each_other_round() -> None:
+    """Not only the top-level packages: at every depth (``methods.compare`` and
+    ``methods.padformer``, ``daemon.alerts`` and the daemon's modules, the training
+    package's subpackages) no two parts of one package import each other round."""
+    files = module_files()
+    packages = {module for module, path in files.items() if path.name == "__init__.py"}
+    assert {"padformer_edge.methods", "padformer_edge.daemon"} <= packages
+    circles = {
+        package: found
+        for package, parts in part_graphs(import_graph(type_only=True), packages).items()
+        if (found := import_circles(parts))
+    }
+    assert circles == {}, "give the shared piece one home in the lower part"
+
+
+def test_the_part_check_finds_two_subpackages_importing_each_other() -> None:
+    graph = {
+        "p.a.x": {"p.b.y"},
+        "p.b.y": {"p.a.z"},
+        "p.a.z": set(),
+        "p.c": {"p.a.x"},
+    }
+    parts = part_graphs(graph, {"p", "p.a"})
+    assert import_circles(parts["p"]) == [["p.a", "p.b"]]
+    assert import_circles(parts["p.a"]) == []
+
+
+METHOD_USERS = frozenset({"padformer_edge.cli.detection_options"})
+"""The runtime modules outside ``methods/`` that import a method's package, which
+docs/architecture.md names: the ``--scoring`` option parses the fused settings' changes
+(``methods.padformer.fused_scoring``). Everything else reaches a method through the
+registry."""
+
+
+def method_users(graph: dict[str, set[str]]) -> set[str]:
+    """The runtime package's modules outside ``padformer_edge.methods`` that import a
+    module of a method's package."""
+    return {
+        module
+        for module, targets in graph.items()
+        if module.startswith("padformer_edge.")
+        and not module.startswith("padformer_edge.methods")
+        and any(method_package(target) for target in targets)
+    }
+
+
+def test_outside_methods_only_the_named_modules_import_a_method() -> None:
+    found = method_users(import_graph(type_only=True))
+    assert found == METHOD_USERS, "reach the method through methods.registry"
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for module in METHOD_USERS:
+        path = module.removeprefix("padformer_edge.").replace(".", "/") + ".py"
+        assert f"`{path}`" in text, f"docs/architecture.md does not name {path}"
+
+
+INIT_WITH_CODE = frozenset({
+    "padformer_edge", "padformer_edge.weights", "padformer_edge.methods",
+    "padformer_edge_training", "padformer_edge_training.synth", "padformer_edge_migrations",
+})  # fmt: skip
+"""The packages whose ``__init__.py`` holds more than its docstring, which
+docs/architecture.md names: the version, the shipped weights' locator, the methods'
+registration, the renderer's public names and the two name guards."""
+
+
+def test_only_the_named_init_files_hold_code() -> None:
+    found = set()
+    for module, path in module_files().items():
+        if path.name != "__init__.py":
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body):
+            found.add(module)
+    assert found == INIT_WITH_CODE, "keep __init__.py to its docstring, or name it here and there"
 
 
 METHOD_IMPORTS: frozenset[tuple[str, str]] = frozenset()
