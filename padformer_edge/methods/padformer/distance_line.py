@@ -1,6 +1,6 @@
-"""The nearest-reference distance in numpy, for a line with no torch (``search`` in
+"""The nearest-reference distance in numpy, for a line with no torch (``distance_search`` in
 torch): each query cell's best cosine to the references' cells, one cache-sized block at a
-time (``blocks``, shared with torch), and the ``distance`` metric's map and score, read on
+time (``distance_blocks``, shared with torch), and the ``distance`` metric's map and score, read on
 its cells."""
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ import numpy as np
 from padformer_edge.detect.array_ops import flat_cells
 from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, read_levels
-from padformer_edge.methods.distance.blocks import SEARCH_BLOCKS, blocked_best_cosines
-from padformer_edge.methods.distance.maps import (
+from padformer_edge.methods.padformer.distance_blocks import SEARCH_BLOCKS, blocked_best_cosines
+from padformer_edge.methods.padformer.distance_maps import (
     level_distances,
     mix_distances,
     upsampled_distances,
 )
-from padformer_edge.methods.fused.mix import Mix
+from padformer_edge.methods.padformer.mix import Mix
 
 
 def best_cosines(cells: np.ndarray, bank: np.ndarray, upright: int) -> tuple:
-    """``search.best_cosines`` in numpy: each ``[Q, C]`` cell's best cosine to the bank's
+    """``distance_search.best_cosines`` in numpy: each ``[Q, C]`` cell's best cosine to the bank's
     upright rows and (for a turned bank) to all its rows, by the one blocked search both
-    kinds share (``blocks.blocked_best_cosines``)."""
+    kinds share (``distance_blocks.blocked_best_cosines``)."""
     return blocked_best_cosines(cells, bank, upright, SEARCH_BLOCKS)
 
 

@@ -1,6 +1,6 @@
 """Each query cell's best cosine to a bank of reference cells, one cache-sized block of
-the similarity matrix at a time, written once for torch tensors (``search``, the torch
-metrics on a CPU) and numpy arrays (``line``, the torch-free line).
+the similarity matrix at a time, written once for torch tensors (``distance_search``, the torch
+metrics on a CPU) and numpy arrays (``distance_line``, the torch-free line).
 
 With C = 40 channels a product is cheap, and writing a whole similarity matrix to memory
 and reading it back for its maximum was most of the cost (at 2x zoom with a dozen turned

@@ -1,11 +1,11 @@
-"""The nearest-reference search in blocks (``blocks``, shared by torch and the line)
+"""The nearest-reference search in blocks (``distance_blocks``, shared by torch and the line)
 equals the whole matrix's max."""
 
 import numpy as np
 import torch
 
-from padformer_edge.methods.distance import line as line_scoring
-from padformer_edge.methods.distance.blocks import Blocks, blocked_best_cosines
+from padformer_edge.methods.padformer import distance_line as line_scoring
+from padformer_edge.methods.padformer.distance_blocks import Blocks, blocked_best_cosines
 
 
 def test_blocks_that_end_short_give_the_whole_matrix_maximum():

@@ -12,7 +12,7 @@ turned by quarter turns: a part seen from any side is seen at any roll.
 
 The search for each cell's best cosine runs one of two ways (``SEARCHES``). ``blocked``
 (the CPU's) reduces one cache-sized block at a time, one query at a time, by the search
-the torch-free line runs too (``blocks``). ``batched``
+the torch-free line runs too (``distance_blocks``). ``batched``
 (CUDA's) takes every cell of every image of a detector call against the whole bank in as
 few products and maxima as ``BATCHED_SEARCH_BYTES`` allows: a GPU has the memory, and
 launching hundreds of small blocks per image left it waiting for Python. Each cosine is
@@ -29,9 +29,11 @@ import torch.nn.functional as F
 
 from padformer_edge.detect.array_ops import QUARTER_TURNS, flat_cells, turned_bank
 from padformer_edge.detect.images import resize_square
-from padformer_edge.methods.distance.blocks import SEARCH_BLOCKS
-from padformer_edge.methods.distance.blocks import blocked_best_cosines as shared_blocked_search
-from padformer_edge.methods.distance.maps import Distances, upsampled_distances
+from padformer_edge.methods.padformer.distance_blocks import SEARCH_BLOCKS
+from padformer_edge.methods.padformer.distance_blocks import (
+    blocked_best_cosines as shared_blocked_search,
+)
+from padformer_edge.methods.padformer.distance_maps import Distances, upsampled_distances
 from padformer_edge.model.backbone import unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 
@@ -135,7 +137,8 @@ def blocked_best_cosines(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
     and (for a turned bank) to all its rows, one cache-sized block at a time, by the one
-    blocked search tensors and the line's arrays share (``blocks.blocked_best_cosines``)."""
+    blocked search tensors and the line's arrays share
+    (``distance_blocks.blocked_best_cosines``)."""
     return shared_blocked_search(cells, bank.cells, bank.upright, SEARCH_BLOCKS)
 
 
