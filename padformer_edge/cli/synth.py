@@ -85,6 +85,23 @@ def synth(
     empty_frames: int | None = typer.Option(
         None, "--empty-frames", help="With --frame: frames of the belt alone, in OUT/empty (0)."
     ),
+    thin_px: str | None = typer.Option(
+        None,
+        "--thin-px",
+        help="With --frame: add test/Scratches, scratches LOW-HIGH frame pixels wide (1-3) "
+        "drawn on the framed part, their width and contrast in frames.json.",
+    ),
+    thin_contrast: str | None = typer.Option(
+        None,
+        "--thin-contrast",
+        help="With --thin-px: the scratches' colour change, LOW-HIGH levels (25-80).",
+    ),
+    edge_cut: float | None = typer.Option(
+        None,
+        "--edge-cut",
+        help="With --frame: this share of frames puts the part across the frame's edge; "
+        "frames.json clips its box and sets cut (0).",
+    ),
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:
     """Render good and defective views (Burrs, Missing, Stains; more with --defects) with
@@ -112,16 +129,20 @@ def synth(
     framed = {
         "--part-scale": part_scale, "--belt": belt, "--light-gain": light_gain,
         "--colour-shift": colour_shift, "--noise": noise, "--jpeg-quality": jpeg_quality,
-        "--empty-frames": empty_frames,
+        "--empty-frames": empty_frames, "--thin-px": thin_px, "--thin-contrast": thin_contrast,
+        "--edge-cut": edge_cut,
     }  # fmt: skip
     given = [name for name, value in framed.items() if value is not None]
     if frame is None and given:
         raise UserError(f"{given[0]} applies to camera frames; add --frame WIDTHxHEIGHT.")
+    if thin_contrast is not None and thin_px is None:
+        raise UserError("--thin-contrast applies to scratches; add --thin-px LOW-HIGH.")
     spec = None
     if frame is not None:
         from padformer_edge_training.synth.frames import (
             FrameSpec,
             parse_frame_size,
+            parse_pixel_range,
             parse_share_range,
         )
 
@@ -136,6 +157,9 @@ def synth(
             noise=noise or 0.0,
             jpeg=jpeg_quality or 0,
             empty=empty_frames or 0,
+            thin_px=parse_pixel_range(thin_px) if thin_px is not None else None,
+            thin_contrast=parse_share_range(thin_contrast or "25-80", "--thin-contrast", "25-80"),
+            edge_cut=edge_cut or 0.0,
         )
     started = time.perf_counter()
     with job_progress("rendering") as progress:
@@ -152,4 +176,6 @@ def synth(
         )
     elapsed = time.perf_counter() - started
     images = counts.per_class_with(kinds)
+    if spec is not None and spec.thin_px is not None:
+        images += counts.test_per_defect  # test/Scratches
     typer.echo(f"{result}: {len(mesh)} class(es) x {images} images in {elapsed:.1f} s.")
