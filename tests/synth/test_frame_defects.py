@@ -171,9 +171,9 @@ def test_bad_thin_and_cut_options_are_refused(tmp_path: Path) -> None:
         FrameSpec(160, 128, thin_px=(0, 3))
     with pytest.raises(UserError, match="--thin-contrast 2-10 is out of range"):
         FrameSpec(160, 128, thin_px=(1, 3), thin_contrast=(2.0, 10.0))
-    with pytest.raises(UserError, match="--edge-cut 1.5 is not a share"):
+    with pytest.raises(UserError, match=r"--edge-cut 1\.5 is not a share"):
         FrameSpec(160, 128, edge_cut=1.5)
-    with pytest.raises(UserError, match="--thin-px '1.5-3' is not whole pixels"):
+    with pytest.raises(UserError, match=r"--thin-px '1\.5-3' is not whole pixels"):
         parse_pixel_range("1.5-3")
     base = ("synth", "--mesh", "builtin:duck", "--out", str(tmp_path / "o"), "--frame", "160x128")
     lossy = run_cli(*base, "--thin-px", "1-3", "--jpeg-quality", "80")
