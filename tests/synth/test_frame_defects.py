@@ -58,7 +58,7 @@ def _scratched(width: tuple[int, int], seed: int, noise: float = 0.0):
     rgb, covered = _disc(204)
     placement = Placement(204, 60, 26, 0, 1.0, (0.0, 0.0, 0.0))
     pasted = framer.paste(placement, rgb, covered)
-    part = framer.frame_mask(placement, covered)
+    part = framer.mask(placement, covered)
     rng = np.random.default_rng(seed)
     scratch = draw_scratch(pasted, part, width, (25.0, 80.0), rng)
     assert scratch is not None
@@ -111,7 +111,7 @@ def test_an_edge_cut_places_the_part_across_the_edge_and_clips_its_box() -> None
         assert 0 <= x0 < x1 <= 160 and 0 <= y0 < y1 <= 128
         assert x0 == 0 or y0 == 0 or x1 == 160 or y1 == 128
         assert framer.cut(placement, covered)
-        shown = framer.frame_mask(placement, covered)
+        shown = framer.mask(placement, covered)
         frame = framer.compose(placement, np.random.default_rng(seed), rgb, covered)
         assert ((frame == GREY).all(axis=2) == shown).all()
     whole = FrameSpec(160, 128, part_scale=(0.5, 0.5), belt="plain")
@@ -181,3 +181,25 @@ def test_bad_thin_and_cut_options_are_refused(tmp_path: Path) -> None:
     assert lossy.returncode == 2 and "--jpeg-quality 80 would blur Scratches" in lossy.stderr
     assert orphan.returncode == 2 and "--thin-contrast applies to scratches" in orphan.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_cli_renders_scratches_and_cut_frames(tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    result = run_cli(
+        "synth", "--mesh", "builtin:lego", "--out", str(out), "--train-views", "1",
+        "--test-views-per-defect", "1", "--good-test-views", "1", "--frame", "200x160",
+        "--part-scale", "0.7-0.9", "--thin-px", "2-3", "--thin-contrast", "30-40",
+        "--edge-cut", "1", "--jpeg-quality", "95",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1 class(es) x 6 images" in result.stdout  # 1 + 1 good, 3 kinds, 1 scratch
+    spec = json.loads((out / "dataset.json").read_text())["frame"]
+    assert spec["thin_px"] == [2, 3] and spec["thin_contrast"] == [30.0, 40.0]
+    assert spec["edge_cut"] == 1.0
+    images = json.loads((out / "lego" / "frames.json").read_text())["images"]
+    scratch = images[f"test/{SCRATCH_KIND}/0"]
+    assert 2 <= scratch["width_px"] <= 3 and 30 <= abs(scratch["levels"]) <= 40
+    assert (out / "lego" / "test" / SCRATCH_KIND / "0.jpg").is_file()
+    for record in images.values():  # every frame crosses an edge; its box stays inside
+        x0, y0, x1, y1 = record["box"]
+        assert 0 <= x0 < x1 <= 200 and 0 <= y0 < y1 <= 160

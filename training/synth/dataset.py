@@ -212,7 +212,7 @@ class _Shots:
         assert spec.thin_px is not None
         placement, stream = self._pending
         pasted = self.framer.paste(placement, view.rgb, view.covered)
-        part = self.framer.frame_mask(placement, view.covered)
+        part = self.framer.mask(placement, view.covered)
         scratch = draw_scratch(pasted, part, spec.thin_px, spec.thin_contrast, rng)
         if scratch is None:
             return False

@@ -230,7 +230,7 @@ class Framer:
         )
         return frame, tile
 
-    def frame_mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
+    def mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
         """A render's mask (tile coordinates) in frame coordinates, cut at the frame's edge."""
         full = np.zeros((self.spec.height, self.spec.width), dtype=bool)
         if placement.tile:
@@ -277,13 +277,9 @@ class Framer:
             pixels += rng.standard_normal(pixels.shape, dtype=np.float32) * np.float32(spec.noise)
         return np.clip(np.rint(pixels), 0, 255).astype(np.uint8)
 
-    def mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
-        """A render's mask (tile coordinates) in frame coordinates, cut at the frame's edge."""
-        return self.frame_mask(placement, tile_mask)
-
     def cut(self, placement: Placement, covered: np.ndarray) -> bool:
         """Whether the frame's edge cuts off some of the part's pixels."""
-        return int(self.frame_mask(placement, covered).sum()) < int(covered.sum())
+        return int(self.mask(placement, covered).sum()) < int(covered.sum())
 
     def belt_photo(self) -> np.ndarray:
         """The empty belt at offset 0 under the nominal light, with the sensor's noise: the
@@ -307,7 +303,7 @@ class Framer:
 def box_of(placement: Placement, covered: np.ndarray, framer: Framer) -> list[int] | None:
     """The part's visible box in frame coordinates, ``[x0, y0, x1, y1]`` with x1, y1
     exclusive, clipped to the frame; None when none of the part is in the frame."""
-    shown = framer.frame_mask(placement, covered)
+    shown = framer.mask(placement, covered)
     rows = np.flatnonzero(shown.any(axis=1))
     cols = np.flatnonzero(shown.any(axis=0))
     if len(rows) == 0:
