@@ -33,7 +33,7 @@ from padformer_edge.weights import resolve_model
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan
-    from padformer_edge.profiles.schema import FalseAlarmBounds
+    from padformer_edge.profiles.schema import CalibrationResult, FalseAlarmBounds
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -160,6 +160,22 @@ def calibrate(
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate, or
     (--from-reviews) from the inspections operators reviewed."""
+    _check_calibration_flags(good, anomalous, upper_bound, from_reviews, yes, accept_unreviewed)
+    if from_reviews:
+        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
+        return
+    _calibrate_from_good(name, root, good, anomalous, target_fpr, device, upper_bound)
+
+
+def _check_calibration_flags(
+    good: Path | None,
+    anomalous: list[Path],
+    upper_bound: bool,
+    from_reviews: bool,
+    yes: str | None,
+    accept_unreviewed: int | None,
+) -> None:
+    """Refuse options that belong to the other source (good images or the reviews)."""
     if upper_bound and from_reviews:
         raise UserError(
             "--upper-bound sets a threshold from good images; drop it or --from-reviews."
@@ -175,14 +191,24 @@ def calibrate(
                 "--accept-unreviewed N goes with --yes ENGINEER, which applies the change; "
                 "a preview passes nothing. Add --yes, or drop --accept-unreviewed."
             )
-        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
-        return
-    if yes is not None or accept_unreviewed is not None:
+    elif yes is not None or accept_unreviewed is not None:
         raise UserError(
             "--yes ENGINEER and --accept-unreviewed confirm a recalibration from reviews; "
             "add --from-reviews, or drop them (calibrating from --good images asks for no "
             "confirmation)."
         )
+
+
+def _calibrate_from_good(
+    name: str,
+    root: Path | None,
+    good: Path | None,
+    anomalous: list[Path],
+    target_fpr: float,
+    device: str | None,
+    upper_bound: bool,
+) -> None:
+    """``calibrate --good``: score the held-out good images and set the threshold."""
     if good is None:
         raise UserError(
             "give --good DIR (held-out good images) or --from-reviews (the reviewed history)."
@@ -205,7 +231,11 @@ def calibrate(
             progress=progress.update,
             rule="upper-bound" if upper_bound else "quantile",
         )
-    result = report.result
+    _say_calibration(report.result)
+
+
+def _say_calibration(result: CalibrationResult) -> None:
+    """The threshold, what it rests on and promises, and the anomalous images' check."""
     if result.rule == "upper-bound":
         _say(
             f"threshold {result.threshold:.6g} = the lowest of {result.good.count} good scores "
