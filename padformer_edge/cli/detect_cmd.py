@@ -115,7 +115,7 @@ def detect(
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")
     open_graphs = graph_opener(settings, model, exported)
-    from padformer_edge.methods.files import detect_files  # torch: load late
+    from padformer_edge.methods.detect_files import detect_files  # torch: load late
 
     with job_progress("detecting", console=Console(stderr=True)) as progress:
         results = detect_files(
