@@ -21,7 +21,7 @@ from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.registry import metrics
+from padformer_edge.methods.registry import method_for, metrics
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import (
@@ -70,8 +70,12 @@ def create(
     # The folder and the checkpoint first: a mistyped path is one line at once, not after
     # seconds of loading torch (or of hashing the shipped model).
     require_folder(references, "reference folder", "pass a folder of good images of the product")
-    model = resolve_model(model)
-    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    # the weights the method will read named (compare: its comparator, checked against its
+    # card once per process), so a checkpoint it never reads is neither located nor hashed
+    settings = method_for(settings.metric).settled(settings)
+    if settings.section.weights_sha256() is None:
+        model = resolve_model(model)
+        require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     result = create_profile(profiles_root(root), name, model, references, shots, settings)
@@ -421,7 +425,7 @@ def list_profiles(
         rows: list[dict[str, object]] = [
             {
                 "name": p.name,
-                "model": str(p.model_path),
+                "model": p.weights_label,
                 "threshold": p.threshold,
                 "references": len(p.reference_paths),
             }
@@ -436,7 +440,7 @@ def list_profiles(
     for p in profiles:
         calibrated = p.calibration.calibrated_at if p.calibration else "no"
         threshold = f"{p.threshold:.6g}" if p.threshold is not None else "-"
-        table.add_row(p.name, str(p.model_path), str(len(p.reference_paths)), threshold, calibrated)
+        table.add_row(p.name, p.weights_label, str(len(p.reference_paths)), threshold, calibrated)
     _out.print(table)
     for name, error in broken:
         _err.print(f"[bold red]invalid profile {name}:[/] {error}", highlight=False, soft_wrap=True)
@@ -528,7 +532,7 @@ def set_model_cmd(
 
     profile = set_model(profiles_root(root), name, model, metric)
     _say(
-        f"profile '{name}' now uses {profile.model_path} (sha256 "
+        f"profile '{name}' now uses {profile.weights_label} (sha256 "
         f"{profile.model_sha256[:12]}...) with metric {profile.detection.metric}"
     )
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
