@@ -71,9 +71,10 @@ def create(
     # seconds of loading torch (or of hashing the shipped model).
     require_folder(references, "reference folder", "pass a folder of good images of the product")
     # the weights the method will read named (compare: its comparator, checked against its
-    # card once per process), so a checkpoint it never reads is neither located nor hashed
+    # card once per process), so a checkpoint it never reads is neither located nor hashed;
+    # a --model given is still checked to exist: a mistyped path is never taken silently
     settings = method_for(settings.metric).settled(settings)
-    if settings.section.weights_sha256() is None:
+    if model is not None or settings.section.weights_sha256() is None:
         model = resolve_model(model)
         require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
