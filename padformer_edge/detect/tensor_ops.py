@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA
+from padformer_edge.detect.readout_constants import BLUR_KERNEL, BLUR_SIGMA
 from padformer_edge.model.backbone import unfold_from_patches
 
 
