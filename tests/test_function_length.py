@@ -29,7 +29,9 @@ def function_lengths(source: str) -> list[tuple[str, int, int]]:
 
 
 def test_the_count_includes_the_signature_and_nested_functions() -> None:
-    source = "def outer(\n    a,\n    b,\n):\n    def inner():\n        return 1\n\n    return inner\n"
+    source = (
+        "def outer(\n    a,\n    b,\n):\n    def inner():\n        return 1\n\n    return inner\n"
+    )
     assert function_lengths(source) == [("outer", 1, 8), ("inner", 5, 2)]
 
 
@@ -43,6 +45,5 @@ def test_no_product_function_is_longer_than_the_limit() -> None:
         if length > MAX_LINES
     ]
     assert not long, (
-        f"functions over {MAX_LINES} lines (split each into well-named helpers): "
-        + "; ".join(long)
+        f"functions over {MAX_LINES} lines (split each into well-named helpers): " + "; ".join(long)
     )
