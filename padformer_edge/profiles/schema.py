@@ -116,7 +116,7 @@ class CalibrationResult(StrictModel):
     test is then off until the profile is calibrated again); a recalibration from reviews
     keeps the earlier ones."""
     scoring: dict[str, Any] | str | None = None
-    """How the scores were computed (``detect.signature.scoring_signature``: the metric,
+    """How the scores were computed (its method's ``signature``: the metric,
     each job's mix and readout); a line of text in files calibrated by earlier versions,
     None in files calibrated before it was recorded. A threshold only holds for the same
     scoring."""
