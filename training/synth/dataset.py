@@ -33,6 +33,7 @@ from padformer_edge_training.synth.frames import (
     THIN_JPEG_QUALITY,
     Framer,
     FrameSpec,
+    Placement,
     box_of,
     frame_stream,
 )
@@ -173,7 +174,7 @@ class _Shots:
     def _emit(
         self,
         file_path: str,
-        placement: Any,
+        placement: Placement,
         view: Frame,
         frame: np.ndarray,
         frame_mask: np.ndarray | None,
@@ -448,7 +449,9 @@ def render_dataset(
     the default is MAD-Sim's three, rendered exactly as before the newer kinds existed.
     ``frame`` places every image on a belt in a camera frame (``frames.FrameSpec``): each
     class then gets ``frames.json`` with the part's box per image, and the dataset gets
-    ``belt.png`` (the empty belt) and ``frame.empty`` frames without a part in ``empty/``.
+    ``belt.png`` (the empty belt) and ``frame.empty`` frames without a part in ``empty/``;
+    ``frame.thin_px`` adds ``test/Scratches`` (scratches drawn in camera pixels) to each
+    class, and ``frame.edge_cut`` places that share of the parts across the frame's edge.
     """
     if not meshes:
         raise UserError("no mesh given; pass --mesh PATH or --mesh builtin:NAME.")

@@ -12,6 +12,11 @@ frame sees it at its own offset, so a seam or a mark is never where the empty-be
 (offset 0, ``belt_photo``) shows it. The part turns on the belt with the view's random
 roll. Every frame draws from its own stream (seed, class and image name), so the same
 seed gives the same bytes and one frame never moves another.
+
+A share of the frames (``edge_cut``) may place the render across the frame's edge, as a
+part entering or leaving the camera's view: whatever lands outside is dropped, so the
+part's box, its cover and every mask are clipped to the frame (``Framer.window``). The
+thin family is drawn on the frame itself, in camera pixels (``frame_scratches``).
 """
 
 from __future__ import annotations
