@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -32,6 +32,73 @@ def _parse_colour(text: str) -> tuple[int, int, int]:
         f"--background '{text}' is not a colour; use white, black, grey, "
         "#rrggbb or r,g,b with values 0-255."
     )
+
+
+# The camera-frame options (``--frame`` and what only applies with it), declared once here
+# so the command's signature stays readable; each is None when not given.
+FrameOption = Annotated[
+    str | None,
+    typer.Option(
+        "--frame",
+        help="Camera frames WIDTHxHEIGHT (e.g. 2448x2048): each image is the part on a belt "
+        "at a random position, with its box in CLASS/frames.json.",
+    ),
+]
+PartScaleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--part-scale", help="With --frame: the part's share of the shorter side (0.15-0.6)."
+    ),
+]
+BeltOption = Annotated[
+    str | None,
+    typer.Option("--belt", help="With --frame: plain (the --background colour), belt or photo."),
+]
+LightGainOption = Annotated[
+    float | None,
+    typer.Option("--light-gain", help="With --frame: per-frame gain drawn from 1 +- this (0)."),
+]
+ColourShiftOption = Annotated[
+    float | None,
+    typer.Option("--colour-shift", help="With --frame: per-frame shift per channel, levels (0)."),
+]
+NoiseOption = Annotated[
+    float | None,
+    typer.Option("--noise", help="With --frame: sensor noise, standard deviation in levels (0)."),
+]
+JpegQualityOption = Annotated[
+    int | None,
+    typer.Option("--jpeg-quality", help="With --frame: write JPEG at this quality (0: PNG)."),
+]
+EmptyFramesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--empty-frames", help="With --frame: frames of the belt alone, in OUT/empty (0)."
+    ),
+]
+ThinPxOption = Annotated[
+    str | None,
+    typer.Option(
+        "--thin-px",
+        help="With --frame: add test/Scratches, scratches LOW-HIGH frame pixels wide (1-3) "
+        "drawn on the framed part, their width and contrast in frames.json.",
+    ),
+]
+ThinContrastOption = Annotated[
+    str | None,
+    typer.Option(
+        "--thin-contrast",
+        help="With --thin-px: the scratches' colour change, LOW-HIGH levels (25-80).",
+    ),
+]
+EdgeCutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--edge-cut",
+        help="With --frame: this share of frames puts the part across the frame's edge; "
+        "frames.json clips its box and sets cut (0).",
+    ),
+]
 
 
 def synth(
@@ -63,33 +130,17 @@ def synth(
         "transfer (Foreign, Cracks), unseen (Bent), held-out (transfer and unseen), all. "
         "Without it: the default Burrs, Missing, Stains.",
     ),
-    frame: str | None = typer.Option(
-        None,
-        "--frame",
-        help="Camera frames WIDTHxHEIGHT (e.g. 2448x2048): each image is the part on a belt "
-        "at a random position, with its box in CLASS/frames.json.",
-    ),
-    part_scale: str | None = typer.Option(
-        None, "--part-scale", help="With --frame: the part's share of the shorter side (0.15-0.6)."
-    ),
-    belt: str | None = typer.Option(
-        None, "--belt", help="With --frame: plain (the --background colour), belt or photo."
-    ),
-    light_gain: float | None = typer.Option(
-        None, "--light-gain", help="With --frame: per-frame gain drawn from 1 +- this (0)."
-    ),
-    colour_shift: float | None = typer.Option(
-        None, "--colour-shift", help="With --frame: per-frame shift per channel, levels (0)."
-    ),
-    noise: float | None = typer.Option(
-        None, "--noise", help="With --frame: sensor noise, standard deviation in levels (0)."
-    ),
-    jpeg_quality: int | None = typer.Option(
-        None, "--jpeg-quality", help="With --frame: write JPEG at this quality (0: PNG)."
-    ),
-    empty_frames: int | None = typer.Option(
-        None, "--empty-frames", help="With --frame: frames of the belt alone, in OUT/empty (0)."
-    ),
+    frame: FrameOption = None,
+    part_scale: PartScaleOption = None,
+    belt: BeltOption = None,
+    light_gain: LightGainOption = None,
+    colour_shift: ColourShiftOption = None,
+    noise: NoiseOption = None,
+    jpeg_quality: JpegQualityOption = None,
+    empty_frames: EmptyFramesOption = None,
+    thin_px: ThinPxOption = None,
+    thin_contrast: ThinContrastOption = None,
+    edge_cut: EdgeCutOption = None,
     list_builtins: bool = typer.Option(False, "--list-builtins", help="List built-in models."),
 ) -> None:
     """Render good and defective views (Burrs, Missing, Stains; more with --defects) with
@@ -110,8 +161,9 @@ def synth(
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     kinds = resolve_kinds(defects)
     spec = _frame_spec(
-        frame, part_scale, belt, light_gain, colour_shift, noise, jpeg_quality, empty_frames
-    )
+        frame, part_scale, belt, light_gain, colour_shift, noise, jpeg_quality, empty_frames,
+        thin_px, thin_contrast, edge_cut,
+    )  # fmt: skip
     _render(mesh, out, counts, kinds, spec, size=size, seed=seed, background=background)
 
 
@@ -132,22 +184,29 @@ def _frame_spec(
     noise: float | None,
     jpeg_quality: int | None,
     empty_frames: int | None,
+    thin_px: str | None,
+    thin_contrast: str | None,
+    edge_cut: float | None,
 ) -> FrameSpec | None:
     """The camera frames ``--frame`` asks for (``None`` without it); a frame option given
     without ``--frame`` is refused, as it would be silently unused."""
     framed = {
         "--part-scale": part_scale, "--belt": belt, "--light-gain": light_gain,
         "--colour-shift": colour_shift, "--noise": noise, "--jpeg-quality": jpeg_quality,
-        "--empty-frames": empty_frames,
+        "--empty-frames": empty_frames, "--thin-px": thin_px, "--thin-contrast": thin_contrast,
+        "--edge-cut": edge_cut,
     }  # fmt: skip
     given = [name for name, value in framed.items() if value is not None]
     if frame is None and given:
         raise UserError(f"{given[0]} applies to camera frames; add --frame WIDTHxHEIGHT.")
+    if thin_contrast is not None and thin_px is None:
+        raise UserError("--thin-contrast applies to scratches; add --thin-px LOW-HIGH.")
     if frame is None:
         return None
     from padformer_edge_training.synth.frames import (
         FrameSpec,
         parse_frame_size,
+        parse_pixel_range,
         parse_share_range,
     )
 
@@ -162,7 +221,11 @@ def _frame_spec(
         noise=noise or 0.0,
         jpeg=jpeg_quality or 0,
         empty=empty_frames or 0,
+        thin_px=parse_pixel_range(thin_px) if thin_px is not None else None,
+        thin_contrast=parse_share_range(thin_contrast or "25-80", "--thin-contrast", "25-80"),
+        edge_cut=edge_cut or 0.0,
     )
+
 
 def _render(
     mesh: list[str],
@@ -193,4 +256,6 @@ def _render(
         )
     elapsed = time.perf_counter() - started
     images = counts.per_class_with(kinds)
+    if spec is not None and spec.thin_px is not None:
+        images += counts.test_per_defect  # test/Scratches
     typer.echo(f"{result}: {len(mesh)} class(es) x {images} images in {elapsed:.1f} s.")

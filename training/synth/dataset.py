@@ -28,10 +28,12 @@ from padformer_edge.errors import UserError
 from padformer_edge.reporting.log import get_logger
 from padformer_edge_training.synth.camera import FOV_DEGREES, CameraPose, sample_pose
 from padformer_edge_training.synth.defects import DEFECT_KINDS
+from padformer_edge_training.synth.frame_scratches import SCRATCH_KIND, draw_scratch
 from padformer_edge_training.synth.frames import (
     THIN_JPEG_QUALITY,
     Framer,
     FrameSpec,
+    Placement,
     box_of,
     frame_stream,
 )
@@ -166,11 +168,27 @@ class _Shots:
         placement, stream = self._pending
         self._pending = None
         frame = self.framer.compose(placement, stream, view.rgb, view.covered)
-        _write_bytes(folder / f"{file_path}{self.framer.spec.suffix}", self.framer.encode(frame))
-        if mask is not None:
-            _write_mask(folder, file_path, self.framer.mask(placement, mask))
+        frame_mask = None if mask is None else self.framer.mask(placement, mask)
+        self._emit(file_path, placement, view, frame, frame_mask, extra)
+
+    def _emit(
+        self,
+        file_path: str,
+        placement: Placement,
+        view: Frame,
+        frame: np.ndarray,
+        frame_mask: np.ndarray | None,
+        extra: dict[str, Any] | None,
+    ) -> None:
+        assert self.framer is not None
+        _write_bytes(
+            self.folder / f"{file_path}{self.framer.spec.suffix}", self.framer.encode(frame)
+        )
+        if frame_mask is not None:
+            _write_mask(self.folder, file_path, frame_mask)
         self.records[file_path] = {
-            "box": box_of(placement, view.covered),
+            "box": box_of(placement, view.covered, self.framer),
+            "cut": self.framer.cut(placement, view.covered),
             "tile": placement.tile,
             "at": [placement.x, placement.y],
             "belt_offset": placement.belt_offset,
@@ -178,6 +196,31 @@ class _Shots:
             "shift": [round(v, 2) for v in placement.shift],
             **(extra or {}),
         }
+
+    def shows(self, mask: np.ndarray, needed: int) -> bool:
+        """Whether the prepared frame shows ``needed`` pixels of a render's defect mask: a
+        part across the frame's edge may lose its defect there, and is then drawn again."""
+        if self.framer is None:
+            return True
+        assert self._pending is not None, "prepare() comes before shows()"
+        return int(self.framer.mask(self._pending[0], mask).sum()) >= needed
+
+    def write_scratched(self, file_path: str, view: Frame, rng: np.random.Generator) -> bool:
+        """A good view framed with a scratch drawn in camera pixels on its visible part
+        (``frame_scratches``); False, with nothing written, when no scratch fits there."""
+        assert self.framer is not None and self._pending is not None
+        spec = self.framer.spec
+        assert spec.thin_px is not None
+        placement, stream = self._pending
+        pasted = self.framer.paste(placement, view.rgb, view.covered)
+        part = self.framer.mask(placement, view.covered)
+        scratch = draw_scratch(pasted, part, spec.thin_px, spec.thin_contrast, rng)
+        if scratch is None:
+            return False
+        self._pending = None
+        frame = self.framer.sensor(scratch.frame, placement, stream)
+        self._emit(file_path, placement, view, frame, scratch.mask, scratch.record)
+        return True
 
     def finish(self) -> None:
         if self.framer is not None:
@@ -191,9 +234,15 @@ def _write_mask(folder: Path, file_path: str, mask: np.ndarray) -> None:
     _write_png(folder / "ground_truth" / kind / f"{n}_mask.png", mask.astype(np.uint8) * 255)
 
 
+def scratch_count(counts: ViewCounts, frame: FrameSpec | None) -> int:
+    """Images of ``test/Scratches`` per class: a defect kind's count when ``--thin-px``."""
+    return counts.test_per_defect if frame is not None and frame.thin_px is not None else 0
+
+
 def check_thin_quality(frame: FrameSpec, kinds: Sequence[str]) -> None:
     """Refuse JPEG too lossy for the thin kinds: a 1-3 px crack does not survive it."""
     thin = [kind for kind in kinds if kind in THIN_KINDS]
+    thin += [SCRATCH_KIND] if frame.thin_px is not None else []
     if thin and 0 < frame.jpeg < THIN_JPEG_QUALITY:
         raise UserError(
             f"--jpeg-quality {frame.jpeg} would blur {thin[0]} (1-3 camera pixels wide) away; "
@@ -266,7 +315,7 @@ def _render_class(
             for _ in range(MAX_DRAWS):
                 pose = sample_pose(stream)
                 plain, defective, mask = render_defect_view(renderer, model, kind, pose, stream)
-                if _visible(kind, plain, defective, mask, needed):
+                if _visible(kind, plain, defective, mask, needed) and shots.shows(mask, needed):
                     break
             else:
                 raise UserError(
@@ -278,9 +327,41 @@ def _render_class(
             shots.write(name, defective, mask, extra)
             frames.append(_frame_entry(name, pose))
             advance()
+    if framer is not None and framer.spec.thin_px is not None:
+        _render_scratches(renderer, model, shots, counts, seed, advance, frames)
     shots.finish()
     transforms = {"camera_angle_x": math.radians(FOV_DEGREES), "frames": frames}
     (folder / "transforms.json").write_text(json.dumps(transforms, indent=1) + "\n")
+
+
+def _render_scratches(
+    renderer: Renderer,
+    model: Model3D,
+    shots: _Shots,
+    counts: ViewCounts,
+    seed: int,
+    advance: Callable[[], None],
+    frames: list[dict[str, Any]],
+) -> None:
+    """``test/Scratches``: good views, framed, each with a scratch in camera pixels. Its
+    own stream, so asking for it never moves another kind's images."""
+    stream = np.random.default_rng(
+        [seed, zlib.crc32(model.name.encode()), zlib.crc32(SCRATCH_KIND.encode())]
+    )
+    for n in range(counts.test_per_defect):
+        name = f"test/{SCRATCH_KIND}/{n}"
+        shots.prepare(name)
+        for _ in range(MAX_DRAWS):
+            pose = sample_pose(stream)
+            if shots.write_scratched(name, renderer.render([model], pose), stream):
+                break
+        else:
+            raise UserError(
+                f"model '{model.name}': no {SCRATCH_KIND} of the asked --thin-px fits on the "
+                f"part in {MAX_DRAWS} views; raise --part-scale or narrow --thin-px."
+            )
+        frames.append(_frame_entry(name, pose))
+        advance()
 
 
 def manifest(
@@ -368,7 +449,9 @@ def render_dataset(
     the default is MAD-Sim's three, rendered exactly as before the newer kinds existed.
     ``frame`` places every image on a belt in a camera frame (``frames.FrameSpec``): each
     class then gets ``frames.json`` with the part's box per image, and the dataset gets
-    ``belt.png`` (the empty belt) and ``frame.empty`` frames without a part in ``empty/``.
+    ``belt.png`` (the empty belt) and ``frame.empty`` frames without a part in ``empty/``;
+    ``frame.thin_px`` adds ``test/Scratches`` (scratches drawn in camera pixels) to each
+    class, and ``frame.edge_cut`` places that share of the parts across the frame's edge.
     """
     if not meshes:
         raise UserError("no mesh given; pass --mesh PATH or --mesh builtin:NAME.")
@@ -393,6 +476,7 @@ def render_dataset(
     total, done = counts.per_class_with(kinds) * len(models), 0
     framer = Framer(frame, seed, background) if frame is not None else None
     total += frame.empty if frame is not None else 0
+    total += scratch_count(counts, frame) * len(models)
 
     def advance() -> None:
         nonlocal done

@@ -12,6 +12,11 @@ frame sees it at its own offset, so a seam or a mark is never where the empty-be
 (offset 0, ``belt_photo``) shows it. The part turns on the belt with the view's random
 roll. Every frame draws from its own stream (seed, class and image name), so the same
 seed gives the same bytes and one frame never moves another.
+
+A share of the frames (``edge_cut``) may place the render across the frame's edge, as a
+part entering or leaving the camera's view: whatever lands outside is dropped, so the
+part's box, its cover and every mask are clipped to the frame (``Framer.window``). The
+thin family is drawn on the frame itself, in camera pixels (``frame_scratches``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ THIN_JPEG_QUALITY = 90  # below this a 1-px defect does not survive the encoder
 MIN_FRAME_SIDE = 64
 MAX_FRAME_SIDE = 8192
 MIN_PART_PX = 16  # a smaller render shows no defect a mask could hold
+MAX_THIN_PX = 8  # wider than this a scratch is no longer the thin family
+MIN_THIN_LEVELS = 5  # a change of 4 levels or less is no mask pixel (COLOUR_TOLERANCE)
+CUT_SHARE = (0.2, 0.5)  # how much of the render's side an edge-cut frame puts outside
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,9 @@ class FrameSpec:
     noise: float = 0.0  # sensor noise, standard deviation in 8-bit levels
     jpeg: int = 0  # JPEG quality 1-100; 0 for lossless PNG
     empty: int = 0  # empty-belt frames (no part) written beside the classes
+    thin_px: tuple[int, int] | None = None  # scratch widths in frame px; None: no scratches
+    thin_contrast: tuple[float, float] = (25.0, 80.0)  # scratch colour change, 8-bit levels
+    edge_cut: float = 0.0  # share of part frames that place the part across the frame's edge
 
     def __post_init__(self) -> None:
         check_frame_spec(self)
@@ -65,6 +76,8 @@ class FrameSpec:
         """What ``dataset.json`` records under ``frame``."""
         entry = asdict(self)
         entry["part_scale"] = list(self.part_scale)
+        entry["thin_px"] = list(self.thin_px) if self.thin_px else None
+        entry["thin_contrast"] = list(self.thin_contrast)
         return entry
 
 
@@ -101,6 +114,19 @@ def check_frame_spec(spec: FrameSpec) -> None:
         )
     if spec.empty < 0:
         raise UserError(f"--empty-frames {spec.empty} is negative; choose 0 or more.")
+    if spec.thin_px is not None and not 1 <= spec.thin_px[0] <= spec.thin_px[1] <= MAX_THIN_PX:
+        raise UserError(
+            f"--thin-px {spec.thin_px[0]}-{spec.thin_px[1]} is out of range; give LOW-HIGH "
+            f"whole pixels with 1 <= LOW <= HIGH <= {MAX_THIN_PX}, e.g. 1-3."
+        )
+    low_levels, high_levels = spec.thin_contrast
+    if not MIN_THIN_LEVELS <= low_levels <= high_levels <= 255:
+        raise UserError(
+            f"--thin-contrast {low_levels:g}-{high_levels:g} is out of range; give LOW-HIGH "
+            f"levels with {MIN_THIN_LEVELS} <= LOW <= HIGH <= 255, e.g. 25-80."
+        )
+    if not 0.0 <= spec.edge_cut <= 1.0:
+        raise UserError(f"--edge-cut {spec.edge_cut:g} is not a share; choose 0 to 1.")
 
 
 def parse_frame_size(text: str) -> tuple[int, int]:
@@ -111,13 +137,23 @@ def parse_frame_size(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def parse_share_range(text: str) -> tuple[float, float]:
+def parse_share_range(
+    text: str, option: str = "--part-scale", example: str = "0.15-0.6"
+) -> tuple[float, float]:
     """'0.15-0.6' (or one number) into (low, high)."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(?:-\s*([0-9]*\.?[0-9]+)\s*)?", text)
     if not match:
-        raise UserError(f"--part-scale '{text}' is not a range; give LOW-HIGH, e.g. 0.15-0.6.")
+        raise UserError(f"{option} '{text}' is not a range; give LOW-HIGH, e.g. {example}.")
     low = float(match[1])
     return low, float(match[2]) if match[2] else low
+
+
+def parse_pixel_range(text: str) -> tuple[int, int]:
+    """'1-3' (or one whole number) into (low, high) pixels for ``--thin-px``."""
+    low, high = parse_share_range(text, "--thin-px", "1-3")
+    if low != int(low) or high != int(high):
+        raise UserError(f"--thin-px '{text}' is not whole pixels; give LOW-HIGH, e.g. 1-3.")
+    return int(low), int(high)
 
 
 @dataclass(frozen=True)
@@ -152,7 +188,22 @@ class Framer:
         tile = round(rng.uniform(low, high) * spec.shorter)
         x = int(rng.integers(0, spec.width - tile + 1))
         y = int(rng.integers(0, spec.height - tile + 1))
+        if spec.edge_cut and rng.random() < spec.edge_cut:  # no draw at all without the option
+            x, y = self._across_edge(rng, tile, x, y)
         return self._lit(rng, tile, x, y)
+
+    def _across_edge(self, rng: np.random.Generator, tile: int, x: int, y: int) -> tuple[int, int]:
+        """Move the render over one of the frame's four edges by a ``CUT_SHARE`` of its
+        side: never more than half, so the part's centre (where it is drawn) stays in."""
+        outside = max(1, round(rng.uniform(*CUT_SHARE) * tile))
+        side = int(rng.integers(0, 4))
+        if side == 0:
+            return -outside, y
+        if side == 1:
+            return self.spec.width - tile + outside, y
+        if side == 2:
+            return x, -outside
+        return x, self.spec.height - tile + outside
 
     def place_empty(self, rng: np.random.Generator) -> Placement:
         """The draws of a frame without a part: the belt's offset and the light."""
@@ -170,6 +221,43 @@ class Framer:
         rows = (np.arange(self.spec.height) + offset) % self.loop.shape[0]
         return self.loop[rows]
 
+    def window(self, placement: Placement) -> tuple[tuple[slice, slice], tuple[slice, slice]]:
+        """The part of the render that lands in the frame: (frame rows, cols), (tile rows,
+        cols). The whole tile unless the placement crosses the frame's edge."""
+        spec = self.spec
+        x0, y0 = max(placement.x, 0), max(placement.y, 0)
+        x1 = min(placement.x + placement.tile, spec.width)
+        y1 = min(placement.y + placement.tile, spec.height)
+        frame = (slice(y0, max(y0, y1)), slice(x0, max(x0, x1)))
+        tile = (
+            slice(y0 - placement.y, max(y0, y1) - placement.y),
+            slice(x0 - placement.x, max(x0, x1) - placement.x),
+        )
+        return frame, tile
+
+    def mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
+        """A render's mask (tile coordinates) in frame coordinates, cut at the frame's edge."""
+        full = np.zeros((self.spec.height, self.spec.width), dtype=bool)
+        if placement.tile:
+            inside, tile = self.window(placement)
+            full[inside] = tile_mask[tile]
+        return full
+
+    def paste(
+        self,
+        placement: Placement,
+        rgb: np.ndarray | None = None,
+        covered: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The belt with the render's covered pixels on it, before light and noise."""
+        frame = self.belt_window(placement.belt_offset).copy()
+        if rgb is not None and covered is not None:
+            inside, tile = self.window(placement)
+            region = frame[inside]
+            shown = covered[tile]
+            region[shown] = rgb[tile][shown]
+        return frame
+
     def compose(
         self,
         placement: Placement,
@@ -180,16 +268,9 @@ class Framer:
         """The frame: the render's covered pixels on the belt, then light and noise.
 
         ``rng`` is the frame's stream after ``place``; it draws the noise last."""
-        frame = self.belt_window(placement.belt_offset).copy()
-        if rgb is not None and covered is not None:
-            region = frame[
-                placement.y : placement.y + placement.tile,
-                placement.x : placement.x + placement.tile,
-            ]
-            region[covered] = rgb[covered]
-        return self._sensor(frame, placement, rng)
+        return self.sensor(self.paste(placement, rgb, covered), placement, rng)
 
-    def _sensor(
+    def sensor(
         self, frame: np.ndarray, placement: Placement, rng: np.random.Generator
     ) -> np.ndarray:
         spec = self.spec
@@ -201,20 +282,16 @@ class Framer:
             pixels += rng.standard_normal(pixels.shape, dtype=np.float32) * np.float32(spec.noise)
         return np.clip(np.rint(pixels), 0, 255).astype(np.uint8)
 
-    def mask(self, placement: Placement, tile_mask: np.ndarray) -> np.ndarray:
-        """A render's mask (tile coordinates) in frame coordinates."""
-        full = np.zeros((self.spec.height, self.spec.width), dtype=bool)
-        full[
-            placement.y : placement.y + placement.tile, placement.x : placement.x + placement.tile
-        ] = tile_mask
-        return full
+    def cut(self, placement: Placement, covered: np.ndarray) -> bool:
+        """Whether the frame's edge cuts off some of the part's pixels."""
+        return int(self.mask(placement, covered).sum()) < int(covered.sum())
 
     def belt_photo(self) -> np.ndarray:
         """The empty belt at offset 0 under the nominal light, with the sensor's noise: the
         one photo a line takes of its belt for ``profile create --background``."""
         rng = frame_stream(self._seed, "belt-photo", "0")
         nominal = Placement(0, 0, 0, 0, 1.0, (0.0, 0.0, 0.0))
-        return self._sensor(self.belt_window(0).copy(), nominal, rng)
+        return self.sensor(self.belt_window(0).copy(), nominal, rng)
 
     def encode(self, frame: np.ndarray) -> bytes:
         """The frame's file bytes: JPEG at the spec's quality, or PNG."""
@@ -228,16 +305,15 @@ class Framer:
         return data.tobytes()
 
 
-def box_of(placement: Placement, covered: np.ndarray) -> list[int]:
-    """The part's box in frame coordinates, ``[x0, y0, x1, y1]`` with x1, y1 exclusive."""
-    rows = np.flatnonzero(covered.any(axis=1))
-    cols = np.flatnonzero(covered.any(axis=0))
-    return [
-        placement.x + int(cols[0]),
-        placement.y + int(rows[0]),
-        placement.x + int(cols[-1]) + 1,
-        placement.y + int(rows[-1]) + 1,
-    ]
+def box_of(placement: Placement, covered: np.ndarray, framer: Framer) -> list[int] | None:
+    """The part's visible box in frame coordinates, ``[x0, y0, x1, y1]`` with x1, y1
+    exclusive, clipped to the frame; None when none of the part is in the frame."""
+    shown = framer.mask(placement, covered)
+    rows = np.flatnonzero(shown.any(axis=1))
+    cols = np.flatnonzero(shown.any(axis=0))
+    if len(rows) == 0:
+        return None
+    return [int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1]
 
 
 def make_belt(
