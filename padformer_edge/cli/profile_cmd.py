@@ -62,6 +62,9 @@ def create(
     shots: int | None = typer.Option(
         None, "--shots", "-n", help="References to keep, chosen to cover viewpoints (default all)."
     ),
+    background: Path | None = typer.Option(
+        None, "--background", help="Photo of the camera's empty belt: find the part in each frame."
+    ),
     settings: DetectionSettings = options.FROM_OPTIONS,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -72,9 +75,13 @@ def create(
     require_folder(references, "reference folder", "pass a folder of good images of the product")
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")
+    if background is not None:
+        require_file(background, "belt photo", "give a photo of the camera's empty belt")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
-    result = create_profile(profiles_root(root), name, model, references, shots, settings)
+    result = create_profile(
+        profiles_root(root), name, model, references, shots, settings, background
+    )
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
     _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
