@@ -134,6 +134,6 @@ class FramedDetector(GroupedDetection):
             detection.anomaly_map = paste(detection.anomaly_map, box, *image.shape[:2])
             detection.timings["locate"] = seconds
             detection.timings["total"] = detection.timings.get("total", 0.0) + seconds
-            detection.part_box, detection.part_cut = box, found.cut
+            detection.part_box, detection.part_cut = box, bool(found.cut)
             results.append(detection)
         return results
