@@ -29,6 +29,12 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 
 
+def framing_signature(background_sha256: str, margin: float = MARGIN) -> dict[str, Any]:
+    """What a framed profile's scoring signature adds (``detect.signature``): the belt
+    photo the part is found against and the crop's margin."""
+    return {"background": background_sha256, "margin": margin}
+
+
 @dataclass(frozen=True)
 class Framing:
     """How a profile's frames are read: its belt and the crop's margin, and the sha256 of
@@ -40,7 +46,7 @@ class Framing:
 
     @property
     def signature(self) -> dict[str, Any]:
-        return {"background": self.background_sha256, "margin": self.margin}
+        return framing_signature(self.background_sha256, self.margin)
 
     def cut(self, frame: np.ndarray) -> tuple[Located, tuple[int, int, int, int] | None]:
         """Where the part is in ``frame`` and the box its crop is cut at (None: no part)."""

@@ -257,7 +257,12 @@ def scoring_of(profile: Profile) -> Signature:
     def padformer() -> PADFormer:
         return load_checkpoint(profile.model_path)[0]
 
-    return profile.method.signature(profile.detection, padformer)
+    signature = profile.method.signature(profile.detection, padformer)
+    if profile.config.background is None:
+        return signature
+    from padformer_edge.detect.framed import framing_signature  # as FramedDetector.scoring
+
+    return {**signature, "framing": framing_signature(profile.config.background.sha256)}
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:
