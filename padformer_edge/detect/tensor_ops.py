@@ -1,6 +1,6 @@
 """The image arithmetic of detection in torch: the query blur and resizes the metrics
 call, and ``array_ops.ArrayOps`` on tensors, the primitives the shared scoring arithmetic
-composes (``arrays`` is their numpy counterpart on a torch-free line)."""
+composes (``numpy_ops`` is their numpy counterpart on a torch-free line)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA
+from padformer_edge.detect.readout_constants import BLUR_KERNEL, BLUR_SIGMA
 from padformer_edge.model.backbone import unfold_from_patches
 
 

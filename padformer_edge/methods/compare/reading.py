@@ -1,7 +1,8 @@
 """How the ``compare`` method's per-cell scores become detections, written once for the
 torch detector (``detector``) and the torch-free line (``line``): each query's cell map
 read at its cells' size by the readout every score shares (``detect.readout.read_cells``)
-and resized once, to the query's size. No torch is imported here.
+and carried at that size: what shows a map resizes it once (``map_geometry.frame_map``).
+No torch is imported here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from padformer_edge.detect.array_ops import Array, ops_of
+from padformer_edge.detect.array_ops import Array
 from padformer_edge.detect.detection import Detection, call_timings
 from padformer_edge.detect.readout import JobReadouts, read_cells
 
@@ -29,7 +30,6 @@ def cell_detections(
     for index, size in enumerate(sizes):
         started = time.perf_counter()
         scored = read_cells(readouts, [cell_scores[index]], size, input_size)
-        anomaly_map = ops_of(scored.anomaly_map).to_host(scored.anomaly_map)
         timings = call_timings(*shares, time.perf_counter() - started)
-        detections.append(Detection(scored.score, anomaly_map, [], [], timings))
+        detections.append(Detection(scored.score, scored.anomaly_map, [], [], timings))
     return detections

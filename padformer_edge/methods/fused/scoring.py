@@ -31,7 +31,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
 from padformer_edge.config import StrictModel
-from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA
+from padformer_edge.detect.readout_constants import MAX_READOUT_SIGMA
 from padformer_edge.errors import UserError
 
 MAX_REFERENCE_WEIGHT = 400.0

@@ -8,12 +8,17 @@ import re
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
 
 from padformer_edge import weights
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.images import to_unit_tensor
+from padformer_edge.detect.map_geometry import frame_map
+from padformer_edge.detect.parity import PARITY_RTOL, parity_gap, verdicts_agree
+from padformer_edge.detect.readout import shrink_factor
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
@@ -22,6 +27,7 @@ from padformer_edge.methods.compare.checkpoint import load_comparator, save_comp
 from padformer_edge.methods.compare.detector import CompareDetector
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import (
+    SCORE_SIGMA,
     CompareMetric,
     compare,
     compare_signature,
@@ -88,7 +94,9 @@ def test_a_comparator_that_differs_from_its_card_is_refused(
 
 def test_the_detector_scores_exactly_what_the_comparator_reads(references, queries) -> None:
     """The detector's score and map are the comparator's per-cell scores read as the
-    evaluation reads them (upsampled, smoothed, maximum): one computation, two callers."""
+    evaluation reads them (upsampled, smoothed, maximum): one computation, two callers.
+    A frame this small is blurred at its own size, so the map is carried there and
+    ``frame_map`` leaves it as it is."""
     detector = CompareDetector(references, SETTINGS)
     assert isinstance(detector.metric, CompareMetric) and not detector.reads_passes
     found = detector.detect(queries)
@@ -98,10 +106,45 @@ def test_the_detector_scores_exactly_what_the_comparator_reads(references, queri
     for detection, query, cell_scores in zip(found, queries, expected, strict=True):
         amap = read_score(cell_scores, query.shape[:2], comparator.config.input_size)
         assert detection.anomaly_map.shape == query.shape[:2]
-        np.testing.assert_array_equal(detection.anomaly_map, amap.numpy())
+        np.testing.assert_array_equal(frame_map(detection.anomaly_map, query.shape[:2]), amap)
         assert detection.score == float(amap.max())
         assert detection.pass_mean_error == []  # no reconstruction pass ran
     assert found[1].score > found[0].score  # the pasted square is seen
+
+
+@pytest.mark.parametrize(
+    "size, shrunk",
+    [((1500, 2700), True), ((1024, 1280), False)],
+    ids=["blurred-shrunk", "blurred-at-full-size"],
+)
+def test_a_large_frame_keeps_its_map_small_and_its_score_within_parity(
+    references, queries, size, shrunk
+) -> None:
+    """On a frame whose blur runs shrunk (2700 px wide: by 2 or more) the map is
+    carried on the shrunk grid, never drawn at the frame's size; where the blur
+    is narrow enough it is read at the frame's own size. Brought to the frame by
+    ``frame_map`` it is the map the readout drew there before (cells upsampled to the
+    frame, then read: ``read_score``) within ``PARITY_RTOL``, and so are the score and
+    the verdicts. The shrunk read is the one ``readout.smooth`` always made; only the
+    last upsample moved to whatever shows the map."""
+    detector = CompareDetector(references, SETTINGS)
+    comparator, _ = load_comparator(weights.locate_comparator())
+    cells = reference_cells(comparator, [to_unit_tensor(r, CPU) for r in references])
+    large = [cv2.resize(query, size[::-1], interpolation=cv2.INTER_LINEAR) for query in queries]
+    found = detector.detect(large)
+    expected = compare(comparator, [to_unit_tensor(q, CPU) for q in large], cells).score
+    old = []
+    for detection, cell_scores in zip(found, expected, strict=True):
+        factor = shrink_factor(SCORE_SIGMA * max(size) / comparator.config.input_size)
+        assert (factor > 1) == shrunk
+        assert detection.anomaly_map.shape == tuple(-(-side // factor) for side in size)
+        amap = read_score(cell_scores, size, comparator.config.input_size).numpy()
+        old.append(Detection(float(amap.max()), amap, [], []))
+    moved = [Detection(d.score, frame_map(d.anomaly_map, size), [], []) for d in found]
+    assert parity_gap(old, moved) <= PARITY_RTOL
+    threshold = (old[0].score + old[1].score) / 2
+    assert verdicts_agree(old, moved, threshold)
+    assert [d.score > threshold for d in moved] == [False, True]
 
 
 def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> None:
@@ -284,8 +327,7 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
 
 def test_a_comparator_under_another_metric_is_refused() -> None:
     fault = (
-        "metric fused reads no setting 'comparator': leave comparator out, or choose metric "
-        "compare"
+        "metric fused reads no setting 'comparator': leave comparator out, or choose metric compare"
     )
     with pytest.raises(ValueError, match=re.escape(fault)):
         DetectionSettings(metric="fused", comparator="a" * 64)
