@@ -4,9 +4,8 @@ The part's box from ``detect.locate`` is grown by a margin and made square befor
 cut out: the scorer squeezes whatever it is given to its square input, so a square crop
 keeps the part's shape (a pose-agnostic comparison must see the part as the references
 show it) and a margin keeps its silhouette's edge, where many defects sit, away from the
-crop's border. The crop's map is pasted back at that box, so heatmaps and stored boxes
-are in frame coordinates. This is the only geometry a framed profile adds; kept in one
-module so the shared map-resizing function can take over ``paste`` by itself.
+crop's border. The crop's map is pasted back at that box by the maps' one resize
+(``map_geometry.frame_map``), so heatmaps and stored boxes are in frame coordinates.
 
 Numpy and OpenCV only: the torch-free line install imports this module.
 """
@@ -17,6 +16,8 @@ import math
 
 import cv2
 import numpy as np
+
+from padformer_edge.detect.map_geometry import frame_map
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels; x1 and y1 exclusive
 
@@ -48,14 +49,10 @@ def crop(frame: np.ndarray, box: Box) -> np.ndarray:
 
 
 def paste(crop_map: np.ndarray, box: Box, height: int, width: int) -> np.ndarray:
-    """A ``height x width`` float32 map, 0 outside ``box`` and ``crop_map`` inside it
-    (resized bilinearly when its shape is not the box's)."""
-    x0, y0, x1, y1 = box
-    frame_map = np.zeros((height, width), dtype=np.float32)
-    if crop_map.shape[:2] != (y1 - y0, x1 - x0):
-        crop_map = cv2.resize(crop_map, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
-    frame_map[y0:y1, x0:x1] = crop_map
-    return frame_map
+    """A ``height x width`` float32 map, 0 outside ``box`` and ``crop_map`` (the crop's
+    map on whatever grid it was read, covering the whole crop) inside it, resized once by
+    the map's one resize (``map_geometry.frame_map``)."""
+    return frame_map(crop_map, (height, width), box)
 
 
 def same_size(crops: list[np.ndarray]) -> list[np.ndarray]:
