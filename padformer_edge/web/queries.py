@@ -198,6 +198,8 @@ class Shown(NamedTuple):
     discovered_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    part_box: str | None  # a framed profile's scored crop, "x0,y0,x1,y1" in frame pixels
+    part_cut: bool | None  # the part ran off the frame's edge
 
 
 class ShownAlert(NamedTuple):
