@@ -468,10 +468,8 @@ def test(
     else:
         table = Table("file", "score", "normalised", "verdict", "heatmap")
         for v in verdicts:
-            verdict = "[red]ANOMALY[/]" if v.anomalous else "[green]good[/]"
-            table.add_row(
-                str(v.path), f"{v.score:.6g}", f"{v.normalised:.3f}", verdict, str(v.heatmap)
-            )
+            verdict = f"[red]{v.word}[/]" if v.anomalous else f"[green]{v.word}[/]"
+            table.add_row(str(v.path), *v.shown(), verdict, str(v.heatmap))
         _out.print(table)
     if any(v.anomalous for v in verdicts) and not no_fail:
         raise typer.Exit(1)

@@ -17,8 +17,10 @@ from padformer_edge.detect.images import read_image
 from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
+from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
+from padformer_edge.profiles.verdicts import inspect_images
 from tests import framed_frames
 from tests.cli_process import run_cli
 from tests.profiles.conftest import FAST
@@ -124,3 +126,17 @@ def test_cli_create_background_refuses_a_missing_photo(tmp_path, camera, checkpo
     assert done.returncode != 0
     assert f"belt photo {tmp_path / 'nope.png'} does not exist" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_profile_test_says_no_part_and_cut(tmp_path, camera, checkpoint):
+    refs, photo = camera
+    root = tmp_path / "profiles"
+    create_profile(root, "belted", checkpoint, refs, settings=FAST, background=photo)
+    pin_threshold(load_profile(root, "belted"), -1e9)  # every scored frame is anomalous
+    cut, _ = framed_frames.framed(0, 70, seed=6, to_left_edge=True)
+    files = [_png(tmp_path / "empty.png", framed_frames.empty(7)), _png(tmp_path / "cut.png", cut)]
+    empty, edge = inspect_images(root, "belted", files, tmp_path / "heat")
+    assert (empty.no_part, empty.score, empty.anomalous) == (True, None, False)
+    assert empty.word == "no part"
+    assert empty.shown() == ("-", "-") and empty.heatmap.is_file()
+    assert edge.anomalous and edge.part_cut and edge.word == "ANOMALY (cut)"
