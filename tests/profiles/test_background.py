@@ -17,7 +17,7 @@ from padformer_edge.detect.images import read_image
 from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
-from padformer_edge.profiles.calibrate import pin_threshold
+from padformer_edge.profiles.calibrate import pin_threshold, score_files
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.verdicts import inspect_images
@@ -140,3 +140,15 @@ def test_profile_test_says_no_part_and_cut(tmp_path, camera, checkpoint):
     assert empty.word == "no part"
     assert empty.shown() == ("-", "-") and empty.heatmap.is_file()
     assert edge.anomalous and edge.part_cut and edge.word == "ANOMALY (cut)"
+
+
+def test_calibration_refuses_a_frame_of_the_empty_belt(tmp_path, camera, checkpoint):
+    refs, photo = camera
+    root = tmp_path / "profiles"
+    create_profile(root, "belted", checkpoint, refs, settings=FAST, background=photo)
+    detector = load_profile(root, "belted").build_detector(calibrating=True)
+    good = [_png(tmp_path / "good" / "0.png", framed_frames.framed(60, 50, seed=9)[0]),
+            _png(tmp_path / "good" / "1.png", framed_frames.empty(10))]  # fmt: skip
+    with pytest.raises(UserError, match=r"1\.png shows no part against the profile's belt"):
+        score_files(detector, good)
+    assert score_files(detector, good[:1]).shape == (1,)
