@@ -317,6 +317,9 @@ class Profile:
             folder = self.folder / exported.folder
             checked = f"{len(exported.files)} exported files in {folder} match"
         count = len(self.verify_references())
+        if self.config.background is not None:  # its sha256 checked, its belt model fitted
+            self.framing()
+            checked += f", belt photo {self.config.background.file} matches"
         return f"{checked}, {count} reference(s) match"
 
     def check_scoring(self, scoring: Signature) -> None:

@@ -49,6 +49,7 @@ def test_create_records_the_photo_and_frames_are_read_at_the_part(tmp_path, came
     entry = profile.config.background
     assert entry is not None and entry.sha256 == file_sha256(photo)
     assert (profile.folder / entry.file).read_bytes() == photo.read_bytes()
+    assert "belt photo background.png matches" in profile.verify_runnable()  # doctor's
     detector = profile.build_detector()
     assert isinstance(detector, FramedDetector)
     assert detector.scoring["framing"]["background"] == entry.sha256
