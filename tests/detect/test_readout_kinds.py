@@ -158,8 +158,8 @@ def test_colour_errors_in_numpy_match_torch(space):
 
 
 def test_feature_errors_and_the_mix_in_numpy_match_torch():
-    from padformer_edge.methods.fused.mix import Mix, mix_jobs
     from padformer_edge.methods.padformer.errors import feature_errors
+    from padformer_edge.methods.padformer.mix import Mix, mix_jobs
 
     rng = np.random.default_rng(7)
     cells, grid, channels = 2, 3, 4

@@ -4,8 +4,8 @@ score of this project uses (``methods.compare.reading``: smooth, maximum).
 
 The references are squeezed square like every input and matched upright and turned by
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
-bank (``methods.distance.search.reference_banks``) is built, so with the correction at zero
-the comparator's score is the distance alone.
+bank (``methods.padformer.distance_search.reference_banks``) is built, so with the
+correction at zero the comparator's score is the distance alone.
 
 ``CompareMetric`` is the ``compare`` method's metric: a shipped comparator (the default,
 or the one a profile records: ``weights.locate_comparator``) read like the ``distance``

@@ -38,7 +38,7 @@ from padformer_edge.detect.array_ops import QUARTER_TURNS, turned_bank
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.readout import ScoredQuery
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.methods.distance.line import reference_maps, score_distance
+from padformer_edge.methods.padformer.distance_line import reference_maps, score_distance
 from padformer_edge.methods.padformer.line_scoring import (
     QueryTargets,
     ScoringSpec,
@@ -174,7 +174,7 @@ class LineDetector(GroupedDetection):
 
     def cells(self, squares01: np.ndarray, level: int) -> np.ndarray:
         """Unit cells [B, C, h, w] of square images in [0, 1] at ``level`` x the model's
-        size (``scoring.level_cells``)."""
+        size (``distance_search.level_cells``)."""
         if level == 1:
             images = self.spec.normalize(squares01).astype(np.float32)
             return self.sessions[FEATURES_GRAPH].run({"images": images})[1]
@@ -182,7 +182,7 @@ class LineDetector(GroupedDetection):
         return self.sessions[CELLS_GRAPH].run({"squares": squares})[0]
 
     def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
-        """``scoring.reference_banks``: every reference cell per magnification, upright
+        """``distance_search.reference_banks``: every reference cell per magnification, upright
         rows first, then the quarter turns when a mix reads them."""
         units = [numpy_ops.unit_image(image) for image in references]
         banks = []

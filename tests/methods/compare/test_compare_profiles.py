@@ -148,7 +148,7 @@ def test_a_large_frame_keeps_its_map_small_and_its_score_within_parity(
 
 
 def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> None:
-    from tests.methods.distance.test_search import assert_same_detections
+    from tests.methods.padformer.test_distance_search import assert_same_detections
 
     detector = CompareDetector(references, SETTINGS)
     together = detector.detect(queries)
@@ -342,8 +342,8 @@ PADFORMER_MODULES = (
     "padformer_edge.model.checkpoint",
     "padformer_edge.methods.padformer.detector",
     "padformer_edge.detect.masks",
-    "padformer_edge.methods.fused.metric",
-    "padformer_edge.methods.distance.search",
+    "padformer_edge.methods.padformer.fused_metric",
+    "padformer_edge.methods.padformer.distance_search",
     "padformer_edge.methods.padformer.passes",
     "padformer_edge.methods.padformer.paper_metrics",
 )

@@ -1,5 +1,5 @@
 """The ``distance`` metric: how far each cell of a query lies from the nearest cell of any
-reference, with no reconstruction pass (the search itself is ``search``).
+reference, with no reconstruction pass (the search itself is ``distance_search``).
 
 It is the ``fused`` metric with the reconstruction weighted out, so that its zoom, turns
 and smoothing come from the same validated settings the fused metric reads.
@@ -10,8 +10,12 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.methods.fused.metric import FusedMetric, model_scoring
-from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig, resolve_scoring
+from padformer_edge.methods.padformer.fused_metric import FusedMetric, model_scoring
+from padformer_edge.methods.padformer.fused_scoring import (
+    JobScoring,
+    ScoringConfig,
+    resolve_scoring,
+)
 from padformer_edge.model.padformer import PADFormer
 
 

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from padformer_edge.detect.array_ops import QUARTER_TURNS, flat_cells, turned_bank
 from padformer_edge.detect.images import resize_square
-from padformer_edge.methods.distance.maps import Distances, upsampled_distances
+from padformer_edge.methods.padformer.distance_maps import Distances, upsampled_distances
 from padformer_edge.model.backbone import unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 

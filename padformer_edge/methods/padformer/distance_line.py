@@ -1,4 +1,4 @@
-"""The nearest-reference distance in numpy, for a line with no torch (``search`` in
+"""The nearest-reference distance in numpy, for a line with no torch (``distance_search`` in
 torch): each query cell's best cosine to the references' cells, one cache-sized block at a
 time, and the ``distance`` metric's map and score."""
 
@@ -12,11 +12,11 @@ import numpy as np
 from padformer_edge.detect.array_ops import flat_cells
 from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, read_without_passes
-from padformer_edge.methods.distance.maps import mix_distances, upsampled_distances
-from padformer_edge.methods.fused.mix import Mix
+from padformer_edge.methods.padformer.distance_maps import mix_distances, upsampled_distances
+from padformer_edge.methods.padformer.mix import Mix
 
 # query cells x bank rows per similarity block (``best_cosines``): 512K cosines, 2 MiB,
-# within a core's L2. Torch's detector uses 512 x 2048 (``search``); with numpy's layout
+# within a core's L2. Torch's detector uses 512 x 2048 (``distance_search``); with numpy's layout
 # here 4096 x 128 took a quarter less time than that on the edge preset with 12
 # references (2304 query cells against 110,592 bank rows, one BLAS thread)
 SIMILARITY_QUERY_ROWS = 4096
@@ -24,9 +24,9 @@ SIMILARITY_BANK_ROWS = 128
 
 
 def best_cosines(cells: np.ndarray, bank: np.ndarray, upright: int) -> tuple:
-    """``search.best_cosines`` in numpy: each ``[Q, C]`` cell's best cosine to the bank's upright
-    rows and (for a turned bank) to all its rows, one cache-sized block of the similarity
-    matrix at a time, reduced while it is still in the cache.
+    """``distance_search.best_cosines`` in numpy: each ``[Q, C]`` cell's best cosine to the
+    bank's upright rows and (for a turned bank) to all its rows, one cache-sized block of
+    the similarity matrix at a time, reduced while it is still in the cache.
 
     The blocks are laid out for numpy rather than as torch's are: a few bank rows against
     many query cells (``SIMILARITY_BANK_ROWS`` x ``SIMILARITY_QUERY_ROWS``), each product

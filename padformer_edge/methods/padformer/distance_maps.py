@@ -1,7 +1,8 @@
 """The nearest-reference distance's maps from the search's best cosines, written once for
-torch tensors (``search``, the torch metrics) and numpy arrays (``line``, the torch-free
-line): one minus each cell's best cosine, brought to the query's size, and each mix's
-mean over the magnifications it reads. No torch is imported here.
+torch tensors (``distance_search``, the torch metrics) and numpy arrays
+(``distance_line``, the torch-free line): one minus each cell's best cosine, brought to
+the query's size, and each mix's mean over the magnifications it reads. No torch is
+imported here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.methods.fused.mix import Mix
+from padformer_edge.methods.padformer.mix import Mix
 
 Distances = dict[tuple[int, bool], Array]
 """(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.parity import PARITY_RTOL, parity_gap, verdicts_agree
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.methods.distance.search import (
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.distance_search import (
     SIMILARITY_BANK_ROWS,
     SIMILARITY_QUERY_ROWS,
     ReferenceBank,
@@ -24,7 +25,6 @@ from padformer_edge.methods.distance.search import (
     reference_banks,
     resolve_search,
 )
-from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 from tests.model.test_model_edge import SMALL_EDGE

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from padformer_edge.methods.distance import line as line_scoring
+from padformer_edge.methods.padformer import distance_line as line_scoring
 
 
 def test_blocks_that_end_short_give_the_whole_matrix_maximum(monkeypatch):

@@ -12,10 +12,10 @@ from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
-from padformer_edge.methods.distance.metric import DistanceMetric
-from padformer_edge.methods.fused.metric import FusedMetric
-from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.distance_metric import DistanceMetric
+from padformer_edge.methods.padformer.fused_metric import FusedMetric
+from padformer_edge.methods.padformer.fused_scoring import JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.metrics import build_metric, scoring_signature
 from padformer_edge.methods.padformer.paper_metrics import PredictedFeatureMetric
 from padformer_edge.model.padformer import build_model

@@ -19,7 +19,7 @@ the layer below):
 profile's threshold is recorded with (``detect.signature``) is built from the same values.
 
 This module imports no torch, so the CLI and the config schemas can declare it for free;
-it sits in the fused method's package, whose section (``settings``) holds it.
+it sits in the fused method's package, whose section (``fused_settings``) holds it.
 """
 
 from __future__ import annotations
