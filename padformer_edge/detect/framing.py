@@ -21,7 +21,7 @@ from padformer_edge.detect.map_geometry import frame_map
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels; x1 and y1 exclusive
 
-MARGIN = 0.1  # chosen on validation: docs/research.md#framed-quality
+MARGIN = 0.2  # chosen on validation: docs/research.md#framed-crop
 
 
 def crop_box(box: Box, height: int, width: int, margin: float = MARGIN) -> Box:
