@@ -268,7 +268,8 @@ def methods_reference() -> str:
         NOTICE,
         "# Scoring methods",
         "",
-        "Each method is a package under `padformer_edge/methods/`, found by the metric a "
+        "Each method lives in a package under `padformer_edge/methods/` (the methods read "
+        "from PADFormer share `padformer`'s), found by the metric a "
         "profile's `detection.metric` names (`methods.registry.method_for`); those "
         "metrics are every word `detection.metric` and `--metric` accept. Each method's "
         "settings are its own section of the detection settings, chosen by the metric and "

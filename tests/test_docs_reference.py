@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 from pathlib import Path
@@ -92,6 +93,83 @@ def test_a_long_first_sentence_ends_at_a_clause():
     long = "Word " * 30 + "(an aside), " + "more " * 30 + "end."
     cut = tree.first_sentence(long)
     assert len(cut) <= tree.LONGEST + 4 and cut.endswith(" ...")
+
+
+CODE_NAME = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)`")
+CODE_PATH = re.compile(r"`([\w/.-]+\.(?:py|md|yaml))`")
+NAME_BASES = (
+    "padformer_edge", "padformer_edge.methods", "padformer_edge.methods.compare",
+    "padformer_edge.methods.padformer", "padformer_edge.detect", "padformer_edge.deploy",
+    "padformer_edge.detect.detection", "padformer_edge.profiles.profile",
+    "padformer_edge_training", "",
+)  # fmt: skip
+"""Where a dotted name on the page is looked up, in order: the page names code relative to
+the runtime package, the methods, the package a paragraph is about, or in full."""
+
+
+def _attribute(obj, name: str):
+    """``obj.name``, a dataclass's or a pydantic model's field included; None if absent."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    fields = getattr(obj, "model_fields", None) or getattr(obj, "__dataclass_fields__", {})
+    return fields.get(name)
+
+
+def resolves(name: str) -> bool:
+    """Whether the dotted ``name`` is a module or attribute under one of ``NAME_BASES``;
+    ``detection.KEY`` is a key of a profile's detection section (shared or a method's)."""
+    if name.startswith("detection."):
+        from padformer_edge.detect.settings import DetectionSettings
+        from padformer_edge.methods.registry import METHODS
+
+        keys = set(DetectionSettings.model_fields)
+        keys |= {key for m in METHODS.values() for key in m.settings_type.model_fields}
+        return name.split(".", 1)[1] in keys
+    for base in NAME_BASES:
+        parts = f"{base}.{name}".split(".") if base else name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                obj = _attribute(obj, attribute)
+                if obj is None:
+                    break
+            else:
+                return True
+            break
+    return False
+
+
+def named_but_missing(text: str) -> list[str]:
+    """The code names and file paths a page (outside its generated tree) names in
+    backticks that the checkout has no module, attribute or file for."""
+    tree = _package_tree()
+    if tree.START in text:
+        text = text.split(tree.START)[0] + text.split(tree.END)[1]
+    files = {p.as_posix() for f, _ in tree.ROOTS for p in (REPO / f).rglob("*")}
+    missing = [
+        path
+        for path in sorted(set(CODE_PATH.findall(text)))
+        if not (REPO / path).exists() and not any(f.endswith("/" + path) for f in files)
+    ]
+    names = sorted(set(CODE_NAME.findall(text)) - set(CODE_PATH.findall(text)))
+    return missing + [name for name in names if not resolves(name)]
+
+
+def test_the_architecture_page_names_only_code_that_exists():
+    """The page's prose names modules, functions and files; a rename or a removal that
+    leaves the page naming what is gone fails here."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    assert len(CODE_NAME.findall(text)) > 30
+    assert named_but_missing(text) == []
+
+
+def test_the_name_check_finds_what_is_gone():
+    page = "`detect.readout.read_cells`, `detect.gone`, `methods/compare/detector.py`, `x/y.py`"
+    page += ", `detection.metric`, `detection.nothing`"
+    assert named_but_missing(page) == ["x/y.py", "detect.gone", "detection.nothing"]
 
 
 def test_a_changed_page_is_found_stale(tmp_path, monkeypatch):

@@ -614,8 +614,8 @@ def _runs_research(call: ast.Call) -> bool:
 
 def test_nothing_but_research_and_its_tests_imports_research() -> None:
     """``research/`` holds what only the research tables use (docs/research.md): the
-    product, its benchmarks and its tests never name it, so removing the folder (with
-    ``tests/research/``) leaves every command, benchmark and product test working."""
+    product, its benchmarks and its tests never import it or run its scripts, so no
+    command, product benchmark or product test depends on it."""
     product = [*package_folders().values(), REPO / "benchmarks", REPO / "tests"]
     found = _files_importing("research", product, skip=REPO / "tests" / "research")
     assert found == [], "research code the product needs belongs in the package or training/"

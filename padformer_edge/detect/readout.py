@@ -62,14 +62,6 @@ class Readout:
             mean = consistency_filter(mean, variance)
         return smooth(mean, self.sigma * scale)
 
-    def apply_to_cells(self, cells: Array, size: tuple[int, int], scale: float) -> Array:
-        """The map of this readout from a map on a coarser grid (``[h, w]`` per-cell
-        scores) standing for a query of ``size``, on the grid it is read on: see
-        ``smooth_cells``. A map with no passes has nothing to filter by."""
-        if self.consistency_filter:
-            raise ValueError("the consistency filter reads passes; a cell map has none.")
-        return smooth_cells(cells, size, self.sigma * scale)
-
 
 PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
 """The paper's map and score: the consistency-filtered pass mean, unsmoothed."""
@@ -142,6 +134,34 @@ def smooth_cells(cells: Array, size: tuple[int, int], sigma: float) -> Array:
     cols = pooled_weights(int(cells.shape[-1]), size[1], factor)
     blurred = _blur(ops.resize_with(ops.as_float32(cells), rows, cols), sigma / factor)
     return cells if blurred is None else blurred  # None: too small a map to blur
+
+
+def smooth_levels(levels: Sequence[Array], size: tuple[int, int], sigma: float) -> Array:
+    """``smooth_cells`` of the mean of several cell maps, each on its own grid (the
+    distance at each magnification: 1x cells, 2x cells...), whose map at ``size`` is the
+    mean of each brought bilinearly to ``size``. One level is ``smooth_cells``; several
+    are read at ``size`` for no blur or a narrow one (the mean of the upsampled maps, as
+    drawn before), and for a wide one each lands on the shrunk grid by its own product
+    (``numpy_ops.pooled_weights``) before their mean is blurred there: the same linear
+    map, so the same values but for float32 rounding."""
+    if len(levels) == 1:
+        return smooth_cells(levels[0], size, sigma)
+    ops = ops_of(levels[0])
+    factor = shrink_factor(sigma) if sigma > 0 else 1
+    if factor > 1:
+        shrunk = [
+            ops.resize_with(
+                ops.as_float32(level),
+                pooled_weights(int(level.shape[-2]), size[0], factor),
+                pooled_weights(int(level.shape[-1]), size[1], factor),
+            )
+            for level in levels
+        ]
+        blurred = _blur(ops.mean(ops.stack(shrunk, 0), 0), sigma / factor)
+        if blurred is not None:
+            return blurred
+    full = ops.mean(ops.stack([ops.upsample(level, size) for level in levels], 0), 0)
+    return smooth(full, sigma) if factor == 1 else full
 
 
 @dataclass
@@ -254,19 +274,32 @@ def read_without_passes(
 def read_cells(
     readouts: JobReadouts, cells: Sequence[Array], size: tuple[int, int], input_size: int
 ) -> ScoredQuery:
-    """``read_without_passes`` of maps on a coarser grid (``[h, w]`` per-cell scores of
-    either kind, the map's job first, the score's last) standing for a query of ``size``,
-    read on the grid their blur needs (``smooth_cells``) and left there, on the host: the
+    """``read_levels`` of one cell map per job (the map's job first, the score's last)."""
+    return read_levels(readouts, [[job] for job in cells], size, input_size)
+
+
+def read_levels(
+    readouts: JobReadouts,
+    jobs: Sequence[Sequence[Array]],
+    size: tuple[int, int],
+    input_size: int,
+) -> ScoredQuery:
+    """``read_without_passes`` of maps on coarser grids standing for a query of ``size``:
+    per job (the map's first, the score's last) the cell maps whose mean at ``size`` is
+    its map (``[h, w]`` per-cell scores of either kind, one per magnification), read on
+    the grid their blur needs (``smooth_levels``) and left there, on the host: the
     anomaly map is brought to the frame once, by what shows it
-    (``map_geometry.frame_map``). The image score is the maximum the score's job takes at
-    ``size`` (``map_geometry.frame_max``), as if it were drawn there."""
+    (``map_geometry.frame_map``). The image score is the maximum the score's job takes
+    at ``size`` (``map_geometry.frame_max``), as if it were drawn there."""
     scale = max(size) / input_size  # query pixels per model pixel
 
-    def read(readout: Readout, job: Array) -> np.ndarray:
-        found = readout.apply_to_cells(job, size, scale)
+    def read(readout: Readout, levels: Sequence[Array]) -> np.ndarray:
+        if readout.consistency_filter:
+            raise ValueError("the consistency filter reads passes; a cell map has none.")
+        found = smooth_levels(levels, size, readout.sigma * scale)
         return ops_of(found).to_host(found)
 
-    anomaly_map = read(readouts.map_readout, cells[0])
-    same = len(cells) == 1 and readouts.score_readout == readouts.map_readout
-    score_map = anomaly_map if same else read(readouts.score_readout, cells[-1])
+    anomaly_map = read(readouts.map_readout, jobs[0])
+    same = len(jobs) == 1 and readouts.score_readout == readouts.map_readout
+    score_map = anomaly_map if same else read(readouts.score_readout, jobs[-1])
     return ScoredQuery(anomaly_map, frame_max(score_map, size), [], [])

@@ -47,6 +47,17 @@ class TorchOps:
     def amax(self, array: torch.Tensor, axis: tuple[int, ...]) -> torch.Tensor:
         return array.amax(dim=axis)
 
+    def matmul_into(
+        self, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
+        return torch.matmul(left, right, out=out)
+
+    def maximum_into(self, best: torch.Tensor, values: torch.Tensor) -> None:
+        torch.maximum(best, values, out=best)
+
+    def empty(self, like: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+
     def stack(self, arrays: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
         return torch.stack(list(arrays), dim=axis)
 

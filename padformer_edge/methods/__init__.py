@@ -1,4 +1,5 @@
-"""The scoring methods, one package each, found by the metric a profile names.
+"""The scoring methods, in the package of the model each reads, found by the metric a
+profile names.
 
 ``registry.method_for(metric)`` is the one place a metric's name decides anything: each
 method builds its torch detector, its line detector on exported graphs, its export, its

@@ -89,3 +89,24 @@ def test_the_heatmap_resizes_a_cell_map_once_and_stores_it_at_the_frame_s_size(
     assert cv2.imread(str(tmp_path / "map.png")).shape == (569, 1024, 3)
     with pytest.raises(ValueError, match="does not fit image"):
         write_heatmap(tmp_path / "big.png", image[:10, :10], cells, 1.0)
+
+
+def test_a_map_stored_at_the_frame_s_size_is_compared_with_a_carried_one_in_the_frame() -> None:
+    """A detection stored before maps were carried at their cells' size (its map at the
+    frame's size) is compared with today's in the frame: the same map gives no gap, and
+    a changed cell shows as the change it makes there."""
+    from padformer_edge.detect.detection import Detection
+    from padformer_edge.detect.parity import on_one_grid, parity_gap
+
+    cells = np.random.default_rng(5).random((40, 40), dtype=np.float32)
+    stored = Detection(float(cells.max()), frame_map(cells, (300, 420)), [], [])
+    carried = Detection(float(cells.max()), cells, [], [])
+    assert parity_gap([stored], [carried]) == 0.0
+    first, second = on_one_grid(cells, stored.anomaly_map)
+    assert first.shape == second.shape == (300, 420)
+    moved = cells.copy()
+    moved[20, 20] += 1.0
+    changed = Detection(float(cells.max()), moved, [], [])
+    drawn = frame_map(moved, (300, 420)) - stored.anomaly_map
+    scale = float(stored.anomaly_map.max())
+    assert parity_gap([stored], [changed]) == pytest.approx(float(drawn.max()) / scale)

@@ -343,6 +343,7 @@ def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
 
 def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
     from padformer_edge.methods.padformer import distance_search as scoring
+    from padformer_edge.methods.padformer.distance_blocks import Blocks
 
     generator = torch.Generator().manual_seed(0)
     cells = torch.nn.functional.normalize(torch.randn(50, 40, generator=generator), dim=1)
@@ -351,8 +352,7 @@ def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
     whole = cells @ rows.T
     # blocks of 7 query cells x 11 bank rows: none divides 50, 30 or 90, so blocks end short
     # and the last upright block stops at the turned rows
-    monkeypatch.setattr(scoring, "SIMILARITY_QUERY_ROWS", 7)
-    monkeypatch.setattr(scoring, "SIMILARITY_BANK_ROWS", 11)
+    monkeypatch.setattr(scoring, "SEARCH_BLOCKS", Blocks(7, 11))
     upright, every = scoring.best_cosines(cells, bank)
     # a block's product may sum its 40 terms in another order: float32 rounding per term
     rounding = 40 * torch.finfo(torch.float32).eps

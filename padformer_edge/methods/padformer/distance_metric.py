@@ -48,12 +48,16 @@ class DistanceMetric(FusedMetric):
 
     def batch_maps(
         self, queries01: list[torch.Tensor], queries_model: torch.Tensor
-    ) -> list[list[torch.Tensor]]:
-        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
-        nothing here compares colours), for every query of one detector call, the search
-        taken once for all."""
+    ) -> list[list[list[torch.Tensor]]]:
+        """Each job's weighted reference distance, map job first (no LAB target: nothing
+        here compares colours), as one map per magnification on its cells
+        (``batch_reference_levels``; the detector reads them there, ``readout.read_levels``),
+        for every query of one detector call, the search taken once for all."""
         features = self.feature_targets(queries01, queries_model)
         return [
-            [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
-            for references in self.batch_reference_maps(queries01, torch.cat(features))
+            [
+                [mix.reference_weight * level for level in levels]  # type: ignore[union-attr]
+                for mix, levels in zip(self.mixes, references, strict=True)
+            ]
+            for references in self.batch_reference_levels(queries01, torch.cat(features))
         ]

@@ -17,8 +17,9 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.methods.padformer.distance_maps import mix_distances
+from padformer_edge.methods.padformer.distance_maps import level_distances, mix_distances
 from padformer_edge.methods.padformer.distance_search import (
+    batch_best_cosines,
     batch_reference_distances,
     reference_banks,
     resolve_search,
@@ -151,6 +152,19 @@ class FusedMetric:
             self.model, queries01, features, self.banks, sizes, self.search
         )
         return [mix_distances(self.mixes, distances) for distances in found]
+
+    def batch_reference_levels(
+        self, queries01: list[torch.Tensor], features: torch.Tensor
+    ) -> list[list[list[torch.Tensor] | None]]:
+        """Each query's reference distance per mix as one map per magnification, on that
+        magnification's cells (``distance.maps.level_distances``; None for a mix that
+        weighs none): what the ``distance`` metric reads, never drawn at the query's size."""
+        if not self.reads_references:
+            return [[None] * len(self.mixes) for _ in queries01]
+        if self.banks is None:
+            raise ValueError("this fused metric weighs the references: build it with them.")
+        found = batch_best_cosines(self.model, queries01, features, self.banks, self.search)
+        return [level_distances(self.mixes, best) for best in found]
 
     def errors(
         self,

@@ -103,6 +103,9 @@ class PadformerMethod:
     def weights_checked(self, settings: DetectionSettings) -> str:
         return ""
 
+    def weights_name(self, settings: DetectionSettings) -> str:
+        return ""  # its weights are the profile's checkpoint: never asked
+
 
 def encodings_key(cache: ReferenceSlot, settings: DetectionSettings) -> str:
     """The key of PADFormer's cached encodings: the checkpoint, the references and the

@@ -306,6 +306,10 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
     file = root / "profiles/part/profile.yaml"
     written = yaml.safe_load(file.read_text())
     del written["detection"]["comparator"]
+    # such a file named the checkpoint, not its comparator
+    del written["weights"]
+    model = root / "model.safetensors"
+    written["model"] = {"path": str(model), "sha256": file_sha256(model)}
     file.write_text(yaml.safe_dump(written))
     loaded = load_profile(root / "profiles", "part")
     assert loaded.detection.section.comparator == earlier_sha256()
@@ -415,16 +419,15 @@ def test_a_compare_profile_keeps_its_reference_cells_for_the_next_start(
     assert not moved.build_detector().cache_hit
 
 
-def test_a_compare_profile_records_its_checkpoint_and_never_reads_it(
-    tmp_path: Path, references
-) -> None:
-    """Made from a checkpoint (checked to be one), it scores with the comparator alone:
-    the checkpoint gone, the detector still builds, and doctor's check names what was read."""
+def test_a_compare_profile_never_reads_a_checkpoint(tmp_path: Path, references) -> None:
+    """It scores with the comparator alone: a checkpoint handed in is not opened (not even
+    a file that is none), the checkpoint gone, the detector still builds, and doctor's
+    check names what was read."""
     root = make_sources(tmp_path, references)
     (root / "not-a-checkpoint.safetensors").write_bytes(b"text")
-    with pytest.raises(UserError, match="is not a safetensors file"):
-        create_profile(root / "profiles", "bad", root / "not-a-checkpoint.safetensors",
-                       root / "refs", settings=SETTINGS)  # fmt: skip
+    unread = create_profile(root / "profiles", "unread", root / "not-a-checkpoint.safetensors",
+                            root / "refs", settings=SETTINGS).profile  # fmt: skip
+    assert unread.config.model is None
     profile = create_profile(
         root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
     ).profile
@@ -432,3 +435,46 @@ def test_a_compare_profile_records_its_checkpoint_and_never_reads_it(
     assert load_profile(root / "profiles", "part").build_detector().detect(references[:1])
     checked = profile.verify_runnable()
     assert "model" not in checked and "matches its card" in checked
+
+
+def test_a_compare_profile_names_its_comparator_and_an_earlier_file_its_checkpoint(
+    tmp_path: Path, references, queries
+) -> None:
+    """Issue 62: a new compare profile is pinned to its comparator (name and sha256), not
+    to a PADFormer checkpoint it never reads; a file written before, which names the
+    checkpoint, still loads and scores the same bits with its threshold kept."""
+    import yaml
+
+    root = make_sources(tmp_path, references)
+    made = create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
+    ).profile
+    assert made.config.model is None and made.config.weights is not None
+    shipped = weights.locate_comparator(made.detection.section.comparator)
+    assert made.config.weights.sha256 == file_sha256(shipped)
+    assert made.config.weights.name == weights.read_card(shipped)["name"]
+    with pytest.raises(UserError, match="names no checkpoint; give it one with"):
+        _ = made.model_path
+    pin_threshold(made, 0.3)
+    new = load_profile(root / "profiles", "part")
+    scored = new.build_detector().detect(queries)
+    assert new.calibration is not None and new.calibration.model_sha256 == new.model_sha256
+    # the same profile as an earlier version wrote it: the checkpoint named, no weights
+    earlier = root / "profiles" / "earlier"
+    shutil.copytree(new.folder, earlier)
+    data = yaml.safe_load((earlier / "profile.yaml").read_text())
+    checkpoint_sha = file_sha256(root / "model.safetensors")
+    data |= {"name": "earlier", "weights": None}
+    data["model"] = {"path": str(root / "model.safetensors"), "sha256": checkpoint_sha}
+    data["calibration"]["model_sha256"] = checkpoint_sha
+    (earlier / "profile.yaml").write_text(yaml.safe_dump(data))
+    old = load_profile(root / "profiles", "earlier")
+    assert old.model_sha256 == checkpoint_sha and old.threshold == new.threshold
+    for a, b in zip(old.build_detector().detect(queries), scored, strict=True):
+        assert a.score == b.score
+        np.testing.assert_array_equal(a.anomaly_map, b.anomaly_map)
+    # a weights record that is not the comparator the detection section names is refused
+    data["weights"] = {"name": "other", "sha256": "0" * 64}
+    (earlier / "profile.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match="weights: sha256 000000000000 is not what detection"):
+        load_profile(root / "profiles", "earlier")
