@@ -62,6 +62,9 @@ def create(
     shots: int | None = typer.Option(
         None, "--shots", "-n", help="References to keep, chosen to cover viewpoints (default all)."
     ),
+    background: Path | None = typer.Option(
+        None, "--background", help="Photo of the camera's empty belt: find the part in each frame."
+    ),
     settings: DetectionSettings = options.FROM_OPTIONS,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -77,9 +80,13 @@ def create(
     if model is not None or settings.section.weights_sha256() is None:
         model = resolve_model(model)
         require_file(model, "checkpoint", "give the path of a .safetensors file")
+    if background is not None:
+        require_file(background, "belt photo", "give a photo of the camera's empty belt")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
-    result = create_profile(profiles_root(root), name, model, references, shots, settings)
+    result = create_profile(
+        profiles_root(root), name, model, references, shots, settings, background
+    )
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
     _say(f"references ({len(result.chosen)} of {result.offered}): {chosen}")
@@ -496,10 +503,8 @@ def test(
     else:
         table = Table("file", "score", "normalised", "verdict", "heatmap")
         for v in verdicts:
-            verdict = "[red]ANOMALY[/]" if v.anomalous else "[green]good[/]"
-            table.add_row(
-                str(v.path), f"{v.score:.6g}", f"{v.normalised:.3f}", verdict, str(v.heatmap)
-            )
+            verdict = f"[red]{v.word}[/]" if v.anomalous else f"[green]{v.word}[/]"
+            table.add_row(str(v.path), *v.shown(), verdict, str(v.heatmap))
         _out.print(table)
     if any(v.anomalous for v in verdicts) and not no_fail:
         raise typer.Exit(1)

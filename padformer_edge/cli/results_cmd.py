@@ -28,9 +28,11 @@ app = typer.Typer(
     help="Query, review, export and prune the inspection history.", no_args_is_help=True
 )
 LIST_COLUMNS = ["id", "discovered_at", "line", "camera", "product", "profile_version",
-                "status", "score", "is_anomaly", "review", "detect_ms", "source_path"]  # fmt: skip
+                "status", "score", "is_anomaly", "part_cut", "review", "detect_ms",
+                "source_path"]  # fmt: skip
 # Shorter headers where the field's name would widen the table; --json keeps the names.
-LIST_HEADERS = {"profile_version": "version"}
+# part_cut: a framed profile's part ran off the frame's edge (only what showed was scored).
+LIST_HEADERS = {"profile_version": "version", "part_cut": "cut"}
 _out = table_console()
 
 
@@ -209,6 +211,7 @@ def stats(
         "anomaly_rate",
         "failed",
         "skipped",
+        "no_part",
         "queued",
         "score_p50",
         "score_p95",

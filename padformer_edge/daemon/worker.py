@@ -603,7 +603,8 @@ class Worker:
         """A row's result and the alerts its score plans (with its notices)."""
         row, detection = item.row, item.detection
         alerts = list(item.notices)
-        if is_anomalous(detection.score, inspector.threshold):  # else plan_alerts plans none:
+        scored = not detection.no_part  # a frame with no part is never an alert
+        if scored and is_anomalous(detection.score, inspector.threshold):  # else none:
             alerts[:0] = plan_alerts(  # its reason and paths are made for an alert only
                 self.alerts,
                 cooldown=self.cooldown,
@@ -624,6 +625,9 @@ class Worker:
             detect_ms=detection.timings["total"] * 1000,
             alerts=alerts,
             profile_version=inspector.version,
+            no_part=detection.no_part,
+            part_box=detection.part_box,
+            part_cut=detection.part_cut if detection.part_box is not None else None,
         )
 
     def committed(
@@ -635,7 +639,16 @@ class Worker:
         statistics: tuple[float, ...] | None,
     ) -> None:
         """After a row's commit: its candidate proposal, the alert wake-up, drift and
-        the counters."""
+        the counters; a frame with no part has no score to propose, alert on or drift by."""
+        if detection.no_part:
+            if outcome.alerts:  # notices planned by something else than a score
+                self.on_alert()
+            self.processed += 1
+            self.last_result = f"#{row.id} {row.camera} no part"
+            ms = round(outcome.detect_ms, 1)
+            log.info("inspected", id=row.id, camera=row.camera, path=row.source_path,
+                     product=row.product, no_part=True, ms=ms)  # fmt: skip
+            return
         if inspector.auto_limit is not None and detection.score <= inspector.auto_limit:
             self.propose_confident(row, inspector)
         if outcome.alerts:

@@ -23,7 +23,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.models import Alert, AlertState, Inspection, Status
 
-FINISHED = (Status.done, Status.failed, Status.skipped)
+FINISHED = (Status.done, Status.failed, Status.skipped, Status.no_part)
 
 
 def log_tail(path: Path, lines: int = 5) -> str:

@@ -37,6 +37,10 @@ class Detection:
     (this query's share of the batched model calls), ``score`` and ``total``.
     ``reconstruction`` is the mean over passes of what the model drew (``S x S x 3``
     ``uint8`` at the model's size), kept only when asked for: evaluation reports show it.
+    A framed profile (``detect.framed``) sets ``part_box`` (x0, y0, x1, y1 in frame
+    pixels: the crop that was scored), ``part_cut`` (the part runs off the frame's edge,
+    so only what is visible was scored) or ``no_part`` (the frame shows none: ``score``
+    is NaN, never a score of the belt).
     """
 
     score: float
@@ -45,6 +49,9 @@ class Detection:
     pass_max_error: list[float]
     timings: dict[str, float] = field(default_factory=dict)
     reconstruction: np.ndarray | None = None
+    part_box: tuple[int, int, int, int] | None = None
+    part_cut: bool = False
+    no_part: bool = False
 
 
 def detect_in_groups(

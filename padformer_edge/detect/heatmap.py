@@ -23,6 +23,7 @@ deflate's CPU in a file no larger.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -302,7 +303,7 @@ def render_overlay(
     colour = cv2.applyColorMap(colour_indices(small_map, vmax, threshold), JET_COLOURS)
     base = cv2.cvtColor(_shrunk(image, size), cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
-    parts = (f"score {plain(score)}",)
+    parts = ("no part",) if math.isnan(score) else (f"score {plain(score)}",)  # detect.framed
     if threshold is not None:
         parts += (f"threshold {plain(threshold)}",)
     draw_label(overlay, parts)

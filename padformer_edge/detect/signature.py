@@ -64,6 +64,10 @@ def signature_text(signature: Signature) -> str:
     )
     if "comparator" in signature:
         text += f"; comparator {signature['comparator'][:12]}"
+    if "framing" in signature:  # detect.framed: the part found against a belt photo
+        framing = signature["framing"]
+        text += f"; part cropped against belt {framing['background'][:12]}"
+        text += f" with margin {framing['margin']:g}"
     return text + (f"; {HIDDEN_ONLY_TEXT}" if signature["hidden_patches_only"] else "")
 
 

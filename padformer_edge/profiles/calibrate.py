@@ -67,7 +67,12 @@ def score_files(
     With ``statistics``, each image's ``image_stats.image_statistics`` is appended to it,
     computed from the pixels already decoded for scoring (the drift watch's reference)."""
     scores: list[float] = []
-    for _, image, found in detector.detect_each(paths, read_image):
+    for path, image, found in detector.detect_each(paths, read_image):
+        if found.no_part:  # a framed profile's: a frame of the belt alone has no score
+            raise UserError(
+                f"{path} shows no part against the profile's belt photo; calibrate on "
+                "frames with the part in view (leave out frames of the empty belt)."
+            )
         scores.append(found.score)
         if statistics is not None:
             statistics.append(image_statistics(image))
@@ -257,7 +262,12 @@ def scoring_of(profile: Profile) -> Signature:
     def padformer() -> PADFormer:
         return load_checkpoint(profile.model_path)[0]
 
-    return profile.method.signature(profile.detection, padformer)
+    signature = profile.method.signature(profile.detection, padformer)
+    if profile.config.background is None:
+        return signature
+    from padformer_edge.detect.framed import framing_signature  # as FramedDetector.scoring
+
+    return {**signature, "framing": framing_signature(profile.config.background.sha256)}
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:

@@ -22,6 +22,7 @@ from padformer_edge.files.digest import file_sha256
 from padformer_edge.methods.interface import ScoringMethod
 from padformer_edge.methods.registry import method_for
 from padformer_edge.model.header import read_header
+from padformer_edge.profiles.framing import copy_background
 from padformer_edge.profiles.layout import (
     PROFILE_FILE,
     REFERENCES_DIR,
@@ -82,12 +83,15 @@ def create_profile(
     references: str | Path,
     shots: int | None = None,
     settings: DetectionSettings | None = None,
+    background: str | Path | None = None,
 ) -> CreateResult:
     """Make profile ``name`` from a folder of good images, and a checkpoint when its
     metric scores with one (``compare`` reads its comparator and ``checkpoint`` is unused).
 
     With more images than ``shots`` the references are chosen to cover the most
     viewpoints (``selection.select_references``); without ``shots`` all are used.
+    ``background``: a photo of the camera's empty belt, copied in; with it the profile
+    finds the part in each frame and scores its crop (``detect.framed``).
     """
     settings = settings or DetectionSettings()
     method = method_for(settings.metric)
@@ -121,6 +125,7 @@ def create_profile(
             shutil.copyfile(path, staging / REFERENCES_DIR / path.name)
             sha = file_sha256(staging / REFERENCES_DIR / path.name)
             entries.append(ReferenceEntry(file=path.name, sha256=sha, source=str(path.absolute())))
+        backdrop = None if background is None else copy_background(staging, background)
         method = "all" if count == len(images) else "farthest-point"
         config = ProfileConfig(
             name=name,
@@ -129,6 +134,7 @@ def create_profile(
             detection=settings,
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
+            background=backdrop,
         )
         if settings.runtime in GRAPH_RUNTIMES:
             from padformer_edge.profiles.export import export_into

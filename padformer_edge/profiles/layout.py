@@ -25,6 +25,7 @@ PROFILES_ENV = "PADFORMER_EDGE_PROFILES"
 PROFILE_FILE = "profile.yaml"
 REFERENCES_DIR = "references"
 CACHE_FILE = "reference_cache.safetensors"
+BACKGROUND_STEM = "background"  # the empty belt's photo: background.<its suffix>
 EXPORTED_DIR = "exported"  # the graphs and scoring files of ``profile export``
 APPROVED_DIR = "approved"  # approved candidates' pictures, copied in by ``profile refresh``
 VERSIONS_DIR = "versions"  # ``versions/<n>/``: profile.yaml and references/ of version n

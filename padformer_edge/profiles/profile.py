@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from padformer_edge.detect.detection import InspectionDetector
+    from padformer_edge.detect.framed import Framing
     from padformer_edge.detect.signature import Signature
     from padformer_edge.methods.interface import ScoringMethod
     from padformer_edge.model.padformer import PADFormer
@@ -214,12 +215,17 @@ class Profile:
             profile = self.on_runtime(runtime)
             return profile.build_detector(device, calibrating=calibrating, known=known)
         settings = self.detection if device is None else self.detection.replace(device=device)
+        framing = self.framing()
         if settings.runtime in GRAPH_RUNTIMES:
-            detector = self.build_line_detector(settings, known)
+            detector = self.build_line_detector(settings, known, framing)
         else:
-            slot, references = self.checked_references(known)
+            slot, references = self.scored_references(known, framing)
             source = self.load_model if padformer is None else padformer
             detector = self.method.torch_detector(references, settings, source, cache=slot)
+        if framing is not None:
+            from padformer_edge.detect.framed import FramedDetector
+
+            detector = FramedDetector(detector, framing)
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector
@@ -238,6 +244,29 @@ class Profile:
         assert known.sha256s == recorded, "the references handed in are the profile's own"
         return ReferenceSlot(self.cache_path, self.model_sha256, recorded), known.images
 
+    def framing(self) -> Framing | None:
+        """How this profile's frames are located and cropped; None without a belt photo
+        (frames are then scored whole, as before ``profile create --background``)."""
+        if self.config.background is None:
+            return None
+        from padformer_edge.profiles.framing import load_framing
+
+        return load_framing(self.folder, self.config.background, self.name)
+
+    def scored_references(
+        self, known: KnownReferences | None, framing: Framing | None
+    ) -> tuple[ReferenceSlot, list[np.ndarray]]:
+        """``checked_references``, cut to the part's crop when the profile has a belt photo
+        (the references are frames of the same camera, read the way queries are)."""
+        slot, references = self.checked_references(known)
+        if framing is None:
+            return slot, references
+        from padformer_edge.detect.framed import framed_references
+        from padformer_edge.profiles.framing import framed_slot
+
+        names = [str(path) for path in self.reference_paths]
+        return framed_slot(slot, framing), framed_references(references, framing, names)
+
     def on_runtime(self, runtime: str) -> Profile:
         """This profile (in memory, the file unchanged) set to run on ``runtime``: what a
         daemon's ``worker.runtime`` asks for, checked and refused like the profile's own."""
@@ -245,13 +274,16 @@ class Profile:
         return Profile(self.folder, self.config.model_copy(update={"detection": detection}))
 
     def build_line_detector(
-        self, settings: DetectionSettings, known: KnownReferences | None = None
+        self,
+        settings: DetectionSettings,
+        known: KnownReferences | None = None,
+        framing: Framing | None = None,
     ) -> InspectionDetector:
         """The torch-free detector on the profile's exported graphs, each verified against
         the sha256 profile.yaml records (the checkpoint itself is not read: the graphs
         carry the weights, and the export names the checkpoint sha256 it was made from)."""
         exported = self.exported_files()
-        slot, references = self.checked_references(known)
+        slot, references = self.scored_references(known, framing)
         return self.method.line_detector(
             self.folder / exported.folder,
             exported.files,
@@ -303,6 +335,9 @@ class Profile:
             folder = self.folder / exported.folder
             checked = f"{len(exported.files)} exported files in {folder} match"
         count = len(self.verify_references())
+        if self.config.background is not None:  # its sha256 checked, its belt model fitted
+            self.framing()
+            checked += f", belt photo {self.config.background.file} matches"
         return f"{checked}, {count} reference(s) match"
 
     def check_scoring(self, scoring: Signature) -> None:

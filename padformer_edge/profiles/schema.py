@@ -43,6 +43,15 @@ class ReferenceEntry(StrictModel):
     source: str | None = None
 
 
+class BackgroundEntry(StrictModel):
+    """The photo of the camera's empty belt copied into the profile (``profile create
+    --background``): with it, each frame's part is found and its crop is scored."""
+
+    file: str
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    source: str | None = None
+
+
 class ReferenceSelection(StrictModel):
     """How the references were picked from the folder the operator gave."""
 
@@ -238,6 +247,8 @@ class ProfileConfig(StrictModel):
     references: list[ReferenceEntry] = Field(min_length=1)
     selection: ReferenceSelection
     calibration: CalibrationResult | None = None
+    background: BackgroundEntry | None = None
+    """The empty belt's photo; None: frames are scored whole, as the part filling them."""
     exported: ExportedFiles | None = None
     """Graphs for ``detection.runtime: onnxruntime`` or ``openvino`` (the latter adds their
     IR); None for a profile run with torch."""

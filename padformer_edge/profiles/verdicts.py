@@ -28,13 +28,29 @@ def default_heatmap_folder(name: str) -> Path:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One inspected image: raw and normalised score, decision and heatmap file."""
+    """One inspected image: raw and normalised score, decision and heatmap file; for a
+    framed profile (``profile create --background``) whether the frame showed no part
+    (then no score: None) and whether the part was cut by the frame's edge."""
 
     path: Path
-    score: float
-    normalised: float
+    score: float | None
+    normalised: float | None
     anomalous: bool
     heatmap: Path
+    no_part: bool = False
+    part_cut: bool = False
+
+    @property
+    def word(self) -> str:
+        """The verdict as the table shows it: ANOMALY, good or no part (cut, if so)."""
+        word = "no part" if self.no_part else "ANOMALY" if self.anomalous else "good"
+        return word + (" (cut)" if self.part_cut else "")
+
+    def shown(self) -> tuple[str, str]:
+        """The score and the normalised score as the table shows them ('-': none)."""
+        if self.score is None or self.normalised is None:
+            return "-", "-"
+        return f"{self.score:.6g}", f"{self.normalised:.3f}"
 
 
 def inspect_images(
@@ -64,13 +80,16 @@ def inspect_images(
             found.score,
             threshold=threshold,  # the same colour scale as the daemon's heatmaps
         )
+        scored = not found.no_part
         verdicts.append(
             Verdict(
                 path,
-                found.score,
-                profile.normalised_score(found.score),
-                profile.is_anomaly(found.score),
+                found.score if scored else None,
+                profile.normalised_score(found.score) if scored else None,
+                scored and profile.is_anomaly(found.score),
                 heatmap,
+                found.no_part,
+                found.part_cut,
             )
         )
         if progress is not None:

@@ -50,7 +50,7 @@ IN, RV = inspections.c, reviews.c
 # for a row nobody reviewed).
 REVIEW_COLUMNS = ["review", "review_note", "reviewed_by", "reviewed_at"]
 RECORD_COLUMNS = COLUMNS + REVIEW_COLUMNS
-FINISHED = (Status.done, Status.failed, Status.skipped)
+FINISHED = (Status.done, Status.failed, Status.skipped, Status.no_part)
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,7 @@ class GroupStats:
     failed: int
     skipped: int
     queued: int
+    no_part: int  # frames of a framed profile in which no part was found: not a verdict
     score_p50: float | None
     score_p95: float | None
     detect_ms_p50: float | None
@@ -286,6 +287,7 @@ def stats(
         count_if(status == Status.failed),
         count_if(status == Status.skipped),
         count_if(status.in_([Status.pending, Status.processing])),
+        count_if(status == Status.no_part),
     ).where(*where)
     if key is not None:
         query = query.group_by(key).order_by(key)
@@ -303,12 +305,13 @@ def stats(
             int(failed or 0),
             int(skipped or 0),
             int(queued or 0),
+            int(no_part or 0),
             scores.get((str(g), 50)),
             scores.get((str(g), 95)),
             times.get((str(g), 50)),
             times.get((str(g), 95)),
         )
-        for g, total, done, anom, failed, skipped, queued in counts
+        for g, total, done, anom, failed, skipped, queued, no_part in counts
     ]
 
 

@@ -47,7 +47,7 @@ from padformer_edge.store.tables import (
 from padformer_edge.store.vocabulary import AlertState, Status
 
 CHUNK = 500
-FINISHED = (Status.done, Status.failed, Status.skipped)
+FINISHED = (Status.done, Status.failed, Status.skipped, Status.no_part)
 SETTLED_ALERTS = (AlertState.sent, AlertState.dead)
 
 

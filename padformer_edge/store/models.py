@@ -52,6 +52,8 @@ class Inspection(Base):
     profile_version: Mapped[int | None]
     detect_ms: Mapped[float | None]
     queue_ms: Mapped[float | None]
+    part_box: Mapped[str | None]
+    part_cut: Mapped[bool | None]
     discovered_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]

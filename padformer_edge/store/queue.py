@@ -62,10 +62,14 @@ class DetectionOutcome:
     alerts: Sequence[AlertRequest] = field(default_factory=tuple)
     profile_version: int | None = None
     """The version of the profile that scored the image (``profile.yaml``'s ``version``)."""
+    no_part: bool = False
+    """A framed profile found no part in the frame: stored as ``no_part``, with no score."""
+    part_box: tuple[int, int, int, int] | None = None  # the crop scored, in frame pixels
+    part_cut: bool | None = None  # the part ran off the frame's edge
 
     @property
     def is_anomaly(self) -> bool:
-        return is_anomalous(self.score, self.threshold)
+        return not self.no_part and is_anomalous(self.score, self.threshold)
 
 
 def _session(engine: Engine) -> Session:
@@ -282,7 +286,7 @@ def _complete_statements() -> tuple[Select, Update, Insert]:
 
 _RESULT_COLUMNS = (
     "status", "finished_at", "error", "score", "threshold", "is_anomaly", "heatmap_path",
-    "model_sha256", "profile_version", "detect_ms", "queue_ms",
+    "model_sha256", "profile_version", "detect_ms", "queue_ms", "part_box", "part_cut",
 )  # fmt: skip
 """The columns a result sets (``complete_many``)."""
 _COMPLETE = _complete_statements()
@@ -313,10 +317,16 @@ def complete_many(
             _still_processing(None if row is None else row["status"], inspection_id)
             assert row is not None
             started = row["started_at"]
+            box = outcome.part_box
             values = {
-                "status": Status.done, "finished_at": now, "error": None,
-                "score": outcome.score, "threshold": outcome.threshold,
-                "is_anomaly": outcome.is_anomaly, "heatmap_path": outcome.heatmap_path,
+                "status": Status.no_part if outcome.no_part else Status.done,
+                "finished_at": now, "error": None,
+                "score": None if outcome.no_part else outcome.score,
+                "threshold": outcome.threshold,
+                "is_anomaly": None if outcome.no_part else outcome.is_anomaly,
+                "heatmap_path": outcome.heatmap_path,
+                "part_box": None if box is None else ",".join(map(str, box)),
+                "part_cut": outcome.part_cut,
                 "model_sha256": outcome.model_sha256,
                 "profile_version": outcome.profile_version, "detect_ms": outcome.detect_ms,
                 "queue_ms": row["queue_ms"] if started is None

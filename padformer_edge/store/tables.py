@@ -133,6 +133,10 @@ inspections = Table(
     Column("discovered_at", UTCDateTime, nullable=False, default=utc_now, index=True),
     Column("started_at", UTCDateTime),
     Column("finished_at", UTCDateTime),
+    # A framed profile's crop that was scored, "x0,y0,x1,y1" in frame pixels, and whether
+    # the part ran off the frame's edge (only what was visible was scored).
+    Column("part_box", String(64)),
+    Column("part_cut", Boolean()),
     # The same path on two line PCs is two files: the line is part of a file's identity.
     UniqueConstraint("line", "source_path", "sha256"),
     Index("ix_inspections_status_id", "status", "id"),

@@ -13,13 +13,15 @@ from typing import Literal
 
 
 class Status(enum.StrEnum):
-    """Life of one camera file: queued, being inspected, and one of three outcomes."""
+    """Life of one camera file: queued, being inspected, and one of four outcomes
+    (``no_part``: a framed profile found no part in the frame, so nothing was scored)."""
 
     pending = "pending"
     processing = "processing"
     done = "done"
     failed = "failed"
     skipped = "skipped"
+    no_part = "no_part"
 
 
 class AlertState(enum.StrEnum):

@@ -35,7 +35,7 @@ from padformer_edge.store.reviews import review_counts
 from padformer_edge.web.queries import distinct_in, unindexed
 
 BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-FINISHED = (Status.done, Status.failed, Status.skipped)
+FINISHED = (Status.done, Status.failed, Status.skipped, Status.no_part)
 QUEUED = (Status.pending, Status.processing)
 MIN_INTERVAL_S = 1.0
 

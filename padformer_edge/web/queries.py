@@ -37,8 +37,8 @@ from padformer_edge.store.reviews import PastReview, reviews_of
 from padformer_edge.store.tables import alerts, inspections, reviews
 from padformer_edge.store.vocabulary import ReviewFilter
 
-Verdict = Literal["anomaly", "good", "failed", "skipped", "queued"]
-VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "failed", "skipped", "queued")
+Verdict = Literal["anomaly", "good", "no_part", "failed", "skipped", "queued"]
+VERDICTS: tuple[Verdict, ...] = ("anomaly", "good", "no_part", "failed", "skipped", "queued")
 QUEUED = (Status.pending, Status.processing)
 Listed = Literal["line", "camera", "product"]  # the columns whose values a filter lists
 IN, RV, AL = inspections.c, reviews.c, alerts.c
@@ -53,6 +53,8 @@ def verdict_of(row: Inspection | dict[str, Any]) -> Verdict:
         return "anomaly" if anomalous else "good"
     if status in QUEUED:
         return "queued"
+    if status is Status.no_part:  # a framed profile found no part in the frame
+        return "no_part"
     return "failed" if status is Status.failed else "skipped"
 
 
@@ -196,6 +198,8 @@ class Shown(NamedTuple):
     discovered_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    part_box: str | None  # a framed profile's scored crop, "x0,y0,x1,y1" in frame pixels
+    part_cut: bool | None  # the part ran off the frame's edge
 
 
 class ShownAlert(NamedTuple):
@@ -305,6 +309,7 @@ class CameraHealth:
     per_minute: float
     detect_ms_p50: float | None
     detect_ms_p95: float | None
+    no_part: int = 0  # frames in which no part was found: neither inspected nor failed
 
     @property
     def anomaly_rate(self) -> float | None:
@@ -328,8 +333,9 @@ def _in_lines(column: Any, lines: frozenset[str] | None) -> list[ColumnElement[b
 
 def _window_counts(
     conn: Connection, since: datetime, lines: frozenset[str] | None = None
-) -> dict[str, tuple[int, int, int]]:
-    """Per camera (inspected, anomalous, failed) among rows discovered since ``since``."""
+) -> dict[str, tuple[int, int, int, int]]:
+    """Per camera (inspected, anomalous, failed, no part) among rows discovered since
+    ``since``."""
     camera = unindexed(Inspection.camera).label("camera")
     status = Inspection.status
 
@@ -338,11 +344,12 @@ def _window_counts(
 
     rows = conn.execute(
         select(camera, count_if(status == Status.done),
-               count_if(Inspection.is_anomaly.is_(True)), count_if(status == Status.failed))
+               count_if(Inspection.is_anomaly.is_(True)), count_if(status == Status.failed),
+               count_if(status == Status.no_part))
         .where(Inspection.discovered_at >= since, *_in_lines(Inspection.line, lines))
         .group_by(camera)
     ).all()  # fmt: skip
-    return {str(c): (int(d or 0), int(a or 0), int(f or 0)) for c, d, a, f in rows}
+    return {str(c): (int(d or 0), int(a or 0), int(f or 0), int(n or 0)) for c, d, a, f, n in rows}
 
 
 def _window_detect_percentiles(
@@ -419,11 +426,11 @@ def health(
         ).mappings().all()  # fmt: skip
     cameras = []
     for name in sorted(set(counts) | set(queued)):
-        done, anomalies, failures = counts.get(name, (0, 0, 0))
+        done, anomalies, failures, empty = counts.get(name, (0, 0, 0, 0))
         p50, p95 = times.get(name, (None, None))
-        rate = (done + failures) / window_min
+        rate = (done + failures + empty) / window_min
         cameras.append(CameraHealth(name, done, anomalies, failures, int(queued.get(name, 0)),
-                                    rate, p50, p95))  # fmt: skip
+                                    rate, p50, p95, empty))  # fmt: skip
     return Health(
         window_min,
         cameras,
