@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 
 REPO = Path(__file__).resolve().parent.parent
 # Runs the CLI and, at exit, prints 1 to fd 3 (a file) if torch was imported, else 0.

@@ -13,7 +13,7 @@ threshold set from them by ``profiles.thresholds.false_alarm_threshold`` at
   point of a window), every score moves up by ``shift`` standard deviations of the good
   scores; the figure is the number of images from the shift to the alert.
 
-The tests are the daemon's own (``daemon.drift_tests`` on the window, ``DriftConfig`` for
+The tests are the daemon's own (``daemon.drift_statistics`` on the window, ``DriftConfig`` for
 the level), run in batches; the first profile's streams are also fed through the
 daemon's ``DriftMonitor`` one score at a time and must alert at the same images. How a
 real change of lighting moves the model's scores is not measured here: that needs
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.daemon.drift import DriftMonitor, WindowTests
-from padformer_edge.daemon.drift_tests import ks_statistics
+from padformer_edge.daemon.drift_statistics import ks_statistics
 from padformer_edge.daemon.settings import DriftConfig
 from padformer_edge.images.image_stats import BY_NAME, NAMES, statistics_table
 from padformer_edge.profiles.thresholds import false_alarm_threshold

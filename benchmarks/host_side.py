@@ -164,7 +164,7 @@ def store_detections(
     profile's first reference (the daemon's warm-up image) with the profile's real
     detector; store them for ``stored_maps.py``. Returns the store and the set's scores."""
     from benchmarks.stored_maps import save_store
-    from padformer_edge.daemon.files import decode
+    from padformer_edge.daemon.camera_files import decode
     from padformer_edge.detect.images import read_image
     from padformer_edge.profiles.profile import load_profile
 

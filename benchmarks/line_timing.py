@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from padformer_edge.detect.arrays import unit_image
+    from padformer_edge.detect.numpy_ops import unit_image
     from padformer_edge.profiles.profile import load_profile
 
     query = smooth_photo(args.size, seed=args.query_seed)

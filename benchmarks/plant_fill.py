@@ -22,7 +22,7 @@ from sqlalchemy import Engine, func, select, text
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import with_line
-from padformer_edge.store.schema import current_revision, downgrade, upgrade
+from padformer_edge.store.migrations import current_revision, downgrade, upgrade
 from padformer_edge.store.tables import inspections
 
 REVIEW_EVERY = 100

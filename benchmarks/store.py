@@ -30,6 +30,7 @@ from sqlalchemy import Engine, insert
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, export, list_inspections, stats
+from padformer_edge.store.migrations import open_checked, upgrade
 from padformer_edge.store.models import Inspection, Status
 from padformer_edge.store.queue import (
     AlertRequest,
@@ -38,7 +39,6 @@ from padformer_edge.store.queue import (
     complete,
     enqueue,
 )
-from padformer_edge.store.schema import open_checked, upgrade
 
 BATCH = 8
 

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import REPO, markdown_table, print_json_line, update_docs_section
 from benchmarks.process_stats import cpu_seconds
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
-from padformer_edge.store.schema import upgrade
 
 TARGET_BYTES = 50_000  # 50 KB, as the issue states it
 TARGET_CPU_MS = 20.0

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import select  # noqa: E402
 
+from padformer_edge.store.migrations import open_checked  # noqa: E402
 from padformer_edge.store.models import Inspection, Status  # noqa: E402
-from padformer_edge.store.schema import open_checked  # noqa: E402
 from padformer_edge.web.config import HttpConfig  # noqa: E402
 from padformer_edge.web.server import make_server  # noqa: E402
 

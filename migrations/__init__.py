@@ -1,6 +1,6 @@
 """Alembic environment and revisions of the result store, shipped inside the package.
 
-Alembic is configured in code (``padformer_edge.store.schema.alembic_config``), which
+Alembic is configured in code (``padformer_edge.store.migrations.alembic_config``), which
 points ``script_location`` at this package's folder, so a plain ``pip install .`` can
 migrate without an ``alembic.ini`` or a source checkout. The repository's
 ``migrations/`` folder installs as ``padformer_edge_migrations`` (pyproject's

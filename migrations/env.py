@@ -1,6 +1,6 @@
 """Alembic's entry point: run the revisions on the connection the caller hands over.
 
-``padformer_edge.store.schema`` opens the connection (with the store's pragmas and
+``padformer_edge.store.migrations`` opens the connection (with the store's pragmas and
 locking) and passes it in ``config.attributes["connection"]``; this file never opens a
 database on its own, so every migration path shares the same engine set-up.
 """
@@ -13,7 +13,7 @@ from padformer_edge.store.models import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run migrations through padformer_edge.store.schema, not the alembic CLI")
+    raise RuntimeError("run migrations through padformer_edge.store.migrations, not alembic")
 
 context.configure(
     connection=connection,

@@ -150,7 +150,7 @@ def restore_signal_handlers() -> Iterator[None]:
 def sqlite_file(tmp_path: Path) -> Iterator[Path]:
     """A migrated SQLite file, for tests about files, processes and locks."""
     from padformer_edge.store.engine import open_engine
-    from padformer_edge.store.schema import upgrade
+    from padformer_edge.store.migrations import upgrade
 
     path = tmp_path / "results.sqlite3"
     writer = open_engine(str(path))

@@ -15,8 +15,8 @@ from pathlib import Path
 from sqlalchemy import text
 
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
-from padformer_edge.store.schema import upgrade
 from tests.benchmark_process import REPO, run_benchmark
 
 IMAGES = 12

@@ -4,7 +4,7 @@ A ``line`` column on ``inspections``, ``alerts``, ``daemon_heartbeat`` (now one 
 line), ``reviews``, ``review_history``, ``drift_events`` and ``reference_candidates``.
 Rows stored before were all written by the one daemon of this database, so they get the
 line that daemon runs as: the migration reads it from ``config.attributes["line"]``,
-which ``store.schema`` sets from the daemon's config when the daemon migrates on start
+which ``store.migrations`` sets from the daemon's config when the daemon migrates on start
 (or from ``db upgrade --line``); without one, the host name, the default line name. A
 file's identity becomes (line, path, content): the same path on two line PCs is two
 files. ``daemon_claims`` holds what each running daemon holds (``store.claims``).

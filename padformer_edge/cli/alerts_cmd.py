@@ -47,7 +47,7 @@ def list_(
 ) -> None:
     """Alerts, newest first, with their delivery state and last error."""
     from padformer_edge.daemon.alerts.outbox import list_alerts  # the sinks: only when used
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
 
     wanted = None if state is None else AlertState(state)
     engine = open_checked(database_of(db, config))
@@ -75,7 +75,7 @@ def retry(
 ) -> None:
     """Queue dead alerts again with a fresh attempt count; the daemon sends them next poll."""
     from padformer_edge.store.engine import open_engine  # SQLAlchemy: only when run
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
 
     database = database_of(db, config)
     open_checked(database)  # exists and is at head, checked without taking the write lock
@@ -98,7 +98,7 @@ def drift(
     from dataclasses import asdict
 
     from padformer_edge.store.drift import list_drift_events, open_drift_events
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
 
     engine = open_checked(database_of(db, config))
     events = (
@@ -136,7 +136,7 @@ def ack(
     that camera's drift again if the next window still shows one."""
     from padformer_edge.store.drift import acknowledge_drift
     from padformer_edge.store.engine import open_engine, reading
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
     from padformer_edge.store.signers import ACKNOWLEDGE, check_given, signer
 
     check_given(by, ACKNOWLEDGE)  # a slip costs nothing: before the database is read

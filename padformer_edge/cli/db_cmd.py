@@ -29,15 +29,15 @@ def upgrade(
     ),
 ) -> None:
     """Create the database or bring it to the newest schema (after a backup if it had data)."""
-    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store import migrations  # SQLAlchemy and Alembic: only when run
     from padformer_edge.store.engine import describe, open_engine
     from padformer_edge.store.lines import with_line
 
     engine = open_engine(db)
     if line is not None:
         engine = with_line(engine, line)
-    before = schema.current_revision(engine)
-    head = schema.migrate_on_start(engine, backup_dir)
+    before = migrations.current_revision(engine)
+    head = migrations.migrate_on_start(engine, backup_dir)
     change = "unchanged" if before == head else f"was {before or 'empty'}"
     typer.echo(f"{describe(engine.url)}: at schema {head} ({change})")
 
@@ -45,11 +45,11 @@ def upgrade(
 @app.command("current")
 def current(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Print the database's schema revision and whether it is the newest."""
-    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store import migrations  # SQLAlchemy and Alembic: only when run
     from padformer_edge.store.engine import describe, open_engine
 
     engine = open_engine(db, read_only=True)
-    revision, head = schema.current_revision(engine), schema.head_revision()
+    revision, head = migrations.current_revision(engine), migrations.head_revision()
     state = "up to date" if revision == head else f"behind, newest is {head}"
     typer.echo(f"{describe(engine.url)}: schema {revision or 'none'} ({state})")
 
@@ -64,10 +64,10 @@ def backup(
     ),
 ) -> None:
     """Copy a SQLite database consistently while the daemon keeps writing."""
-    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store import migrations  # SQLAlchemy and Alembic: only when run
     from padformer_edge.store.engine import open_engine
 
-    saved = schema.backup(open_engine(db, read_only=True), to)
+    saved = migrations.backup(open_engine(db, read_only=True), to)
     typer.echo(f"backup written to {saved}")
 
 
@@ -84,7 +84,7 @@ def copy(
     candidates) into the plant's database; a second copy adds only what is new."""
     from padformer_edge.store.engine import describe, open_engine
     from padformer_edge.store.history_copy import copy_history
-    from padformer_edge.store.schema import open_checked, require_head
+    from padformer_edge.store.migrations import open_checked, require_head
 
     reader = open_checked(source)
     writer = open_engine(target)

@@ -124,7 +124,7 @@ def detect(
     if runtime != "torch":
         exported = exported if exported is not None else default_export_folder(model, runtime)
         require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
-    from padformer_edge.methods.files import detect_files  # torch: load late
+    from padformer_edge.methods.detect_files import detect_files  # torch: load late
 
     open_graphs = None
     if runtime != "torch":  # the runner is opened on the model detect_files loads

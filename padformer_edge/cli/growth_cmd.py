@@ -57,7 +57,7 @@ def _history(
     """The history database (``--db``, else ``--config``'s, else the default), checked to
     exist at the schema's head, and its description; a writing engine if ``write``."""
     from padformer_edge.store.engine import describe, open_engine, resolve_url
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
 
     database = database_of(db, config)
     engine = open_checked(database)

@@ -268,7 +268,7 @@ def _calibrate_from_reviews(
         plan_from_reviews,
     )
     from padformer_edge.store.engine import describe, reading, resolve_url
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
     from padformer_edge.store.signers import RECALIBRATE, check_given, signer
 
     check_given(engineer, RECALIBRATE)  # an empty name is refused before the database is read

@@ -106,7 +106,7 @@ def list_(
     as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row, every field."),
 ) -> None:
     """Inspections, newest first."""
-    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store import history, migrations  # SQLAlchemy: only when run
     from padformer_edge.store.csv_cells import SafeDictWriter
 
     if as_json and as_csv:
@@ -124,7 +124,7 @@ def list_(
     )
     if filters.since and filters.until and filters.since >= filters.until:
         raise UserError(f"--since {since} is not before --until {until}; swap or widen them.")
-    engine = schema.open_checked(database_of(db, config))
+    engine = migrations.open_checked(database_of(db, config))
     rows = [history.record(r) for r in history.list_inspections(engine, filters, limit)]
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -147,9 +147,9 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="One JSON object with its alerts."),
 ) -> None:
     """Every field of one inspection, its heatmap path and the alerts it raised."""
-    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store import history, migrations  # SQLAlchemy: only when run
 
-    row = history.get_inspection(schema.open_checked(database_of(db, config)), inspection_id)
+    row = history.get_inspection(migrations.open_checked(database_of(db, config)), inspection_id)
     if row is None:
         raise UserError(f"there is no inspection {inspection_id}; 'results list' shows the ids.")
     fields = history.record(row)
@@ -193,9 +193,9 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per group."),
 ) -> None:
     """Counts, anomaly rate, failures and p50/p95 of score and detect time per group."""
-    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store import history, migrations  # SQLAlchemy: only when run
 
-    engine = schema.open_checked(database_of(db, config))
+    engine = migrations.open_checked(database_of(db, config))
     groups = history.stats(engine, by, _when(since, "--since"), line)  # type: ignore[arg-type]
     rows = [{**vars(g), "anomaly_rate": g.anomaly_rate} for g in groups]
     if as_json:
@@ -235,9 +235,9 @@ def export(
     review: str | None = review_option(),
 ) -> None:
     """Stream every inspection with its review (oldest first) to FILE in constant memory."""
-    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store import history, migrations  # SQLAlchemy: only when run
 
-    engine = schema.open_checked(database_of(db, config))
+    engine = migrations.open_checked(database_of(db, config))
     filters = history.Filters(
         line=line, since=_when(since, "--since"), review=review  # type: ignore[arg-type]
     )
@@ -263,12 +263,12 @@ def prune(
     line: str | None = line_option("Only this line's rows (its heatmaps are on its own PC)."),
 ) -> None:
     """Delete finished inspections older than an age, with their alerts and heatmap files."""
-    from padformer_edge.store import history, schema  # SQLAlchemy: only when run
+    from padformer_edge.store import history, migrations  # SQLAlchemy: only when run
     from padformer_edge.store.engine import open_engine
 
     cutoff = datetime.now(UTC) - parse_age(older_than)
     database = database_of(db, config)
-    schema.open_checked(database)  # exists and is at head, checked without taking the write lock
+    migrations.open_checked(database)  # exists and is at head, without the write lock
     result = history.prune(
         open_engine(database), cutoff, keep_anomalies=keep_anomalies, line=line
     )
@@ -307,7 +307,7 @@ def review(
     if true_defect == false_alarm:
         raise UserError("give exactly one of --true-defect or --false-alarm.")
     from padformer_edge.reporting.log import get_logger
-    from padformer_edge.store import schema  # SQLAlchemy: only when run
+    from padformer_edge.store import migrations  # SQLAlchemy: only when run
     from padformer_edge.store.engine import open_engine, reading
     from padformer_edge.store.models import ReviewVerdict
     from padformer_edge.store.reviews import save_review
@@ -316,7 +316,7 @@ def review(
     verdict = ReviewVerdict.true_defect if true_defect else ReviewVerdict.false_alarm
     check_given(by, REVIEW)  # a slip costs nothing: before the database is read
     database = database_of(db, config)
-    checked = schema.open_checked(database)  # exists and is at head, without the write lock
+    checked = migrations.open_checked(database)  # exists and is at head, without the write lock
     try:
         with reading(checked) as conn:
             reviewer = signer(conn, by, REVIEW)

@@ -42,7 +42,7 @@ def serve(
     ),
 ) -> None:
     """Serve the live view, history, health page and /metrics until stopped."""
-    from padformer_edge.store.schema import open_checked  # SQLAlchemy: only when run
+    from padformer_edge.store.migrations import open_checked  # SQLAlchemy: only when run
     from padformer_edge.web.config import HttpConfig
     from padformer_edge.web.server import hand_over_sooner, make_server
 

@@ -49,11 +49,11 @@ def _lines(names: frozenset[str]) -> str:
 
 def _writer(db: str | None, config: Path | None) -> Engine:
     """A writing engine on a database already at the newest schema."""
-    from padformer_edge.store import schema  # SQLAlchemy and Alembic: only when run
+    from padformer_edge.store import migrations  # SQLAlchemy and Alembic: only when run
     from padformer_edge.store.engine import open_engine
 
     database = database_of(db, config)
-    schema.open_checked(database).dispose()  # exists and is at head, without the write lock
+    migrations.open_checked(database).dispose()  # exists and is at head, without the write lock
     return open_engine(database)
 
 
@@ -144,7 +144,7 @@ def list_(
     config: Path | None = config_option(),
 ) -> None:
     """Every user with their role, lines and when their token was set (never the token)."""
-    from padformer_edge.store.schema import open_checked
+    from padformer_edge.store.migrations import open_checked
     from padformer_edge.store.users import list_users
 
     engine = open_checked(database_of(db, config))

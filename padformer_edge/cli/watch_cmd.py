@@ -35,7 +35,7 @@ def watch(
     pull_at_start(settings, layout.profiles)
     names = {cam.profile for cam in settings.cameras}
     require_profiles(layout, names)
-    from padformer_edge.daemon.claims import ClaimKeeper
+    from padformer_edge.daemon.claim_keeper import ClaimKeeper
     from padformer_edge.daemon.inspectors import open_profile
     from padformer_edge.daemon.stopping import stop_on_signals
 

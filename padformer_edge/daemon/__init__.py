@@ -2,7 +2,7 @@
 
 ``intake`` discovers completely written files and queues them as rows, ``worker``
 inspects them in batches, ``service`` runs and supervises both under systemd
-(``notify``), ``files`` holds the checks a camera file must pass, ``settings`` picks the
+(``notify``), ``camera_files`` holds the checks a camera file must pass, ``settings`` picks the
 config. ``alerts`` plans and delivers notifications.
 
 This file imports nothing: ``config check`` and every command taking ``--config`` import

@@ -52,7 +52,6 @@ class AssignmentPoller:
         self.on_pulled = on_pulled
         self.settled: dict[str, int] = {}  # profile -> the assignment id installed or current
         self.refused: dict[str, int] = {}  # profile -> the assignment id refused
-        self.pulls = 0
 
     def run(self, stop: threading.Event) -> None:
         """Poll every ``interval_s`` until ``stop``; a database away is logged, not fatal."""
@@ -96,7 +95,6 @@ class AssignmentPoller:
         self.settled[name] = assignment.id
         if installed is None:
             return False
-        self.pulls += 1
         log.info("daemon.profile_pulled", profile=name, version=version, line=self.line,
                  assigned_by=assignment.assigned_by, action=assignment.action)  # fmt: skip
         self.on_pulled(name)
@@ -123,7 +121,7 @@ def assignments_database(config: DaemonConfig) -> Iterator[Engine | None]:
     published profiles are off, or the database does not exist yet or is not at the
     newest schema (nothing can be assigned there yet). One that cannot be reached raises
     SQLAlchemyError at its first query."""
-    from padformer_edge.store.schema import current_revision, head_revision
+    from padformer_edge.store.migrations import current_revision, head_revision
 
     if not config.published_profiles.enabled:
         yield None

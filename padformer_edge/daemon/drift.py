@@ -4,7 +4,7 @@ Lighting, a moved camera or a new supplier shifts good parts' scores long before
 part is flagged; the false-alarm rate creeps up until operators stop reading alerts.
 Per camera (and profile), the monitor collects ``window`` scores, with each image's
 luminance percentiles (``image_stats``), tests them against the profile's calibration
-(``drift_tests``) and starts a fresh window: windows do not overlap, so each image is
+(``drift_statistics``) and starts a fresh window: windows do not overlap, so each image is
 tested once and the per-image false-alert rate follows from the per-window level
 (``DriftConfig``). The image tests are there because a model's scores can be blind to a
 change the line must still hear about: a brighter lamp, another camera. The worker turns
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from padformer_edge.anomaly import is_anomalous
-from padformer_edge.daemon.drift_tests import (
+from padformer_edge.daemon.drift_statistics import (
     beta_binomial_upper_tail,
     binomial_upper_tail,
     ks_p_values,

@@ -12,7 +12,7 @@ idempotent by natural keys) and only then deletes the batch's outbox rows. A SIG
 between the two repeats the batch at the next start, which writes the same rows again
 and adds none: exactly once.
 
-With ``plant_database`` the line is claimed in the plant too (``daemon.claims``), and
+With ``plant_database`` the line is claimed in the plant too (``daemon.claim_keeper``), and
 nothing is written there unless that claim is current: two PCs configured with one line
 name never both forward into it.
 
@@ -37,9 +37,9 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import describe, open_engine, resolve_url
 from padformer_edge.store.heartbeat import read_heartbeat, record_heartbeat
 from padformer_edge.store.lines import line_of, with_line
+from padformer_edge.store.migrations import migrate_on_start
 from padformer_edge.store.outbox import acknowledge, line_backlog, take
 from padformer_edge.store.plant import write_batch
-from padformer_edge.store.schema import migrate_on_start
 
 log = get_logger("plant")
 
@@ -81,7 +81,7 @@ class Forwarder:
         self.local = local
         self.claimed = claimed
         """Whether this daemon's claim on its line in the plant is current
-        (``daemon.claims``); nothing is written to the plant while it is not."""
+        (``daemon.claim_keeper``); nothing is written to the plant while it is not."""
         self.url = plant_url(plant)
         self.where = describe(resolve_url(plant))  # for people: no password, no options
         self.line = line_of(local)

@@ -50,7 +50,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from padformer_edge.daemon.files import fingerprint, ignored, looks_complete
+from padformer_edge.daemon.camera_files import fingerprint, ignored, looks_complete
 from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.images.decode import IMAGE_SUFFIXES
 from padformer_edge.reporting.log import get_logger

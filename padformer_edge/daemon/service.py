@@ -45,10 +45,10 @@ from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import with_line
+from padformer_edge.store.migrations import migrate_on_start
 from padformer_edge.store.models import utc_now
 from padformer_edge.store.outbox import disable_forwarding, enable_forwarding
 from padformer_edge.store.queue import requeue_interrupted
-from padformer_edge.store.schema import migrate_on_start
 
 log = get_logger("daemon")
 

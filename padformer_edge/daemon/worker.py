@@ -39,8 +39,8 @@ from padformer_edge.daemon.alerts.planning import (
     plan_alerts,
 )
 from padformer_edge.daemon.burst import next_batch_size
+from padformer_edge.daemon.camera_files import Refused, decode, read_checked
 from padformer_edge.daemon.drift import DriftFinding, DriftMonitor
-from padformer_edge.daemon.files import Refused, decode, read_checked
 from padformer_edge.daemon.host_pool import HostPool
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import Camera

@@ -41,7 +41,7 @@ from padformer_edge.profiles.schema import FalseAlarmBounds
 from padformer_edge.reporting.native_output import import_native
 from padformer_edge.store.engine import fold_sqlite_journal, open_engine, resolve_url
 from padformer_edge.store.history import Filters, list_inspections, record
-from padformer_edge.store.schema import migrate_lock_path
+from padformer_edge.store.migrations import migrate_lock_path
 
 if TYPE_CHECKING:
     from padformer_edge_training.config import TrainConfig

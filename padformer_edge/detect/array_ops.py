@@ -1,6 +1,6 @@
 """The primitives one array kind brings to the scoring arithmetic, and which kind an
 array is: torch tensors (``tensor_ops``, on the detector's device) or numpy arrays
-(``arrays``, on a torch-free line).
+(``numpy_ops``, on a torch-free line).
 
 The scoring arithmetic (``readout``, the metrics' error maps, the fused mix) is written
 once against ``ArrayOps`` and runs on either kind, so the torch detectors and the line
@@ -64,7 +64,7 @@ class ArrayOps(Protocol):
 
     def resize_with(self, images: Array, rows: np.ndarray, cols: np.ndarray) -> Array:
         """``[..., h, w]`` -> ``rows @ images @ cols.T``: a resize given as its float32
-        weights ``[H, h]`` and ``[W, w]`` (``arrays.pooled_weights``)."""
+        weights ``[H, h]`` and ``[W, w]`` (``numpy_ops.pooled_weights``)."""
         ...
 
     def concat(self, arrays: Sequence[Array], axis: int) -> Array: ...
@@ -121,7 +121,7 @@ def ops_of(array: Array) -> ArrayOps:
     """The primitives of ``array``'s kind: numpy's, or torch's only when handed a tensor
     (so a torch-free line never imports torch)."""
     if isinstance(array, np.ndarray | np.generic):
-        from padformer_edge.detect.arrays import NUMPY_OPS
+        from padformer_edge.detect.numpy_ops import NUMPY_OPS
 
         return NUMPY_OPS
     from padformer_edge.detect.tensor_ops import TORCH_OPS

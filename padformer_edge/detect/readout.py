@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.detect.arrays import pooled_weights
+from padformer_edge.detect.numpy_ops import pooled_weights
 from padformer_edge.detect.scoring_config import (
     MAX_CHUNK_VALUES,
     MAX_READOUT_SIGMA,
@@ -132,7 +132,7 @@ def smooth_cells(
     The map is read where its blur is read: at ``size`` itself for a narrow blur (the
     same steps as ``smooth(upsample(cells, size))``), and for a wide one straight on the
     shrunk grid, by one product with the weights of the upsampling and the area average
-    together (``arrays.pooled_weights``: the same linear map as upsampling and then
+    together (``numpy_ops.pooled_weights``: the same linear map as upsampling and then
     shrinking, so the same values but for float32 rounding). The blurred map is then
     resized once, to ``target``: a frame's size, or the crop a camera frame is read at.
     """

@@ -1,5 +1,5 @@
 """The files around ``padformer-edge detect``: references read and checked, heatmap
-names, a detection's heatmap written; ``methods.files.detect_files`` runs a method over
+names, a detection's heatmap written; ``methods.detect_files.detect_files`` runs a method over
 them. Free of torch, so a line install can name and write heatmaps."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The image arithmetic of detection in torch: the query blur and resizes the metrics
 call, and ``array_ops.ArrayOps`` on tensors, the primitives the shared scoring arithmetic
-composes (``arrays`` is their numpy counterpart on a torch-free line)."""
+composes (``numpy_ops`` is their numpy counterpart on a torch-free line)."""
 
 from __future__ import annotations
 

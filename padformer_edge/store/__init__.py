@@ -1,7 +1,7 @@
 """The inspection history: one SQLite file by default, PostgreSQL by URL.
 
 ``tables`` holds the tables (SQLAlchemy Core), ``models`` the ORM classes mapped onto
-them, ``engine`` the connection set-up, ``schema`` the Alembic migrations and backups,
+them, ``engine`` the connection set-up, ``migrations`` the Alembic migrations and backups,
 ``queue`` the daemon's write path, ``heartbeat`` the daemon's liveness row and
 ``history`` the reads the CLI offers (Core only, so they never import the ORM).
 

@@ -26,7 +26,7 @@ from padformer_edge.errors import UserError
 from padformer_edge.profiles.layout import PROFILE_FILE, profiles_root
 from padformer_edge.profiles.profile import Profile, load_profile
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path, state_dir
-from padformer_edge.store.schema import current_revision, head_revision
+from padformer_edge.store.migrations import current_revision, head_revision
 from padformer_edge.tools.device_check import check_device
 from padformer_edge.tools.findings import Finding
 from padformer_edge.web.config import HttpConfig

@@ -128,7 +128,7 @@ def back_up_state(destination: Path, db: str | None = None) -> CopyReport:
     through the online backup API. The database must be at this version's schema, the
     one whose paths are relative; a PostgreSQL history stays on its server."""
     from padformer_edge.store.engine import describe, resolve_url, sqlite_path
-    from padformer_edge.store.schema import backup, open_checked
+    from padformer_edge.store.migrations import backup, open_checked
 
     state = state_dir().expanduser().absolute()
     destination = destination.expanduser().absolute()

@@ -1,7 +1,7 @@
 """The operator's page and ``/metrics``: a Starlette application over the store.
 
 ``config`` is the ``http:`` section, ``webapp`` the shared ``WebApp`` (engines,
-settings), ``app`` builds the Starlette app (routes, error pages) around it,
+settings), ``asgi`` builds the Starlette app (routes, error pages) around it,
 ``middleware`` the Host/token checks and security headers, ``auth``, ``sessions`` and
 ``throttle`` who may log in and how often, ``login`` the login and logout routes,
 ``pages`` one handler per page, ``events`` the live stream, ``daemon_state`` the

@@ -16,7 +16,7 @@ HTML depends on besides the store: the path and query, and whether the viewer is
 authorised and has a session (the banner and the log-out button). Only 200 answers are
 kept, at most ``max_pages`` of them.
 
-The route wrapper that keys and asks this cache is ``app.cached``. A fresh page, and an
+The route wrapper that keys and asks this cache is ``asgi.cached``. A fresh page, and an
 older one while its new render is waiting or under way, is answered on the event loop
 itself; only a page to render goes to a worker thread, through the app's
 ``render_queue.RenderQueue`` (a few at a time, the page most viewers wait for first).

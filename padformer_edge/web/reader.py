@@ -34,7 +34,7 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
-from padformer_edge.store.schema import open_checked
+from padformer_edge.store.migrations import open_checked
 
 
 def _serial_plans(dbapi_connection: Any, _record: Any) -> None:

@@ -44,7 +44,7 @@ def person_of(request: Request) -> Person | None:
 
 
 def kept(request: Request) -> bool:
-    """Set by ``app.cached``: this page is kept by the page cache, so what it shows may be
+    """Set by ``asgi.cached``: this page is kept by the page cache, so what it shows may be
     a page-cache second old (``recent``)."""
     return bool(request.scope.get("state", {}).get("kept", False))
 

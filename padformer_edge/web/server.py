@@ -36,7 +36,7 @@ import uvicorn
 
 from padformer_edge.errors import UserError
 from padformer_edge.reporting.log import get_logger
-from padformer_edge.web.app import asgi_app
+from padformer_edge.web.asgi import asgi_app
 from padformer_edge.web.config import HttpConfig, effective_token, require_token_off_loopback
 from padformer_edge.web.protocol import head_deadline_protocol
 from padformer_edge.web.webapp import WebApp

@@ -1,7 +1,7 @@
 """``WebApp``: the engines, settings and helpers one server shares, in a module of its own.
 
 The route handlers, the middleware and the response helpers all need this type, and the
-Starlette app (``app``) needs them; with the type in ``app`` they imported it back (under
+Starlette app (``asgi``) needs them; with the type in ``asgi`` they imported it back (under
 ``TYPE_CHECKING``) and the package formed one import circle of eight files. Here it
 imports only the leaf modules it holds (media roots, metrics, the page cache, the proxy
 list, the users, sessions, the throttle, thumbnails), so every other module can name it and the
@@ -80,7 +80,7 @@ class WebApp:
         self.throttle = throttle or LoginThrottle()
         self.sessions = sessions or Sessions()
         self.page_cache = PageCache(page_cache_s)
-        # Pages rendered at once (``app.cached``): a few, so that one interpreter lock is
+        # Pages rendered at once (``asgi.cached``): a few, so that one interpreter lock is
         # not shared by forty renders, and within the reader's pool of connections; the
         # page most viewers wait for first (``render_queue``).
         self.renders = RenderQueue(RENDERS, SHARED_RENDERS)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli, run_cli_modules
 
 HEAVY = {"torch", "timm", "kornia", "cv2"}

@@ -33,8 +33,8 @@ from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import upgrade
 from tests.detect_images import product_image
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.claims import line_resource
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.tables import daemon_claims
 from tests.cli_process import run_cli_modules
 from tests.daemon.harness import DaemonProcess, Site, make_site, settled, wait_for, write_image

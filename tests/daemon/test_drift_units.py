@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from padformer_edge.daemon.drift import DriftMonitor
-from padformer_edge.daemon.drift_tests import (
+from padformer_edge.daemon.drift_statistics import (
     beta_binomial_upper_tail,
     binomial_upper_tail,
     ks_p_values,

@@ -23,8 +23,8 @@ from padformer_edge.daemon import intake as intake_module
 from padformer_edge.daemon.intake import Arrival, Camera, Intake
 from padformer_edge.daemon.settings import IntakeConfig
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade as migrate
 from padformer_edge.store.models import Inspection
-from padformer_edge.store.schema import upgrade as migrate
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 

@@ -20,9 +20,9 @@ from padformer_edge.daemon.intake import Camera, Intake
 from padformer_edge.daemon.settings import IntakeConfig, WorkerConfig
 from padformer_edge.daemon.worker import Worker
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade as migrate
 from padformer_edge.store.models import Alert, Inspection, Status, utc_now
 from padformer_edge.store.queue import claim_batch, enqueue
-from padformer_edge.store.schema import upgrade as migrate
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 

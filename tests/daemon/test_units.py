@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from padformer_edge.daemon.alerts.config import AlertsConfig
-from padformer_edge.daemon.files import Refused, has_trailer, looks_complete, read_checked
+from padformer_edge.daemon.camera_files import Refused, has_trailer, looks_complete, read_checked
 from padformer_edge.daemon.inspectors import Inspector
 from padformer_edge.daemon.intake import stored_name
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
@@ -30,8 +30,8 @@ from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.detector import Detection
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.locations import STATE_DIR_ENV
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import claim_batch, enqueue
-from padformer_edge.store.schema import upgrade
 from tests.daemon.harness import encoded
 from tests.detect_images import product_image
 

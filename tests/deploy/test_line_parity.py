@@ -11,7 +11,7 @@ threshold between the scores.
 import numpy as np
 import pytest
 
-from padformer_edge.detect import arrays
+from padformer_edge.detect import numpy_ops
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.methods.padformer.line_detector import LineDetector
@@ -84,4 +84,4 @@ def test_resize_square_matches_torch_antialias(shape, size):
 
     images = np.random.default_rng(0).random(shape, dtype=np.float32)
     expected = resize_square(torch.from_numpy(images), size).numpy()
-    assert np.abs(arrays.resize_square(images, size) - expected).max() < 1e-5
+    assert np.abs(numpy_ops.resize_square(images, size) - expected).max() < 1e-5

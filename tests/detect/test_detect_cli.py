@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from padformer_edge.cli.app import app
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.methods.files import detect_files
+from padformer_edge.methods.detect_files import detect_files
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from tests.cli_process import run_cli

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from padformer_edge.detect import arrays
+from padformer_edge.detect import numpy_ops
 from padformer_edge.detect.array_ops import flat_cells, turned_bank
 from padformer_edge.detect.parity import PARITY_RTOL
 from padformer_edge.detect.readout import (
@@ -29,7 +29,7 @@ class Jobs:
 
 
 def test_each_kind_gets_its_own_primitives():
-    assert ops_of(np.zeros((2, 2), np.float32)) is arrays.NUMPY_OPS
+    assert ops_of(np.zeros((2, 2), np.float32)) is numpy_ops.NUMPY_OPS
     assert ops_of(torch.zeros(2, 2)) is TORCH_OPS
 
 
@@ -108,9 +108,9 @@ def test_cells_read_to_another_target_are_resized_once():
     jobs = Jobs(Readout(False, 2.0), Readout(False, 2.0))
     factor = shrink_factor(sigma)
     assert factor == 2
-    small = arrays.average_pool(arrays.upsample(cells, size), factor)
+    small = numpy_ops.average_pool(numpy_ops.upsample(cells, size), factor)
     radius = int(4 * sigma / factor + 0.5)
-    expected = arrays.gaussian_blur(small, 2 * radius + 1, sigma / factor)
+    expected = numpy_ops.gaussian_blur(small, 2 * radius + 1, sigma / factor)
     found = read_cells(jobs, [cells], size, 320, target=small.shape).anomaly_map
     assert found.shape == (750, 1350)
     # float32 rounding of a product of three matrices of a few hundred terms each

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from padformer_edge.daemon.files import fingerprint
+from padformer_edge.daemon.camera_files import fingerprint
 from padformer_edge.files.digest import file_sha256
 from padformer_edge.model.checkpoint import file_sha256 as checkpoint_sha256
 from padformer_edge_training.synth.loaders import file_digest

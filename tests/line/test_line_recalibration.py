@@ -11,10 +11,10 @@ from pathlib import Path
 import yaml
 
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import upgrade
 from tests.line.make_fixture import PROFILE
 from tests.line.runner import run_cli
 

@@ -19,8 +19,8 @@ import pytest
 
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli_modules
 from tests.profiles.conftest import FAST
 

@@ -24,7 +24,7 @@ from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.profiles.profile import load_profile
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.tools import doctor as doctor_module
 from tests.cli_process import run_cli, run_cli_modules
 from tests.profiles.conftest import FAST, write_checkpoint

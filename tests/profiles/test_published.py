@@ -24,9 +24,9 @@ from padformer_edge.profiles.publish import publish_profile
 from padformer_edge.profiles.pull import pull_version
 from padformer_edge.profiles.versions import kept_versions, save_profile
 from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.published import assigned, published_versions
 from padformer_edge.store.published_tables import published_files
-from padformer_edge.store.schema import upgrade
 from padformer_edge.store.users import add_user
 from padformer_edge.store.vocabulary import Role
 from tests.cli_process import run_cli

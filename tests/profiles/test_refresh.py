@@ -24,10 +24,10 @@ from padformer_edge.profiles.profile import load_profile
 from padformer_edge.profiles.refresh import far_above_limit
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.locations import stored_path
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import upgrade
 
 
 def invoke(*args: str) -> str:

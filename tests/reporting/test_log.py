@@ -13,7 +13,7 @@ import pytest
 
 from padformer_edge.reporting.log import configure_logging, get_logger
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from tests.cli_process import REPO
 from tests.store.seed import seed_history
 

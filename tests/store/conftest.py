@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 
 from padformer_edge.store.engine import open_engine, resolve_url
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import Base
-from padformer_edge.store.schema import upgrade
 from tests.services import postgres_driver_or_missing, service_missing
 
 PG_ENV = "PADFORMER_EDGE_TEST_PG_URL"

@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import describe, open_engine, resolve_url, sqlite_path
-from padformer_edge.store.schema import open_checked, upgrade
+from padformer_edge.store.migrations import open_checked, upgrade
 
 
 def test_flag_beats_environment_beats_state_dir(

@@ -10,8 +10,8 @@ from sqlalchemy import Engine, func, select
 
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import read_heartbeat, record_heartbeat
+from padformer_edge.store.migrations import upgrade as upgrade_store
 from padformer_edge.store.models import DaemonHeartbeat
-from padformer_edge.store.schema import upgrade as upgrade_store
 
 
 def _beat(engine: Engine, status: str, at: datetime) -> None:

@@ -15,9 +15,9 @@ from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.history_copy import copy_history
 from padformer_edge.store.lines import with_line
 from padformer_edge.store.locations import resolve_stored, stored_path
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import due_alerts, enqueue, mark_alert_sent
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import upgrade
 from padformer_edge.store.tables import (
     alerts,
     drift_events,

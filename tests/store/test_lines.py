@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, func, inspect, select, text
 
-from padformer_edge.store import schema
+from padformer_edge.store import migrations
 from padformer_edge.store.drift import has_open_drift, open_drift_events, record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import read_heartbeat, read_heartbeats, record_heartbeat
 from padformer_edge.store.history import Filters, list_inspections, prune, stats
 from padformer_edge.store.lines import default_line, line_of, with_line
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.queue import (
     AlertRequest,
@@ -24,7 +25,6 @@ from padformer_edge.store.queue import (
     requeue_interrupted,
 )
 from padformer_edge.store.reviews import review_counts, save_review
-from padformer_edge.store.schema import upgrade
 from padformer_edge.store.tables import metadata
 
 from .seed import digest
@@ -65,7 +65,7 @@ def test_rows_stored_before_get_the_line_the_migration_is_given(db_url: str) -> 
         )  # fmt: skip
     pressed = with_line(engine, "press-3")
     upgrade(pressed)
-    assert schema.current_revision(engine) == schema.head_revision()
+    assert migrations.current_revision(engine) == migrations.head_revision()
     for table in ("inspections", "alerts", "daemon_heartbeat"):
         assert set(_lines(engine, table)) == {"press-3"}, table
     save_review(engine, ids[0], ReviewVerdict.false_alarm, reviewer="ann")
@@ -73,7 +73,7 @@ def test_rows_stored_before_get_the_line_the_migration_is_given(db_url: str) -> 
     record_heartbeat(pressed, interval_s=5.0, started_at=now, pid=8, host="pc", status="up")
     beats = read_heartbeats(engine)
     assert [(b.line, b.pid) for b in beats] == [("press-3", 8)]
-    schema.downgrade(engine, "0007")  # and back, keeping the rows
+    migrations.downgrade(engine, "0007")  # and back, keeping the rows
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 2
     engine.dispose()

@@ -11,6 +11,7 @@ from sqlalchemy import Engine, text
 from padformer_edge.store.drift import record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import (
     AlertRequest,
     DetectionOutcome,
@@ -18,7 +19,6 @@ from padformer_edge.store.queue import (
     complete,
     enqueue,
 )
-from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli
 
 from .seed import digest

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import current_revision, head_revision
+from padformer_edge.store.migrations import current_revision, head_revision
 from tests.cli_process import REPO
 
 PCS = 4
@@ -20,7 +20,7 @@ MIGRATE = """
 import sys, time
 from pathlib import Path
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import migrate_on_start
+from padformer_edge.store.migrations import migrate_on_start
 go = Path(sys.argv[2])
 while not go.exists():  # every process imported and waiting: then all at once
     time.sleep(0.005)

@@ -12,18 +12,18 @@ from filelock import FileLock, Timeout
 from sqlalchemy import Engine, inspect, text
 
 from padformer_edge.errors import UserError
-from padformer_edge.store import schema
+from padformer_edge.store import migrations
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.models import Base, ReviewVerdict
-from padformer_edge.store.queue import enqueue
-from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import (
+from padformer_edge.store.migrations import (
     current_revision,
     head_revision,
     migrate_on_start,
     open_checked,
     upgrade,
 )
+from padformer_edge.store.models import Base, ReviewVerdict
+from padformer_edge.store.queue import enqueue
+from padformer_edge.store.reviews import save_review
 from tests.cli_process import run_cli
 from tests.pg_cluster import own_cluster
 
@@ -38,7 +38,7 @@ def test_upgrade_empty_to_head_and_downgrade_back(db_url: str) -> None:
     upgrade(engine)
     assert current_revision(engine) == head_revision()
     assert set(inspect(engine).get_table_names()) >= TABLES
-    schema.downgrade(engine, "base")
+    migrations.downgrade(engine, "base")
     assert current_revision(engine) is None
     assert not TABLES & set(inspect(engine).get_table_names())
     upgrade(engine)  # and up again: downgrade left nothing behind that blocks it
@@ -87,13 +87,13 @@ def test_readers_refuse_a_database_without_schema(tmp_path: Path) -> None:
 def test_the_head_read_from_the_revision_files_is_alembics(db_url: str) -> None:
     """The check reads ``revision``/``down_revision`` itself, without Alembic; Alembic,
     which runs the same files, must agree on the chain, the head and the stamp."""
-    script = ScriptDirectory.from_config(schema.alembic_config())
+    script = ScriptDirectory.from_config(migrations.alembic_config())
     assert head_revision() == script.get_current_head()
-    assert schema.revision_chain() == {
+    assert migrations.revision_chain() == {
         r.revision: tuple(r._versioned_down_revisions) for r in script.walk_revisions()
     }
     engine = open_engine(db_url)
-    for revision in ["base", *sorted(schema.revision_chain())]:
+    for revision in ["base", *sorted(migrations.revision_chain())]:
         if revision != "base":
             upgrade(engine, revision)
         with engine.connect() as conn:
@@ -103,8 +103,8 @@ def test_the_head_read_from_the_revision_files_is_alembics(db_url: str) -> None:
 
 def test_readers_refuse_a_schema_behind_or_ahead_in_one_sentence(sqlite_file: Path) -> None:
     engine = open_engine(str(sqlite_file))
-    previous = schema.revision_chain()[head_revision()][0]
-    schema.downgrade(engine, previous)
+    previous = migrations.revision_chain()[head_revision()][0]
+    migrations.downgrade(engine, previous)
     with pytest.raises(UserError) as behind:
         open_checked(str(sqlite_file))
     message = str(behind.value)
@@ -112,7 +112,7 @@ def test_readers_refuse_a_schema_behind_or_ahead_in_one_sentence(sqlite_file: Pa
     assert "run 'padformer-edge db upgrade" in message and "\n" not in message
     upgrade(engine)
     with engine.begin() as conn:  # as a newer release would leave it
-        conn.execute(text(f"UPDATE {schema.VERSION_TABLE} SET version_num = '9999'"))
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = '9999'"))
     with pytest.raises(UserError) as ahead:
         open_checked(str(sqlite_file))
     message = str(ahead.value)
@@ -142,14 +142,14 @@ def test_migrate_on_start_backs_up_then_upgrades_under_the_lock(
         ran.append(revision)
 
     # Only one revision exists, so "behind" is staged by announcing a newer head.
-    monkeypatch.setattr(schema, "head_revision", lambda: "9999")
-    monkeypatch.setattr(schema, "upgrade", pretend_upgrade)
+    monkeypatch.setattr(migrations, "head_revision", lambda: "9999")
+    monkeypatch.setattr(migrations, "upgrade", pretend_upgrade)
     backups = tmp_path / "backups"
     assert migrate_on_start(engine, backups) == "9999"
     assert ran == ["head"]
     (copy,) = backups.iterdir()
     saved = open_engine(str(copy), read_only=True)
-    assert schema.integrity_errors(saved) == []
+    assert migrations.integrity_errors(saved) == []
     with saved.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 3
 
@@ -204,7 +204,7 @@ def test_the_review_migration_keeps_existing_rows_and_goes_back(db_url: str) -> 
         conn.execute(text("INSERT INTO reviews (inspection_id, verdict, reviewer, "
                           "reviewed_at) VALUES (:i, 'maybe', 'x', CURRENT_TIMESTAMP)"),
                      {"i": ids[1]})  # fmt: skip
-    schema.downgrade(engine, "0002")
+    migrations.downgrade(engine, "0002")
     assert "reviews" not in inspect(engine).get_table_names()
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM inspections")).scalar() == 3
@@ -244,7 +244,7 @@ def test_the_path_migration_makes_state_paths_relative_and_goes_back(
             return [tuple(r) for r in conn.execute(query).all()]
 
     assert stored() == [(source, heatmap) for _, source, heatmap in recorded.values()]
-    schema.downgrade(engine, "0003")
+    migrations.downgrade(engine, "0003")
     back = stored()
     assert back[0] == (f"{state}/cam/a.png", f"{state}/heatmaps/00000/1.png")
     assert back[1] == (f"{state}/cam/b.png", None)  # the resolved form, now through the link
@@ -259,7 +259,7 @@ def test_db_upgrade_by_a_role_without_schema_rights_says_so(tmp_path: Path) -> N
     which role it was and what to run instead, and leaves the schema as it was."""
     with own_cluster() as cluster:
         owner = open_engine(cluster.url)
-        behind = schema.revision_chain()[head_revision()][0]
+        behind = migrations.revision_chain()[head_revision()][0]
         upgrade(owner, behind)
         with owner.begin() as conn:
             conn.execute(text("CREATE ROLE line_writer LOGIN"))

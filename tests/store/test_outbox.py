@@ -18,6 +18,7 @@ from padformer_edge.store.candidates import decide
 from padformer_edge.store.drift import acknowledge_drift, record_drift
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
+from padformer_edge.store.migrations import downgrade, migrate_on_start, upgrade
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.outbox import (
     TRIGGER_NAMES,
@@ -32,7 +33,6 @@ from padformer_edge.store.outbox import (
 from padformer_edge.store.plant import write_batch
 from padformer_edge.store.queue import AlertRequest, mark_alert_failed, mark_alert_sent
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import downgrade, migrate_on_start, upgrade
 from padformer_edge.store.tables import (
     alerts,
     drift_events,
@@ -305,7 +305,7 @@ def test_the_forwarder_keeps_a_refused_change_until_the_plant_takes_it(
 def test_the_forwarder_writes_nothing_while_the_line_is_not_claimed_in_the_plant(
     line: Engine, plant: Engine, cluster: Cluster
 ) -> None:
-    """Another PC may hold the line in the plant (``daemon.claims``): until this daemon's
+    """Another PC may hold the line in the plant (``daemon.claim_keeper``): until this daemon's
     claim there is current the forwarder leaves the plant alone and keeps the backlog."""
     enable_forwarding(line, cluster.url)
     store_result(line, ALERTS, Cooldown(0), "unclaimed.png")

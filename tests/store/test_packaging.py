@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from padformer_edge.store.schema import head_revision
+from padformer_edge.store.migrations import head_revision
 from tests.wheel_build import copy_sources, isolation_flags
 
 

@@ -14,10 +14,10 @@ from padformer_edge.daemon.alerts.planning import Cooldown
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import with_line
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import ReviewVerdict
 from padformer_edge.store.outbox import enable_forwarding
 from padformer_edge.store.reviews import save_review
-from padformer_edge.store.schema import upgrade
 from padformer_edge.tools.doctor import check_plant
 from tests.alerts.conftest import store_result
 from tests.pg_cluster import Cluster, own_cluster

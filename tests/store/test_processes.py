@@ -13,9 +13,9 @@ from pathlib import Path
 from sqlalchemy import func, select, text
 
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import integrity_errors
 from padformer_edge.store.models import Inspection
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
-from padformer_edge.store.schema import integrity_errors
 
 from .seed import digest
 

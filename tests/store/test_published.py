@@ -16,6 +16,7 @@ from sqlalchemy import Engine, delete, insert, text
 
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import open_engine, reading
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.published import (
     ROLLBACK,
     assign,
@@ -29,7 +30,6 @@ from padformer_edge.store.published import (
     version_files,
 )
 from padformer_edge.store.published_tables import published_files, published_profiles
-from padformer_edge.store.schema import upgrade
 from tests.cli_process import run_cli
 from tests.pg_cluster import Cluster, own_cluster
 

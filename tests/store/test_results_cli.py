@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 
 from padformer_edge.cli.app import main
 from padformer_edge.store.engine import open_engine
+from padformer_edge.store.migrations import head_revision, upgrade
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
-from padformer_edge.store.schema import head_revision, upgrade
 from tests.cli_process import run_cli
 
 from .seed import Seeded, seed_history

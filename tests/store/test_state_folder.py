@@ -24,7 +24,7 @@ from padformer_edge.profiles.calibrate import pin_threshold
 from padformer_edge.profiles.create import create_profile
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.locations import resolve_stored, stored_path
-from padformer_edge.store.schema import head_revision, upgrade
+from padformer_edge.store.migrations import head_revision, upgrade
 from padformer_edge.web.media import MediaRoots
 from tests.cli_process import run_cli
 from tests.detect_images import product_image

@@ -13,9 +13,9 @@ from sqlalchemy import Engine, func, insert, select, text
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import reading
 from padformer_edge.store.history import prune
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.models import Review, ReviewVerdict
 from padformer_edge.store.reviews import reviews_of, save_review
-from padformer_edge.store.schema import upgrade
 from padformer_edge.store.tables import review_history, reviews
 from padformer_edge.store.tokens import hash_token, token_matches
 from padformer_edge.store.users import (
@@ -122,13 +122,13 @@ def test_a_changed_verdict_is_a_new_row_and_the_latest_is_shown(engine: Engine, 
 def test_the_users_migration_keeps_every_review_as_history(db_url: str, tmp_path: Path) -> None:
     """A database at 0005 with reviews upgrades with each review as its first history
     row, takes users at head, and goes back to 0005 with the reviews intact."""
-    from padformer_edge.store import schema
+    from padformer_edge.store import migrations
     from padformer_edge.store.engine import open_engine
 
     engine = open_engine(db_url)
     upgrade(engine)
     seeded = seed_history(engine, tmp_path / "heatmaps")  # the current tables: seed at head
-    schema.downgrade(engine, "0005")
+    migrations.downgrade(engine, "0005")
     at = datetime(2026, 3, 2, 8, tzinfo=UTC)
     with engine.begin() as conn:
         for n, row in enumerate(seeded.anomaly_ids[:2]):
@@ -147,7 +147,7 @@ def test_the_users_migration_keeps_every_review_as_history(db_url: str, tmp_path
         seeded.anomaly_ids[2]: [],
     }
     add_user(engine, "ann", Role.operator)
-    schema.downgrade(engine, "0005")
+    migrations.downgrade(engine, "0005")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM reviews")).scalar() == 2
     engine.dispose()

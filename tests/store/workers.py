@@ -17,9 +17,9 @@ from sqlalchemy import insert
 
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import Filters, export, list_inspections, stats
+from padformer_edge.store.migrations import open_checked
 from padformer_edge.store.models import Inspection, Status
 from padformer_edge.store.queue import enqueue
-from padformer_edge.store.schema import open_checked
 
 from .seed import digest
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import WebServer, make_server
 from tests.store.conftest import db_url  # noqa: F401  (the sqlite/postgresql parameter)

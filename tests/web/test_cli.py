@@ -21,7 +21,7 @@ from padformer_edge.daemon.settings import file_roots, load_daemon_config
 from padformer_edge.errors import UserError
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.lines import default_line
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.tables import inspections
 from padformer_edge.tools.config_kinds import check_config
 from tests.cli_process import REPO, run_cli

@@ -14,7 +14,7 @@ from pathlib import Path
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.heartbeat import record_heartbeat
 from padformer_edge.store.lines import default_line
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.server import WebServer, make_server
 from tests.web.client import request

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from padformer_edge.devices.gpu_gauges import follow_devices
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.web.metrics import Metrics
 
 GPU_FAMILIES = {

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import current_revision
+from padformer_edge.store.migrations import current_revision
 from tests.cli_process import REPO
 from tests.pg_cluster import own_cluster
 

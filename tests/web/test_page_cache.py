@@ -131,7 +131,7 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
     server.app.page_cache.ttl_s = 60  # fresh for the whole test, however slow the machine
     pooled: list[object] = []
 
-    class Counting:  # ``app.cached`` renders through the queue's ``to_thread.run_sync``
+    class Counting:  # ``asgi.cached`` renders through the queue's ``to_thread.run_sync``
         @staticmethod
         async def run_sync(func: Callable[..., Any], *args: Any, **options: Any) -> Any:
             pooled.append(func)
@@ -146,7 +146,7 @@ def test_a_fresh_page_is_served_without_a_worker_thread(
 
 
 def test_the_kept_page_is_there_however_old_until_a_clear() -> None:
-    """What ``app.cached`` sends on the event loop while another viewer's render of an
+    """What ``asgi.cached`` sends on the event loop while another viewer's render of an
     expired page is waiting or under way: the last page kept, never a failed one."""
     cache = PageCache(ttl_s=0.05)
     built, build = _counting()

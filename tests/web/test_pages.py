@@ -34,8 +34,8 @@ from padformer_edge.store.history import (
     records,
 )
 from padformer_edge.store.lines import default_line
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.queue import DetectionOutcome, claim_batch, complete, enqueue
-from padformer_edge.store.schema import upgrade
 from padformer_edge.web import queries
 from padformer_edge.web.config import HttpConfig
 from padformer_edge.web.media import MediaRoots
@@ -285,7 +285,7 @@ def test_the_event_stream_sends_a_new_card(server: WebServer, site: Site) -> Non
 
 def test_the_web_package_imports_nothing_of_model_detect_or_daemon() -> None:
     code = (
-        "import sys, padformer_edge.web.app, padformer_edge.web.server\n"
+        "import sys, padformer_edge.web.asgi, padformer_edge.web.server\n"
         "import padformer_edge.cli.serve_cmd\n"
         "bad = [m for m in sys.modules if m.split('.')[:2] in (['padformer_edge','model'],"
         "['padformer_edge','detect']) or m in ('torch', 'padformer_edge.daemon.service')]\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from padformer_edge.store.engine import open_engine
-from padformer_edge.store.schema import upgrade
+from padformer_edge.store.migrations import upgrade
 from padformer_edge.store.users import add_user
 from padformer_edge.store.vocabulary import Role
 from padformer_edge.web.people import People

@@ -22,10 +22,10 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.deploy.verify import read_line_export
-from padformer_edge.detect import arrays
+from padformer_edge.detect import numpy_ops
 from padformer_edge.detect.array_ops import turned_bank
-from padformer_edge.detect.arrays import F32
 from padformer_edge.detect.detection import Detection, GroupedDetection
+from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
@@ -75,7 +75,7 @@ class LineCompareDetector(GroupedDetection):
 
     def squares(self, images: Sequence[np.ndarray]) -> np.ndarray:
         """``[B, 3, S, S]`` in [0, 1]: each RGB image squeezed to the comparator's size."""
-        units = [arrays.resize_square(arrays.unit_image(i), self.input_size) for i in images]
+        units = [numpy_ops.resize_square(numpy_ops.unit_image(i), self.input_size) for i in images]
         return np.concatenate(units)
 
     def reference_bank(self, references: Sequence[np.ndarray]) -> np.ndarray:

@@ -4,7 +4,7 @@ score of this project uses (``methods.compare.reading``: smooth, maximum).
 
 The references are squeezed square like every input and matched upright and turned by
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
-bank (``reference_distance.reference_banks``) is built, so with the correction at zero
+bank (``methods.distance.search.reference_banks``) is built, so with the correction at zero
 the comparator's score is the distance alone.
 
 ``CompareMetric`` is the ``compare`` method's metric: a shipped comparator (the default,

@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from padformer_edge.detect.array_ops import flat_cells
-from padformer_edge.detect.arrays import F32
+from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, read_without_passes
 from padformer_edge.methods.distance.maps import mix_distances, upsampled_distances
 from padformer_edge.methods.fused.mix import Mix
@@ -24,7 +24,7 @@ SIMILARITY_BANK_ROWS = 128
 
 
 def best_cosines(cells: np.ndarray, bank: np.ndarray, upright: int) -> tuple:
-    """``scoring.best_cosines``: each ``[Q, C]`` cell's best cosine to the bank's upright
+    """``search.best_cosines`` in numpy: each ``[Q, C]`` cell's best cosine to the bank's upright
     rows and (for a turned bank) to all its rows, one cache-sized block of the similarity
     matrix at a time, reduced while it is still in the cache.
 

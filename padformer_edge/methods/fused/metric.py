@@ -61,7 +61,7 @@ class FusedMetric:
     command line's, ``DetectionSettings.scoring``); what it leaves out is the model's own
     (its checkpoint's header), else the product's: ``resolve_scoring`` stacks them.
     ``reconstruction_weight`` 0 weighs the reconstruction out (``DistanceMetric``).
-    ``search`` is how the reference search runs (``reference_distance.SEARCHES``: by
+    ``search`` is how the reference search runs (``methods.distance.search.SEARCHES``: by
     device unless a test forces one).
     """
 

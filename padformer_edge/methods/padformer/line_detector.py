@@ -33,7 +33,7 @@ from padformer_edge.deploy.sessions import (
     open_graphs,
 )
 from padformer_edge.deploy.verify import read_line_export
-from padformer_edge.detect import arrays
+from padformer_edge.detect import numpy_ops
 from padformer_edge.detect.array_ops import QUARTER_TURNS, turned_bank
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.readout import ScoredQuery
@@ -149,7 +149,7 @@ class LineDetector(GroupedDetection):
 
     def model_input(self, images01: np.ndarray) -> np.ndarray:
         """``[B, 3, H, W]`` in [0, 1] -> the model's normalised ``[B, 3, S, S]``."""
-        return self.spec.normalize(arrays.resize_square(images01, self.img_size))
+        return self.spec.normalize(numpy_ops.resize_square(images01, self.img_size))
 
     def reference_features(
         self, references: Sequence[np.ndarray], cache: tuple[Path, str] | None
@@ -164,7 +164,7 @@ class LineDetector(GroupedDetection):
                 self.cache_hit = True
                 found = [array.astype(np.float32) for array in stored if array is not None]
                 return dict(zip(wanted, found, strict=True))
-        units = np.concatenate([arrays.unit_image(image) for image in references])
+        units = np.concatenate([numpy_ops.unit_image(image) for image in references])
         refs = self.model_input(units).astype(np.float32)
         found = self.sessions[REFERENCE_GRAPH].run({"references": refs})
         encoded = dict(zip(wanted, found, strict=True))
@@ -184,11 +184,11 @@ class LineDetector(GroupedDetection):
     def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
         """``scoring.reference_banks``: every reference cell per magnification, upright
         rows first, then the quarter turns when a mix reads them."""
-        units = [arrays.unit_image(image) for image in references]
+        units = [numpy_ops.unit_image(image) for image in references]
         banks = []
         for level in range(1, self.spec.zoom + 1):
             size = self.img_size * level
-            squares = np.concatenate([arrays.resize_square(unit, size) for unit in units])
+            squares = np.concatenate([numpy_ops.resize_square(unit, size) for unit in units])
             banks.append(
                 turned_bank(
                     lambda images, level=level: self.cells(images, level),
@@ -229,7 +229,7 @@ class LineDetector(GroupedDetection):
             )
             query_cells = [cells1]
             for level in range(2, self.spec.zoom + 1):
-                square = arrays.resize_square(query01, self.img_size * level)
+                square = numpy_ops.resize_square(query01, self.img_size * level)
                 query_cells.append(self.cells(square, level))
         references = reference_maps(self.spec.mixes, query_cells, self.banks, size)
         colour = colour_target(self.spec, query01) if self.reads_passes else None
@@ -245,7 +245,7 @@ class LineDetector(GroupedDetection):
             return []
         check_queries(images)
         started = time.perf_counter()
-        full = [arrays.unit_image(image) for image in images]
+        full = [numpy_ops.unit_image(image) for image in images]
         model_in = np.concatenate([self.model_input(query) for query in full])
         prepared = time.perf_counter()
         recon = predicted = None

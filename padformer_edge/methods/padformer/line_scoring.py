@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from padformer_edge.detect.arrays import F32
+from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, fold_passes
 from padformer_edge.methods.fused.mix import Mix, mix_jobs
 from padformer_edge.methods.padformer import errors

@@ -51,8 +51,8 @@ from padformer_edge.store.claims import (
 )
 from padformer_edge.store.engine import describe, open_engine, resolve_url
 from padformer_edge.store.lines import with_line
+from padformer_edge.store.migrations import migrate_on_start
 from padformer_edge.store.models import utc_now
-from padformer_edge.store.schema import migrate_on_start
 
 log = get_logger("daemon")
 
