@@ -33,6 +33,12 @@ type, in onnxruntime and OpenVINO (``graph_profile``), for each reference count:
 
     python benchmarks/detect_speed.py --preset edge --profile-graphs --thread-counts 1 \
         --reference-counts 4,12
+
+With ``--compare-map`` it instead times the default ``compare`` score's map drawn at the
+frame's size against carried at its cells' size, for each of ``--sizes``
+(``compare_map_speed``):
+
+    python benchmarks/detect_speed.py --compare-map --sizes 224x224,1024x1280,2048x2448
 """
 
 from __future__ import annotations
@@ -393,7 +399,18 @@ def main() -> None:
         help="per-operator totals of the exported query graph instead (onnxruntime, OpenVINO)",
     )
     parser.add_argument("--profile-top", type=int, default=8, help="with --profile-graphs")
+    parser.add_argument(
+        "--compare-map",
+        action="store_true",
+        help="the compare map drawn at the frame's size against carried at the cells' instead",
+    )
+    parser.add_argument("--sizes", default="224x224,1024x1280,2048x2448", help="with --compare-map")
     args = parser.parse_args()
+    if args.compare_map:
+        from benchmarks.compare_map_speed import print_compare_map, sizes_of
+
+        print_compare_map(sizes_of(args.sizes), args.references, args.repeats)
+        return
     if args.profile_graphs:
         graph_profile_rows(args)
         return

@@ -65,7 +65,7 @@ SLOW_PATHS = (
     "profiles/test_cli.py", "profiles/test_cli_light.py", "store/test_calibrate_from_reviews.py",
     "store/test_results_cli.py", "store/test_users_cli.py", "test_benchmark_tools.py",
     "detect/test_detect_cli.py", "methods/compare/test_compare_profiles.py",
-    "test_backbone_validation.py",
+    "research/",
     "cli/test_cli_usage.py",
     "detect/test_scoring_config.py", "weights/test_shipped_model.py", "test_growth_benchmark.py",
 )  # fmt: skip

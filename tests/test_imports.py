@@ -18,6 +18,14 @@ inside the function that needs them, and these tests keep it so:
   shows (a test keeps the page and the list equal): a package builds on the ones below
   it, so a change low down is never undone by one above, and each layer can be read and
   tested without those above;
+- at every depth, no two parts of a package (its subpackages and loose modules) import
+  each other round;
+- no method's package (``padformer_edge.methods.X``) imports another's, nor the registry
+  above them, beyond what docs/architecture.md#layers allows (``METHOD_IMPORTS``: none),
+  and outside ``methods/`` only the modules ``METHOD_USERS`` names import a method;
+- only the ``__init__.py`` files ``INIT_WITH_CODE`` names hold more than a docstring;
+- nothing but ``research/`` and ``tests/research/`` imports ``research/``, and no test
+  imports ``benchmarks/``;
 - the three packages themselves form no circle either: training and migrations build on
   ``padformer_edge``, so the runtime package never imports the migrations (the store
   finds Alembic's folder by location) and imports the training package only inside the
@@ -275,6 +283,197 @@ def test_the_layer_check_finds_an_import_pointing_up() -> None:
     assert import_circles(unit_graph(graph)) == [["deploy", "detect"]]
 
 
+def part_graphs(graph: dict[str, set[str]], packages: set[str]) -> dict[str, dict[str, set[str]]]:
+    """For each package, the module graph folded into its parts (each subpackage and
+    loose module directly inside it), with the imports between two of its parts only."""
+    folded: dict[str, dict[str, set[str]]] = {}
+    for package in packages:
+        prefix = package + "."
+
+        def part(module: str, prefix: str = prefix) -> str | None:
+            if not module.startswith(prefix):
+                return None
+            return prefix + module[len(prefix) :].split(".")[0]
+
+        parts: dict[str, set[str]] = {}
+        for module, targets in graph.items():
+            own = part(module)
+            if own is None:
+                continue
+            parts.setdefault(own, set()).update(
+                other for other in map(part, targets) if other and other != own
+            )
+        folded[package] = parts
+    return folded
+
+
+def test_no_two_parts_of_any_package_import_each_other_round() -> None:
+    """Not only the top-level packages: at every depth (``methods.compare`` and
+    ``methods.padformer``, ``daemon.alerts`` and the daemon's modules, the training
+    package's subpackages) no two parts of one package import each other round."""
+    files = module_files()
+    packages = {module for module, path in files.items() if path.name == "__init__.py"}
+    assert {"padformer_edge.methods", "padformer_edge.daemon"} <= packages
+    circles = {
+        package: found
+        for package, parts in part_graphs(import_graph(type_only=True), packages).items()
+        if (found := import_circles(parts))
+    }
+    assert circles == {}, "give the shared piece one home in the lower part"
+
+
+def test_the_part_check_finds_two_subpackages_importing_each_other() -> None:
+    graph = {
+        "p.a.x": {"p.b.y"},
+        "p.b.y": {"p.a.z"},
+        "p.a.z": set(),
+        "p.c": {"p.a.x"},
+    }
+    parts = part_graphs(graph, {"p", "p.a"})
+    assert import_circles(parts["p"]) == [["p.a", "p.b"]]
+    assert import_circles(parts["p.a"]) == []
+
+
+METHOD_USERS = frozenset({"padformer_edge.cli.detection_options"})
+"""The runtime modules outside ``methods/`` that import a method's package, which
+docs/architecture.md names: the ``--scoring`` option parses the fused settings' changes
+(``methods.padformer.fused_scoring``). Everything else reaches a method through the
+registry."""
+
+
+def method_users(graph: dict[str, set[str]]) -> set[str]:
+    """The runtime package's modules outside ``padformer_edge.methods`` that import a
+    module of a method's package."""
+    return {
+        module
+        for module, targets in graph.items()
+        if module.startswith("padformer_edge.")
+        and not module.startswith("padformer_edge.methods")
+        and any(method_package(target) for target in targets)
+    }
+
+
+def test_outside_methods_only_the_named_modules_import_a_method() -> None:
+    found = method_users(import_graph(type_only=True))
+    assert found == METHOD_USERS, "reach the method through methods.registry"
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for module in METHOD_USERS:
+        path = module.removeprefix("padformer_edge.").replace(".", "/") + ".py"
+        assert f"`{path}`" in text, f"docs/architecture.md does not name {path}"
+
+
+INIT_WITH_CODE = frozenset({
+    "padformer_edge", "padformer_edge.weights", "padformer_edge.methods",
+    "padformer_edge_training", "padformer_edge_training.synth", "padformer_edge_migrations",
+})  # fmt: skip
+"""The packages whose ``__init__.py`` holds more than its docstring, which
+docs/architecture.md names: the version, the shipped weights' locator, the methods'
+registration, the renderer's public names and the two name guards."""
+
+
+def test_only_the_named_init_files_hold_code() -> None:
+    found = set()
+    for module, path in module_files().items():
+        if path.name != "__init__.py":
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body):
+            found.add(module)
+    assert found == INIT_WITH_CODE, "keep __init__.py to its docstring, or name it here and there"
+
+
+METHOD_IMPORTS: frozenset[tuple[str, str]] = frozenset()
+"""The imports between method packages (``padformer_edge.methods.X``) that
+docs/architecture.md#layers allows, as (importer, imported) pairs: none. A method package
+imports its own modules, ``methods.interface`` and the layers below; only the registry
+(and ``detect_files`` through it) names a method, so a method can be read, changed or
+removed without another's code moving."""
+
+
+def method_package(module: str) -> str | None:
+    """The method package a module belongs to (``compare`` for
+    ``padformer_edge.methods.compare.scorer``), None outside one."""
+    parts = module.split(".")
+    if parts[:2] != ["padformer_edge", "methods"] or len(parts) < 3:
+        return None
+    return parts[2] if (REPO / "padformer_edge" / "methods" / parts[2]).is_dir() else None
+
+
+def imports_between_methods(
+    graph: dict[str, set[str]], allowed: frozenset[tuple[str, str]] = METHOD_IMPORTS
+) -> list[str]:
+    """Each ``module -> target`` from one method package into another method package or
+    into the ``methods`` modules above them (the registry, ``detect_files``), unless
+    ``allowed`` holds the pair of packages."""
+    found = []
+    for module, targets in graph.items():
+        own = method_package(module)
+        if own is None:
+            continue
+        for target in targets:
+            other = method_package(target)
+            if other == own or target == "padformer_edge.methods.interface":
+                continue
+            in_methods = target == "padformer_edge.methods" or target.startswith(
+                "padformer_edge.methods."
+            )
+            if in_methods and (own, other or target) not in allowed:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
+def test_no_method_package_imports_another() -> None:
+    graph = import_graph(type_only=True)
+    assert "padformer_edge.methods.compare.scorer" in graph  # the packages are seen
+    assert imports_between_methods(graph) == [], (
+        "move the shared piece into the lower layers, or merge the two methods' packages"
+    )
+
+
+def test_the_method_check_finds_an_import_between_methods() -> None:
+    graph = {
+        "padformer_edge.methods.compare.scorer": {
+            "padformer_edge.methods.compare.model",
+            "padformer_edge.methods.interface",
+            "padformer_edge.detect.readout",
+        },
+        "padformer_edge.methods.padformer.fused_metric": {
+            "padformer_edge.methods.compare.scorer",
+            "padformer_edge.methods.registry",
+        },
+        "padformer_edge.methods.registry": {"padformer_edge.methods.compare.method"},
+    }
+    assert imports_between_methods(graph) == [
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.compare.scorer",
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.registry",
+    ]
+    assert imports_between_methods(graph, frozenset({("padformer", "compare")})) == [
+        "padformer_edge.methods.padformer.fused_metric -> padformer_edge.methods.registry"
+    ]
+
+
+METHOD_LINE = re.compile(r"^Imports between method packages: (.+?)\.$", re.MULTILINE)
+
+
+def page_method_imports(text: str) -> frozenset[tuple[str, str]]:
+    """The imports between method packages the architecture page's ``## Layers`` section
+    allows: a line ``Imports between method packages: none.`` or one naming each pair as
+    ```a` -> `b```."""
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    found = METHOD_LINE.findall(section)
+    assert len(found) == 1, "the Layers section names the allowed imports between methods once"
+    if found[0] == "none":
+        return frozenset()
+    return frozenset(re.findall(r"`([a-z_]+)` -> `([a-z_]+)`", found[0]))
+
+
+def test_the_architecture_page_allows_these_imports_between_methods() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert page_method_imports(text) == METHOD_IMPORTS, "write the same pairs on the page"
+    other = "x\n## Layers\nImports between method packages: `fused` -> `padformer`.\n## Next\n"
+    assert page_method_imports(other) == {("fused", "padformer")}
+
+
 LAYER_LINE = re.compile(r"^(\d+)\. \*\*([^*]+)\*\*: (.+?)(?: -- |$)")
 
 
@@ -335,8 +534,12 @@ def test_the_circle_finder_reports_a_round_trip_and_nothing_else() -> None:
 IMPORTERS = ("import_module", "__import__")
 
 
+def _is_under(top: str, name: str | None) -> bool:
+    return bool(name) and (name == top or str(name).startswith(f"{top}."))
+
+
 def _is_benchmarks(name: str | None) -> bool:
-    return bool(name) and (name == "benchmarks" or str(name).startswith("benchmarks."))
+    return _is_under("benchmarks", name)
 
 
 def _imported_names(node: ast.AST) -> list[str | None]:
@@ -352,13 +555,14 @@ def _imported_names(node: ast.AST) -> list[str | None]:
     return []
 
 
-def benchmark_imports(tree: ast.AST) -> list[int]:
-    """Lines of ``tree`` that import ``benchmarks`` or one of its modules, by statement or
-    by name (``importlib.import_module("benchmarks...")``, ``__import__``)."""
+def benchmark_imports(tree: ast.AST, top: str = "benchmarks") -> list[int]:
+    """Lines of ``tree`` that import ``top`` (``benchmarks`` unless told) or one of its
+    modules, by statement or by name (``importlib.import_module("benchmarks...")``,
+    ``__import__``)."""
     return sorted(
         node.lineno
         for node in ast.walk(tree)
-        if any(_is_benchmarks(name) for name in _imported_names(node))
+        if any(_is_under(top, name) for name in _imported_names(node))
     )
 
 
@@ -381,3 +585,46 @@ def test_the_benchmark_import_finder_sees_every_form() -> None:
         "from tests.benchmark_process import run_benchmark\nrun('benchmarks/quality.py')\n"
     )
     assert benchmark_imports(tree) == [1, 2, 3, 4, 5]
+    assert benchmark_imports(ast.parse("import research.cell_distance\n"), "research") == [1]
+    calls = ast.parse("run_research('a.py')\nrun_benchmark('a.py', folder='research')\n"
+                      "run_benchmark('quality.py')\n")  # fmt: skip
+    ran = [_runs_research(n) for n in ast.walk(calls) if isinstance(n, ast.Call)]
+    assert ran == [True, True, False]
+
+
+def _files_importing(top: str, folders: list[Path], skip: Path | None = None) -> list[str]:
+    return [
+        f"{path.relative_to(REPO)}:{line}"
+        for folder in folders
+        for path in sorted(folder.rglob("*.py"))
+        if skip is None or not path.is_relative_to(skip)
+        for line in benchmark_imports(ast.parse(path.read_text(encoding="utf-8")), top)
+    ]
+
+
+def _runs_research(call: ast.Call) -> bool:
+    """Whether ``call`` runs a research script (``run_research``, or ``run_benchmark``
+    with ``folder="research"``)."""
+    name = getattr(call.func, "id", getattr(call.func, "attr", ""))
+    folder = [k.value for k in call.keywords if k.arg == "folder"]
+    return name == "run_research" or (
+        name == "run_benchmark" and any(getattr(f, "value", None) == "research" for f in folder)
+    )
+
+
+def test_nothing_but_research_and_its_tests_imports_research() -> None:
+    """``research/`` holds what only the research tables use (docs/research.md): the
+    product, its benchmarks and its tests never import it or run its scripts, so no
+    command, product benchmark or product test depends on it."""
+    product = [*package_folders().values(), REPO / "benchmarks", REPO / "tests"]
+    found = _files_importing("research", product, skip=REPO / "tests" / "research")
+    assert found == [], "research code the product needs belongs in the package or training/"
+    reached = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        if not path.is_relative_to(REPO / "tests" / "research")
+        and path.name != "benchmark_process.py"  # where run_research is defined
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and _runs_research(node)
+    ]
+    assert reached == [], "a test of a research script belongs in tests/research/"

@@ -16,6 +16,8 @@ from padformer_edge.cli.output import table_console
 from padformer_edge.methods.registry import metrics
 
 if TYPE_CHECKING:
+    from padformer_edge.demo.model_choice import DemoModel
+    from padformer_edge.demo.plan import DemoPlan
     from padformer_edge.demo.run import DemoReport
 
 _out = table_console()
@@ -89,7 +91,7 @@ def demo(
 ) -> None:
     """Render a part, take the shipped model (or train one), calibrate a profile, run the
     daemon on a camera folder and print what the line saw."""
-    from padformer_edge.demo.model_choice import choose, describe
+    from padformer_edge.demo.model_choice import choose
     from padformer_edge.demo.plan import FULL, GENERIC, GENERIC_QUICK, QUICK
     from padformer_edge.errors import UserError
 
@@ -121,6 +123,24 @@ def demo(
     report = run_demo(out, plan, say, checkpoint, choice.note if choice else "")
     _results(report)
     _alerts(report)
+    _about_the_model(report, plan, choice)
+    _out.print(f"demo finished in {time.monotonic() - started:.0f} s.")
+    _out.print(
+        f"heatmaps: {report.heatmaps}\n"
+        f"alert bodies the command sink received: {report.alerts_file}\n"
+        f"daemon log: {report.daemon_log} (it exited with status {report.daemon_exit})\n"
+        f"query the history: padformer-edge results list --db {report.database}\n"
+        f"                   padformer-edge alerts list --db {report.database}"
+    )
+    if report.daemon_exit != 0:
+        raise typer.Exit(1)
+
+
+def _about_the_model(report: DemoReport, plan: DemoPlan, choice: DemoModel | None) -> None:
+    """How the model was had (the shipped one, or the brief training) and what the
+    threshold rests on, so the demo's figures are read for what they are."""
+    from padformer_edge.demo.model_choice import describe
+
     facts = report.training
     if facts is None and choice is not None:
         _out.print(
@@ -145,13 +165,3 @@ def demo(
             f"with {bounds.confidence:.0%} confidence), so the false alarms counted above "
             "are a few parts, not a measured rate."
         )
-    _out.print(f"demo finished in {time.monotonic() - started:.0f} s.")
-    _out.print(
-        f"heatmaps: {report.heatmaps}\n"
-        f"alert bodies the command sink received: {report.alerts_file}\n"
-        f"daemon log: {report.daemon_log} (it exited with status {report.daemon_exit})\n"
-        f"query the history: padformer-edge results list --db {report.database}\n"
-        f"                   padformer-edge alerts list --db {report.database}"
-    )
-    if report.daemon_exit != 0:
-        raise typer.Exit(1)

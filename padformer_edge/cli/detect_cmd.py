@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -18,6 +20,10 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.images.decode import IMAGE_SUFFIXES
 from padformer_edge.weights import resolve_model
+
+if TYPE_CHECKING:
+    from padformer_edge.detect.service import FileResult
+    from padformer_edge.methods.interface import GraphOpener
 
 EXPORT_FORMAT = {"onnxruntime": "onnx", "openvino": "openvino"}
 """The ``export --format`` each exported-graph runtime reads."""
@@ -101,37 +107,15 @@ def detect(
 
     With --threshold, each image gets a verdict and the command exits 1 when any image is
     anomalous (unless --no-fail): a script or a CI job can gate on the status."""
-    if out is not None and threshold is not None:
-        # The heatmaps' colour scale is anchored to the threshold: refuse a scale that
-        # cannot be drawn now rather than after the model has scored every image.
-        if threshold <= 0:
-            raise UserError(f"--threshold {threshold:g} must be positive to colour heatmaps.")
-        if heatmap_max is not None and heatmap_max <= threshold:
-            raise UserError(
-                f"--heatmap-max {heatmap_max:g} must lie above --threshold {threshold:g}."
-            )
+    check_heatmap_scale(out, threshold, heatmap_max)
     # Then the files, before torch loads and before the shipped model is hashed: a
     # mistyped path is refused at once.
     require_folder(references, "reference folder", "pass a folder of good images of the product")
     files = expand_images(images)
     model = resolve_model(model)
     require_file(model, "checkpoint", "give the path of a .safetensors file")
-    runtime = settings.runtime
-    if exported is not None and runtime == "torch":
-        raise UserError(
-            "--exported is read only with --runtime onnxruntime or openvino; add one or drop it."
-        )
-    if runtime != "torch":
-        exported = exported if exported is not None else default_export_folder(model, runtime)
-        require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
+    open_graphs = graph_opener(settings, model, exported)
     from padformer_edge.methods.detect_files import detect_files  # torch: load late
-
-    open_graphs = None
-    if runtime != "torch":  # the runner is opened on the model detect_files loads
-        from padformer_edge.deploy.runners import open_runner
-
-        device = settings.device
-        open_graphs = partial(open_runner, runtime=runtime, exported=exported, device=device)
 
     with job_progress("detecting", console=Console(stderr=True)) as progress:
         results = detect_files(
@@ -148,28 +132,70 @@ def detect(
         )
     verdicts = [None if threshold is None else is_anomalous(r.score, threshold) for r in results]
     if as_json:
-        echo_json(
-            [
-                {
-                    "file": str(result.path),
-                    "score": result.score,
-                    "anomalous": verdict,
-                    "seconds": result.seconds,
-                    "heatmap": str(result.heatmap) if result.heatmap else None,
-                    "raw_map": str(result.raw_map) if result.raw_map else None,
-                }
-                for result, verdict in zip(results, verdicts, strict=True)
-            ]
-        )
+        echo_json(result_rows(results, verdicts))
     else:
-        judged = threshold is not None
-        headers = ["file", "score", *(["verdict"] if judged else []), "time (s)"]
-        table = Table(*headers, *(["heatmap"] if out else []))
-        for result, verdict in zip(results, verdicts, strict=True):
-            row = [str(result.path), f"{result.score:.4g}"]
-            row += ["[red]ANOMALY[/]" if verdict else "[green]good[/]"] if judged else []
-            row += [f"{result.seconds:.3f}", *([str(result.heatmap)] if out else [])]
-            table.add_row(*row)
-        table_console().print(table)
+        print_results(results, verdicts, judged=threshold is not None, heatmaps=out is not None)
     if any(verdicts) and not no_fail:
         raise typer.Exit(1)
+
+
+def check_heatmap_scale(
+    out: Path | None, threshold: float | None, heatmap_max: float | None
+) -> None:
+    """The heatmaps' colour scale is anchored to the threshold: refuse a scale that cannot
+    be drawn now rather than after the model has scored every image."""
+    if out is None or threshold is None:
+        return
+    if threshold <= 0:
+        raise UserError(f"--threshold {threshold:g} must be positive to colour heatmaps.")
+    if heatmap_max is not None and heatmap_max <= threshold:
+        raise UserError(f"--heatmap-max {heatmap_max:g} must lie above --threshold {threshold:g}.")
+
+
+def graph_opener(
+    settings: DetectionSettings, model: Path, exported: Path | None
+) -> GraphOpener | None:
+    """The runner opener for ``--runtime onnxruntime|openvino`` on the checked graph folder
+    (``None`` with torch), opened later on the model ``detect_files`` loads; the folder is
+    checked here, before torch loads."""
+    runtime = settings.runtime
+    if exported is not None and runtime == "torch":
+        raise UserError(
+            "--exported is read only with --runtime onnxruntime or openvino; add one or drop it."
+        )
+    if runtime == "torch":
+        return None
+    exported = exported if exported is not None else default_export_folder(model, runtime)
+    require_folder(exported, "exported graph folder", export_hint(model, exported, runtime))
+    from padformer_edge.deploy.runners import open_runner
+
+    return partial(open_runner, runtime=runtime, exported=exported, device=settings.device)
+
+
+def result_rows(results: Sequence[FileResult], verdicts: list[bool | None]) -> list[dict]:
+    """``--json``: one object per image."""
+    return [
+        {
+            "file": str(result.path),
+            "score": result.score,
+            "anomalous": verdict,
+            "seconds": result.seconds,
+            "heatmap": str(result.heatmap) if result.heatmap else None,
+            "raw_map": str(result.raw_map) if result.raw_map else None,
+        }
+        for result, verdict in zip(results, verdicts, strict=True)
+    ]
+
+
+def print_results(
+    results: Sequence[FileResult], verdicts: list[bool | None], *, judged: bool, heatmaps: bool
+) -> None:
+    """The table: file, score, the verdict when a threshold judged it, time, the heatmap."""
+    headers = ["file", "score", *(["verdict"] if judged else []), "time (s)"]
+    table = Table(*headers, *(["heatmap"] if heatmaps else []))
+    for result, verdict in zip(results, verdicts, strict=True):
+        row = [str(result.path), f"{result.score:.4g}"]
+        row += ["[red]ANOMALY[/]" if verdict else "[green]good[/]"] if judged else []
+        row += [f"{result.seconds:.3f}", *([str(result.heatmap)] if heatmaps else [])]
+        table.add_row(*row)
+    table_console().print(table)

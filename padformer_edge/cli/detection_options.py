@@ -25,7 +25,7 @@ from padformer_edge.detect.settings import (
 )
 from padformer_edge.devices.runtimes import DEVICES, RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.fused.scoring import scoring_changes
+from padformer_edge.methods.padformer.fused_scoring import scoring_changes
 from padformer_edge.methods.registry import metrics
 
 _DEFAULT = DetectionSettings()

@@ -21,7 +21,7 @@ from padformer_edge.cli.progress import job_progress
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import DEVICES, GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.registry import metrics
+from padformer_edge.methods.registry import method_for, metrics
 from padformer_edge.profiles.delete import UNKNOWN_FIX, delete_profile
 from padformer_edge.profiles.layout import profiles_root
 from padformer_edge.profiles.profile import (
@@ -33,7 +33,7 @@ from padformer_edge.weights import resolve_model
 
 if TYPE_CHECKING:
     from padformer_edge.profiles.review_calibration import ReviewPlan
-    from padformer_edge.profiles.schema import FalseAlarmBounds
+    from padformer_edge.profiles.schema import CalibrationResult, FalseAlarmBounds
 
 app = typer.Typer(
     help="Inspection profiles: a product's model, references and threshold.",
@@ -70,8 +70,13 @@ def create(
     # The folder and the checkpoint first: a mistyped path is one line at once, not after
     # seconds of loading torch (or of hashing the shipped model).
     require_folder(references, "reference folder", "pass a folder of good images of the product")
-    model = resolve_model(model)
-    require_file(model, "checkpoint", "give the path of a .safetensors file")
+    # the weights the method will read named (compare: its comparator, checked against its
+    # card once per process), so a checkpoint it never reads is neither located nor hashed;
+    # a --model given is still checked to exist: a mistyped path is never taken silently
+    settings = method_for(settings.metric).settled(settings)
+    if model is not None or settings.section.weights_sha256() is None:
+        model = resolve_model(model)
+        require_file(model, "checkpoint", "give the path of a .safetensors file")
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     result = create_profile(profiles_root(root), name, model, references, shots, settings)
@@ -160,6 +165,22 @@ def calibrate(
 ) -> None:
     """Set NAME's threshold so good parts raise false alarms at the target rate, or
     (--from-reviews) from the inspections operators reviewed."""
+    _check_calibration_flags(good, anomalous, upper_bound, from_reviews, yes, accept_unreviewed)
+    if from_reviews:
+        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
+        return
+    _calibrate_from_good(name, root, good, anomalous, target_fpr, device, upper_bound)
+
+
+def _check_calibration_flags(
+    good: Path | None,
+    anomalous: list[Path],
+    upper_bound: bool,
+    from_reviews: bool,
+    yes: str | None,
+    accept_unreviewed: int | None,
+) -> None:
+    """Refuse options that belong to the other source (good images or the reviews)."""
     if upper_bound and from_reviews:
         raise UserError(
             "--upper-bound sets a threshold from good images; drop it or --from-reviews."
@@ -175,14 +196,24 @@ def calibrate(
                 "--accept-unreviewed N goes with --yes ENGINEER, which applies the change; "
                 "a preview passes nothing. Add --yes, or drop --accept-unreviewed."
             )
-        _calibrate_from_reviews(name, root, db, config, yes, accept_unreviewed)
-        return
-    if yes is not None or accept_unreviewed is not None:
+    elif yes is not None or accept_unreviewed is not None:
         raise UserError(
             "--yes ENGINEER and --accept-unreviewed confirm a recalibration from reviews; "
             "add --from-reviews, or drop them (calibrating from --good images asks for no "
             "confirmation)."
         )
+
+
+def _calibrate_from_good(
+    name: str,
+    root: Path | None,
+    good: Path | None,
+    anomalous: list[Path],
+    target_fpr: float,
+    device: str | None,
+    upper_bound: bool,
+) -> None:
+    """``calibrate --good``: score the held-out good images and set the threshold."""
     if good is None:
         raise UserError(
             "give --good DIR (held-out good images) or --from-reviews (the reviewed history)."
@@ -205,7 +236,11 @@ def calibrate(
             progress=progress.update,
             rule="upper-bound" if upper_bound else "quantile",
         )
-    result = report.result
+    _say_calibration(report.result)
+
+
+def _say_calibration(result: CalibrationResult) -> None:
+    """The threshold, what it rests on and promises, and the anomalous images' check."""
     if result.rule == "upper-bound":
         _say(
             f"threshold {result.threshold:.6g} = the lowest of {result.good.count} good scores "
@@ -391,7 +426,7 @@ def list_profiles(
         rows: list[dict[str, object]] = [
             {
                 "name": p.name,
-                "model": str(p.model_path),
+                "model": p.weights_label,
                 "threshold": p.threshold,
                 "references": len(p.reference_paths),
             }
@@ -406,7 +441,7 @@ def list_profiles(
     for p in profiles:
         calibrated = p.calibration.calibrated_at if p.calibration else "no"
         threshold = f"{p.threshold:.6g}" if p.threshold is not None else "-"
-        table.add_row(p.name, str(p.model_path), str(len(p.reference_paths)), threshold, calibrated)
+        table.add_row(p.name, p.weights_label, str(len(p.reference_paths)), threshold, calibrated)
     _out.print(table)
     for name, error in broken:
         _err.print(f"[bold red]invalid profile {name}:[/] {error}", highlight=False, soft_wrap=True)
@@ -498,7 +533,7 @@ def set_model_cmd(
 
     profile = set_model(profiles_root(root), name, model, metric)
     _say(
-        f"profile '{name}' now uses {profile.model_path} (sha256 "
+        f"profile '{name}' now uses {profile.weights_label} (sha256 "
         f"{profile.model_sha256[:12]}...) with metric {profile.detection.metric}"
     )
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")

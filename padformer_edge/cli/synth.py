@@ -5,12 +5,17 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from padformer_edge.cli.progress import job_progress
 from padformer_edge.errors import UserError
 from padformer_edge.reporting.native_output import import_native
+
+if TYPE_CHECKING:
+    from padformer_edge_training.synth import ViewCounts
+    from padformer_edge_training.synth.frames import FrameSpec
 
 
 def _parse_colour(text: str) -> tuple[int, int, int]:
@@ -90,15 +95,10 @@ def synth(
     """Render good and defective views (Burrs, Missing, Stains; more with --defects) with
     pixel-exact masks."""
     if list_builtins:
-        from padformer_edge_training.synth.builtins import (
-            BUILTINS,  # the catalogue only: no renderer needed
-        )
-
-        for name, builtin in BUILTINS.items():
-            typer.echo(f"builtin:{name}\t{builtin.description}")
+        _list_builtins()
         return
     import_native("pybullet")  # first, so its build banner (printed from C) is logged
-    from padformer_edge_training.synth import ViewCounts, procedural_specs, render_dataset
+    from padformer_edge_training.synth import ViewCounts, procedural_specs
     from padformer_edge_training.synth.kinds import resolve_kinds
 
     if (not mesh and procedural == 0) or out is None:
@@ -109,6 +109,32 @@ def synth(
         mesh = [*mesh, *procedural_specs(procedural, seed)]
     counts = ViewCounts(train_views, test_views_per_defect, good_test_views)
     kinds = resolve_kinds(defects)
+    spec = _frame_spec(
+        frame, part_scale, belt, light_gain, colour_shift, noise, jpeg_quality, empty_frames
+    )
+    _render(mesh, out, counts, kinds, spec, size=size, seed=seed, background=background)
+
+
+def _list_builtins() -> None:
+    """``--list-builtins``: the catalogue only, so no renderer is needed."""
+    from padformer_edge_training.synth.builtins import BUILTINS
+
+    for name, builtin in BUILTINS.items():
+        typer.echo(f"builtin:{name}\t{builtin.description}")
+
+
+def _frame_spec(
+    frame: str | None,
+    part_scale: str | None,
+    belt: str | None,
+    light_gain: float | None,
+    colour_shift: float | None,
+    noise: float | None,
+    jpeg_quality: int | None,
+    empty_frames: int | None,
+) -> FrameSpec | None:
+    """The camera frames ``--frame`` asks for (``None`` without it); a frame option given
+    without ``--frame`` is refused, as it would be silently unused."""
     framed = {
         "--part-scale": part_scale, "--belt": belt, "--light-gain": light_gain,
         "--colour-shift": colour_shift, "--noise": noise, "--jpeg-quality": jpeg_quality,
@@ -117,26 +143,41 @@ def synth(
     given = [name for name, value in framed.items() if value is not None]
     if frame is None and given:
         raise UserError(f"{given[0]} applies to camera frames; add --frame WIDTHxHEIGHT.")
-    spec = None
-    if frame is not None:
-        from padformer_edge_training.synth.frames import (
-            FrameSpec,
-            parse_frame_size,
-            parse_share_range,
-        )
+    if frame is None:
+        return None
+    from padformer_edge_training.synth.frames import (
+        FrameSpec,
+        parse_frame_size,
+        parse_share_range,
+    )
 
-        width, height = parse_frame_size(frame)
-        spec = FrameSpec(
-            width,
-            height,
-            part_scale=parse_share_range(part_scale or "0.15-0.6"),
-            belt=belt or "belt",
-            light=light_gain or 0.0,
-            colour=colour_shift or 0.0,
-            noise=noise or 0.0,
-            jpeg=jpeg_quality or 0,
-            empty=empty_frames or 0,
-        )
+    width, height = parse_frame_size(frame)
+    return FrameSpec(
+        width,
+        height,
+        part_scale=parse_share_range(part_scale or "0.15-0.6"),
+        belt=belt or "belt",
+        light=light_gain or 0.0,
+        colour=colour_shift or 0.0,
+        noise=noise or 0.0,
+        jpeg=jpeg_quality or 0,
+        empty=empty_frames or 0,
+    )
+
+def _render(
+    mesh: list[str],
+    out: Path,
+    counts: ViewCounts,
+    kinds: tuple[str, ...],
+    spec: FrameSpec | None,
+    *,
+    size: int,
+    seed: int,
+    background: str,
+) -> None:
+    """Render the dataset under a progress bar and say what was written, in how long."""
+    from padformer_edge_training.synth import render_dataset
+
     started = time.perf_counter()
     with job_progress("rendering") as progress:
         result = render_dataset(

@@ -79,6 +79,18 @@ def train(
             "--stop-at ends a comparator run early; a PADFormer run stops with Ctrl-C and "
             "continues with --resume."
         )
+    _train_padformer(config, data, out, resume, device, init)
+
+
+def _train_padformer(
+    config: Path,
+    data: Path | None,
+    out: Path | None,
+    resume: bool,
+    device: str | None,
+    init: str | None,
+) -> None:
+    """``train`` on a PADFormer recipe: both stages, a resume point on Ctrl-C or SIGTERM."""
     from padformer_edge_training.config import TrainConfig
 
     recipe = load_config(config, TrainConfig)  # a mistyped key fails here, before torch

@@ -36,11 +36,10 @@ def watch(
     names = {cam.profile for cam in settings.cameras}
     require_profiles(layout, names)
     from padformer_edge.daemon.claim_keeper import ClaimKeeper
-    from padformer_edge.daemon.inspectors import open_profile
+    from padformer_edge.daemon.opened import open_line
     from padformer_edge.daemon.stopping import stop_on_signals
 
-    for name in sorted(names):
-        open_profile(layout.profiles, name)
+    opened = open_line(settings, layout)  # handed to the daemon: read once
 
     # One daemon per line and camera folder: a held one is refused here, before torch.
     # From then on a stop (a signal, or the plant naming another live holder) is a
@@ -56,7 +55,9 @@ def watch(
                 settings.http, settings.database, file_roots(settings), line=settings.line_name
             ).start()
         try:
-            code = run_daemon(settings, plant_claimed=claims.plant_current, stop=claims.stop)
+            code = run_daemon(
+                settings, plant_claimed=claims.plant_current, stop=claims.stop, opened=opened
+            )
         finally:
             if server is not None:
                 server.stop()

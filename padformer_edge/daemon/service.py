@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from sqlalchemy import Engine, text
 
@@ -33,14 +34,14 @@ from padformer_edge.daemon.inspectors import Inspector, build_inspector, open_pr
 from padformer_edge.daemon.intake import Intake
 from padformer_edge.daemon.layout import resolve_layout
 from padformer_edge.daemon.notify import Notifier, watchdog_interval_s
-from padformer_edge.daemon.reload import ProfileReloader, file_digest
+from padformer_edge.daemon.opened import OpenedLine, open_line
+from padformer_edge.daemon.reload import ProfileReloader
 from padformer_edge.daemon.settings import DaemonConfig
 from padformer_edge.daemon.stopping import stop_on_signals
 from padformer_edge.daemon.worker import Worker, remove_stale_temporaries
 from padformer_edge.detect.tf32 import allow_tf32
 from padformer_edge.devices.gpu_gauges import follow_devices
 from padformer_edge.errors import UserError
-from padformer_edge.profiles.layout import PROFILE_FILE
 from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.engine import open_engine, reading
 from padformer_edge.store.heartbeat import record_heartbeat
@@ -66,13 +67,18 @@ class Daemon:
         notifier: Notifier | None = None,
         plant_claimed: Callable[[], bool] | None = None,
         stop: threading.Event | None = None,
+        opened: OpenedLine | None = None,
     ) -> None:
         self.config = config
         self.plant_claimed = plant_claimed
         self.notifier = notifier or Notifier()
+        self.own_signals = stop is None
+        """Whoever hands in ``stop`` has its signal handlers set already (``watch``)."""
         self.stop = stop if stop is not None else threading.Event()
         """Set by SIGTERM or SIGINT, and by whoever handed it in (``watch``'s claim keeper)."""
-        self.layout = resolve_layout(config)
+        self.opened = opened
+        """What the caller opened and checked already (``watch``): not opened again."""
+        self.layout = opened.layout if opened is not None else resolve_layout(config)
         self.started_at = utc_now()
 
     def start(self) -> None:
@@ -80,9 +86,9 @@ class Daemon:
         # threshold) must fail before the database is created or migrated. Each file's
         # digest is taken before it is read: a change made meanwhile is then seen by the
         # reloader's first check rather than missed.
-        names = sorted({cam.profile for cam in self.config.cameras})
-        digests = {n: file_digest(self.layout.profiles / n / PROFILE_FILE) for n in names}
-        profiles = {name: open_profile(self.layout.profiles, name) for name in names}
+        opened = self.opened if self.opened is not None else open_line(self.config, self.layout)
+        self.opened = None  # the reloader owns the profiles from here on
+        digests, profiles = opened.digests, opened.profiles
         # Every row this daemon writes carries its line; it works on its line's rows only.
         self.engine: Engine = with_line(open_engine(self.config.database), self.config.line_name)
         revision = migrate_on_start(self.engine)
@@ -304,7 +310,7 @@ class Daemon:
         log.info("daemon.stopped", requeued=requeued, inspected=self.worker.processed)
 
     def run(self) -> int:
-        with stop_on_signals(self.stop):
+        with stop_on_signals(self.stop) if self.own_signals else nullcontext(self.stop):
             if self.stop.is_set():  # asked to stop while watch was still getting ready
                 log.info("daemon.stopped_before_start")
                 return 0
@@ -328,8 +334,11 @@ def run_daemon(
     config: DaemonConfig,
     plant_claimed: Callable[[], bool] | None = None,
     stop: threading.Event | None = None,
+    opened: OpenedLine | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT or ``stop`` is set; the exit code for the CLI.
     ``plant_claimed`` says when the line's claim in the plant database is current
-    (``ClaimKeeper``): only then does the forwarder write there."""
-    return Daemon(config, plant_claimed=plant_claimed, stop=stop).run()
+    (``ClaimKeeper``): only then does the forwarder write there. A caller that hands in
+    ``stop`` has set the signal handlers that set it (``watch``), and ``opened`` is what
+    it opened already (``daemon.opened.open_line``)."""
+    return Daemon(config, plant_claimed=plant_claimed, stop=stop, opened=opened).run()

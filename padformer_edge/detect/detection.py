@@ -27,7 +27,11 @@ Item = TypeVar("Item")
 class Detection:
     """The result for one query image.
 
-    ``anomaly_map`` has the query's own ``H x W`` (float32, 0 where filtered out);
+    ``anomaly_map`` (float32, 0 where filtered out) covers the whole query on the grid
+    it was read on: the query's own ``H x W`` for the metrics that read passes, the
+    comparator's or the distance's cells, or the frame shrunk for a wide blur; its
+    largest value in the frame is ``score``'s map's. Whatever shows or measures it in
+    the frame resizes it once, through ``map_geometry.frame_map``;
     ``pass_mean_error`` / ``pass_max_error`` summarise each pass's raw error map;
     ``timings`` are seconds: ``prepare`` (tensor conversion and resize), ``reconstruct``
     (this query's share of the batched model calls), ``score`` and ``total``.

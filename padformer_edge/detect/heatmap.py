@@ -8,6 +8,12 @@ a person looks at it on a screen, and encoding a camera's 5 megapixels as PNG co
 daemon more CPU than the rest of an image's host-side work. The raw map (for tools)
 keeps the image's full size.
 
+A detection's map comes on the grid it was read on (``Detection.anomaly_map``: often the
+comparator's cells), covering a box of the image (default: all of it); it is resized
+once, here, to what is drawn: straight to the overlay's size through the shared
+``map_geometry.frame_map`` when it is smaller than the overlay, and shrunk without
+aliasing (``_shrunk``) when it was read at a large frame's own size.
+
 The overlay is encoded as one of ``OVERLAY_ENCODINGS``: PNG for ``detect``'s files (a
 tool may read them back exactly), JPEG for the daemon's by default
 (``worker.heatmap_format``): a person looks at it, and JPEG encodes it for a fraction of
@@ -23,6 +29,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from padformer_edge.detect.map_geometry import Box, frame_map
 from padformer_edge.files.atomic import write_atomic
 from padformer_edge.reporting.numbers import plain
 
@@ -233,6 +240,25 @@ def above_threshold(anomaly_map: np.ndarray, threshold: float, size: tuple[int, 
     return (_shrunk(above * np.uint8(255), size, covering=True) > 0).astype(np.uint8)
 
 
+def overlay_map(
+    anomaly_map: np.ndarray,
+    frame_size: tuple[int, int],
+    size: tuple[int, int],
+    box: Box | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the map to colour, the map to outline) for an overlay of ``size`` of a frame of
+    ``frame_size``, from a map covering ``box`` of it, each resized once: a map read at
+    the frame's own size (at least the overlay's) is shrunk without aliasing for the
+    colours and outlined at its own size (``above_threshold``); a coarser one (cells, a
+    shrunk grid, a crop) is brought to the overlay's size by ``map_geometry.frame_map``
+    and both are that map."""
+    values = anomaly_map.astype(np.float32, copy=False)
+    if box is None and values.shape[0] >= size[0] and values.shape[1] >= size[1]:
+        return _shrunk(values, size), values
+    drawn = frame_map(values, frame_size, box, size)
+    return drawn, drawn
+
+
 def draw_outline(overlay: np.ndarray, above: np.ndarray) -> int:
     """Draw the outline of the ``above`` mask (``above_threshold``) on ``overlay`` in
     place; return how many separate regions it has. The outline keeps a defect findable
@@ -259,10 +285,12 @@ def render_overlay(
     score: float,
     vmax: float | None = None,
     threshold: float | None = None,
+    box: Box | None = None,
 ) -> np.ndarray:
-    """A BGR ``uint8`` picture: the map in the JET colour map blended on the image,
-    with the score (and threshold, when given) printed in the top-left corner; at most
-    ``MAX_OVERLAY_SIDE`` pixels on its longer side (``overlay_shape``).
+    """A BGR ``uint8`` picture: the map (covering ``box`` of the image, default all of
+    it: ``overlay_map``) in the JET colour map blended on the image, with the score (and
+    threshold, when given) printed in the top-left corner; at most ``MAX_OVERLAY_SIDE``
+    pixels on its longer side (``overlay_shape``).
 
     ``vmax`` fixes the value drawn as full red so that overlays of several images can be
     compared; without it and without ``threshold`` each map is scaled to its own maximum.
@@ -270,7 +298,7 @@ def render_overlay(
     the region above it is outlined in magenta.
     """
     size = overlay_shape(image.shape)
-    small_map = _shrunk(anomaly_map.astype(np.float32, copy=False), size)
+    small_map, outlined = overlay_map(anomaly_map, image.shape[:2], size, box)
     colour = cv2.applyColorMap(colour_indices(small_map, vmax, threshold), JET_COLOURS)
     base = cv2.cvtColor(_shrunk(image, size), cv2.COLOR_RGB2BGR)
     overlay = cv2.addWeighted(base, 1.0 - OVERLAY_ALPHA, colour, OVERLAY_ALPHA, 0.0)
@@ -279,7 +307,7 @@ def render_overlay(
         parts += (f"threshold {plain(threshold)}",)
     draw_label(overlay, parts)
     if threshold is not None:  # last, so the score label never hides part of the outline
-        draw_outline(overlay, above_threshold(anomaly_map, threshold, size))
+        draw_outline(overlay, above_threshold(outlined, threshold, size))
     return overlay
 
 
@@ -293,22 +321,27 @@ def write_heatmap(
     threshold: float | None = None,
     raw_path: str | Path | None = None,
     encoding: str = "png",
+    box: Box | None = None,
 ) -> Path:
     """Write the overlay to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
     side) in ``encoding`` (a key of ``OVERLAY_ENCODINGS``, whose suffix ``path`` must
-    have) and, if asked, the float32 map at the image's size as ``.npy``; ``vmax`` and
-    ``threshold`` as in ``render_overlay``."""
-    if anomaly_map.shape != image.shape[:2]:
-        raise ValueError(f"map {anomaly_map.shape} does not match image {image.shape[:2]}")
+    have) and, if asked, the float32 map at the image's size as ``.npy``
+    (``map_geometry.frame_map``); ``vmax``, ``threshold`` and ``box`` (what part of the
+    image the map covers) as in ``render_overlay``."""
+    frame_size = image.shape[:2]
+    if anomaly_map.ndim != 2 or any(
+        m > f for m, f in zip(anomaly_map.shape, frame_size, strict=True)
+    ):
+        raise ValueError(f"map {anomaly_map.shape} does not fit image {frame_size}")
     chosen = OVERLAY_ENCODINGS[encoding]
     if Path(path).suffix.lower() != chosen.suffix:
         raise ValueError(f"a {encoding} heatmap is named *{chosen.suffix}, not {Path(path).name}")
-    overlay = render_overlay(image, anomaly_map, score, vmax, threshold)
+    overlay = render_overlay(image, anomaly_map, score, vmax, threshold, box)
     ok, encoded = cv2.imencode(chosen.suffix, overlay, list(chosen.params))
     if not ok:
         raise RuntimeError(f"OpenCV failed to encode the heatmap as {encoding}")
     if raw_path is not None:
         buffer = io.BytesIO()
-        np.save(buffer, anomaly_map.astype(np.float32, copy=False))
+        np.save(buffer, frame_map(anomaly_map, frame_size, box))
         write_atomic(raw_path, buffer.getvalue(), fix=HEATMAP_FIX)
     return write_atomic(path, encoded.tobytes(), fix=HEATMAP_FIX)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from padformer_edge.detect.scoring_config import MIN_SIDE
+from padformer_edge.detect.readout_constants import MIN_SIDE
 from padformer_edge.errors import UserError
 from padformer_edge.images.decode import (
     DEFAULT_MAX_PIXELS,

@@ -199,6 +199,15 @@ class NumpyOps:
     def amax(self, array: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
         return array.max(axis=axis)
 
+    def matmul_into(self, left: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return np.matmul(left, right, out=out)
+
+    def maximum_into(self, best: np.ndarray, values: np.ndarray) -> None:
+        np.maximum(best, values, out=best)
+
+    def empty(self, like: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return np.empty(shape, dtype=like.dtype)
+
     def stack(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
         return np.stack(arrays, axis=axis)
 

@@ -17,8 +17,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from padformer_edge.detect.detection import Detection
+from padformer_edge.detect.map_geometry import frame_map
 
 PARITY_RTOL = 1e-3  # of the CPU map's maximum, per pixel and for the image score
+
+
+def on_one_grid(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two maps of one query on one grid: the finer one's (a map is never finer than its
+    frame, so a map stored at the frame's size, as maps were before they were carried at
+    their cells' size, is compared with a cell-sized one in the frame), each brought
+    there by ``map_geometry.frame_map``."""
+    if first.shape == second.shape:
+        return first, second
+    size = (max(first.shape[0], second.shape[0]), max(first.shape[1], second.shape[1]))
+    return frame_map(first, size), frame_map(second, size)
 
 
 def parity_gap(cpu: Sequence[Detection], other: Sequence[Detection]) -> float:
@@ -27,8 +39,9 @@ def parity_gap(cpu: Sequence[Detection], other: Sequence[Detection]) -> float:
     ``PARITY_RTOL``."""
     gaps = []
     for base, found in zip(cpu, other, strict=True):
-        scale = max(float(np.abs(base.anomaly_map).max()), float(np.finfo(np.float32).tiny))
-        gaps.append(float(np.abs(found.anomaly_map - base.anomaly_map).max()) / scale)
+        base_map, found_map = on_one_grid(base.anomaly_map, found.anomaly_map)
+        scale = max(float(np.abs(base_map).max()), float(np.finfo(np.float32).tiny))
+        gaps.append(float(np.abs(found_map - base_map).max()) / scale)
         gaps.append(abs(found.score - base.score) / scale)
     return max(gaps, default=0.0)
 

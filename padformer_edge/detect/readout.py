@@ -22,9 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from padformer_edge.detect.array_ops import Array, ops_of
+from padformer_edge.detect.map_geometry import frame_max
 from padformer_edge.detect.numpy_ops import pooled_weights
-from padformer_edge.detect.scoring_config import (
+from padformer_edge.detect.readout_constants import (
     MAX_CHUNK_VALUES,
     MAX_READOUT_SIGMA,
     PAPER_READOUT_SETTINGS,
@@ -58,20 +61,6 @@ class Readout:
                 raise ValueError("the consistency filter reads the passes' variance.")
             mean = consistency_filter(mean, variance)
         return smooth(mean, self.sigma * scale)
-
-    def apply_to_cells(
-        self,
-        cells: Array,
-        size: tuple[int, int],
-        scale: float,
-        target: tuple[int, int] | None = None,
-    ) -> Array:
-        """The map of this readout from a map on a coarser grid (``[h, w]`` per-cell
-        scores) standing for a query of ``size``, at ``target`` (default ``size``): see
-        ``smooth_cells``. A map with no passes has nothing to filter by."""
-        if self.consistency_filter:
-            raise ValueError("the consistency filter reads passes; a cell map has none.")
-        return smooth_cells(cells, size, self.sigma * scale, target)
 
 
 PAPER_READOUT = Readout(**PAPER_READOUT_SETTINGS)  # type: ignore[arg-type]
@@ -122,39 +111,64 @@ def _blur(small: Array, sigma: float) -> Array | None:
     return ops_of(small).gaussian_blur(small, 2 * radius + 1, sigma)
 
 
-def smooth_cells(
-    cells: Array, size: tuple[int, int], sigma: float, target: tuple[int, int] | None = None
-) -> Array:
+def smooth_cells(cells: Array, size: tuple[int, int], sigma: float) -> Array:
     """``smooth`` of ``cells`` (an ``[h, w]`` map on a coarser grid: per-cell scores)
-    brought bilinearly to ``size``, returned at ``target`` (default ``size``), without
-    drawing the map at ``size`` first where ``target`` does not ask for it.
+    brought bilinearly to ``size``, returned on the grid it was read on: resized to the
+    frame once, later, by whatever shows it (``map_geometry.frame_map``).
 
-    The map is read where its blur is read: at ``size`` itself for a narrow blur (the
-    same steps as ``smooth(upsample(cells, size))``), and for a wide one straight on the
+    The map is read where its blur is read: with no blur, the cells themselves (brought to
+    ``size`` they are the bilinear map the readout drew there); for a narrow blur, at
+    ``size`` itself (``smooth(upsample(cells, size))``); for a wide one, straight on the
     shrunk grid, by one product with the weights of the upsampling and the area average
     together (``numpy_ops.pooled_weights``: the same linear map as upsampling and then
-    shrinking, so the same values but for float32 rounding). The blurred map is then
-    resized once, to ``target``: a frame's size, or the crop a camera frame is read at.
+    shrinking, so the same values but for float32 rounding). A crop of a camera frame
+    is read at the crop's size and pasted into the frame by ``frame_map``'s box.
     """
+    if sigma <= 0:
+        return cells
     ops = ops_of(cells)
-    target = size if target is None else target
-    factor = shrink_factor(sigma) if sigma > 0 else 1
+    factor = shrink_factor(sigma)
     if factor == 1:
-        full = ops.upsample(cells, size)
-        read = smooth(full, sigma)
-        return read if target == size else ops.upsample(read, target)
+        return smooth(ops.upsample(cells, size), sigma)
     rows = pooled_weights(int(cells.shape[-2]), size[0], factor)
     cols = pooled_weights(int(cells.shape[-1]), size[1], factor)
     blurred = _blur(ops.resize_with(ops.as_float32(cells), rows, cols), sigma / factor)
-    if blurred is None:  # too small a map to blur: the plain upsampled map
-        return ops.upsample(cells, target)
-    return ops.upsample(blurred, target)
+    return cells if blurred is None else blurred  # None: too small a map to blur
+
+
+def smooth_levels(levels: Sequence[Array], size: tuple[int, int], sigma: float) -> Array:
+    """``smooth_cells`` of the mean of several cell maps, each on its own grid (the
+    distance at each magnification: 1x cells, 2x cells...), whose map at ``size`` is the
+    mean of each brought bilinearly to ``size``. One level is ``smooth_cells``; several
+    are read at ``size`` for no blur or a narrow one (the mean of the upsampled maps, as
+    drawn before), and for a wide one each lands on the shrunk grid by its own product
+    (``numpy_ops.pooled_weights``) before their mean is blurred there: the same linear
+    map, so the same values but for float32 rounding."""
+    if len(levels) == 1:
+        return smooth_cells(levels[0], size, sigma)
+    ops = ops_of(levels[0])
+    factor = shrink_factor(sigma) if sigma > 0 else 1
+    if factor > 1:
+        shrunk = [
+            ops.resize_with(
+                ops.as_float32(level),
+                pooled_weights(int(level.shape[-2]), size[0], factor),
+                pooled_weights(int(level.shape[-1]), size[1], factor),
+            )
+            for level in levels
+        ]
+        blurred = _blur(ops.mean(ops.stack(shrunk, 0), 0), sigma / factor)
+        if blurred is not None:
+            return blurred
+    full = ops.mean(ops.stack([ops.upsample(level, size) for level in levels], 0), 0)
+    return smooth(full, sigma) if factor == 1 else full
 
 
 @dataclass
 class ScoredQuery:
-    """The anomaly map of one query (a tensor or an array, as it was scored), its score
-    and per-pass error summaries."""
+    """The anomaly map of one query (a tensor or an array, as it was scored; from
+    ``read_cells``, an array on the grid it was read on), its score and per-pass error
+    summaries."""
 
     anomaly_map: Array
     score: float
@@ -258,22 +272,34 @@ def read_without_passes(
 
 
 def read_cells(
+    readouts: JobReadouts, cells: Sequence[Array], size: tuple[int, int], input_size: int
+) -> ScoredQuery:
+    """``read_levels`` of one cell map per job (the map's job first, the score's last)."""
+    return read_levels(readouts, [[job] for job in cells], size, input_size)
+
+
+def read_levels(
     readouts: JobReadouts,
-    cells: Sequence[Array],
+    jobs: Sequence[Sequence[Array]],
     size: tuple[int, int],
     input_size: int,
-    target: tuple[int, int] | None = None,
 ) -> ScoredQuery:
-    """``read_without_passes`` of maps on a coarser grid (``[h, w]`` per-cell scores, the
-    map's job first, the score's last) standing for a query of ``size``, read at their
-    cells' size and resized once, to ``target`` (default ``size``; ``smooth_cells``).
-    The image score is the maximum of the score's job at ``target``."""
+    """``read_without_passes`` of maps on coarser grids standing for a query of ``size``:
+    per job (the map's first, the score's last) the cell maps whose mean at ``size`` is
+    its map (``[h, w]`` per-cell scores of either kind, one per magnification), read on
+    the grid their blur needs (``smooth_levels``) and left there, on the host: the
+    anomaly map is brought to the frame once, by what shows it
+    (``map_geometry.frame_map``). The image score is the maximum the score's job takes
+    at ``size`` (``map_geometry.frame_max``), as if it were drawn there."""
     scale = max(size) / input_size  # query pixels per model pixel
 
-    def read(readout: Readout, job: Array) -> Array:
-        return readout.apply_to_cells(job, size, scale, target)
+    def read(readout: Readout, levels: Sequence[Array]) -> np.ndarray:
+        if readout.consistency_filter:
+            raise ValueError("the consistency filter reads passes; a cell map has none.")
+        found = smooth_levels(levels, size, readout.sigma * scale)
+        return ops_of(found).to_host(found)
 
-    anomaly_map = read(readouts.map_readout, cells[0])
-    same = len(cells) == 1 and readouts.score_readout == readouts.map_readout
-    score_map = anomaly_map if same else read(readouts.score_readout, cells[-1])
-    return ScoredQuery(anomaly_map, float(score_map.max()), [], [])
+    anomaly_map = read(readouts.map_readout, jobs[0])
+    same = len(jobs) == 1 and readouts.score_readout == readouts.map_readout
+    score_map = anomaly_map if same else read(readouts.score_readout, jobs[-1])
+    return ScoredQuery(anomaly_map, frame_max(score_map, size), [], [])

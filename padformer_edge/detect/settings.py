@@ -78,6 +78,12 @@ class MethodSettings(StrictModel):
         otherwise."""
         return section
 
+    def weights_sha256(self) -> str | None:
+        """The sha256 of weights of the method's own that this section names (``compare``'s
+        comparator), which a profile records in place of a PADFormer checkpoint; None
+        for a method that scores with the profile's checkpoint."""
+        return None
+
 
 class SectionTable:
     """The method sections by metric: filled by ``methods.registry`` (each method names

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from padformer_edge.detect.scoring_config import PAPER_READOUT_SETTINGS
+from padformer_edge.detect.readout_constants import PAPER_READOUT_SETTINGS
 
 if TYPE_CHECKING:  # the metrics need torch; comparing and naming signatures must not
     from padformer_edge.detect.readout import Readout

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA
+from padformer_edge.detect.readout_constants import BLUR_KERNEL, BLUR_SIGMA
 from padformer_edge.model.backbone import unfold_from_patches
 
 
@@ -46,6 +46,17 @@ class TorchOps:
 
     def amax(self, array: torch.Tensor, axis: tuple[int, ...]) -> torch.Tensor:
         return array.amax(dim=axis)
+
+    def matmul_into(
+        self, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
+        return torch.matmul(left, right, out=out)
+
+    def maximum_into(self, best: torch.Tensor, values: torch.Tensor) -> None:
+        torch.maximum(best, values, out=best)
+
+    def empty(self, like: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
 
     def stack(self, arrays: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
         return torch.stack(list(arrays), dim=axis)

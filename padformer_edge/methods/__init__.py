@@ -1,12 +1,13 @@
-"""The scoring methods, one package each, found by the metric a profile names.
+"""The scoring methods, in the package of the model each reads, found by the metric a
+profile names.
 
 ``registry.method_for(metric)`` is the one place a metric's name decides anything: each
 method builds its torch detector, its line detector on exported graphs, its export, its
 scoring signature and the features references are chosen by. ``compare`` is the learned
-comparison; ``padformer`` holds PADFormer's reconstruction errors and the multi-pass
-detector every PADFormer metric runs on; ``fused`` and ``distance`` are the metrics read
-from PADFormer's passes and CNN that the ``padformer`` detector runs. A method loads only
-what it scores with: ``compare`` never loads a PADFormer.
+comparison; ``padformer`` holds every score read from PADFormer (its reconstruction
+errors, the ``fused`` mix and the ``distance`` alone: three methods of one package, on the
+multi-pass detector they share). A method loads only what it scores with: ``compare``
+never loads a PADFormer. No method's package imports another's (``tests/test_imports.py``).
 """
 
 # Every method's section of the detection settings is registered with the package: a

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from padformer_edge.detect.images import check_rgb_array, read_image
-from padformer_edge.detect.scoring_config import MIN_SIDE
+from padformer_edge.detect.readout_constants import MIN_SIDE
 from padformer_edge.detect.service import (
     FileResult,
     heatmap_names,

@@ -104,3 +104,9 @@ class ScoringMethod(Protocol):
         """Check the weights this method reads besides the profile's checkpoint and say
         what was checked (``doctor``); empty when it reads none."""
         ...
+
+    def weights_name(self, settings: DetectionSettings) -> str:
+        """A person's name for the weights of its own that ``settings`` name (their card's),
+        which a profile records beside their sha256 in place of a checkpoint; asked only
+        of a method whose section names such weights (``MethodSettings.weights_sha256``)."""
+        ...

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from padformer_edge.detect.settings import SECTIONS
 from padformer_edge.methods.compare.method import COMPARE
-from padformer_edge.methods.distance.method import DISTANCE
-from padformer_edge.methods.fused.method import FUSED
 from padformer_edge.methods.interface import ScoringMethod
+from padformer_edge.methods.padformer.distance_method import DISTANCE
+from padformer_edge.methods.padformer.fused_method import FUSED
 from padformer_edge.methods.padformer.method import PADFORMER
 
 BUILT_IN: tuple[ScoringMethod, ...] = (COMPARE, FUSED, DISTANCE, PADFORMER)

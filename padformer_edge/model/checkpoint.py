@@ -111,7 +111,7 @@ LEGACY_SCORING_FIELDS = {
     "fused_score_sigma": ("score", "sigma"),
 }
 """``ModelConfig`` fields of earlier checkpoints -> (job, key) of the scoring entry that
-holds them now (``methods.fused.scoring.ScoringConfig``); None meant the product's value,
+holds them now (``methods.padformer.fused_scoring.ScoringConfig``); None meant the product's value,
 which an absent key means now."""
 
 

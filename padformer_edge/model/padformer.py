@@ -79,7 +79,7 @@ class PADFormer(nn.Module):
         self.preset_name = preset_name
         self.scoring: dict[str, Any] = {}
         """The fused score's settings validated for this very model, as its checkpoint's
-        header stores them (``methods.fused.scoring.ScoringConfig``, JSON; empty: the
+        header stores them (``methods.padformer.fused_scoring.ScoringConfig``, JSON; empty: the
         product's). Plain data here, so the model imports nothing of detection."""
         self.encoder = ViTEncoder(config)
         self.decoder = ReconstructionDecoder(config)

@@ -170,7 +170,7 @@ def calibrate_profile(
     result = measure_calibration(
         profile, detector, good_paths, bad_paths, target_fpr, warnings, progress, rule
     )
-    if load_profile(root, name).config.model != profile.config.model:
+    if load_profile(root, name).config.pinned != profile.config.pinned:
         raise UserError(
             f"profile '{name}' was pointed at another model while calibrating; "
             "run `padformer-edge profile calibrate` again."

@@ -19,6 +19,7 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.devices.runtimes import GRAPH_RUNTIMES
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
+from padformer_edge.methods.interface import ScoringMethod
 from padformer_edge.methods.registry import method_for
 from padformer_edge.model.header import read_header
 from padformer_edge.profiles.layout import (
@@ -33,12 +34,13 @@ from padformer_edge.profiles.schema import (
     ProfileModelRef,
     ReferenceEntry,
     ReferenceSelection,
+    WeightsRef,
 )
 from padformer_edge.profiles.selection import select_references
 from padformer_edge.profiles.versions import save_profile, version_for
 from padformer_edge.reporting.log import get_logger
 from padformer_edge.store.locations import stored_path
-from padformer_edge.weights import checked_sha256
+from padformer_edge.weights import checked_sha256, locate_generic_model
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,35 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def pinned_weights(
+    method: ScoringMethod, settings: DetectionSettings, checkpoint: str | Path | None
+) -> dict[str, ProfileModelRef | WeightsRef]:
+    """What a new profile is pinned to, as ``ProfileConfig`` keys: the weights of the
+    method's own that ``settings`` name (``compare``'s comparator, already checked against
+    its card), so that a checkpoint it never reads is neither read nor hashed; else the
+    checkpoint, hashed once (the shipped one: its check reused)."""
+    own = settings.section.weights_sha256()
+    if own is not None:
+        return {"weights": WeightsRef(name=method.weights_name(settings), sha256=own)}
+    if checkpoint is None:
+        raise UserError(f"metric {settings.metric} scores with a checkpoint; give --model FILE.")
+    checkpoint = Path(checkpoint).expanduser().absolute()
+    if not method.reads_padformer:  # recorded, not loaded: the file must still be one
+        read_header(checkpoint)
+    sha256 = checked_sha256(checkpoint) or file_sha256(checkpoint)
+    return {"model": ProfileModelRef(path=stored_path(checkpoint), sha256=sha256)}
+
+
 def create_profile(
     root: str | Path,
     name: str,
-    checkpoint: str | Path,
+    checkpoint: str | Path | None,
     references: str | Path,
     shots: int | None = None,
     settings: DetectionSettings | None = None,
 ) -> CreateResult:
-    """Make profile ``name`` from a checkpoint and a folder of good images.
+    """Make profile ``name`` from a folder of good images, and a checkpoint when its
+    metric scores with one (``compare`` reads its comparator and ``checkpoint`` is unused).
 
     With more images than ``shots`` the references are chosen to cover the most
     viewpoints (``selection.select_references``); without ``shots`` all are used.
@@ -75,15 +97,11 @@ def create_profile(
         raise UserError(
             f"profile '{name}' already exists at {final}; choose another name or delete it first."
         )
-    checkpoint = Path(checkpoint).expanduser().absolute()
-    model = None
+    model, pinned = None, pinned_weights(method, settings, checkpoint)
     if method.reads_padformer:  # a file that does not load must not be adopted
         from padformer_edge.model.checkpoint import load_checkpoint
 
-        model, _ = load_checkpoint(checkpoint)
-    else:  # recorded, not loaded: the file must still be a checkpoint
-        read_header(checkpoint)
-    model_sha = checked_sha256(checkpoint) or file_sha256(checkpoint)  # the shipped: checked
+        model, _ = load_checkpoint(Path(checkpoint).expanduser().absolute())
     images = load_references(references)  # each decoded once, here
     paths = list_images(references)
     if shots is not None and not 1 <= shots <= len(images):
@@ -107,7 +125,7 @@ def create_profile(
         config = ProfileConfig(
             name=name,
             created_at=now_iso(),
-            model=ProfileModelRef(path=stored_path(checkpoint), sha256=model_sha),
+            **pinned,
             detection=settings,
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
@@ -141,6 +159,13 @@ def set_model(
     run ``profile export`` rather than score the old way."""
     profile = load_profile(root, name)
     update: dict = {"calibration": None, "exported": None}
+    settings = profile.detection
+    if metric is not None:  # its method's defaults, settled (compare: the shipped comparator)
+        settings = method_for(metric).settled(settings.with_metric(metric))
+        update["detection"] = settings
+    own = settings.section.weights_sha256()
+    if checkpoint is None and profile.config.model is None and own is None:
+        checkpoint = locate_generic_model()  # what `profile create` records without --model
     if checkpoint is not None:
         from padformer_edge.model.checkpoint import load_checkpoint
 
@@ -148,11 +173,16 @@ def set_model(
         load_checkpoint(checkpoint)  # a file that does not load must not be adopted
         sha = file_sha256(checkpoint)
         update["model"] = ProfileModelRef(path=stored_path(checkpoint), sha256=sha)
-    if metric is not None:  # its method's defaults, settled (compare: the shipped comparator)
-        update["detection"] = method_for(metric).settled(profile.detection.with_metric(metric))
+        update["weights"] = None  # pinned to the checkpoint now, as a file written before
+    elif profile.config.model is None:  # pinned to its method's weights: the ones named now
+        name_of = method_for(settings.metric).weights_name(settings)
+        update["weights"] = WeightsRef(name=name_of, sha256=own)
     config = profile.config.model_copy(update=update)
     save_profile(profile, config.model_copy(update={"version": version_for(profile, config)}))
     get_logger("profiles").info(
-        "profile.model_set", name=name, model=str(checkpoint or profile.model_path), metric=metric
+        "profile.model_set",
+        name=name,
+        model=str(checkpoint or profile.weights_label),
+        metric=metric,
     )
     return load_profile(root, name)

@@ -26,7 +26,7 @@ from padformer_edge.reporting.log import get_logger
 def export_into(
     folder: Path,
     config: ProfileConfig,
-    checkpoint: Path,
+    checkpoint: Path | None,
     settings: DetectionSettings,
     padformer: PadformerSource | None = None,
 ) -> ProfileConfig:
@@ -57,7 +57,7 @@ def export_into(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    exported = ExportedFiles(folder=EXPORTED_DIR, model_sha256=config.model.sha256, files=files)
+    exported = ExportedFiles(folder=EXPORTED_DIR, model_sha256=config.weights_sha256, files=files)
     return config.model_copy(update={"detection": settings, "exported": exported})
 
 
@@ -72,10 +72,12 @@ def export_profile(root: str | Path, name: str, runtime: RuntimeName = "onnxrunt
             "with torch again, set detection.runtime: torch in its profile.yaml."
         )
     profile = load_profile(root, name)
+    checkpoint = None  # a method that reads no checkpoint exports from its own weights
     if profile.method.reads_padformer:
         profile.verify_model()
+        checkpoint = profile.model_path
     settings = profile.detection.replace(runtime=runtime, device="auto")
-    config = export_into(profile.folder, profile.config, profile.model_path, settings)
+    config = export_into(profile.folder, profile.config, checkpoint, settings)
     write_yaml_atomic(profile.folder / PROFILE_FILE, config.model_dump(mode="json"))
     exported = load_profile(root, name)
     exported.build_detector()  # verifies the files and fills the numpy reference cache

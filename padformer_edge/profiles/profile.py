@@ -74,12 +74,30 @@ class Profile:
 
     @property
     def model_path(self) -> Path:
-        """The checkpoint; recorded relative to the state folder when it lies inside it."""
+        """The checkpoint; recorded relative to the state folder when it lies inside it.
+        Asked only where a checkpoint is read: a profile pinned to weights of its method's
+        own names none, and says how to give it one."""
+        if self.config.model is None:
+            raise UserError(
+                f"profile '{self.name}' scores with {self.weights_label} and names no "
+                f"checkpoint; give it one with `padformer-edge profile set-model {self.name} "
+                "--model FILE`."
+            )
         return resolve_stored(self.config.model.path)
 
     @property
     def model_sha256(self) -> str:
-        return self.config.model.sha256
+        """The sha256 of the weights the profile is pinned to (``weights_sha256``): what
+        its calibration, its export and each inspection record."""
+        return self.config.weights_sha256
+
+    @property
+    def weights_label(self) -> str:
+        """What the profile scores with, for people: the checkpoint's path, or the name of
+        its method's own weights (``compare``'s comparator)."""
+        if self.config.weights is not None:
+            return self.config.weights.name
+        return str(self.model_path)
 
     @property
     def detection(self) -> DetectionSettings:
@@ -359,7 +377,7 @@ def load_profile(root: str | Path, name: str) -> Profile:
             f"{folder / PROFILE_FILE} names profile '{config.name}' but lives in folder "
             f"'{name}'; rename the folder or fix the name key."
         )
-    if config.calibration is not None and config.calibration.model_sha256 != config.model.sha256:
+    if config.calibration is not None and config.calibration.model_sha256 != config.weights_sha256:
         raise UserError(
             f"{folder / PROFILE_FILE}: the calibration was made with another model than the one "
             f"the profile names; run `padformer-edge profile calibrate {name} --good DIR`."

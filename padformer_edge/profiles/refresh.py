@@ -44,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from padformer_edge.detect.detection import InspectionDetector
 from padformer_edge.detect.images import list_images, read_image
 from padformer_edge.errors import UserError
 from padformer_edge.files.atomic import write_atomic
@@ -253,15 +254,9 @@ def plan_refresh(
             f"{MIN_GOOD_IMAGES} are needed: approve more candidates (about one in "
             f"{HELD_ASIDE_EVERY} is held aside) or add held-out good images with --good DIR."
         )
-    own = [
-        (e.file, p, e.sha256)
-        for e, p in zip(profile.config.references, profile.reference_paths, strict=True)
-    ]
-    grown = [(i.file, sources[i.file], i.sha256) for i in images
-             if not i.held_aside and i.sha256 not in reference_shas]  # fmt: skip
-    pool = own + grown
+    pool, own = reference_pool(profile, images, sources, reference_shas)
     count = max_references or profile.config.growth.max_references
-    chosen = [pool[i] for i in choose(profile, [p for _, p, _ in pool], count, len(own))]
+    chosen = [pool[i] for i in choose(profile, [p for _, p, _ in pool], count, own)]
     staging = Path(tempfile.mkdtemp(prefix="padformer-edge-refresh-"))  # never the profile's
     try:
         (staging / REFERENCES_DIR).mkdir()
@@ -278,20 +273,7 @@ def plan_refresh(
         )
         staged = Profile(staging, config)
         detector = staged.build_detector(device, calibrating=True)  # caches the encodings
-        result = None  # nothing held aside: nothing to measure a threshold on
-        if held:
-            rule = "upper-bound" if calibration.rule == "upper-bound" else "quantile"
-            if rule == "upper-bound" and len(held) < good_images_needed(calibration.target_fpr):
-                rule = "quantile"  # too few to promise: refused below, measured all the same
-                refusals.append(
-                    f"the profile's threshold is set for an upper bound (--upper-bound), and "
-                    f"{len(held)} held-aside images cannot promise a false-alarm rate of "
-                    f"{calibration.target_fpr:g}: at least "
-                    f"{good_images_needed(calibration.target_fpr)} are needed; add held-out "
-                    "good images with --good DIR."
-                )
-            result = measure_calibration(staged, detector, held, [], calibration.target_fpr,
-                                         list(warnings), rule=rule)  # fmt: skip
+        result = threshold_on_held(staged, detector, held, calibration, warnings, refusals)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -302,6 +284,51 @@ def plan_refresh(
         sorted(set(force)), sorted(after - before), sorted(before - after), held, sources,
         warnings, refusals, left_out,
     )  # fmt: skip
+
+
+def reference_pool(
+    profile: Profile,
+    images: Sequence[ApprovedImage],
+    sources: dict[str, Path],
+    reference_shas: set[str],
+) -> tuple[list[tuple[str, Path, str]], int]:
+    """``(file, path, sha256)`` of the profile's own references, then of the approved
+    pictures not held aside and not already references, and how many of them are its own
+    (they come first: ``choose`` keeps them when they already fill the count)."""
+    own = [
+        (e.file, p, e.sha256)
+        for e, p in zip(profile.config.references, profile.reference_paths, strict=True)
+    ]
+    grown = [(i.file, sources[i.file], i.sha256) for i in images
+             if not i.held_aside and i.sha256 not in reference_shas]  # fmt: skip
+    return own + grown, len(own)
+
+
+def threshold_on_held(
+    staged: Profile,
+    detector: InspectionDetector,
+    held: list[Path],
+    calibration: CalibrationResult,
+    warnings: list[str],
+    refusals: list[str],
+) -> CalibrationResult | None:
+    """The staged profile's threshold measured on the ``held`` aside images by the
+    profile's own rule; an upper bound the held images cannot promise is measured as a
+    quantile and a refusal added."""
+    if not held:
+        return None  # nothing held aside: nothing to measure a threshold on
+    rule = "upper-bound" if calibration.rule == "upper-bound" else "quantile"
+    if rule == "upper-bound" and len(held) < good_images_needed(calibration.target_fpr):
+        rule = "quantile"  # too few to promise: refused below, measured all the same
+        refusals.append(
+            f"the profile's threshold is set for an upper bound (--upper-bound), and "
+            f"{len(held)} held-aside images cannot promise a false-alarm rate of "
+            f"{calibration.target_fpr:g}: at least "
+            f"{good_images_needed(calibration.target_fpr)} are needed; add held-out "
+            "good images with --good DIR."
+        )
+    return measure_calibration(staged, detector, held, [], calibration.target_fpr,
+                               list(warnings), rule=rule)  # fmt: skip
 
 
 def apply_refresh(plan: RefreshPlan, by: str) -> Profile:

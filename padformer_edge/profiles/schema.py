@@ -26,6 +26,15 @@ class ProfileModelRef(StrictModel):
     sha256: str = Field(pattern=SHA256_PATTERN)
 
 
+class WeightsRef(StrictModel):
+    """The weights a method that reads no PADFormer scores with (``compare``'s
+    comparator), recorded in place of a checkpoint it would never read: their card's name
+    for people, their sha256 (the one the method's section names) for what scored."""
+
+    name: str
+    sha256: str = Field(pattern=SHA256_PATTERN)
+
+
 class ReferenceEntry(StrictModel):
     """One reference image copied into the profile, and where it came from."""
 
@@ -107,7 +116,7 @@ class CalibrationResult(StrictModel):
     test is then off until the profile is calibrated again); a recalibration from reviews
     keeps the earlier ones."""
     scoring: dict[str, Any] | str | None = None
-    """How the scores were computed (``detect.signature.scoring_signature``: the metric,
+    """How the scores were computed (its method's ``signature``: the metric,
     each job's mix and readout); a line of text in files calibrated by earlier versions,
     None in files calibrated before it was recorded. A threshold only holds for the same
     scoring."""
@@ -220,7 +229,11 @@ class ProfileConfig(StrictModel):
 
     name: str
     created_at: str
-    model: ProfileModelRef
+    model: ProfileModelRef | None = None
+    """The PADFormer checkpoint, for a metric that scores with one; a ``compare`` profile
+    names none (files written before it did keep theirs, still verified where read)."""
+    weights: WeightsRef | None = None
+    """What a profile without ``model`` scores with: a ``compare`` profile's comparator."""
     detection: DetectionSettings = Field(default_factory=DetectionSettings)
     references: list[ReferenceEntry] = Field(min_length=1)
     selection: ReferenceSelection
@@ -255,3 +268,39 @@ class ProfileConfig(StrictModel):
         calibration = data.get("calibration")
         recorded = calibration.get("scoring") if isinstance(calibration, dict) else None
         return {**data, "detection": section.from_earlier(detection, recorded)}
+
+    @model_validator(mode="after")
+    def _names_what_it_scores_with(self) -> ProfileConfig:
+        """A profile is pinned to the weights it scores with: those of its method's own
+        that its detection section names (``compare``'s comparator), else the checkpoint.
+        A file written before compare profiles named no checkpoint keeps its own."""
+        own = self.detection.section.weights_sha256()
+        if self.weights is not None and self.weights.sha256 != own:
+            raise ValueError(
+                f"weights: sha256 {self.weights.sha256[:12]} is not what detection names for "
+                f"metric {self.detection.metric} ({own[:12] if own else 'nothing'}); remove "
+                "the key or make both name what the profile scores with."
+            )
+        if self.model is None and self.weights is None:
+            what = "its weights (weights: {name, sha256})" if own else "its checkpoint"
+            raise ValueError(
+                f"model: a profile on metric {self.detection.metric} names {what}; point it "
+                "at them with `padformer-edge profile set-model NAME`."
+            )
+        return self
+
+    @property
+    def pinned(self) -> tuple[ProfileModelRef | None, WeightsRef | None]:
+        """What the profile is pinned to, as recorded: two versions that differ here ran
+        different models."""
+        return self.model, self.weights
+
+    @property
+    def weights_sha256(self) -> str:
+        """The sha256 of the weights the profile is pinned to: its checkpoint, else (a
+        compare profile) its comparator; what a calibration, an export and each
+        inspection record as ``model_sha256``."""
+        if self.model is not None:
+            return self.model.sha256
+        assert self.weights is not None  # the validator above holds one of the two
+        return self.weights.sha256

@@ -183,7 +183,7 @@ def rollback_profile(root: str | Path, name: str, by: str, to: int | None = None
         )
     folder = version_folder(profile, to)
     old = load_config(folder / PROFILE_FILE, ProfileConfig)
-    if old.model != profile.config.model:
+    if old.pinned != profile.config.pinned:
         raise UserError(
             f"version {to} of profile '{name}' ran another model than the profile names now; "
             f"point it back with `padformer-edge profile set-model {name} --model FILE` first."

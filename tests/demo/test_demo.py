@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from padformer_edge import weights
 from padformer_edge.daemon.alerts.outbox import list_alerts
@@ -61,8 +62,11 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     assert sorted(p.name for p in out.glob("results.sqlite3*")) == ["results.sqlite3"]
     assert not state.exists()  # the demo and its daemon keep to the demo's folder
     _check_the_line(out, result.stdout)
-    profile = (out / "profiles" / "demo-part" / "profile.yaml").read_text()
-    assert str(shipped) in profile
+    profile = yaml.safe_load((out / "profiles" / "demo-part" / "profile.yaml").read_text())
+    # the product's metric reads the comparator, which the profile names in place of the
+    # shipped checkpoint it never reads (issue 62)
+    assert profile["detection"]["metric"] == "compare" and profile["model"] is None
+    assert profile["weights"]["sha256"] == profile["detection"]["comparator"]
     # benchmarks/demo_figures.py's PatchCore row reads the same folder: every camera
     # image once, split by its truth as the result database splits it
     from padformer_edge_training.evaluation.demo_figures import baseline_figures, database_figures

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from padformer_edge.detect.readout import PassMoments, Readout, consistency_filter, smooth
-from padformer_edge.detect.scoring_config import SMOOTH_MAX_SIGMA
+from padformer_edge.detect.readout_constants import SMOOTH_MAX_SIGMA
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric
 from padformer_edge.methods.padformer.passes import score_query
 

@@ -8,6 +8,7 @@ import torch
 
 from padformer_edge.detect import numpy_ops
 from padformer_edge.detect.array_ops import flat_cells, turned_bank
+from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.detect.parity import PARITY_RTOL
 from padformer_edge.detect.readout import (
     Readout,
@@ -17,7 +18,7 @@ from padformer_edge.detect.readout import (
     read_without_passes,
     smooth,
 )
-from padformer_edge.detect.scoring_config import SMOOTH_MAX_SIGMA
+from padformer_edge.detect.readout_constants import SMOOTH_MAX_SIGMA
 from padformer_edge.detect.tensor_ops import TORCH_OPS
 
 
@@ -76,30 +77,34 @@ def test_maps_without_passes_read_alike_in_both_kinds():
     ids=["small", "narrow-blur", "shrunk-blur", "no-blur"],
 )
 def test_cells_read_at_their_size_are_the_map_upsampled_first(kind, size, sigma):
-    """A cell map read where its blur is read, resized once, is the map drawn at the
-    query's size first and read there (``smooth`` of the upsampled map): the same steps
-    for a narrow blur, the same linear map for a blur run shrunk (a 2700-px frame at 320
-    px per model side shrinks by 2), within float32 rounding far below ``PARITY_RTOL``."""
+    """A cell map read where its blur is read, and brought to the frame once
+    (``frame_map``), is the map drawn at the query's size first and read there
+    (``smooth`` of the upsampled map), and the score is that map's maximum: the same
+    steps for a narrow blur, the same linear map for a blur run shrunk (a 2700-px frame at
+    320 px per model side shrinks by 2), the same bilinear samples for no blur (the map is
+    the cells themselves), within float32 rounding far below ``PARITY_RTOL``."""
     rng = np.random.default_rng(8)
     cells = kind(rng.random((40, 40), dtype=np.float32))
     jobs = Jobs(Readout(False, sigma), Readout(False, sigma))
     ours = read_cells(jobs, [cells], size, 320)
     upsampled = ops_of(cells).upsample(cells, size)
     expected = smooth(upsampled, sigma * max(size) / 320)
-    assert tuple(ours.anomaly_map.shape) == size
-    found, wanted = ops_of(cells).to_host(ours.anomaly_map), ops_of(cells).to_host(expected)
+    assert isinstance(ours.anomaly_map, np.ndarray)
+    found, wanted = frame_map(ours.anomaly_map, size), ops_of(cells).to_host(expected)
     scale = float(wanted.max())
     # float32 rounding of a product of three matrices of a few hundred terms each
     assert float(np.abs(found - wanted).max()) <= 1e-5 * scale < PARITY_RTOL * scale
     assert abs(ours.score - float(wanted.max())) <= 1e-5 * scale
     if sigma == 2.0 and max(size) < 1000:  # read at the query's size: the same steps
-        np.testing.assert_array_equal(found, wanted)
+        np.testing.assert_array_equal(ours.anomaly_map, wanted)
+    if sigma == 0.0:  # nothing to blur: the cells are the map
+        assert ours.anomaly_map.shape == (40, 40)
 
 
-def test_cells_read_to_another_target_are_resized_once():
-    """The resize target is one parameter: asked for the shrunk grid a wide blur runs on
-    (a 2700-px frame at 320 px per model side: halved), the map is that blurred grid
-    itself, as upsampling, shrinking and blurring make it, with no resize after."""
+def test_cells_blurred_wide_stay_on_the_shrunk_grid():
+    """A wide blur's map is carried on the shrunk grid it was blurred on (a 2700-px frame
+    at 320 px per model side: halved), as upsampling, shrinking and blurring make it,
+    with no resize after: the one resize is the consumer's."""
     from padformer_edge.detect.readout import shrink_factor
 
     rng = np.random.default_rng(9)
@@ -111,7 +116,7 @@ def test_cells_read_to_another_target_are_resized_once():
     small = numpy_ops.average_pool(numpy_ops.upsample(cells, size), factor)
     radius = int(4 * sigma / factor + 0.5)
     expected = numpy_ops.gaussian_blur(small, 2 * radius + 1, sigma / factor)
-    found = read_cells(jobs, [cells], size, 320, target=small.shape).anomaly_map
+    found = read_cells(jobs, [cells], size, 320).anomaly_map
     assert found.shape == (750, 1350)
     # float32 rounding of a product of three matrices of a few hundred terms each
     np.testing.assert_allclose(found, expected, rtol=0, atol=1e-5 * float(expected.max()))
@@ -153,8 +158,8 @@ def test_colour_errors_in_numpy_match_torch(space):
 
 
 def test_feature_errors_and_the_mix_in_numpy_match_torch():
-    from padformer_edge.methods.fused.mix import Mix, mix_jobs
     from padformer_edge.methods.padformer.errors import feature_errors
+    from padformer_edge.methods.padformer.mix import Mix, mix_jobs
 
     rng = np.random.default_rng(7)
     cells, grid, channels = 2, 3, 4

@@ -16,14 +16,14 @@ from safetensors import safe_open
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import paper_signature, same_scoring, signature_text
 from padformer_edge.errors import UserError
-from padformer_edge.methods.fused.scoring import (
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.fused_scoring import (
     PRODUCT_SCORING,
     JobScoring,
     ScoringConfig,
     resolve_scoring,
     scoring_changes,
 )
-from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.model.checkpoint import (
     LEGACY_SCORING_FIELDS,
     load_checkpoint,

@@ -5,7 +5,7 @@ validation sweep chose (``benchmarks/validation.json``'s ``edge_scoring`` and
 import json
 from pathlib import Path
 
-from padformer_edge.methods.fused.scoring import PRODUCT_SCORING, ScoringConfig
+from padformer_edge.methods.padformer.fused_scoring import PRODUCT_SCORING, ScoringConfig
 
 CHOICES = Path(__file__).resolve().parents[2] / "benchmarks" / "validation.json"
 

@@ -3,8 +3,6 @@ its mean over several renders."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,6 @@ import torch
 
 from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.errors import UserError
-from padformer_edge.methods.compare.checkpoint import save_comparator
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells, squares
 from padformer_edge_training.data.layouts import index_dataset
@@ -26,7 +23,6 @@ from padformer_edge_training.evaluation.comparator_readouts import (
     readout_maps,
 )
 from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
-from tests.benchmark_process import run_benchmark
 from tests.compare_readout import read_score
 
 CPU = torch.device("cpu")
@@ -100,30 +96,3 @@ def test_passes_combine_as_named(model, tiny_data: Path) -> None:
     torch.testing.assert_close(maps["filter"][kept], maps["mean"][kept])
     single, cells = readout_maps(model, query, refs, ComparatorReadout(), False)
     assert torch.equal(single, cells)  # one pass: its cells, read as the product reads them
-
-
-def test_the_benchmark_reads_rows_several_ways_and_averages_renders(
-    model, tiny_data: Path, tmp_path: Path
-) -> None:
-    save_comparator(tmp_path / "tiny.safetensors", model, {"step": 0})
-    other = tmp_path / "second-render"
-    shutil.copytree(tiny_data, other)
-    args = ["--shots", "2", "--max-per-label", "1", "--cache", str(tmp_path / "c.json")]
-    args += ["--model", str(tmp_path / "tiny.safetensors"), "--readout", "s2", "--readout", "top2"]
-    done = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
-    name = f"comparator {tmp_path.name}/tiny"
-    assert set(rows) == {name, f"{name} [top2]"}
-    both = run_benchmark("distance_cells.py", "--data", str(tiny_data), "--data", str(other), *args)
-    assert both.returncode == 0, both.stderr[-2000:]
-    line = json.loads(both.stdout.strip().splitlines()[-1])
-    assert line["data"] == [tiny_data.name, other.name] and "| per render |" in both.stdout
-    # the same images twice: the mean of two equal renders is each one's figure
-    assert line["rows"][name]["image_auroc"] == pytest.approx(rows[name]["image_auroc"])
-    assert "the mean over 2 renders" in both.stdout
-    # margins against a row named by the start of its label; a name no row has is refused
-    barred = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args, "--bar", name)
-    assert barred.returncode == 0 and f"| margin over {name} |" in barred.stdout
-    refused = run_benchmark("distance_cells.py", "--data", str(tiny_data), *args, "--bar", "x")
-    assert refused.returncode != 0 and "--bar 'x' starts no row's label" in refused.stderr

@@ -7,10 +7,14 @@ import torch
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
-from padformer_edge.methods.fused.metric import FusedMetric
-from padformer_edge.methods.fused.mix import Mix
-from padformer_edge.methods.fused.scoring import PRODUCT_SCORING, JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.fused_metric import FusedMetric
+from padformer_edge.methods.padformer.fused_scoring import (
+    PRODUCT_SCORING,
+    JobScoring,
+    ScoringConfig,
+)
+from padformer_edge.methods.padformer.mix import Mix
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.backbone import fold_to_patches, unfold_from_patches
 from padformer_edge.model.checkpoint import load_checkpoint, save_checkpoint
@@ -289,7 +293,7 @@ def test_a_model_carries_its_own_validated_fused_settings_field_by_field(tmp_pat
 
 
 def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_one(model):
-    from padformer_edge.methods.distance.search import (
+    from padformer_edge.methods.padformer.distance_search import (
         nearest_reference_distances,
         reference_banks,
     )
@@ -322,7 +326,7 @@ def test_nearest_reference_distance_is_zero_for_a_seen_cell_and_not_for_a_new_on
 def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
     """A query that is a reference squeezed square and turned a quarter has every cell in
     the turned bank (distance 0 up to rounding) but not in the upright one."""
-    from padformer_edge.methods.distance.search import (
+    from padformer_edge.methods.padformer.distance_search import (
         nearest_reference_distances,
         reference_banks,
     )
@@ -338,7 +342,8 @@ def test_a_reference_turned_a_quarter_is_seen_only_with_turns(model):
 
 
 def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
-    from padformer_edge.methods.distance import search as scoring
+    from padformer_edge.methods.padformer import distance_search as scoring
+    from padformer_edge.methods.padformer.distance_blocks import Blocks
 
     generator = torch.Generator().manual_seed(0)
     cells = torch.nn.functional.normalize(torch.randn(50, 40, generator=generator), dim=1)
@@ -347,8 +352,7 @@ def test_the_best_cosine_search_in_blocks_equals_the_whole_matrix(monkeypatch):
     whole = cells @ rows.T
     # blocks of 7 query cells x 11 bank rows: none divides 50, 30 or 90, so blocks end short
     # and the last upright block stops at the turned rows
-    monkeypatch.setattr(scoring, "SIMILARITY_QUERY_ROWS", 7)
-    monkeypatch.setattr(scoring, "SIMILARITY_BANK_ROWS", 11)
+    monkeypatch.setattr(scoring, "SEARCH_BLOCKS", Blocks(7, 11))
     upright, every = scoring.best_cosines(cells, bank)
     # a block's product may sum its 40 terms in another order: float32 rounding per term
     rounding = 40 * torch.finfo(torch.float32).eps
@@ -361,7 +365,7 @@ def test_the_best_cosine_search_stays_on_the_cells_device():
     """On a GPU line PC the query cells and the bank are on CUDA; the running maxima must
     be made there too. PyTorch's meta device stands in for CUDA: mixing it with a CPU
     tensor fails the same way."""
-    from padformer_edge.methods.distance import search as scoring
+    from padformer_edge.methods.padformer import distance_search as scoring
 
     cells = torch.empty(9, 40, device="meta")
     bank = scoring.ReferenceBank(torch.empty(20, 40, device="meta"), upright=10)

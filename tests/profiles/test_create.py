@@ -191,3 +191,10 @@ def test_create_decodes_hashes_and_loads_each_thing_once(
     assert sorted(copies) == sorted(entry.file for entry in profile.config.references)
     assert not [path for path in hashed if path.parent == (product / "train" / "good").resolve()]
     assert len(loaded) == 1
+    # the checkpoint the comparison never reads is neither hashed nor recorded: the
+    # profile is pinned to its comparator instead
+    assert Path(checkpoint).resolve() not in hashed
+    assert profile.config.model is None
+    assert profile.config.weights is not None
+    assert profile.config.weights.sha256 == profile.detection.section.weights_sha256()
+    assert profile.model_sha256 == profile.config.weights.sha256

@@ -184,14 +184,19 @@ def test_profile_create_and_detect_use_the_shipped_model(shipped: Path, tmp_path
     good = product_image(64, 64, seed=9)
     query = _png(tmp_path / "queries" / "part.png", with_defect(good, (20, 20, 10, 10)))
     env = {weights.ENV_VAR: str(shipped)}
-    created = run_cli(
-        "profile", "create", "widget", "--references", str(tmp_path / "refs"),
-        "--root", str(tmp_path / "profiles"), "--device", "cpu", "--passes", "2",
-        env=env, timeout=600,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
+    for name, metric in (("widget", "lab"), ("compared", "compare")):
+        created = run_cli(
+            "profile", "create", name, "--references", str(tmp_path / "refs"),
+            "--root", str(tmp_path / "profiles"), "--device", "cpu", "--passes", "2",
+            "--metric", metric, env=env, timeout=600,
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
     profile = yaml.safe_load((tmp_path / "profiles" / "widget" / "profile.yaml").read_text())
     assert profile["model"] == {"path": str(shipped), "sha256": file_sha256(shipped)}
+    # the comparison names its comparator, not the shipped PADFormer it never reads
+    compared = yaml.safe_load((tmp_path / "profiles" / "compared" / "profile.yaml").read_text())
+    assert compared["model"] is None
+    assert compared["weights"]["sha256"] == compared["detection"]["comparator"]
     detected = run_cli(
         "detect", str(query), "--references", str(tmp_path / "refs"), "--passes", "2",
         "--device", "cpu", "--json", env=env, timeout=600,

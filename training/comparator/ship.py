@@ -33,7 +33,7 @@ from padformer_edge.weights import COMPARATOR_NAME, card_path, package_folder
 from padformer_edge_training.comparator.recipe import load_recipe
 from padformer_edge_training.families import FAMILIES
 
-QUALITY = "docs/research.md#small-defects (benchmarks/distance_cells.py)"
+QUALITY = "docs/research.md#small-defects (research/distance_cells.py)"
 # a console line of structlog: ISO time, [level], event, then key=value fields
 CONSOLE_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\S+)\s+\[\s*\w+\s*\]\s+(\w+)(.*)$")
 STEP_FIELD = re.compile(r"(?:^|\s)step=(\d+)(?:\s|$)")

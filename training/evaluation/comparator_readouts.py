@@ -25,6 +25,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.detect.readout import consistency_filter, smooth_cells
 from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.errors import UserError
@@ -148,8 +149,11 @@ def read(
     (``readout_maps``) and its cell scores ``[h, w]``; ``input_size`` is the model's."""
     scale = max(query_size) / input_size  # query pixels per model pixel
     # the product's cell readout (``detect.readout.smooth_cells``): read where its blur
-    # is read and resized once, so ``s2`` is the detector's map and score
-    amap = smooth_cells(model_map, query_size, readout.sigma * scale)
+    # is read and resized once, to the query (``map_geometry.frame_map``), so ``s2`` is
+    # the detector's map and score
+    read_map = smooth_cells(model_map, query_size, readout.sigma * scale)
+    amap = torch.from_numpy(frame_map(read_map.float().cpu().numpy(), query_size))
+    amap = amap.to(model_map.device)
     if readout.top_k:
         k = min(readout.top_k, cells.numel())
         return float(cells.flatten().topk(k).values.mean()), amap

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from padformer_edge.detect.images import read_image
+from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.errors import UserError
 from padformer_edge_training.data.layouts import DatasetIndex, ImageRecord
 from padformer_edge_training.evaluation.metrics import aupro, image_auroc, pixel_auroc
@@ -87,14 +88,35 @@ def plan_episodes(index: DatasetIndex, options: EvalOptions) -> list[Episode]:
     return list(episodes.values())
 
 
-def fit_long_side(image: np.ndarray, size: int, nearest: bool = False) -> np.ndarray:
+def long_side_shape(image: np.ndarray, size: int) -> tuple[int, int]:
+    """(height, width) of ``image`` shrunk so its longer side is at most ``size``."""
     height, width = image.shape[:2]
     scale = size / max(height, width)
     if scale >= 1:
+        return height, width
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def fit_long_side(image: np.ndarray, size: int, nearest: bool = False) -> np.ndarray:
+    target = long_side_shape(image, size)
+    if target == image.shape[:2]:
         return image
-    target = (max(1, round(width * scale)), max(1, round(height * scale)))
     interpolation = cv2.INTER_NEAREST if nearest else cv2.INTER_AREA
-    return cv2.resize(image, target, interpolation=interpolation)
+    return cv2.resize(image, target[::-1], interpolation=interpolation)
+
+
+def map_at(
+    anomaly_map: np.ndarray, frame_size: tuple[int, int], shape: tuple[int, int]
+) -> np.ndarray:
+    """A detection's map (on the grid it was read on) at ``shape``, resized once: area
+    averaged where it was read at least that finely (a map at the frame's size), else
+    brought up by the shared bilinear resize (``map_geometry.frame_map``)."""
+    values = anomaly_map.astype(np.float32, copy=False)
+    if values.shape == tuple(shape):
+        return values
+    if values.shape[0] >= shape[0] and values.shape[1] >= shape[1]:
+        return cv2.resize(values, (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
+    return frame_map(values, frame_size, size=shape)
 
 
 def read_mask(record: ImageRecord, shape: tuple[int, int]) -> np.ndarray:
@@ -129,11 +151,13 @@ def run_scorer(
             cpu += time.process_time() - start
             for record, query, item in zip(records, queries, scored, strict=True):
                 mask = read_mask(record, query.shape[:2])
-                amap = fit_long_side(item.anomaly_map.astype(np.float32), options.map_size)
+                frame_size = query.shape[:2]
                 small_mask = fit_long_side(mask.astype(np.uint8), options.map_size, True) > 0
+                # the detection's map, on the grid it was read on, resized once to each size
+                amap = map_at(item.anomaly_map, frame_size, small_mask.shape)
                 thumbs = {
                     "query": fit_long_side(query, THUMBNAIL),
-                    "map": fit_long_side(item.anomaly_map.astype(np.float32), THUMBNAIL),
+                    "map": map_at(item.anomaly_map, frame_size, long_side_shape(query, THUMBNAIL)),
                     "mask": fit_long_side(mask.astype(np.uint8), THUMBNAIL, True) > 0,
                 }
                 if item.comparison is not None:

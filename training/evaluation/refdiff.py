@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from padformer_edge.detect.images import to_unit_tensor
-from padformer_edge.detect.scoring_config import BLUR_SIGMA
+from padformer_edge.detect.readout_constants import BLUR_SIGMA
 from padformer_edge_training.evaluation.scorers import Scored
 
 

@@ -10,8 +10,8 @@ score the distance alone must be beaten by.
 
 from __future__ import annotations
 
-from padformer_edge.methods.fused.metric import model_scoring
-from padformer_edge.methods.fused.scoring import ScoringConfig
+from padformer_edge.methods.padformer.fused_metric import model_scoring
+from padformer_edge.methods.padformer.fused_scoring import ScoringConfig
 from padformer_edge.methods.padformer.metrics import default_metric
 from padformer_edge.model.padformer import PADFormer
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from padformer_edge.errors import UserError
 from padformer_edge.files.atomic import write_atomic
-from padformer_edge.methods.fused.scoring import ScoringConfig, scoring_from_json
+from padformer_edge.methods.padformer.fused_scoring import ScoringConfig, scoring_from_json
 from padformer_edge.weights import CARD_NAME, CHECKPOINT_NAME, package_folder
 
 MAX_BYTES = 25 * 1024 * 1024  # the package must stay installable on a line PC quickly

@@ -12,7 +12,6 @@ tensors, compared in one comparator call, read out one by one, at the cells' siz
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +24,7 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.methods.compare.cells_cache import CellsCacheFile
-from padformer_edge.methods.compare.reading import cell_detections
+from padformer_edge.methods.compare.reading import detect_cells
 from padformer_edge.methods.compare.scorer import (
     compare_signature,
     load_compare_metric,
@@ -92,13 +91,15 @@ class CompareDetector(GroupedDetection):
         if len(images) == 0:
             return []
         check_queries(images)
-        started = time.perf_counter()
-        full = [to_unit_tensor(image, self.device).unsqueeze(0) for image in images]
-        synchronize(self.device)
-        prepared = time.perf_counter()
-        cells = self.metric.batch_cells(full)
-        synchronize(self.device)
-        compared = time.perf_counter()
-        shares = ((prepared - started) / len(images), (compared - prepared) / len(images))
-        sizes = [(int(query.shape[-2]), int(query.shape[-1])) for query in full]
-        return cell_detections(self.metric, cells, sizes, self.metric.input_size, shares)
+
+        def prepare(found: Sequence[np.ndarray]) -> list[torch.Tensor]:
+            return [to_unit_tensor(image, self.device).unsqueeze(0) for image in found]
+
+        return detect_cells(
+            self.metric,
+            images,
+            prepare,
+            self.metric.batch_cells,
+            self.metric.input_size,
+            lambda: synchronize(self.device),
+        )

@@ -10,7 +10,6 @@ file is checked against the sha256 the profile records before a session opens it
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.names import COMPARE_CELLS_GRAPH, COMPARE_GRAPH
-from padformer_edge.methods.compare.reading import cell_detections
+from padformer_edge.methods.compare.reading import detect_cells
 
 GRAPHS = (COMPARE_CELLS_GRAPH, COMPARE_GRAPH)
 
@@ -96,12 +95,10 @@ class LineCompareDetector(GroupedDetection):
         if len(images) == 0:
             return []
         check_queries(images)
-        started = time.perf_counter()
-        squares = self.squares(images)
-        prepared = time.perf_counter()
+        return detect_cells(self, images, self.squares, self.scores, self.input_size)
+
+    def scores(self, squares: np.ndarray) -> np.ndarray:
+        """``[B, h, w]`` per-cell scores of the squares against the references' bank."""
         cells = self.cells(squares)
-        scores = self.sessions[COMPARE_GRAPH].run({"cells": cells, "bank": self.bank})[0]
-        compared = time.perf_counter()
-        shares = ((prepared - started) / len(images), (compared - prepared) / len(images))
-        sizes = [(int(image.shape[0]), int(image.shape[1])) for image in images]
-        return cell_detections(self, scores.astype(F32), sizes, self.input_size, shares)
+        found = self.sessions[COMPARE_GRAPH].run({"cells": cells, "bank": self.bank})[0]
+        return found.astype(F32)

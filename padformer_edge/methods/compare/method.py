@@ -103,5 +103,11 @@ class CompareMethod:
 
         return f"comparator {locate_comparator(settings.section.comparator)} matches its card"
 
+    def weights_name(self, settings: DetectionSettings) -> str:
+        from padformer_edge.weights import locate_comparator, read_card
+
+        path = locate_comparator(settings.section.comparator)  # checked once per process
+        return str(read_card(path).get("name", path.stem))
+
 
 COMPARE = CompareMethod()

@@ -4,8 +4,8 @@ score of this project uses (``methods.compare.reading``: smooth, maximum).
 
 The references are squeezed square like every input and matched upright and turned by
 quarter turns (a part seen from any side is seen at any roll), exactly as the distance's
-bank (``methods.distance.search.reference_banks``) is built, so with the correction at zero
-the comparator's score is the distance alone.
+bank (``methods.padformer.distance_search.reference_banks``) is built, so with the
+correction at zero the comparator's score is the distance alone.
 
 ``CompareMetric`` is the ``compare`` method's metric: a shipped comparator (the default,
 or the one a profile records: ``weights.locate_comparator``) read like the ``distance``
@@ -95,7 +95,8 @@ class CompareMetric:
         (``[1, 3, H, W]`` in [0, 1] each), compared in one comparator call: the comparator
         reads each query with the same weights and no cross-query term, so a batch
         changes at most the rounding (``compare`` batches the same way). They are read at
-        their cells' size and resized once (``reading.cell_detections``)."""
+        their cells' size and carried there (``reading.cell_detections``): only what shows
+        a map resizes it, once (``detect.map_geometry.frame_map``)."""
         assert self.references is not None, "built without references: a signature only"
         queries = [query[0].to(self.device) for query in queries01]
         return compare(self.comparison, queries, self.references).score.float()

@@ -23,6 +23,10 @@ class CompareSettings(MethodSettings):
         ),
     )
 
+    def weights_sha256(self) -> str | None:
+        """The comparator: what a compare profile records instead of a checkpoint."""
+        return self.comparator
+
     @classmethod
     def from_earlier(cls, section: dict[str, Any], recorded: Any) -> dict[str, Any]:
         """A profile written before profiles named their comparator was made with the

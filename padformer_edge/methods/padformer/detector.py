@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from padformer_edge.deploy.graph_runner import GraphRunner, graphs_needed
+from padformer_edge.detect.array_ops import ops_of
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.device import (
     check_precision,
@@ -36,7 +37,7 @@ from padformer_edge.detect.images import (
     to_unit_tensor,
 )
 from padformer_edge.detect.masks import hidden_weights, make_masks, mask_indices
-from padformer_edge.detect.readout import read_without_passes
+from padformer_edge.detect.readout import read_levels
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import Signature
 from padformer_edge.devices.allocator import retain_freed_memory
@@ -211,7 +212,6 @@ class Detector(GroupedDetection):
         """Query images whose passes fit one model call of at most ``max_batch`` rows."""
         return max(1, self.max_batch // self.passes)
 
-
     @torch.inference_mode()
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
@@ -246,7 +246,7 @@ class Detector(GroupedDetection):
             made = None if inputs is None else inputs[index]
             if recon is None:
                 size = (query.shape[-2], query.shape[-1])
-                scored = read_without_passes(self.metric, made, size, self.metric.input_size)  # type: ignore[arg-type]
+                scored = read_levels(self.metric, made, size, self.metric.input_size)  # type: ignore[arg-type]
             else:
                 scored = score_query(
                     self.metric,
@@ -257,7 +257,7 @@ class Detector(GroupedDetection):
                     self.pass_weights,
                     made,
                 )
-            anomaly_map = scored.anomaly_map.float().cpu().numpy()
+            anomaly_map = ops_of(scored.anomaly_map).to_host(scored.anomaly_map)
             score_time = batch_share + time.perf_counter() - score_start
             timings = call_timings(prepare_share, recon_share, score_time)
             drawn = mean_image(recon[index]) if reconstruction and recon is not None else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.detect.scoring_config import BLUR_KERNEL, BLUR_SIGMA
+from padformer_edge.detect.readout_constants import BLUR_KERNEL, BLUR_SIGMA
 
 ColourSpace = Literal["lab", "rgb"]
 

@@ -38,7 +38,11 @@ from padformer_edge.detect.array_ops import QUARTER_TURNS, turned_bank
 from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
 from padformer_edge.detect.readout import ScoredQuery
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.methods.distance.line import reference_maps, score_distance
+from padformer_edge.methods.padformer.distance_line import (
+    reference_levels,
+    reference_maps,
+    score_distance,
+)
 from padformer_edge.methods.padformer.line_scoring import (
     QueryTargets,
     ScoringSpec,
@@ -174,7 +178,7 @@ class LineDetector(GroupedDetection):
 
     def cells(self, squares01: np.ndarray, level: int) -> np.ndarray:
         """Unit cells [B, C, h, w] of square images in [0, 1] at ``level`` x the model's
-        size (``scoring.level_cells``)."""
+        size (``distance_search.level_cells``)."""
         if level == 1:
             images = self.spec.normalize(squares01).astype(np.float32)
             return self.sessions[FEATURES_GRAPH].run({"images": images})[1]
@@ -182,7 +186,7 @@ class LineDetector(GroupedDetection):
         return self.sessions[CELLS_GRAPH].run({"squares": squares})[0]
 
     def reference_banks(self, references: Sequence[np.ndarray]) -> list[tuple[np.ndarray, int]]:
-        """``scoring.reference_banks``: every reference cell per magnification, upright
+        """``distance_search.reference_banks``: every reference cell per magnification, upright
         rows first, then the quarter turns when a mix reads them."""
         units = [numpy_ops.unit_image(image) for image in references]
         banks = []
@@ -231,9 +235,11 @@ class LineDetector(GroupedDetection):
             for level in range(2, self.spec.zoom + 1):
                 square = numpy_ops.resize_square(query01, self.img_size * level)
                 query_cells.append(self.cells(square, level))
+        if not self.reads_passes:  # the distance alone: read on its cells
+            levels = reference_levels(self.spec.mixes, query_cells, self.banks)
+            return QueryTargets(None, features, levels)  # type: ignore[arg-type]
         references = reference_maps(self.spec.mixes, query_cells, self.banks, size)
-        colour = colour_target(self.spec, query01) if self.reads_passes else None
-        return QueryTargets(colour, features, references)
+        return QueryTargets(colour_target(self.spec, query01), features, references)
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
@@ -291,7 +297,7 @@ class LineDetector(GroupedDetection):
         size = (query01.shape[-2], query01.shape[-1])
         targets = self.targets(query01, query_model)
         if recon is None:
-            return score_distance(self.spec, targets.references)
+            return score_distance(self.spec, targets.references, size)  # type: ignore[arg-type]
         return score_passes(
             self.spec,
             targets,

@@ -49,7 +49,7 @@ class FeaturesGraph(nn.Module):
         self.model = model
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        from padformer_edge.methods.distance.search import cell_features
+        from padformer_edge.methods.padformer.distance_search import cell_features
 
         target = self.model.target_features(images).float()
         return target, cell_features(self.model, target)
@@ -65,7 +65,7 @@ class CellsGraph(nn.Module):
 
     def forward(self, squares01: torch.Tensor) -> torch.Tensor:
         maps = self.model.encoder.patch_embed.cnn(self.model.normalize(squares01)).float()
-        # ``scoring.unit_cells`` with the channel count as a constant: the exporter cannot
+        # ``backbone.unit_cells`` with the channel count as a constant: the exporter cannot
         # take layer_norm's shape from a traced size
         channels = int(maps.shape[1])
         standard = F.layer_norm(maps.permute(0, 2, 3, 1), (channels,))
@@ -75,8 +75,8 @@ class CellsGraph(nn.Module):
 def scoring_record(model: PADFormer, settings: DetectionSettings) -> dict[str, Any]:
     """The metric of ``settings`` for ``model`` as the torch detector resolves it, in the
     terms ``line_scoring.ScoringSpec`` reads."""
-    from padformer_edge.methods.distance.metric import DistanceMetric
-    from padformer_edge.methods.fused.metric import FusedMetric
+    from padformer_edge.methods.padformer.distance_metric import DistanceMetric
+    from padformer_edge.methods.padformer.fused_metric import FusedMetric
     from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 
     name, metric = resolve_metric(settings.metric, model, None, settings.section.scoring)

@@ -3,7 +3,7 @@
 Neither the metric's settings nor its arithmetic are decided here. The exporter resolves
 the settings with the torch metric (``line_export.scoring_record``) and stores them in
 the profile; the arithmetic is the torch detector's own, written once for both array
-kinds (``errors``, ``fused.mix``, ``detect.readout``); this module reads the record and
+kinds (``errors``, ``mix``, ``detect.readout``); this module reads the record and
 hands the graphs' arrays over. So the model's validated weights, zooms and readouts have
 one source, and a profile scores on the line with exactly the settings and steps it was
 calibrated with. Only the metrics a line runs are here: the paper's ``lab`` (and
@@ -20,9 +20,9 @@ import numpy as np
 
 from padformer_edge.detect.numpy_ops import F32
 from padformer_edge.detect.readout import Readout, ScoredQuery, fold_passes
-from padformer_edge.methods.fused.mix import Mix, mix_jobs
 from padformer_edge.methods.padformer import errors
 from padformer_edge.methods.padformer.errors import ColourSpace
+from padformer_edge.methods.padformer.mix import Mix, mix_jobs
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """PADFormer's metrics as the registry calls them: the profile's checkpoint is loaded
 (through the ``padformer`` source the caller hands in) only by the calls that score,
 export or choose with it; naming the method loads no torch. The ``fused`` and
-``distance`` methods are this one with their own metric (``methods.fused.method``,
-``methods.distance.method``)."""
+``distance`` methods are this one with their own metric (``methods.padformer.fused_method``,
+``methods.padformer.distance_method``)."""
 
 from __future__ import annotations
 
@@ -102,6 +102,9 @@ class PadformerMethod:
 
     def weights_checked(self, settings: DetectionSettings) -> str:
         return ""
+
+    def weights_name(self, settings: DetectionSettings) -> str:
+        return ""  # its weights are the profile's checkpoint: never asked
 
 
 def encodings_key(cache: ReferenceSlot, settings: DetectionSettings) -> str:

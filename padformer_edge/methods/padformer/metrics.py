@@ -1,6 +1,6 @@
 """PADFormer's metrics by name, and the signature each records: the paper's colour and
-feature errors (``paper_metrics``), the ``fused`` mix (``methods.fused``) and the
-distance alone (``methods.distance``). The learned comparison reads no PADFormer and is
+feature errors (``paper_metrics``), the ``fused`` mix (``fused_metric``) and the
+distance alone (``distance_metric``). The learned comparison reads no PADFormer and is
 a method of its own (``methods.compare``).
 """
 
@@ -10,9 +10,9 @@ import torch
 
 from padformer_edge.detect.signature import Signature, readout_jobs
 from padformer_edge.errors import UserError
-from padformer_edge.methods.distance.metric import DistanceMetric
-from padformer_edge.methods.fused.metric import FusedMetric
-from padformer_edge.methods.fused.scoring import ScoringConfig
+from padformer_edge.methods.padformer.distance_metric import DistanceMetric
+from padformer_edge.methods.padformer.fused_metric import FusedMetric
+from padformer_edge.methods.padformer.fused_scoring import ScoringConfig
 from padformer_edge.methods.padformer.paper_metrics import (
     ColourMetric,
     ErrorMetric,

@@ -8,7 +8,7 @@ The image score is the maximum of that map (``readout.PAPER_READOUT``). The colo
 the paper's choice, and RGB for the ablation) and the feature metrics (encoder features of
 pixel models, the decoder's predicted CNN features of edge models) are here, their
 arithmetic in ``errors`` (which the line's numpy scoring shares); the ``fused`` mix of
-them is ``methods.fused``, the nearest-reference distance ``methods.distance``.
+them is ``fused_metric``, the nearest-reference distance ``distance_metric``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from padformer_edge.methods.fused.settings import ScoredSettings
+from padformer_edge.methods.padformer.fused_settings import ScoredSettings
 
 
 class PadformerSettings(ScoredSettings):

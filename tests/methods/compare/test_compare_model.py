@@ -17,7 +17,7 @@ from padformer_edge.methods.compare.checkpoint import (
 )
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells
-from padformer_edge.methods.distance.search import ReferenceBank, best_cosines
+from padformer_edge.methods.padformer.distance_search import ReferenceBank, best_cosines
 from tests.compare_readout import read_score
 from tests.train_helpers import object_image
 

@@ -8,12 +8,17 @@ import re
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
 
 from padformer_edge import weights
+from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.images import to_unit_tensor
+from padformer_edge.detect.map_geometry import frame_map
+from padformer_edge.detect.parity import PARITY_RTOL, parity_gap, verdicts_agree
+from padformer_edge.detect.readout import shrink_factor
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
@@ -22,6 +27,7 @@ from padformer_edge.methods.compare.checkpoint import load_comparator, save_comp
 from padformer_edge.methods.compare.detector import CompareDetector
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import (
+    SCORE_SIGMA,
     CompareMetric,
     compare,
     compare_signature,
@@ -88,7 +94,9 @@ def test_a_comparator_that_differs_from_its_card_is_refused(
 
 def test_the_detector_scores_exactly_what_the_comparator_reads(references, queries) -> None:
     """The detector's score and map are the comparator's per-cell scores read as the
-    evaluation reads them (upsampled, smoothed, maximum): one computation, two callers."""
+    evaluation reads them (upsampled, smoothed, maximum): one computation, two callers.
+    A frame this small is blurred at its own size, so the map is carried there and
+    ``frame_map`` leaves it as it is."""
     detector = CompareDetector(references, SETTINGS)
     assert isinstance(detector.metric, CompareMetric) and not detector.reads_passes
     found = detector.detect(queries)
@@ -98,14 +106,49 @@ def test_the_detector_scores_exactly_what_the_comparator_reads(references, queri
     for detection, query, cell_scores in zip(found, queries, expected, strict=True):
         amap = read_score(cell_scores, query.shape[:2], comparator.config.input_size)
         assert detection.anomaly_map.shape == query.shape[:2]
-        np.testing.assert_array_equal(detection.anomaly_map, amap.numpy())
+        np.testing.assert_array_equal(frame_map(detection.anomaly_map, query.shape[:2]), amap)
         assert detection.score == float(amap.max())
         assert detection.pass_mean_error == []  # no reconstruction pass ran
     assert found[1].score > found[0].score  # the pasted square is seen
 
 
+@pytest.mark.parametrize(
+    "size, shrunk",
+    [((1500, 2700), True), ((1024, 1280), False)],
+    ids=["blurred-shrunk", "blurred-at-full-size"],
+)
+def test_a_large_frame_keeps_its_map_small_and_its_score_within_parity(
+    references, queries, size, shrunk
+) -> None:
+    """On a frame whose blur runs shrunk (2700 px wide: by 2 or more) the map is
+    carried on the shrunk grid, never drawn at the frame's size; where the blur
+    is narrow enough it is read at the frame's own size. Brought to the frame by
+    ``frame_map`` it is the map the readout drew there before (cells upsampled to the
+    frame, then read: ``read_score``) within ``PARITY_RTOL``, and so are the score and
+    the verdicts. The shrunk read is the one ``readout.smooth`` always made; only the
+    last upsample moved to whatever shows the map."""
+    detector = CompareDetector(references, SETTINGS)
+    comparator, _ = load_comparator(weights.locate_comparator())
+    cells = reference_cells(comparator, [to_unit_tensor(r, CPU) for r in references])
+    large = [cv2.resize(query, size[::-1], interpolation=cv2.INTER_LINEAR) for query in queries]
+    found = detector.detect(large)
+    expected = compare(comparator, [to_unit_tensor(q, CPU) for q in large], cells).score
+    old = []
+    for detection, cell_scores in zip(found, expected, strict=True):
+        factor = shrink_factor(SCORE_SIGMA * max(size) / comparator.config.input_size)
+        assert (factor > 1) == shrunk
+        assert detection.anomaly_map.shape == tuple(-(-side // factor) for side in size)
+        amap = read_score(cell_scores, size, comparator.config.input_size).numpy()
+        old.append(Detection(float(amap.max()), amap, [], []))
+    moved = [Detection(d.score, frame_map(d.anomaly_map, size), [], []) for d in found]
+    assert parity_gap(old, moved) <= PARITY_RTOL
+    threshold = (old[0].score + old[1].score) / 2
+    assert verdicts_agree(old, moved, threshold)
+    assert [d.score > threshold for d in moved] == [False, True]
+
+
 def test_a_call_scores_each_image_as_it_scores_alone(references, queries) -> None:
-    from tests.methods.distance.test_search import assert_same_detections
+    from tests.methods.padformer.test_distance_search import assert_same_detections
 
     detector = CompareDetector(references, SETTINGS)
     together = detector.detect(queries)
@@ -263,6 +306,10 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
     file = root / "profiles/part/profile.yaml"
     written = yaml.safe_load(file.read_text())
     del written["detection"]["comparator"]
+    # such a file named the checkpoint, not its comparator
+    del written["weights"]
+    model = root / "model.safetensors"
+    written["model"] = {"path": str(model), "sha256": file_sha256(model)}
     file.write_text(yaml.safe_dump(written))
     loaded = load_profile(root / "profiles", "part")
     assert loaded.detection.section.comparator == earlier_sha256()
@@ -284,8 +331,7 @@ def test_a_compare_profile_that_named_no_comparator_reads_the_earlier_one(
 
 def test_a_comparator_under_another_metric_is_refused() -> None:
     fault = (
-        "metric fused reads no setting 'comparator': leave comparator out, or choose metric "
-        "compare"
+        "metric fused reads no setting 'comparator': leave comparator out, or choose metric compare"
     )
     with pytest.raises(ValueError, match=re.escape(fault)):
         DetectionSettings(metric="fused", comparator="a" * 64)
@@ -300,8 +346,8 @@ PADFORMER_MODULES = (
     "padformer_edge.model.checkpoint",
     "padformer_edge.methods.padformer.detector",
     "padformer_edge.detect.masks",
-    "padformer_edge.methods.fused.metric",
-    "padformer_edge.methods.distance.search",
+    "padformer_edge.methods.padformer.fused_metric",
+    "padformer_edge.methods.padformer.distance_search",
     "padformer_edge.methods.padformer.passes",
     "padformer_edge.methods.padformer.paper_metrics",
 )
@@ -373,16 +419,15 @@ def test_a_compare_profile_keeps_its_reference_cells_for_the_next_start(
     assert not moved.build_detector().cache_hit
 
 
-def test_a_compare_profile_records_its_checkpoint_and_never_reads_it(
-    tmp_path: Path, references
-) -> None:
-    """Made from a checkpoint (checked to be one), it scores with the comparator alone:
-    the checkpoint gone, the detector still builds, and doctor's check names what was read."""
+def test_a_compare_profile_never_reads_a_checkpoint(tmp_path: Path, references) -> None:
+    """It scores with the comparator alone: a checkpoint handed in is not opened (not even
+    a file that is none), the checkpoint gone, the detector still builds, and doctor's
+    check names what was read."""
     root = make_sources(tmp_path, references)
     (root / "not-a-checkpoint.safetensors").write_bytes(b"text")
-    with pytest.raises(UserError, match="is not a safetensors file"):
-        create_profile(root / "profiles", "bad", root / "not-a-checkpoint.safetensors",
-                       root / "refs", settings=SETTINGS)  # fmt: skip
+    unread = create_profile(root / "profiles", "unread", root / "not-a-checkpoint.safetensors",
+                            root / "refs", settings=SETTINGS).profile  # fmt: skip
+    assert unread.config.model is None
     profile = create_profile(
         root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
     ).profile
@@ -390,3 +435,46 @@ def test_a_compare_profile_records_its_checkpoint_and_never_reads_it(
     assert load_profile(root / "profiles", "part").build_detector().detect(references[:1])
     checked = profile.verify_runnable()
     assert "model" not in checked and "matches its card" in checked
+
+
+def test_a_compare_profile_names_its_comparator_and_an_earlier_file_its_checkpoint(
+    tmp_path: Path, references, queries
+) -> None:
+    """Issue 62: a new compare profile is pinned to its comparator (name and sha256), not
+    to a PADFormer checkpoint it never reads; a file written before, which names the
+    checkpoint, still loads and scores the same bits with its threshold kept."""
+    import yaml
+
+    root = make_sources(tmp_path, references)
+    made = create_profile(
+        root / "profiles", "part", root / "model.safetensors", root / "refs", settings=SETTINGS
+    ).profile
+    assert made.config.model is None and made.config.weights is not None
+    shipped = weights.locate_comparator(made.detection.section.comparator)
+    assert made.config.weights.sha256 == file_sha256(shipped)
+    assert made.config.weights.name == weights.read_card(shipped)["name"]
+    with pytest.raises(UserError, match="names no checkpoint; give it one with"):
+        _ = made.model_path
+    pin_threshold(made, 0.3)
+    new = load_profile(root / "profiles", "part")
+    scored = new.build_detector().detect(queries)
+    assert new.calibration is not None and new.calibration.model_sha256 == new.model_sha256
+    # the same profile as an earlier version wrote it: the checkpoint named, no weights
+    earlier = root / "profiles" / "earlier"
+    shutil.copytree(new.folder, earlier)
+    data = yaml.safe_load((earlier / "profile.yaml").read_text())
+    checkpoint_sha = file_sha256(root / "model.safetensors")
+    data |= {"name": "earlier", "weights": None}
+    data["model"] = {"path": str(root / "model.safetensors"), "sha256": checkpoint_sha}
+    data["calibration"]["model_sha256"] = checkpoint_sha
+    (earlier / "profile.yaml").write_text(yaml.safe_dump(data))
+    old = load_profile(root / "profiles", "earlier")
+    assert old.model_sha256 == checkpoint_sha and old.threshold == new.threshold
+    for a, b in zip(old.build_detector().detect(queries), scored, strict=True):
+        assert a.score == b.score
+        np.testing.assert_array_equal(a.anomaly_map, b.anomaly_map)
+    # a weights record that is not the comparator the detection section names is refused
+    data["weights"] = {"name": "other", "sha256": "0" * 64}
+    (earlier / "profile.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match="weights: sha256 000000000000 is not what detection"):
+        load_profile(root / "profiles", "earlier")

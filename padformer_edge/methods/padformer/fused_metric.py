@@ -4,12 +4,12 @@ nearest-reference distance, mixed per pass, read once for the map and once for t
 The LAB and predicted-feature errors are each divided by their spread on good views
 (stored in the checkpoint as ``score_scales``) and mixed with a LAB weight: colour finds
 stains, features find shape and texture, and neither alone finds both. The
-nearest-reference distance (``methods.distance.search``) is the same for every pass, so
+nearest-reference distance (``methods.padformer.distance_search``) is the same for every pass, so
 it moves the pass mean and leaves the variance alone. The anomaly map and the image score
-each take their own mix and readout (``scoring.ScoringConfig``), all chosen on
+each take their own mix and readout (``fused_scoring.ScoringConfig``), all chosen on
 validation data, because outlining a defect and ranking whole images want different
 things. The reference term alone, with no reconstruction pass, is the ``distance`` method
-(``methods.distance.metric``), which builds on this metric's settings.
+(``methods.padformer.distance_metric``), which builds on this metric's settings.
 """
 
 from __future__ import annotations
@@ -17,19 +17,20 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.methods.distance.maps import mix_distances
-from padformer_edge.methods.distance.search import (
+from padformer_edge.methods.padformer.distance_maps import level_distances, mix_distances
+from padformer_edge.methods.padformer.distance_search import (
+    batch_best_cosines,
     batch_reference_distances,
     reference_banks,
     resolve_search,
 )
-from padformer_edge.methods.fused.mix import Mix, mix_jobs
-from padformer_edge.methods.fused.scoring import (
+from padformer_edge.methods.padformer.fused_scoring import (
     JobScoring,
     ScoringConfig,
     resolve_scoring,
     scoring_from_json,
 )
+from padformer_edge.methods.padformer.mix import Mix, mix_jobs
 from padformer_edge.methods.padformer.paper_metrics import ColourMetric, PredictedFeatureMetric
 from padformer_edge.model.padformer import PADFormer
 
@@ -61,7 +62,7 @@ class FusedMetric:
     command line's, ``DetectionSettings.scoring``); what it leaves out is the model's own
     (its checkpoint's header), else the product's: ``resolve_scoring`` stacks them.
     ``reconstruction_weight`` 0 weighs the reconstruction out (``DistanceMetric``).
-    ``search`` is how the reference search runs (``methods.distance.search.SEARCHES``: by
+    ``search`` is how the reference search runs (``distance_search.SEARCHES``: by
     device unless a test forces one).
     """
 
@@ -151,6 +152,19 @@ class FusedMetric:
             self.model, queries01, features, self.banks, sizes, self.search
         )
         return [mix_distances(self.mixes, distances) for distances in found]
+
+    def batch_reference_levels(
+        self, queries01: list[torch.Tensor], features: torch.Tensor
+    ) -> list[list[list[torch.Tensor] | None]]:
+        """Each query's reference distance per mix as one map per magnification, on that
+        magnification's cells (``distance.maps.level_distances``; None for a mix that
+        weighs none): what the ``distance`` metric reads, never drawn at the query's size."""
+        if not self.reads_references:
+            return [[None] * len(self.mixes) for _ in queries01]
+        if self.banks is None:
+            raise ValueError("this fused metric weighs the references: build it with them.")
+        found = batch_best_cosines(self.model, queries01, features, self.banks, self.search)
+        return [level_distances(self.mixes, best) for best in found]
 
     def errors(
         self,

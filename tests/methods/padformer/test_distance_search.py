@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from padformer_edge.detect.images import resize_square, to_unit_tensor
 from padformer_edge.detect.parity import PARITY_RTOL, parity_gap, verdicts_agree
 from padformer_edge.detect.settings import DetectionSettings
-from padformer_edge.methods.distance.search import (
-    SIMILARITY_BANK_ROWS,
-    SIMILARITY_QUERY_ROWS,
+from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.distance_search import (
+    SEARCH_BLOCKS,
     ReferenceBank,
     batch_reference_distances,
     batched_best_cosines,
@@ -24,7 +24,6 @@ from padformer_edge.methods.distance.search import (
     reference_banks,
     resolve_search,
 )
-from padformer_edge.methods.padformer.detector import Detector
 from padformer_edge.model.padformer import build_model
 from tests.detect_images import product_image, with_defect
 from tests.model.test_model_edge import SMALL_EDGE
@@ -53,8 +52,8 @@ def test_the_search_is_blocked_on_a_cpu_batched_on_cuda_and_can_be_forced() -> N
 @pytest.mark.parametrize("budget", [1 << 30, 100_000])  # one product; several of 625 rows
 def test_the_batched_search_finds_the_blocked_maxima(budget: int) -> None:
     # more query rows than one block and a bank longer than one block, both ragged
-    cells = unit_rows(SIMILARITY_QUERY_ROWS * 2 + 77, seed=0)
-    upright = SIMILARITY_BANK_ROWS + 13
+    cells = unit_rows(SEARCH_BLOCKS.query_rows * 2 + 77, seed=0)
+    upright = SEARCH_BLOCKS.bank_rows + 13
     bank = ReferenceBank(unit_rows(4 * upright, seed=1), upright)
     blocked = blocked_best_cosines(cells, bank)
     batched = batched_best_cosines(cells, bank, budget)

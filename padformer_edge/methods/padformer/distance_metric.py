@@ -1,5 +1,5 @@
 """The ``distance`` metric: how far each cell of a query lies from the nearest cell of any
-reference, with no reconstruction pass (the search itself is ``search``).
+reference, with no reconstruction pass (the search itself is ``distance_search``).
 
 It is the ``fused`` metric with the reconstruction weighted out, so that its zoom, turns
 and smoothing come from the same validated settings the fused metric reads.
@@ -10,8 +10,12 @@ from __future__ import annotations
 import torch
 
 from padformer_edge.detect.readout import Readout
-from padformer_edge.methods.fused.metric import FusedMetric, model_scoring
-from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig, resolve_scoring
+from padformer_edge.methods.padformer.fused_metric import FusedMetric, model_scoring
+from padformer_edge.methods.padformer.fused_scoring import (
+    JobScoring,
+    ScoringConfig,
+    resolve_scoring,
+)
 from padformer_edge.model.padformer import PADFormer
 
 
@@ -44,12 +48,16 @@ class DistanceMetric(FusedMetric):
 
     def batch_maps(
         self, queries01: list[torch.Tensor], queries_model: torch.Tensor
-    ) -> list[list[torch.Tensor]]:
-        """Each job's ``[H, W]`` weighted reference distance, map job first (no LAB target:
-        nothing here compares colours), for every query of one detector call, the search
-        taken once for all."""
+    ) -> list[list[list[torch.Tensor]]]:
+        """Each job's weighted reference distance, map job first (no LAB target: nothing
+        here compares colours), as one map per magnification on its cells
+        (``batch_reference_levels``; the detector reads them there, ``readout.read_levels``),
+        for every query of one detector call, the search taken once for all."""
         features = self.feature_targets(queries01, queries_model)
         return [
-            [mix.reference_weight * d for mix, d in zip(self.mixes, references, strict=True)]
-            for references in self.batch_reference_maps(queries01, torch.cat(features))
+            [
+                [mix.reference_weight * level for level in levels]  # type: ignore[union-attr]
+                for mix, levels in zip(self.mixes, references, strict=True)
+            ]
+            for references in self.batch_reference_levels(queries01, torch.cat(features))
         ]

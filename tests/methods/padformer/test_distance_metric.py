@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 import torch
 
 from padformer_edge.detect.images import to_unit_tensor
+from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.detect.masks import hidden_weights
 from padformer_edge.detect.readout import Readout
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.detect.signature import signature_text
 from padformer_edge.errors import UserError
-from padformer_edge.methods.distance.metric import DistanceMetric
-from padformer_edge.methods.fused.metric import FusedMetric
-from padformer_edge.methods.fused.scoring import JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.detector import Detector
+from padformer_edge.methods.padformer.distance_metric import DistanceMetric
+from padformer_edge.methods.padformer.fused_metric import FusedMetric
+from padformer_edge.methods.padformer.fused_scoring import JobScoring, ScoringConfig
 from padformer_edge.methods.padformer.metrics import build_metric, scoring_signature
 from padformer_edge.methods.padformer.paper_metrics import PredictedFeatureMetric
 from padformer_edge.model.padformer import build_model
@@ -51,9 +53,18 @@ def _settings(metric: str) -> DetectionSettings:
     return DetectionSettings(passes=PASSES, max_batch=3, device="cpu", metric=metric)
 
 
+@pytest.mark.parametrize("size", [None, (480, 960)], ids=["render", "frame-blurred-shrunk"])
 def test_distance_equals_the_fused_metric_with_the_reconstruction_weighted_out(
-    model, references, queries
+    model, references, queries, size
 ) -> None:
+    """The distance read on its cells (each magnification's, carried on the grid its blur
+    needs) is the fused metric with the reconstruction weighted out, which draws the
+    distance at the query's size and reads it there through the passes: on a render, and
+    on a frame whose blur runs shrunk (the map then stays on the shrunk grid)."""
+    if size is not None:
+        queries = [
+            cv2.resize(query, size[::-1], interpolation=cv2.INTER_LINEAR) for query in queries
+        ]
     distance = Detector(model, references, _settings("distance"))
     assert distance.metric_name == "distance" and not distance.reads_passes
     fused = Detector(model, references, _settings("fused"))
@@ -69,8 +80,16 @@ def test_distance_equals_the_fused_metric_with_the_reconstruction_weighted_out(
     fused.metric = weighted_out
     for alone, through_passes in zip(distance.detect(queries), fused.detect(queries), strict=True):
         assert len(through_passes.pass_mean_error) == PASSES and alone.pass_mean_error == []
+        # the distance weighs each magnification's cells before their mean, the fused mix
+        # weighs the mean: a rounding or two more, of the map's largest value at most
+        top = float(np.abs(through_passes.anomaly_map).max())
+        if size is not None:
+            assert max(alone.anomaly_map.shape) < max(size) // 2
         np.testing.assert_allclose(
-            alone.anomaly_map, through_passes.anomaly_map, rtol=MEAN_OF_EQUALS_RTOL, atol=0
+            frame_map(alone.anomaly_map, through_passes.anomaly_map.shape),
+            through_passes.anomaly_map,
+            rtol=MEAN_OF_EQUALS_RTOL,
+            atol=MEAN_OF_EQUALS_RTOL * top,
         )
         assert alone.score == pytest.approx(through_passes.score, rel=MEAN_OF_EQUALS_RTOL)
 

@@ -12,13 +12,13 @@ import torch
 from padformer_edge.detect.images import read_image
 from padformer_edge.errors import UserError
 from padformer_edge_training.data.layouts import index_dataset
-from padformer_edge_training.evaluation.cell_distance import (
+from research.cell_distance import (
     CellConfig,
     CellDistanceScorer,
     farthest_point_coreset,
     parse_cells,
 )
-from tests.benchmark_process import run_benchmark
+from tests.benchmark_process import run_research
 
 
 def test_a_configuration_reads_back_from_its_text() -> None:
@@ -81,7 +81,7 @@ def test_the_benchmark_caches_its_rows_and_writes_margins(tiny_data: Path, tmp_p
     cache = tmp_path / "cache.json"
     args = ["--data", str(tiny_data), "--shots", "2", "--max-per-label", "1"]
     args += ["--cells", "2@64", "--patchcore", "2@64 turned", "--cache", str(cache)]
-    done = run_benchmark("distance_cells.py", *args)
+    done = run_research("distance_cells.py", *args)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (
         "| distance 2@64 n1 |" in done.stdout and "margin over PatchCore 2@64 turned" in done.stdout
@@ -94,7 +94,7 @@ def test_the_benchmark_caches_its_rows_and_writes_margins(tiny_data: Path, tmp_p
     key = next(k for k in stored if "PatchCore" in k)
     stored[key]["cpu_s_per_image"] = 123.0
     cache.write_text(json.dumps(stored))
-    again = run_benchmark("distance_cells.py", *args)
+    again = run_research("distance_cells.py", *args)
     assert again.returncode == 0 and "123.000" in again.stdout
 
 
@@ -132,7 +132,7 @@ def test_the_benchmark_scores_a_comparators_cells_and_a_trained_model(
     args = ["--data", str(tiny_data), "--shots", "2", "--max-per-label", "1"]
     args += ["--comparator-cells", "64 n3", "--comparator-cells", "64 s2+3"]
     args += ["--model", str(tmp_path / "tiny.safetensors")]
-    done = run_benchmark("distance_cells.py", *args, "--cache", str(tmp_path / "c.json"))
+    done = run_research("distance_cells.py", *args, "--cache", str(tmp_path / "c.json"))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
     assert set(rows) == {
@@ -140,5 +140,5 @@ def test_the_benchmark_scores_a_comparators_cells_and_a_trained_model(
         "comparator cells 64 s2+3: distance alone",
         f"comparator {tmp_path.name}/tiny",
     }
-    refused = run_benchmark("distance_cells.py", *args[:6], "--comparator-cells", "64 x3")
+    refused = run_research("distance_cells.py", *args[:6], "--comparator-cells", "64 x3")
     assert refused.returncode != 0 and "are not SIZE[ nN][ sSTAGES]" in refused.stderr

@@ -1,6 +1,6 @@
 """Stage A of the small-defect work: the distance alone on richer cells, against PatchCore.
 
-Each ``--cells`` configuration (``training/evaluation/cell_distance.py``: input size,
+Each ``--cells`` configuration (``research/cell_distance.py``: input size,
 stages, neighbourhood, projection, coreset, backbone) scores a render with the comparator's
 distance (cosine to the nearest reference cell over quarter-turned references) and no
 learned correction, beside ``--patchcore`` configurations and, with ``--shipped``, the
@@ -18,7 +18,7 @@ is the mean over them and the intervals redraw the renders too.
 
 Prints a table and one JSON line; ``--write-docs`` fills the docs block ``--section``.
 
-    python benchmarks/distance_cells.py --data data/val224-s1-held-out --shots 4 \\
+    python research/distance_cells.py --data data/val224-s1-held-out --shots 4 \\
         --cells "2@448 n3" --cells "2+3@448 n3" --patchcore "2@448 turned" --shipped
 """
 
@@ -47,7 +47,6 @@ from benchmarks.common import (
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
 from padformer_edge_training.data.layouts import index_dataset
-from padformer_edge_training.evaluation.cell_distance import CellDistanceScorer, parse_cells
 from padformer_edge_training.evaluation.comparator_readouts import (
     ComparatorReadout,
     parse_readout,
@@ -65,6 +64,7 @@ from padformer_edge_training.evaluation.uncertainty import (
     image_auroc_margin,
     margin_over_renders,
 )
+from research.cell_distance import CellDistanceScorer, parse_cells
 
 SHIPPED_DISTANCE = "192-px comparator: distance alone"
 SHIPPED_COMPARISON = "192-px comparator: learned comparison"

@@ -1,7 +1,7 @@
 """The numbers every readout of a score map shares, in a module without torch: the
 paper's readout, the query blur, the smoothing bounds and the chunking of pass maps.
 ``readout``, ``tensor_ops``, ``images`` and the methods' numpy scoring read them from here;
-the fused score's own settings are that method's (``methods.fused.scoring``).
+the fused score's own settings are that method's (``methods.padformer.fused_scoring``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The nearest-reference distance's maps from the search's best cosines, written once for
-torch tensors (``search``, the torch metrics) and numpy arrays (``line``, the torch-free
-line): one minus each cell's best cosine, brought to the query's size, and each mix's
-mean over the magnifications it reads. No torch is imported here.
+torch tensors (``distance_search``, the torch metrics) and numpy arrays
+(``distance_line``, the torch-free line): one minus each cell's best cosine, and each
+mix's mean over the magnifications it reads, either at the query's size
+(``upsampled_distances``, ``mix_distances``: the ``fused`` mix adds it to every pass's
+pixel errors) or left on each magnification's cells (``level_distances``: the
+``distance`` metric reads them there, ``readout.read_levels``). No torch is imported here.
 """
 
 from __future__ import annotations
@@ -9,10 +12,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.methods.fused.mix import Mix
+from padformer_edge.methods.padformer.mix import Mix
 
 Distances = dict[tuple[int, bool], Array]
 """(magnification, turned references) -> ``[H, W]`` nearest-reference distance map."""
+
+
+Cosines = Mapping[tuple[int, bool], Array]
+"""(magnification, turned references) -> ``[h, w]`` best cosine of each query cell."""
+
+
+def level_distances(mixes: Sequence[Mix], best: Cosines) -> list[list[Array] | None]:
+    """Each mix's distance as one ``[h, w]`` map per magnification it reads (1..zoom, on
+    that magnification's cells), whose mean at the query's size is its map; None for a
+    mix that weighs none."""
+    return [
+        [1.0 - best[level, mix.turns] for level in range(1, mix.zoom + 1)]
+        if mix.reference_weight > 0
+        else None
+        for mix in mixes
+    ]
 
 
 def upsampled_distances(best: Mapping[tuple[int, bool], Array], size: tuple[int, int]) -> Distances:

@@ -1,6 +1,6 @@
 """The ``fused`` mix, written once for torch tensors and numpy arrays: what one job adds
 up per pass (``Mix``) and the formula that adds it (``mix_errors``), which the torch
-metric (``metric``), the validation sweep and the line's numpy scoring all call, so a
+metric (``fused_metric``), the validation sweep and the line's numpy scoring all call, so a
 profile scores on a line with the very arithmetic it was calibrated with. No torch is
 imported here.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from padformer_edge.detect.array_ops import Array, ops_of
-from padformer_edge.methods.fused.scoring import JobScoring
+from padformer_edge.methods.padformer.fused_scoring import JobScoring
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ the layer below):
 profile's threshold is recorded with (``detect.signature``) is built from the same values.
 
 This module imports no torch, so the CLI and the config schemas can declare it for free;
-it sits in the fused method's package, whose section (``settings``) holds it.
+it sits in the fused method's package, whose section (``fused_settings``) holds it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
 from padformer_edge.config import StrictModel
-from padformer_edge.detect.scoring_config import MAX_READOUT_SIGMA
+from padformer_edge.detect.readout_constants import MAX_READOUT_SIGMA
 from padformer_edge.errors import UserError
 
 MAX_REFERENCE_WEIGHT = 400.0

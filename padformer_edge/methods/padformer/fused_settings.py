@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_serializer
 
 from padformer_edge.detect.settings import MethodSettings
-from padformer_edge.methods.fused.scoring import ScoringConfig
+from padformer_edge.methods.padformer.fused_scoring import ScoringConfig
 
 SCORING_HELP = (
     "the fused and distance metrics' settings, each job's keys optional: what is left out "

@@ -11,7 +11,7 @@ on a validation render, the held-out families once, on the test renders.
 
 Prints a table and one JSON line; ``--write-docs`` fills the docs block ``--section``.
 
-    python benchmarks/comparator_validation.py --model runs/comparator/step-001200.safetensors \
+    python research/comparator_validation.py --model runs/comparator/step-001200.safetensors \
         --data data/synth224-s1 --class duck --class lego --shots 4 --write-docs
 """
 

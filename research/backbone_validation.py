@@ -13,7 +13,7 @@ is chosen here: the full sweep (``benchmarks/tune_validation.py``, which offers 
 rows too) is what changes ``validation.json``; ``--write-docs`` puts the table in the
 research page's ``backbone-validation`` block.
 
-    nice -n 10 python benchmarks/backbone_validation.py --data data/val-s1 \
+    nice -n 10 python research/backbone_validation.py --data data/val-s1 \
         --max-per-label 6 --threads 1
 """
 

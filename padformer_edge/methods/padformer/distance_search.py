@@ -11,7 +11,8 @@ the context that tells a large stain from a new view. References can also be mat
 turned by quarter turns: a part seen from any side is seen at any roll.
 
 The search for each cell's best cosine runs one of two ways (``SEARCHES``). ``blocked``
-(the CPU's) reduces one cache-sized block at a time, one query at a time. ``batched``
+(the CPU's) reduces one cache-sized block at a time, one query at a time, by the search
+the torch-free line runs too (``distance_blocks``). ``batched``
 (CUDA's) takes every cell of every image of a detector call against the whole bank in as
 few products and maxima as ``BATCHED_SEARCH_BYTES`` allows: a GPU has the memory, and
 launching hundreds of small blocks per image left it waiting for Python. Each cosine is
@@ -28,12 +29,14 @@ import torch.nn.functional as F
 
 from padformer_edge.detect.array_ops import QUARTER_TURNS, flat_cells, turned_bank
 from padformer_edge.detect.images import resize_square
-from padformer_edge.methods.distance.maps import Distances, upsampled_distances
+from padformer_edge.methods.padformer.distance_blocks import SEARCH_BLOCKS
+from padformer_edge.methods.padformer.distance_blocks import (
+    blocked_best_cosines as shared_blocked_search,
+)
+from padformer_edge.methods.padformer.distance_maps import Distances, upsampled_distances
 from padformer_edge.model.backbone import unfold_from_patches, unit_cells
 from padformer_edge.model.padformer import PADFormer
 
-SIMILARITY_QUERY_ROWS = 512  # query cells x reference cells per similarity block:
-SIMILARITY_BANK_ROWS = 2048  # 1M cosines, 4 MiB, small enough to stay in a core's cache
 BATCHED_SEARCH_BYTES = 1 << 30  # similarity values one batched product may hold: 1 GiB
 SEARCHES = ("auto", "blocked", "batched")
 
@@ -133,33 +136,10 @@ def blocked_best_cosines(
     cells: torch.Tensor, bank: ReferenceBank
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``[Q]`` best cosine of each of the ``[Q, C]`` unit cells to the bank's upright rows,
-    and (for a turned bank) to all its rows.
-
-    The similarity matrix is made and reduced one cache-sized block at a time
-    (``SIMILARITY_QUERY_ROWS`` x ``SIMILARITY_BANK_ROWS``): with C = 40 channels the product
-    is cheap and writing a whole chunk of it to memory and reading it back for the maximum
-    was most of the cost (at 2x zoom with a dozen turned references, about a gigabyte per
-    query); a block is reduced while it is still in the cache. Each cosine is the same dot
-    product either way, and a maximum does not depend on the order it is taken in.
-    """
-    upright = torch.full((cells.shape[0],), -torch.inf, dtype=cells.dtype, device=cells.device)
-    every = upright.clone() if bank.turned else None
-    for start in range(0, cells.shape[0], SIMILARITY_QUERY_ROWS):
-        rows = cells[start : start + SIMILARITY_QUERY_ROWS]
-        best = upright[start : start + SIMILARITY_QUERY_ROWS]
-        _fold_max(rows, bank.cells[: bank.upright], best)
-        if every is not None:
-            best_every = every[start : start + SIMILARITY_QUERY_ROWS]
-            best_every.copy_(best)
-            _fold_max(rows, bank.cells[bank.upright :], best_every)
-    return upright, every
-
-
-def _fold_max(rows: torch.Tensor, bank_rows: torch.Tensor, best: torch.Tensor) -> None:
-    """``best`` raised in place to each row's largest cosine with any of ``bank_rows``."""
-    for start in range(0, bank_rows.shape[0], SIMILARITY_BANK_ROWS):
-        block = rows @ bank_rows[start : start + SIMILARITY_BANK_ROWS].T
-        torch.maximum(best, block.amax(dim=1), out=best)
+    and (for a turned bank) to all its rows, one cache-sized block at a time, by the one
+    blocked search tensors and the line's arrays share
+    (``distance_blocks.blocked_best_cosines``)."""
+    return shared_blocked_search(cells, bank.cells, bank.upright, SEARCH_BLOCKS)
 
 
 def nearest_reference_distances(
@@ -188,7 +168,20 @@ def batch_reference_distances(
 ) -> list[Distances]:
     """``nearest_reference_distances`` of each query (``[1, 3, H, W]`` each, in [0, 1];
     ``query_targets`` their ``[B, M, F]`` ``model.target_features``), query ``i``'s maps
-    upsampled to ``sizes[i]``.
+    upsampled to ``sizes[i]`` (``batch_best_cosines``)."""
+    bests = batch_best_cosines(model, queries01, query_targets, banks, search)
+    return [upsampled_distances(best, size) for best, size in zip(bests, sizes, strict=True)]
+
+
+def batch_best_cosines(
+    model: PADFormer,
+    queries01: list[torch.Tensor],
+    query_targets: torch.Tensor,
+    banks: list[ReferenceBank],
+    search: str = "auto",
+) -> list[dict[tuple[int, bool], torch.Tensor]]:
+    """Each query's ``[h, w]`` best cosines per magnification of ``banks`` (and, for
+    turned banks, with the turns too), on that magnification's cells.
 
     A ``batched`` search takes the cells of all queries in one search per bank; a
     ``blocked`` one searches query by query, so on a CPU each query keeps the bits it gets
@@ -212,7 +205,7 @@ def batch_reference_distances(
             best = torch.cat([cosines[turned] for _, cosines in found])  # type: ignore[misc]
             for index, cells in enumerate(best.view(len(queries01), height, width)):
                 bests[index][level, turned] = cells
-    return [upsampled_distances(best, size) for best, size in zip(bests, sizes, strict=True)]
+    return bests
 
 
 def query_cells(
