@@ -80,7 +80,7 @@ def demo(
         None,
         "--shots",
         help="Reference photos the profile keeps, chosen from the rendered good views to "
-        "cover the most viewpoints (default 12 of 24; 4 with --train, 2 of 6 with --quick).",
+        "cover the most viewpoints (default 12 of 48; 4 with --train, 2 of 6 with --quick).",
     ),
     metric: str | None = choice_option(
         None,
