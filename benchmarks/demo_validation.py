@@ -42,21 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
 from padformer_edge.errors import UserError
+from padformer_edge_training.evaluation.demo_figures import parse_render, rows_for
 
 PROFILE = "demo-validation"
-DEMO_RENDER = ("builtin:duck", 0)  # the demo's own images: never a validation render
 TARGET_FPR = 0.1  # the demo's calibration target (its plan's target_fpr)
-
-
-def parse_render(text: str) -> tuple[str, int]:
-    mesh, _, seed = text.rpartition("@")
-    if not mesh or not seed.isdigit():
-        raise argparse.ArgumentTypeError(f"--render {text}: give MESH@SEED, e.g. builtin:lego@1")
-    if (mesh, int(seed)) == DEMO_RENDER:
-        raise argparse.ArgumentTypeError(
-            f"--render {text} is the demo's own render; validate on another seed or part."
-        )
-    return mesh, int(seed)
 
 
 def render(mesh: str, seed: int, size: int, args: argparse.Namespace) -> Path:
@@ -110,38 +99,6 @@ def score_config(class_dir: Path, candidates: int, shots: int, args: argparse.Na
         "create_cpu_s": created,
         "cpu_s_per_image": per_image,
     }
-
-
-def auroc(good: np.ndarray, bad: np.ndarray) -> float:
-    """P(defect scores above good), ties counted half."""
-    above = (bad[:, None] > good[None, :]).mean()
-    ties = (bad[:, None] == good[None, :]).mean()
-    return float(above + 0.5 * ties)
-
-
-def rows_for(scored: dict, args: argparse.Namespace) -> list[dict]:
-    """One row per calibration count and target: the threshold by calibrate's rule on the
-    first ``count`` good views, then the rates on the defects and the camera's good views."""
-    from padformer_edge.profiles.calibrate import choose_threshold
-
-    good, bad = np.asarray(scored["good"]), np.asarray(scored["defects"])
-    camera = good[max(args.calibration) :]  # the same camera views for every count
-    rows = []
-    for count, target in [(c, t) for c in args.calibration for t in args.target_fpr]:
-        threshold = choose_threshold(good[:count], target, "quantile").value
-        rows.append({
-            "calibration": count,
-            "target_fpr": target,
-            "threshold": threshold,
-            "flagged": int((bad > threshold).sum()),
-            "defects": int(bad.size),
-            "false_alarms": int((camera > threshold).sum()),
-            "camera_good": int(camera.size),
-            "auroc": auroc(camera, bad),
-            # the demo's extra cost of these settings: profile, calibration, camera images
-            "cpu_s": scored["create_cpu_s"] + scored["cpu_s_per_image"] * (count + 15),
-        })  # fmt: skip
-    return rows
 
 
 def run(args: argparse.Namespace) -> None:

@@ -1,4 +1,4 @@
-"""``benchmarks/demo_validation.py``: it refuses the demo's own render, and each row counts
+"""The counting of ``benchmarks/demo_validation.py`` (``training.evaluation.demo_figures``):
 defects and camera views against the threshold ``calibrate``'s rule sets on the first good
 views only, on score arrays whose answers are known."""
 
@@ -9,8 +9,9 @@ import argparse
 import numpy as np
 import pytest
 
-from benchmarks.demo_validation import auroc, parse_render, rows_for
 from padformer_edge.profiles.thresholds import false_alarm_threshold
+from padformer_edge_training.evaluation.demo_figures import parse_render, rows_for
+from padformer_edge_training.evaluation.metrics import image_auroc
 
 
 def test_the_demos_own_render_is_refused_and_others_parse():
@@ -41,7 +42,22 @@ def test_rows_threshold_on_the_calibration_views_and_count_the_rest():
     assert row["cpu_s"] == 2.0 + 0.5 * (12 + 15)  # profile, then calibration + 15 camera images
 
 
-def test_auroc_counts_pairs_and_half_ties():
-    assert auroc(np.array([0.0, 1.0]), np.array([2.0, 3.0])) == 1.0
-    assert auroc(np.array([2.0, 3.0]), np.array([0.0, 1.0])) == 0.0
-    assert auroc(np.array([1.0]), np.array([1.0])) == 0.5
+def test_rows_rank_defects_against_the_camera_views_with_half_ties():
+    args = argparse.Namespace(calibration=[2], target_fpr=[0.1])
+    for camera, defects, expected in (
+        ([0.0, 1.0], [2.0, 3.0], 1.0),
+        ([2.0, 3.0], [0.0, 1.0], 0.0),
+        ([1.0], [1.0], 0.5),
+    ):
+        scored = {
+            "good": [0.0, 0.0, *camera],
+            "defects": defects,
+            "create_cpu_s": 0.0,
+            "cpu_s_per_image": 0.0,
+        }
+        (row,) = rows_for(scored, args)
+        assert (
+            row["auroc"]
+            == expected
+            == image_auroc([False] * len(camera) + [True] * len(defects), [*camera, *defects])
+        )

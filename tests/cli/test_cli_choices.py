@@ -12,7 +12,7 @@ from tests.cli_process import run_cli
 @pytest.mark.parametrize(
     ("command", "listing"),
     [
-        (["results", "list"], "[pending|processing|done|failed|skipped]"),
+        (["results", "list"], "[pending|processing|done|failed|skipped|no_part]"),
         (["results", "stats"], "[all|line|camera|product|hour|day]"),
         (["results", "export"], "[csv|jsonl]"),
         (["alerts", "list"], "[pending|sent|dead]"),

@@ -7,7 +7,12 @@ docs; the demo's test checks that both count the same images.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+import numpy as np
+
+from padformer_edge_training.evaluation.metrics import image_auroc
 
 
 def database_figures(database: Path) -> tuple[int, int, int, int]:
@@ -55,3 +60,42 @@ def baseline_figures(out: Path, config: str) -> tuple[int, int, int, int]:
     flagged = scores(camera) > threshold
     good = np.array([p.stem.endswith("-good") for p in camera])
     return int(flagged[~good].sum()), int((~good).sum()), int(flagged[good].sum()), int(good.sum())
+
+
+DEMO_RENDER = ("builtin:duck", 0)  # the demo's own images: never a validation render
+
+
+def parse_render(text: str) -> tuple[str, int]:
+    mesh, _, seed = text.rpartition("@")
+    if not mesh or not seed.isdigit():
+        raise argparse.ArgumentTypeError(f"--render {text}: give MESH@SEED, e.g. builtin:lego@1")
+    if (mesh, int(seed)) == DEMO_RENDER:
+        raise argparse.ArgumentTypeError(
+            f"--render {text} is the demo's own render; validate on another seed or part."
+        )
+    return mesh, int(seed)
+
+
+def rows_for(scored: dict, args: argparse.Namespace) -> list[dict]:
+    """One row per calibration count and target: the threshold by calibrate's rule on the
+    first ``count`` good views, then the rates on the defects and the camera's good views."""
+    from padformer_edge.profiles.calibrate import choose_threshold
+
+    good, bad = np.asarray(scored["good"]), np.asarray(scored["defects"])
+    camera = good[max(args.calibration) :]  # the same camera views for every count
+    rows = []
+    for count, target in [(c, t) for c in args.calibration for t in args.target_fpr]:
+        threshold = choose_threshold(good[:count], target, "quantile").value
+        rows.append({
+            "calibration": count,
+            "target_fpr": target,
+            "threshold": threshold,
+            "flagged": int((bad > threshold).sum()),
+            "defects": int(bad.size),
+            "false_alarms": int((camera > threshold).sum()),
+            "camera_good": int(camera.size),
+            "auroc": image_auroc([False] * camera.size + [True] * bad.size, [*camera, *bad]),
+            # the demo's extra cost of these settings: profile, calibration, camera images
+            "cpu_s": scored["create_cpu_s"] + scored["cpu_s_per_image"] * (count + 15),
+        })  # fmt: skip
+    return rows
