@@ -1,6 +1,7 @@
-"""The counting of ``benchmarks/demo_validation.py`` (``training.evaluation.demo_figures``):
-defects and camera views against the threshold ``calibrate``'s rule sets on the first good
-views only, on score arrays whose answers are known."""
+"""The counting of ``benchmarks/demo_validation.py``
+(``padformer_edge_training.evaluation.demo_figures``): defects and camera views against the
+threshold ``calibrate``'s rule sets on the first good views only, on score arrays whose
+answers are known."""
 
 from __future__ import annotations
 
