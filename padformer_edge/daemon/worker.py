@@ -22,14 +22,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy import Engine, bindparam, func, select
 
-from padformer_edge.anomaly import is_anomalous
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import (
     AlertKind,
@@ -600,35 +599,36 @@ class Worker:
             self.committed(item.row, item.detection, inspector, outcome, item.statistics)
 
     def outcome(self, item: Finished, inspector: Inspector) -> DetectionOutcome:
-        """A row's result and the alerts its score plans (with its notices)."""
+        """A row's result (its verdict decided there) and the alerts that verdict plans,
+        with its notices."""
         row, detection = item.row, item.detection
-        alerts = list(item.notices)
-        scored = not detection.no_part  # a frame with no part is never an alert
-        if scored and is_anomalous(detection.score, inspector.threshold):  # else none:
-            alerts[:0] = plan_alerts(  # its reason and paths are made for an alert only
-                self.alerts,
-                cooldown=self.cooldown,
-                camera=row.camera,
-                product=row.product,
-                score=detection.score,
-                threshold=inspector.threshold,
-                reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
-                source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
-                heatmap_path=str(item.heatmap),
-                extra={"inspection_id": row.id},
-            )
-        return DetectionOutcome(
+        outcome = DetectionOutcome(
             score=detection.score,
             threshold=inspector.threshold,
             heatmap_path=self.stored_heatmap(item.heatmap),  # relative under the state folder
             model_sha256=inspector.model_sha256,
             detect_ms=detection.timings["total"] * 1000,
-            alerts=alerts,
+            alerts=list(item.notices),
             profile_version=inspector.version,
-            no_part=detection.no_part,
+            no_part=detection.no_part,  # a frame with no part is never an alert
             part_box=detection.part_box,
             part_cut=detection.part_cut if detection.part_box is not None else None,
         )
+        if not outcome.is_anomaly:  # else no alert: its reason and paths are made for one
+            return outcome
+        planned = plan_alerts(
+            self.alerts,
+            cooldown=self.cooldown,
+            camera=row.camera,
+            product=row.product,
+            score=detection.score,
+            threshold=inspector.threshold,
+            reason=f"score {detection.score:.4g} above threshold {inspector.threshold:.4g}",
+            source_path=str(resolve_stored(row.source_path)),  # a receiver needs the file
+            heatmap_path=str(item.heatmap),
+            extra={"inspection_id": row.id},
+        )
+        return replace(outcome, alerts=[*planned, *item.notices])
 
     def committed(
         self,

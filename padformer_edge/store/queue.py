@@ -52,7 +52,13 @@ class AlertRequest:
 
 @dataclass(frozen=True)
 class DetectionOutcome:
-    """What the worker learnt about one image; ``queue_ms`` is derived from the row."""
+    """What the worker learnt about one image; ``queue_ms`` is derived from the row.
+
+    Its verdict (``is_anomaly``) is decided here, once, when the result is made (the one
+    rule, ``anomaly.is_anomalous``; a frame with no part is never an anomaly): the worker
+    plans an anomaly's alerts from it, the store writes it and the log line shows it, so
+    no two of them can disagree at the threshold.
+    """
 
     score: float
     threshold: float
@@ -66,10 +72,11 @@ class DetectionOutcome:
     """A framed profile found no part in the frame: stored as ``no_part``, with no score."""
     part_box: tuple[int, int, int, int] | None = None  # the crop scored, in frame pixels
     part_cut: bool | None = None  # the part ran off the frame's edge
+    is_anomaly: bool = field(init=False)
 
-    @property
-    def is_anomaly(self) -> bool:
-        return not self.no_part and is_anomalous(self.score, self.threshold)
+    def __post_init__(self) -> None:
+        verdict = not self.no_part and bool(is_anomalous(self.score, self.threshold))
+        object.__setattr__(self, "is_anomaly", verdict)  # frozen: set once, here
 
 
 def _session(engine: Engine) -> Session:

@@ -8,7 +8,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -50,25 +50,27 @@ def store_result(
         size_bytes=100,
     )
     assert [r.id for r in claim_batch(engine, 1)] == [row.id]
-    requests = plan_alerts(
-        config,
-        cooldown=cooldown,
-        camera=camera,
-        product=product,
-        score=score,
-        threshold=1.0,
-        reason=f"score {score} above threshold 1.0",
-        source_path=source,
-        heatmap_path=f"/heatmaps/{row.id}.png",
-    )
     outcome = DetectionOutcome(
         score=score,
         threshold=1.0,
         heatmap_path=f"/heatmaps/{row.id}.png",
         model_sha256="0" * 64,
         detect_ms=1.0,
-        alerts=requests,
     )
+    requests = []
+    if outcome.is_anomaly:  # as the worker: the outcome's verdict plans the alerts
+        requests = plan_alerts(
+            config,
+            cooldown=cooldown,
+            camera=camera,
+            product=product,
+            score=score,
+            threshold=1.0,
+            reason=f"score {score} above threshold 1.0",
+            source_path=source,
+            heatmap_path=f"/heatmaps/{row.id}.png",
+        )
+        outcome = replace(outcome, alerts=requests)
     done = complete(engine, row.id, outcome)
     return done.id, len(requests)
 

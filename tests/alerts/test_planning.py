@@ -10,6 +10,7 @@ from padformer_edge.config import load_config
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.daemon.alerts.planning import AlertKind, Cooldown, plan_alerts
 from padformer_edge.errors import UserError
+from padformer_edge.store.queue import DetectionOutcome
 
 CONFIG = AlertsConfig.model_validate(
     {"sinks": {"andon": {"type": "webhook", "url": "http://127.0.0.1:9/x"},
@@ -47,9 +48,14 @@ def test_an_anomaly_queues_one_request_per_sink_log_first() -> None:
     }  # fmt: skip
 
 
-def test_a_score_at_or_below_threshold_raises_nothing() -> None:
-    assert plan(Cooldown(0), 2.0) == []
-    assert plan(Cooldown(0), 0.1) == []
+def test_the_planner_judges_no_score_the_outcome_decides() -> None:
+    """A result's verdict is decided once, by its outcome; the planner queues what it is
+    asked to, so a caller that asks for a good score's alert gets one (the worker never
+    does: it asks only for an outcome whose ``is_anomaly`` is true)."""
+    assert not DetectionOutcome(2.0, 2.0, None, "0" * 64, 1.0).is_anomaly
+    assert not DetectionOutcome(0.1, 2.0, None, "0" * 64, 1.0).is_anomaly
+    assert DetectionOutcome(2.5, 2.0, None, "0" * 64, 1.0).is_anomaly
+    assert [r.sink for r in plan(Cooldown(0), 0.1)] == ["log", "andon", "mes"]
 
 
 def test_cooldown_holds_back_notifications_and_counts_them() -> None:

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -168,11 +169,13 @@ def test_an_anomaly_the_cooldown_held_back_says_so_not_no_alerts(
         row = enqueue(engine, camera="cam", product="bolt", source_path=f"/cams/{n}.png",
                       sha256=f"{n}" * 64, size_bytes=1)  # fmt: skip
         claim_batch(engine, 1)
-        requests = plan_alerts(config, cooldown=cooldown, camera="cam", product="bolt",
-                               score=score, threshold=1.0, reason="over")  # fmt: skip
-        complete(engine, row.id, DetectionOutcome(score=score, threshold=1.0, heatmap_path=None,
-                                                  model_sha256="0" * 64, detect_ms=1.0,
-                                                  alerts=requests))  # fmt: skip
+        outcome = DetectionOutcome(score=score, threshold=1.0, heatmap_path=None,
+                                   model_sha256="0" * 64, detect_ms=1.0)  # fmt: skip
+        if outcome.is_anomaly:  # as the worker plans: from the outcome's verdict
+            requests = plan_alerts(config, cooldown=cooldown, camera="cam", product="bolt",
+                                   score=score, threshold=1.0, reason="over")  # fmt: skip
+            outcome = replace(outcome, alerts=requests)
+        complete(engine, row.id, outcome)
         ids.append(row.id)
     engine.dispose()
     alerted, held, good = ids

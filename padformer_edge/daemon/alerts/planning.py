@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from padformer_edge.anomaly import is_anomalous
 from padformer_edge.daemon.alerts.config import AlertsConfig
 from padformer_edge.store.queue import AlertRequest
 
@@ -79,14 +78,11 @@ def plan_alerts(
 ) -> list[AlertRequest]:
     """One request per sink (log first) for a notification, or none.
 
-    An ``anomaly`` is only raised when ``score > threshold`` (the store's ``is_anomaly``),
-    so the worker may call this for every result. A cooled-down notification returns an
-    empty list; the result row itself is stored as usual.
+    It judges no score: a caller plans an ``anomaly`` for a result whose verdict says so
+    (``store.queue.DetectionOutcome.is_anomaly``, decided once where the result is made),
+    so the alert and the stored row cannot disagree. A cooled-down notification returns
+    an empty list; the result row itself is stored as usual.
     """
-    if kind is AlertKind.anomaly and (
-        score is None or threshold is None or not is_anomalous(score, threshold)
-    ):
-        return []
     suppressed = cooldown.admit((camera, product, kind.value))
     if suppressed is None:
         return []
