@@ -7,9 +7,10 @@ nowhere else:
 - **training**: in anything training reads (renders, recipes, validation choices), next
   to the image-space anomalies made at train time;
 - **transfer**: 3D kinds shaped like what the image-space generators draw (thin lines,
-  small added bodies). They measure transfer from those generators to rendered 3D
-  defects on unseen objects; a validation render of them (another seed) may serve
-  choices, and says so;
+  small added bodies), and the scratches ``synth --thin-px`` draws 1-3 camera pixels wide
+  on framed renders (``SCRATCHES``: not a 3D kind, so ``--defects transfer`` renders only
+  the 3D two). They measure transfer from those generators to defects on unseen objects;
+  a validation render of them (another seed) may serve choices, and says so;
 - **unseen**: a 3D kind whose shape no generator and no training kind makes, used for no
   choice at all and measured once per test render. It carries the unseen-kind claim.
 
@@ -32,7 +33,8 @@ from pathlib import Path
 from padformer_edge.errors import UserError
 
 TRAINING_FAMILY = ("Stains", "Burrs", "Missing", "Dents", "Discoloured")
-TRANSFER_FAMILY = ("Foreign", "Cracks")
+SCRATCHES = "Scratches"  # the test folder of a framed render's camera-pixel scratches
+TRANSFER_FAMILY = ("Foreign", "Cracks", SCRATCHES)
 UNSEEN_FAMILY = ("Bent",)
 HELD_OUT_FAMILY = (*TRANSFER_FAMILY, *UNSEEN_FAMILY)  # never in training: transfer + unseen
 FAMILIES = {"training": TRAINING_FAMILY, "transfer": TRANSFER_FAMILY, "unseen": UNSEEN_FAMILY}

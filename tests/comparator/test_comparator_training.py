@@ -218,7 +218,7 @@ def test_ship_writes_the_comparator_and_a_card_the_locator_accepts(tree, tmp_pat
     assert card["name"] == shipped.stem
     assert card["steps"] == 2 and card["wall_time"] == "6.0 min"
     assert card["data"]["objects"] == 2 and card["data"]["rendered_defects"] == ["X"]
-    assert card["families"]["transfer"] == ["Foreign", "Cracks"]
+    assert card["families"]["transfer"] == ["Foreign", "Cracks", "Scratches"]
     assert card["families"]["unseen"] == ["Bent"]
     monkeypatch.setenv(weights.COMPARATOR_ENV_VAR, str(shipped))
     assert weights.locate_comparator() == shipped

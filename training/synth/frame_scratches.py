@@ -25,7 +25,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-SCRATCH_KIND = "Scratches"  # the test folder of this family in a framed render
+from padformer_edge_training.families import SCRATCHES
+
+SCRATCH_KIND = SCRATCHES  # the test folder of these scratches in a framed render (transfer)
 COLOUR_TOLERANCE = 4  # 8-bit levels, as synth.dataset's masks
 MIN_LENGTH_PX = 6  # shorter than this a stroke is a speck, not a line
 TRIES = 40  # draws of a position before the view is given up
