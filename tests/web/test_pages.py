@@ -194,6 +194,42 @@ def test_an_anomaly_the_cooldown_held_back_says_so_not_no_alerts(
         server.app.close()
 
 
+def test_a_frame_without_a_part_is_a_grey_card_that_says_so_not_a_score(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A framed profile's ``no_part`` frame is neither good nor an anomaly: its card, its
+    history row and its detail page name it in words, with no score shown."""
+    monkeypatch.setenv("PADFORMER_EDGE_STATE_DIR", str(tmp_path / "state"))
+    db = str(tmp_path / "frames.sqlite3")
+    engine = open_engine(db)
+    upgrade(engine)
+    ids = []
+    for n, no_part in enumerate((True, False)):
+        row = enqueue(engine, camera="cam", product="bolt", source_path=f"/cams/{n}.jpg",
+                      sha256=f"{n}" * 64, size_bytes=1)  # fmt: skip
+        claim_batch(engine, 1)
+        complete(engine, row.id, DetectionOutcome(float("nan") if no_part else 0.5, 1.0, None,
+                                                  "0" * 64, 1.0, no_part=no_part))  # fmt: skip
+        ids.append(row.id)
+    engine.dispose()
+    empty, good = ids
+    server = make_server(HttpConfig(port=0), db, [tmp_path]).start()
+    try:
+        live = request(server.url, "/").text
+        (card,) = [a for a in live.split("<article")[1:] if f'data-id="{empty}"' in a]
+        (other,) = [a for a in live.split("<article")[1:] if f'data-id="{good}"' in a]
+        assert "verdict-good" in other and "score 0.5" in other
+        assert 'class="card verdict-no_part"' in card and ">no part<" in card
+        assert "no part found in the frame: not scored" in card and "nan" not in card.lower()
+        history = request(server.url, "/history").text
+        assert '<tr class="verdict-no_part">' in history and ">no part<" in history
+        detail = request(server.url, f"/inspections/{empty}").text
+        assert 'class="verdict verdict-no_part">no part<' in detail
+    finally:
+        server.stop()
+        server.app.close()
+
+
 def test_health_reports_cameras_queue_failures_outbox_and_heartbeat(
     server: WebServer, site: Site
 ) -> None:
