@@ -17,6 +17,7 @@ import pytest
 from padformer_edge.errors import UserError
 from padformer_edge_training.families import (
     FAMILIES,
+    SCRATCHES,
     HELD_OUT_FAMILY,
     TRAINING_FAMILY,
     TRANSFER_FAMILY,
@@ -61,12 +62,14 @@ def every_kind(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_families_name_every_kind_once() -> None:
-    """Training, transfer and unseen are disjoint and cover every kind the renderer knows;
+    """Training, transfer and unseen are disjoint and cover every kind the renderer knows,
+    plus the framed render's camera-pixel scratches (a transfer kind no 3D generator makes);
     held-out is exactly the transfer and unseen kinds."""
     named = [kind for family in FAMILIES.values() for kind in family]
-    assert sorted(named) == sorted(ALL_KINDS) and len(set(named)) == len(named)
+    assert sorted(named) == sorted((*ALL_KINDS, SCRATCHES)) and len(set(named)) == len(named)
+    assert SCRATCHES in TRANSFER_FAMILY and SCRATCHES not in ALL_KINDS
     assert set(TRAINING_FAMILY).isdisjoint(HELD_OUT_FAMILY)
-    assert sorted(TRAINING_FAMILY + HELD_OUT_FAMILY) == sorted(ALL_KINDS)
+    assert sorted(TRAINING_FAMILY + HELD_OUT_FAMILY) == sorted((*ALL_KINDS, SCRATCHES))
     assert ALL_KINDS[-len(UNSEEN_FAMILY) :] == UNSEEN_FAMILY, "the newest kind renders last"
     assert set(DEFECT_KINDS) <= set(TRAINING_FAMILY)
     assert ALL_KINDS[: len(DEFECT_KINDS)] == DEFECT_KINDS
@@ -77,9 +80,10 @@ def test_kinds_resolve_from_names_and_family_words() -> None:
     assert resolve_kinds(["cracks,dents", "Burrs"]) == ("Burrs", "Dents", "Cracks")
     assert resolve_kinds(["training"]) == tuple(k for k in ALL_KINDS if k in TRAINING_FAMILY)
     assert resolve_kinds(["held-out"]) == tuple(k for k in ALL_KINDS if k in HELD_OUT_FAMILY)
-    assert resolve_kinds(["Transfer"]) == TRANSFER_FAMILY
+    rendered_3d = tuple(k for k in HELD_OUT_FAMILY if k != SCRATCHES)
+    assert resolve_kinds(["Transfer"]) == tuple(k for k in TRANSFER_FAMILY if k != SCRATCHES)
     assert resolve_kinds(["unseen"]) == UNSEEN_FAMILY
-    assert resolve_kinds(["transfer", "unseen"]) == HELD_OUT_FAMILY
+    assert resolve_kinds(["transfer", "unseen"]) == rendered_3d
     assert not set(resolve_kinds(["training"])) & set(HELD_OUT_FAMILY)
     assert resolve_kinds(["all", "Stains"]) == ALL_KINDS
     with pytest.raises(UserError, match="unknown defect kind 'Dentss' in --defects") as caught:
