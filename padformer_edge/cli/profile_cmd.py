@@ -41,6 +41,10 @@ app = typer.Typer(
 )
 ROOT_HELP = "Profiles folder; else $PADFORMER_EDGE_PROFILES, else <state dir>/profiles."
 DEVICE_HELP = "Where the model runs (default: the profile's own setting)."
+REGIONS_HELP = (
+    "YAML file of polygons in frame pixels to leave out of scoring (fixtures, labels, "
+    "stamps): ignore_regions: [{name: ..., points: [[x, y], ...]}]."
+)
 _out = table_console()
 _err = Console(stderr=True)
 
@@ -65,6 +69,9 @@ def create(
     background: Path | None = typer.Option(
         None, "--background", help="Photo of the camera's empty belt: find the part in each frame."
     ),
+    ignore_regions: Path | None = typer.Option(
+        None, "--ignore-regions", help=REGIONS_HELP, metavar="FILE.yaml"
+    ),
     settings: DetectionSettings = options.FROM_OPTIONS,
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -82,10 +89,13 @@ def create(
         require_file(model, "checkpoint", "give the path of a .safetensors file")
     if background is not None:
         require_file(background, "belt photo", "give a photo of the camera's empty belt")
+    from padformer_edge.profiles.regions import read_regions  # no torch: refused at once
+
+    regions = [] if ignore_regions is None else read_regions(ignore_regions)
     from padformer_edge.profiles.create import create_profile  # torch: only when run
 
     result = create_profile(
-        profiles_root(root), name, model, references, shots, settings, background
+        profiles_root(root), name, model, references, shots, settings, background, regions
     )
     chosen = ", ".join(p.name for p in result.chosen)
     _say(f"created profile '{name}' at {result.profile.folder}")
@@ -541,6 +551,33 @@ def set_model_cmd(
         f"profile '{name}' now uses {profile.weights_label} (sha256 "
         f"{profile.model_sha256[:12]}...) with metric {profile.detection.metric}"
     )
+    _say(f"next: padformer-edge profile calibrate {name} --good DIR")
+
+
+@app.command("set-regions")
+def set_regions_cmd(
+    name: str = typer.Argument(..., help="Profile name."),
+    ignore_regions: Path | None = typer.Option(
+        None, "--ignore-regions", help=REGIONS_HELP, metavar="FILE.yaml"
+    ),
+    clear: bool = typer.Option(
+        False, "--clear", help="Remove every region: score the whole frame."
+    ),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Set the parts of the frame NAME's score ignores, or --clear them; its threshold is
+    cleared until recalibrated."""
+    if (ignore_regions is None) == (not clear):
+        raise UserError(
+            f"profile set-regions {name} needs exactly one of --ignore-regions FILE.yaml or "
+            f"--clear; e.g. padformer-edge profile set-regions {name} --ignore-regions "
+            "regions.yaml."
+        )
+    from padformer_edge.profiles.regions import set_regions
+
+    profile = set_regions(profiles_root(root), name, ignore_regions)
+    named = ", ".join(region.name for region in profile.config.ignore_regions)
+    _say(f"profile '{name}' ignores {named}" if named else f"profile '{name}' ignores no region")
     _say(f"next: padformer-edge profile calibrate {name} --good DIR")
 
 

@@ -553,6 +553,7 @@ class Worker:
                     detection.score,
                     threshold=inspector.threshold,  # one colour scale per profile
                     encoding=self.config.heatmap_format,
+                    ignored=detection.ignored_regions,
                 )
             return heatmap, self.image_statistics(image, inspector)
 

@@ -40,7 +40,8 @@ class Detection:
     A framed profile (``detect.framed``) sets ``part_box`` (x0, y0, x1, y1 in frame
     pixels: the crop that was scored), ``part_cut`` (the part runs off the frame's edge,
     so only what is visible was scored) or ``no_part`` (the frame shows none: ``score``
-    is NaN, never a score of the belt).
+    is NaN, never a score of the belt). ``ignored_regions``: the profile's polygons
+    (``detect.regions``) whose cells the map and the score left out, for the heatmap.
     """
 
     score: float
@@ -52,6 +53,7 @@ class Detection:
     part_box: tuple[int, int, int, int] | None = None
     part_cut: bool = False
     no_part: bool = False
+    ignored_regions: tuple[np.ndarray, ...] = ()
 
 
 def detect_in_groups(

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from padformer_edge.detect.detection import Detection, GroupedDetection, InspectionDetector
+from padformer_edge.detect.detection import Detection, InspectionDetector
 from padformer_edge.detect.framing import MARGIN, crop, crop_box, paste, same_size
 from padformer_edge.detect.locate import BeltModel, Located, locate
-from padformer_edge.detect.settings import DetectionSettings
+from padformer_edge.detect.wrapping import WrappedDetector
 from padformer_edge.errors import UserError
 
 
@@ -81,35 +81,12 @@ def no_part(frame: np.ndarray, seconds: float) -> Detection:
     return Detection(float("nan"), empty, [], [], {**timings, "total": seconds}, no_part=True)
 
 
-class FramedDetector(GroupedDetection):
+class FramedDetector(WrappedDetector):
     """``inner`` (built on the references' crops) applied to each frame's part crop."""
 
     def __init__(self, inner: InspectionDetector, framing: Framing) -> None:
-        self.inner, self.framing = inner, framing
-
-    @property
-    def settings(self) -> DetectionSettings:
-        return self.inner.settings
-
-    @property
-    def device(self) -> Any:
-        return self.inner.device
-
-    @property
-    def max_batch(self) -> int:
-        return self.inner.max_batch
-
-    @max_batch.setter
-    def max_batch(self, value: int) -> None:
-        self.inner.max_batch = value
-
-    @property
-    def cache_hit(self) -> bool:
-        return self.inner.cache_hit
-
-    @property
-    def images_per_call(self) -> int:
-        return self.inner.images_per_call
+        super().__init__(inner)
+        self.framing = framing
 
     @property
     def scoring(self) -> dict[str, Any]:

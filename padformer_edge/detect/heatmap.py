@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ OVERLAY_ALPHA = 0.5  # equal weight: the defect stays visible under the colour
 HOT_FACTOR = 2.0
 CALM_SHARE = 0.5  # the part of the colour map below the threshold
 OUTLINE_BGR = (255, 0, 255)  # magenta: a colour JET never draws, so the outline reads as one
+IGNORED_BGR = (255, 255, 255)  # white: an ignored region's outline, never JET's either
 MIN_MARK_SHARE = 0.05  # radius of the ring around a tiny region, as a share of the short side
 MAX_OVERLAY_SIDE = 1024
 """The overlay's longest side in pixels: a screen's worth (the page scales it over the
@@ -280,6 +282,19 @@ def draw_outline(overlay: np.ndarray, above: np.ndarray) -> int:
     return len(contours)
 
 
+def draw_ignored(
+    overlay: np.ndarray, ignored: Sequence[np.ndarray], frame_size: tuple[int, int]
+) -> None:
+    """Outline each ignored region (``detect.regions``: polygons in frame pixels) on
+    ``overlay`` in place, in white, so a reader sees where no defect can be flagged."""
+    if not ignored:
+        return
+    scale = np.array([overlay.shape[1] / frame_size[1], overlay.shape[0] / frame_size[0]])
+    thickness = max(1, round(min(overlay.shape[:2]) / 200))
+    corners = [np.round(np.asarray(p) * scale).astype(np.int32) for p in ignored]
+    cv2.polylines(overlay, corners, True, IGNORED_BGR, thickness, cv2.LINE_8)
+
+
 def render_overlay(
     image: np.ndarray,
     anomaly_map: np.ndarray,
@@ -287,6 +302,7 @@ def render_overlay(
     vmax: float | None = None,
     threshold: float | None = None,
     box: Box | None = None,
+    ignored: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """A BGR ``uint8`` picture: the map (covering ``box`` of the image, default all of
     it: ``overlay_map``) in the JET colour map blended on the image, with the score (and
@@ -296,7 +312,7 @@ def render_overlay(
     ``vmax`` fixes the value drawn as full red so that overlays of several images can be
     compared; without it and without ``threshold`` each map is scaled to its own maximum.
     With ``threshold`` (a profile's) the scale is anchored to it (``colour_indices``) and
-    the region above it is outlined in magenta.
+    the region above it is outlined in magenta; ``ignored`` regions are outlined in white.
     """
     size = overlay_shape(image.shape)
     small_map, outlined = overlay_map(anomaly_map, image.shape[:2], size, box)
@@ -306,6 +322,7 @@ def render_overlay(
     parts = ("no part",) if math.isnan(score) else (f"score {plain(score)}",)  # detect.framed
     if threshold is not None:
         parts += (f"threshold {plain(threshold)}",)
+    draw_ignored(overlay, ignored, image.shape[:2])
     draw_label(overlay, parts)
     if threshold is not None:  # last, so the score label never hides part of the outline
         draw_outline(overlay, above_threshold(outlined, threshold, size))
@@ -323,12 +340,13 @@ def write_heatmap(
     raw_path: str | Path | None = None,
     encoding: str = "png",
     box: Box | None = None,
+    ignored: Sequence[np.ndarray] = (),
 ) -> Path:
     """Write the overlay to ``path`` (at most ``MAX_OVERLAY_SIDE`` px on its longer
     side) in ``encoding`` (a key of ``OVERLAY_ENCODINGS``, whose suffix ``path`` must
     have) and, if asked, the float32 map at the image's size as ``.npy``
-    (``map_geometry.frame_map``); ``vmax``, ``threshold`` and ``box`` (what part of the
-    image the map covers) as in ``render_overlay``."""
+    (``map_geometry.frame_map``); ``vmax``, ``threshold``, ``box`` (what part of the
+    image the map covers) and ``ignored`` as in ``render_overlay``."""
     frame_size = image.shape[:2]
     if anomaly_map.ndim != 2 or any(
         m > f for m, f in zip(anomaly_map.shape, frame_size, strict=True)
@@ -337,7 +355,7 @@ def write_heatmap(
     chosen = OVERLAY_ENCODINGS[encoding]
     if Path(path).suffix.lower() != chosen.suffix:
         raise ValueError(f"a {encoding} heatmap is named *{chosen.suffix}, not {Path(path).name}")
-    overlay = render_overlay(image, anomaly_map, score, vmax, threshold, box)
+    overlay = render_overlay(image, anomaly_map, score, vmax, threshold, box, ignored)
     ok, encoded = cv2.imencode(chosen.suffix, overlay, list(chosen.params))
     if not ok:
         raise RuntimeError(f"OpenCV failed to encode the heatmap as {encoding}")

@@ -85,6 +85,7 @@ def save_result(
             vmax=heatmap_max,
             threshold=threshold,
             raw_path=raw,
+            ignored=detection.ignored_regions,
         )
     seconds = detection.timings["total"]
     get_logger("detect").debug(

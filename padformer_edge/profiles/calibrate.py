@@ -233,8 +233,12 @@ def measure_calibration(
         scoring=detector.scoring,
         rule=rule,
         rate_bounds=FalseAlarmBounds(
-            count=bounds.count, exceeding=bounds.exceeding, low=bounds.low, high=bounds.high,
-            confidence=bounds.confidence, images_needed=good_images_needed(target_fpr),
+            count=bounds.count,
+            exceeding=bounds.exceeding,
+            low=bounds.low,
+            high=bounds.high,
+            confidence=bounds.confidence,
+            images_needed=good_images_needed(target_fpr),
         ),
     )
 
@@ -263,11 +267,17 @@ def scoring_of(profile: Profile) -> Signature:
         return load_checkpoint(profile.model_path)[0]
 
     signature = profile.method.signature(profile.detection, padformer)
-    if profile.config.background is None:
-        return signature
-    from padformer_edge.detect.framed import framing_signature  # as FramedDetector.scoring
+    if profile.config.background is not None:
+        from padformer_edge.detect.framed import framing_signature  # as FramedDetector's
 
-    return {**signature, "framing": framing_signature(profile.config.background.sha256)}
+        signature = {**signature, "framing": framing_signature(profile.config.background.sha256)}
+    if profile.config.ignore_regions:
+        from padformer_edge.detect.regions import regions_signature  # as RegionsDetector's
+
+        regions = profile.config.ignore_regions
+        ignored = regions_signature([r.name for r in regions], [r.points for r in regions])
+        signature = {**signature, "ignore_regions": ignored}
+    return signature
 
 
 def pin_threshold(profile: Profile, threshold: float) -> Profile:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,9 @@ from padformer_edge.profiles.layout import (
     write_yaml_atomic,
 )
 from padformer_edge.profiles.profile import KnownReferences, Profile, load_profile
+from padformer_edge.profiles.regions import check_regions_fit, frame_size_of
 from padformer_edge.profiles.schema import (
+    IgnoreRegion,
     ProfileConfig,
     ProfileModelRef,
     ReferenceEntry,
@@ -84,6 +87,7 @@ def create_profile(
     shots: int | None = None,
     settings: DetectionSettings | None = None,
     background: str | Path | None = None,
+    ignore_regions: Sequence[IgnoreRegion] = (),
 ) -> CreateResult:
     """Make profile ``name`` from a folder of good images, and a checkpoint when its
     metric scores with one (``compare`` reads its comparator and ``checkpoint`` is unused).
@@ -91,7 +95,8 @@ def create_profile(
     With more images than ``shots`` the references are chosen to cover the most
     viewpoints (``selection.select_references``); without ``shots`` all are used.
     ``background``: a photo of the camera's empty belt, copied in; with it the profile
-    finds the part in each frame and scores its crop (``detect.framed``).
+    finds the part in each frame and scores its crop (``detect.framed``);
+    ``ignore_regions`` (checked against the references' frame) are left out of scoring.
     """
     settings = settings or DetectionSettings()
     method = method_for(settings.metric)
@@ -113,6 +118,7 @@ def create_profile(
             f"--shots {shots} does not fit the {len(images)} images in {references}; "
             f"choose from 1 to {len(images)}."
         )
+    check_regions_fit(ignore_regions, frame_size_of(images))
     count = len(images) if shots is None else shots
     picked = select_references(images, count, settings, lambda: model)
     chosen = [paths[i] for i in picked]
@@ -135,6 +141,7 @@ def create_profile(
             references=entries,
             selection=ReferenceSelection(method=method, pool_size=len(images)),
             background=backdrop,
+            ignore_regions=list(ignore_regions),
         )
         if settings.runtime in GRAPH_RUNTIMES:
             from padformer_edge.profiles.export import export_into

@@ -210,6 +210,8 @@ class Profile:
         computed the way this detector computes them. ``known`` and ``padformer`` hand in
         what the caller has already read and checked (``profile create`` has just decoded
         and hashed the references and loaded the checkpoint), so nothing is read twice.
+        A profile with a belt photo scores each frame's part crop (``detect.framed``); one
+        with ``ignore_regions`` leaves them out of map and score (``detect.regions``).
         """
         if runtime is not None and runtime != self.detection.runtime:
             profile = self.on_runtime(runtime)
@@ -226,6 +228,12 @@ class Profile:
             from padformer_edge.detect.framed import FramedDetector
 
             detector = FramedDetector(detector, framing)
+        if self.config.ignore_regions:
+            from padformer_edge.detect.regions import RegionsDetector
+
+            regions = self.config.ignore_regions
+            names, corners = [r.name for r in regions], [r.points for r in regions]
+            detector = RegionsDetector(detector, names, corners)
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector

@@ -52,6 +52,54 @@ class BackgroundEntry(StrictModel):
     source: str | None = None
 
 
+FramePixel = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+"""A coordinate in the camera's frame, in pixels from its top-left corner."""
+
+
+class IgnoreRegion(StrictModel):
+    """A part of the camera's frame the score ignores (a fixture, a label on the belt, a
+    date stamp): a polygon in frame pixels, named so the heatmap and the logs can say
+    which. The frame is the camera's whole picture, as the references show it."""
+
+    name: str = Field(min_length=1, max_length=64)
+    points: list[tuple[FramePixel, FramePixel]] = Field(min_length=3)
+    """The polygon's corners as ``[x, y]`` pairs, in order around it."""
+
+    @field_validator("points")
+    @classmethod
+    def _encloses_area(cls, points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        """A polygon whose corners lie on one line hides nothing: refused, not kept."""
+        twice_area = sum(
+            x0 * y1 - x1 * y0
+            for (x0, y0), (x1, y1) in zip(points, points[1:] + points[:1], strict=True)
+        )
+        if abs(twice_area) < 1.0:  # under half a square pixel
+            raise ValueError(
+                "the points enclose no area; give at least three corners that are not on one "
+                "line"
+            )
+        return points
+
+
+def unique_region_names(regions: list[IgnoreRegion]) -> list[IgnoreRegion]:
+    """Regions named once each: the heatmap and ``profile show`` name them."""
+    names = [region.name for region in regions]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"region name {twice[0]!r} is used twice; give each region its own")
+    return regions
+
+
+@register_config_kind("regions")
+class RegionsFile(StrictModel):
+    """The file ``profile create --ignore-regions`` and ``profile set-regions`` read: the
+    ``ignore_regions`` list of ``profile.yaml``, on its own."""
+
+    ignore_regions: list[IgnoreRegion] = Field(min_length=1)
+
+    _unique = field_validator("ignore_regions")(unique_region_names)
+
+
 class ReferenceSelection(StrictModel):
     """How the references were picked from the folder the operator gave."""
 
@@ -249,6 +297,9 @@ class ProfileConfig(StrictModel):
     calibration: CalibrationResult | None = None
     background: BackgroundEntry | None = None
     """The empty belt's photo; None: frames are scored whole, as the part filling them."""
+    ignore_regions: list[IgnoreRegion] = Field(default_factory=list)
+    """Parts of the frame the score ignores (``profile set-regions``); outlined on the
+    heatmap."""
     exported: ExportedFiles | None = None
     """Graphs for ``detection.runtime: onnxruntime`` or ``openvino`` (the latter adds their
     IR); None for a profile run with torch."""
@@ -262,6 +313,8 @@ class ProfileConfig(StrictModel):
     growth: ReferenceGrowth = Field(default_factory=ReferenceGrowth)
     approved: list[ApprovedImage] = Field(default_factory=list)
     """Approved candidates taken in by the last refresh."""
+
+    _unique_regions = field_validator("ignore_regions")(unique_region_names)
 
     @model_validator(mode="before")
     @classmethod

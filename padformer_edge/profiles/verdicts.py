@@ -79,6 +79,7 @@ def inspect_images(
             found.anomaly_map,
             found.score,
             threshold=threshold,  # the same colour scale as the daemon's heatmaps
+            ignored=found.ignored_regions,
         )
         scored = not found.no_part
         verdicts.append(

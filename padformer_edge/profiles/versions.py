@@ -60,8 +60,8 @@ def next_version(profile: Profile) -> int:
 
 def alters_scoring(old: ProfileConfig, new: ProfileConfig) -> bool:
     """True when ``new`` would score or decide differently from ``old``: another
-    threshold, references, model or detection settings (the device and runtime aside:
-    every runtime computes the same scores)."""
+    threshold, references, model, belt photo, ignored regions or detection settings
+    (the device and runtime aside: every runtime computes the same scores)."""
     before, after = old.calibration, new.calibration
     if (before is None) != (after is None):
         return True
@@ -71,6 +71,8 @@ def alters_scoring(old: ProfileConfig, new: ProfileConfig) -> bool:
     return (
         old.references != new.references
         or old.model != new.model
+        or old.background != new.background
+        or old.ignore_regions != new.ignore_regions
         or old.detection != new.detection.replace(**same_run)
     )
 

@@ -17,8 +17,8 @@ import pytest
 from padformer_edge.errors import UserError
 from padformer_edge_training.families import (
     FAMILIES,
-    SCRATCHES,
     HELD_OUT_FAMILY,
+    SCRATCHES,
     TRAINING_FAMILY,
     TRANSFER_FAMILY,
     UNSEEN_FAMILY,
