@@ -56,6 +56,13 @@ def detect_config_kind(path: str | Path) -> str:
         for name, cls in kinds.items()
         if keys <= set(cls.model_fields) and _kind_allows(cls, data.get("kind"))
     ]
+    complete = [  # a regions file's one key is also a profile's: the kind it completes
+        name
+        for name in matches
+        if {key for key, field in kinds[name].model_fields.items() if field.is_required()} <= keys
+    ]
+    if len(matches) > 1 and len(complete) == 1:
+        return complete[0]
     if len(matches) == 1:
         return matches[0]
     known = ", ".join(sorted(kinds)) or "none registered"

@@ -216,3 +216,10 @@ def test_cli_create_and_set_regions(made, tmp_path, regions_file):
     assert cleared.returncode == 0, cleared.stderr
     assert "ignores no region" in cleared.stdout
     assert load_profile(profiles, "cam").config.ignore_regions == []
+
+
+def test_config_check_knows_a_regions_file(regions_file):
+    """Its one key is also a profile's; the kind whose required keys it has is chosen."""
+    done = run_cli("config", "check", str(regions_file))
+    assert done.returncode == 0, done.stderr
+    assert "valid regions config" in done.stdout

@@ -25,6 +25,7 @@ def test_every_kind_is_registered_from_its_owner_without_loading_torch() -> None
     assert found["kinds"] == {
         "daemon": "padformer_edge.daemon.settings.DaemonConfig",
         "profile": "padformer_edge.profiles.schema.ProfileConfig",
+        "regions": "padformer_edge.profiles.schema.RegionsFile",
         "train": "padformer_edge_training.config.TrainConfig",
         "comparator": "padformer_edge_training.comparator.recipe.ComparatorRecipe",
     }
