@@ -139,14 +139,14 @@ def demo(
 def _about_the_model(report: DemoReport, plan: DemoPlan, choice: DemoModel | None) -> None:
     """How the model was had (the shipped one, or the brief training) and what the
     threshold rests on, so the demo's figures are read for what they are."""
-    from padformer_edge.demo.model_choice import describe
+    from padformer_edge.demo.model_choice import describe_scoring
 
     facts = report.training
     if facts is None and choice is not None:
         _out.print(
-            f"\n[bold]The model:[/] {describe(choice)}. No training step: the profile took "
-            f"{plan.shots} reference views of {plan.mesh} and {plan.calibration_views} good "
-            "views to set its threshold."
+            f"\n[bold]The model:[/] {describe_scoring(choice, plan.metric)}. No training "
+            f"step: the profile took {plan.shots} reference views of {plan.mesh} and "
+            f"{plan.calibration_views} good views to set its threshold."
         )
     elif facts is not None:
         _out.print(

@@ -60,3 +60,21 @@ def describe(choice: DemoModel) -> str:
         f"training steps, {card['wall_time']} on {card['machine']}, sha256 "
         f"{str(card['sha256'])[:12]}...)"
     )
+
+
+def describe_scoring(choice: DemoModel, metric: str) -> str:
+    """What the demo's profile scores with, for the closing lines: the model (``describe``)
+    for a metric that reads it, else the method's own shipped weights (``compare``'s
+    comparator), since such a profile never reads the generic model."""
+    from padformer_edge.detect.settings import DetectionSettings
+    from padformer_edge.methods.registry import method_for
+
+    method = method_for(metric)
+    settings = method.settled(DetectionSettings(metric=metric))
+    own = settings.section.weights_sha256()
+    if method.reads_padformer or own is None:
+        return describe(choice)
+    return (
+        f"the {metric} score's shipped weights {method.weights_name(settings)} (sha256 "
+        f"{own[:12]}...); a {metric} profile reads no PADFormer checkpoint"
+    )

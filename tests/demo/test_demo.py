@@ -56,7 +56,9 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     assert "rendering builtin:duck at 64 px (a part the generic model never trained on)" in (
         result.stdout
     )
-    assert "The model: the shipped generic model (tiny preset, 7 training steps" in result.stdout
+    # a compare profile reads the comparator, not the generic model: the demo says which
+    assert "The model: the compare score's shipped weights comparator" in result.stdout
+    assert "a compare profile reads no PADFormer checkpoint" in result.stdout
     assert "What the threshold rests on: " in result.stdout and "confidence)" in result.stdout
     # before anything here reads it: the database alone, no -wal, -shm or migration lock
     assert sorted(p.name for p in out.glob("results.sqlite3*")) == ["results.sqlite3"]
