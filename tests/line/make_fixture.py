@@ -6,7 +6,8 @@ on the onnxruntime runtime with its exported graphs and ``bolt-ov`` on the openv
 runtime with their IR (the same model and references), ``bolt-compare`` and
 ``bolt-compare-ov`` on the ``compare`` metric (the shipped comparator's graphs), each
 with a threshold pinned between a good and a defective image's score, and those images
-for the tests to drop into a camera folder. CI builds it in the main venv and hands it to
+for the tests to drop into a camera folder; ``bolt-framed`` scores camera frames (a belt
+photo, a region to ignore) with its JPEG frames. CI builds it in the main venv and hands it to
 the torch-free venv's tests.
 """
 
@@ -15,11 +16,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
 from tests.detect_images import product_image, with_defect
+
+if TYPE_CHECKING:
+    from padformer_edge.detect.settings import DetectionSettings
 
 PROFILE = "bolt"
 PROFILES = {"onnxruntime": PROFILE, "openvino": "bolt-ov"}
@@ -27,6 +32,9 @@ PROFILES = {"onnxruntime": PROFILE, "openvino": "bolt-ov"}
 COMPARE_PROFILES = {"onnxruntime": "bolt-compare", "openvino": "bolt-compare-ov"}
 """The same references on the ``compare`` metric (the shipped comparator), per runtime."""
 SETTINGS = {"passes": 3, "max_batch": 6, "device": "auto", "metric": "auto"}
+FRAMED_PROFILE = "bolt-framed"
+"""Camera frames of the belt: ``compare`` on onnxruntime with a belt photo and a region to
+ignore, its queries JPEG frames (a part, the part with a dent, the belt alone)."""
 
 
 def write_image(path: Path, image: np.ndarray) -> Path:
@@ -99,7 +107,11 @@ def make_site(root: Path) -> Path:
     compare_threshold = (compare_scores["good.png"] + compare_scores["defect.png"]) / 2
     for each in compared.values():
         pin_threshold(each, compare_threshold)
+    framed_scores, framed_threshold = make_framed(root, profiles, settings)
     record = {
+        "framed_profile": FRAMED_PROFILE,
+        "framed_scores": framed_scores,
+        "framed_threshold": framed_threshold,
         "profiles": PROFILES,
         "threshold": threshold,
         "torch_scores": scores,
@@ -109,6 +121,47 @@ def make_site(root: Path) -> Path:
     }
     (root / "site.json").write_text(json.dumps(record, indent=2))
     return root
+
+
+def make_framed(
+    root: Path, profiles: Path, settings: DetectionSettings
+) -> tuple[dict[str, float | None], float]:
+    """``FRAMED_PROFILE`` and its frames; each frame's score by the same profile run with
+    torch (None: no part), and the threshold pinned between the good and the dented part."""
+    from padformer_edge.detect.images import read_image
+    from padformer_edge.profiles.calibrate import pin_threshold
+    from padformer_edge.profiles.create import create_profile
+    from padformer_edge.profiles.schema import IgnoreRegion
+    from tests import framed_frames
+
+    for index, frame in enumerate(framed_frames.references()):
+        write_image(root / f"framed-references/{index}.png", frame)
+    belt = write_image(root / "belt.png", framed_frames.belt_photo())
+    frames = {
+        "good.jpg": framed_frames.framed(110, 70, seed=5)[0],
+        "dent.jpg": framed_frames.framed(110, 70, seed=5, dent=True)[0],
+        "empty.jpg": framed_frames.empty(7),
+    }
+    for name, frame in frames.items():
+        write_image(root / "framed-queries" / name, frame)
+    stamp = IgnoreRegion(name="stamp", points=[(0, 0), (60, 0), (60, 40), (0, 40)])
+    line = create_profile(
+        profiles,
+        FRAMED_PROFILE,
+        None,
+        root / "framed-references",
+        settings=settings.replace(runtime="onnxruntime", metric="compare"),
+        background=belt,
+        ignore_regions=[stamp],
+    ).profile
+    by_torch = line.on_runtime("torch").build_detector(calibrating=True)
+    scores: dict[str, float | None] = {}
+    for name in frames:
+        found = by_torch.detect([read_image(root / "framed-queries" / name)])[0]
+        scores[name] = None if found.no_part else found.score
+    threshold = (scores["good.jpg"] + scores["dent.jpg"]) / 2  # type: ignore[operator]
+    pin_threshold(line, threshold)
+    return scores, threshold
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.line.make_fixture import COMPARE_PROFILES, PROFILES
+from tests.line.make_fixture import COMPARE_PROFILES, FRAMED_PROFILE, PROFILES
 from tests.line.no_torch import BLOCKED
 from tests.line.runner import REPO, command, line_env, run_cli
 
@@ -296,6 +296,28 @@ def test_the_learned_comparison_scores_without_torch(line_site, runtime):
         torch_score = site["compare_scores"][Path(verdict["path"]).name]
         assert verdict["score"] == pytest.approx(torch_score, rel=SCORE_RTOL)
         assert verdict["anomalous"] == (torch_score > site["compare_threshold"])
+
+
+def test_camera_frames_score_without_torch(line_site):
+    """A profile with a belt photo and a region to ignore finds the part in each JPEG frame,
+    scores its crop on the exported graphs as torch does, verdicts included, and answers
+    the belt alone with "no part"."""
+    site = json.loads((line_site / "site.json").read_text())
+    queries = sorted((line_site / "framed-queries").iterdir())
+    done = run_cli(line_site, "profile", "test", FRAMED_PROFILE, *map(str, queries), "--json",
+                   "--no-fail", "--out", str(line_site / "framed-heatmaps"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    verdicts = {Path(v["path"]).name: v for v in json.loads(done.stdout)}
+    assert sorted(verdicts) == sorted(site["framed_scores"])
+    for name, torch_score in site["framed_scores"].items():
+        verdict = verdicts[name]
+        if torch_score is None:
+            assert verdict["no_part"] and verdict["score"] is None and not verdict["anomalous"]
+            continue
+        assert not verdict["no_part"]
+        assert verdict["score"] == pytest.approx(torch_score, rel=SCORE_RTOL)
+        assert verdict["anomalous"] == (torch_score > site["framed_threshold"])
+    assert verdicts["dent.jpg"]["anomalous"] and not verdicts["good.jpg"]["anomalous"]
 
 
 def test_doctor_checks_the_exported_files_and_no_checkpoint(line_site):
