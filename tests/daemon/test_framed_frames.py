@@ -1,7 +1,8 @@
 """The daemon on a camera that frames the belt: a profile made with the empty belt's
 photo, framed JPEGs dropped into the camera folder and seen by the real watchdog
 observer; the part's crop is scored and its box stored, a frame of the belt alone is
-"no part" with no score and no alert, a part the frame cuts is flagged."""
+"no part" with no score and no alert, a part the frame cuts is flagged, and the
+profile's region to ignore is outlined on the daemon's heatmaps."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.model.checkpoint import save_checkpoint
 from padformer_edge.model.padformer import build_model
 from padformer_edge.profiles.create import create_profile
+from padformer_edge.profiles.schema import IgnoreRegion
 from padformer_edge.store.engine import open_engine
 from padformer_edge.store.history import stats
 from tests import framed_frames
 from tests.daemon.harness import DaemonProcess, make_site, rows, settled, wait_for, write_image
+
+STAMP = IgnoreRegion(name="stamp", points=[(250, 200), (319, 200), (319, 255), (250, 255)])
 
 
 def _framed_profile(root: Path) -> Path:
@@ -32,7 +36,8 @@ def _framed_profile(root: Path) -> Path:
     photo = write_image(source / "belt.png", framed_frames.belt_photo())
     settings = DetectionSettings(metric="auto", passes=2, device="cpu")
     made = create_profile(root / "made", "bolt", source / "model.safetensors",
-                          source / "references", settings=settings, background=photo)  # fmt: skip
+                          source / "references", settings=settings, background=photo,
+                          ignore_regions=[STAMP])  # fmt: skip
     return made.profile.folder
 
 
@@ -69,6 +74,7 @@ def test_framed_jpegs_end_to_end_with_the_real_observer(tmp_path: Path) -> None:
     assert edge["status"] == "done" and edge["part_cut"] == 1
     heatmap = cv2.imread(str(site.root / "state" / scored["heatmap_path"]))
     assert heatmap.shape[:2] == (framed_frames.HEIGHT, framed_frames.WIDTH)  # the frame's
+    assert heatmap[200, 260:310].min() > 200  # the region's top edge, drawn in white
     with sqlite3.connect(site.database) as conn:
         alerted = {i for (i,) in conn.execute("SELECT inspection_id FROM alerts")}
     assert alerted == {scored["id"], edge["id"]}
