@@ -23,6 +23,7 @@ Numpy and OpenCV only: the torch-free line install reads regions too.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import cv2
@@ -78,29 +79,42 @@ def without_regions(
     detection.score = frame_max(detection.anomaly_map, frame_size)
 
 
-def regions_signature(names: Sequence[str], polygons: Sequence[Polygon]) -> list[dict[str, Any]]:
-    """What a scoring signature (``detect.signature``) records of the regions: their names
-    and corners, so a threshold set with other regions (or none) is refused."""
-    return [
-        {"name": name, "points": np.asarray(polygon, np.float64).round(3).tolist()}
-        for name, polygon in zip(names, polygons, strict=True)
-    ]
+@dataclass(frozen=True)
+class IgnoredRegions:
+    """A profile's regions to ignore, as every reader of them takes them: the names, the
+    float32 corners the map and the heatmap use, and the scoring signature's record of
+    both, made from those same corners so the detector's signature and the one a
+    calibration records (``profiles.calibrate.scoring_of``) cannot drift apart."""
+
+    names: tuple[str, ...]
+    polygons: tuple[Polygon, ...]
+
+    @classmethod
+    def of(cls, names: Sequence[str], corners: Sequence[Any]) -> IgnoredRegions:
+        """From names and corner lists (``[[x, y], ...]`` each, in frame pixels)."""
+        polygons = tuple(np.asarray(c, np.float32).reshape(-1, 2) for c in corners)
+        return cls(tuple(names), polygons)
+
+    @property
+    def signature(self) -> list[dict[str, Any]]:
+        """What a scoring signature (``detect.signature``) records of the regions: their
+        names and corners, so a threshold set with other regions (or none) is refused."""
+        return [
+            {"name": name, "points": np.asarray(polygon, np.float64).round(3).tolist()}
+            for name, polygon in zip(self.names, self.polygons, strict=True)
+        ]
 
 
 class RegionsDetector(WrappedDetector):
-    """``inner``'s detections with the regions named ``names`` (``polygons``) ignored."""
+    """``inner``'s detections with ``regions`` ignored."""
 
-    def __init__(
-        self, inner: InspectionDetector, names: Sequence[str], polygons: Sequence[Polygon]
-    ) -> None:
+    def __init__(self, inner: InspectionDetector, regions: IgnoredRegions) -> None:
         super().__init__(inner)
-        self.names = tuple(names)
-        self.polygons = tuple(np.asarray(p, np.float32).reshape(-1, 2) for p in polygons)
+        self.regions = regions
 
     @property
     def scoring(self) -> dict[str, Any]:
-        ignored = regions_signature(self.names, self.polygons)
-        return {**self.inner.scoring, "ignore_regions": ignored}
+        return {**self.inner.scoring, "ignore_regions": self.regions.signature}
 
     def detect(
         self, images: Sequence[np.ndarray], *, reconstruction: bool = False
@@ -108,5 +122,5 @@ class RegionsDetector(WrappedDetector):
         """``inner``'s detections of ``images``, each with the regions ignored."""
         found = self.inner.detect(images, reconstruction=reconstruction)
         for image, detection in zip(images, found, strict=True):
-            without_regions(detection, self.polygons, image.shape[:2])
+            without_regions(detection, self.regions.polygons, image.shape[:2])
         return found

@@ -271,12 +271,8 @@ def scoring_of(profile: Profile) -> Signature:
         from padformer_edge.detect.framed import framing_signature  # as FramedDetector's
 
         signature = {**signature, "framing": framing_signature(profile.config.background.sha256)}
-    if profile.config.ignore_regions:
-        from padformer_edge.detect.regions import regions_signature  # as RegionsDetector's
-
-        regions = profile.config.ignore_regions
-        ignored = regions_signature([r.name for r in regions], [r.points for r in regions])
-        signature = {**signature, "ignore_regions": ignored}
+    if (ignored := profile.ignored_regions()) is not None:  # as RegionsDetector.scoring
+        signature = {**signature, "ignore_regions": ignored.signature}
     return signature
 
 

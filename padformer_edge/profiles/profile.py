@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from padformer_edge.detect.detection import InspectionDetector
     from padformer_edge.detect.framed import Framing
+    from padformer_edge.detect.regions import IgnoredRegions
     from padformer_edge.detect.signature import Signature
     from padformer_edge.methods.interface import ScoringMethod
     from padformer_edge.model.padformer import PADFormer
@@ -228,12 +229,10 @@ class Profile:
             from padformer_edge.detect.framed import FramedDetector
 
             detector = FramedDetector(detector, framing)
-        if self.config.ignore_regions:
+        if (ignored := self.ignored_regions()) is not None:
             from padformer_edge.detect.regions import RegionsDetector
 
-            regions = self.config.ignore_regions
-            names, corners = [r.name for r in regions], [r.points for r in regions]
-            detector = RegionsDetector(detector, names, corners)
+            detector = RegionsDetector(detector, ignored)
         if not calibrating:
             self.check_scoring(detector.scoring)
         return detector
@@ -260,6 +259,15 @@ class Profile:
         from padformer_edge.profiles.framing import load_framing
 
         return load_framing(self.folder, self.config.background, self.name)
+
+    def ignored_regions(self) -> IgnoredRegions | None:
+        """The profile's regions to ignore (``detect.regions``); None without any."""
+        if not self.config.ignore_regions:
+            return None
+        from padformer_edge.detect.regions import IgnoredRegions
+
+        regions = self.config.ignore_regions
+        return IgnoredRegions.of([r.name for r in regions], [r.points for r in regions])
 
     def scored_references(
         self, known: KnownReferences | None, framing: Framing | None
