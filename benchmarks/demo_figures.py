@@ -42,7 +42,7 @@ VALIDATION = REPO / "benchmarks" / "validation.json"
 FIGURES = re.compile(
     r"defective parts flagged: (\d+) of (\d+); good parts flagged \(false alarms\): (\d+) of (\d+)"
 )
-PART = re.compile(r"rendering (\S+) at (\d+) px")
+PART = re.compile(r"rendering (\S+) (?:at (\d+ px)|in (\d+x\d+) camera frames)")
 
 
 def run_demo(out: Path, options: list[str]) -> tuple[str, float, float]:
@@ -65,7 +65,48 @@ def run_demo(out: Path, options: list[str]) -> tuple[str, float, float]:
     return result.stdout, seconds, cpu
 
 
-def measure(options: list[str], baseline: bool) -> dict:
+def picture(out: Path, path: Path) -> str:
+    """Write what the line saw of the demo's first defective part that was flagged (else
+    its first defect) into ``path``: the camera's frame with the part's box the daemon
+    stored, beside the daemon's own heatmap at that box. Returns the frame's file name."""
+    import cv2
+    import numpy as np
+
+    from padformer_edge.store.engine import open_engine
+    from padformer_edge.store.history import Filters, list_inspections
+
+    engine = open_engine(str(out / "results.sqlite3"), read_only=True)
+    try:
+        rows = list_inspections(engine, Filters(), limit=1000)
+    finally:
+        engine.dispose()
+    defects = sorted(
+        (r for r in rows if not Path(r.source_path).stem.endswith("-good") and r.part_box),
+        key=lambda r: (not r.is_anomaly, r.id),
+    )
+    if not defects:
+        raise SystemExit("the demo stored no defective part with a box; nothing to show.")
+    row = defects[0]
+    frame = cv2.imread(row.source_path)
+    heatmap = cv2.imread(row.heatmap_path)
+    x0, y0, x1, y1 = (int(v) for v in row.part_box.split(","))
+    scale = heatmap.shape[1] / frame.shape[1]  # the overlay is stored at a screen's size
+    part = heatmap[round(y0 * scale) : round(y1 * scale), round(x0 * scale) : round(x1 * scale)]
+    height = 480
+    shown = cv2.resize(frame, (round(frame.shape[1] * height / frame.shape[0]), height),
+                       interpolation=cv2.INTER_AREA)  # fmt: skip
+    factor = height / frame.shape[0]
+    corner = (round(x0 * factor), round(y0 * factor))
+    cv2.rectangle(shown, corner, (round(x1 * factor), round(y1 * factor)), (0, 255, 255), 2)
+    part = cv2.resize(part, (height, height), interpolation=cv2.INTER_LINEAR)
+    gap = np.full((height, 8, 3), 255, np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not cv2.imwrite(str(path), np.hstack([shown, gap, part]), [cv2.IMWRITE_JPEG_QUALITY, 85]):
+        raise SystemExit(f"could not write {path}")
+    return Path(row.source_path).name
+
+
+def measure(options: list[str], baseline: bool, picture_path: Path | None = None) -> dict:
     """One demo run with ``options``: its printed figures (checked against its database),
     its part, size and wall time, and with ``baseline`` the validated PatchCore's figures
     on the same images."""
@@ -80,28 +121,30 @@ def measure(options: list[str], baseline: bool) -> dict:
         if figures != database_figures(out / "results.sqlite3"):
             raise SystemExit(f"the printed figures {figures} differ from the result database")
         config = json.loads(VALIDATION.read_text(encoding="utf-8"))["patchcore"]
+        shown = picture(out, picture_path) if picture_path is not None else None
         return {
             "command": " ".join(["padformer-edge demo", *options]),
             "part": part.group(1),
-            "size": part.group(2),
+            "size": part.group(2) or f"{part.group(3)} frames",
             "figures": figures,
             "seconds": seconds,
             "cpu_seconds": cpu,
             "patchcore": (config, baseline_figures(out, config)) if baseline else None,
+            "picture": shown,
         }
 
 
 def table_rows(run: dict) -> list[list[str]]:
     flagged, defects, false_alarms, good = run["figures"]
     rows = [[
-        f"`{run['command']}`", run["part"], f"{run['size']} px", f"{flagged} of {defects}",
+        f"`{run['command']}`", run["part"], run["size"], f"{flagged} of {defects}",
         f"{false_alarms} of {good}", f"{run['seconds']:.0f} s", f"{run['cpu_seconds']:.0f} s",
     ]]  # fmt: skip
     if run["patchcore"] is not None:
         config, (b_flagged, b_defects, b_false, b_good) = run["patchcore"]
         rows.append([
             f"PatchCore {config} (validated), same references, calibration and images",
-            run["part"], f"{run['size']} px", f"{b_flagged} of {b_defects}",
+            run["part"], run["size"], f"{b_flagged} of {b_defects}",
             f"{b_false} of {b_good}", "", "",
         ])  # fmt: skip
     return rows
@@ -123,6 +166,11 @@ def main() -> None:
         "--no-baseline", action="store_true", help="skip the PatchCore rows on the same images"
     )
     parser.add_argument("--section", help="docs block to write (default demo-figures[-train])")
+    parser.add_argument(
+        "--picture",
+        type=Path,
+        help="write the first run's flagged frame, its part's box and heatmap to this JPEG",
+    )
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     common = ["--train"] * args.train + ["--quick"] * args.quick
@@ -130,7 +178,11 @@ def main() -> None:
     shots = [[]] if args.shots is None else [["--shots", str(n)] for n in args.shots]
     variants = [[*common, *extra] for extra in shots]
     load_before = os.getloadavg()[0]
-    runs = [measure(options, not (args.no_baseline or args.quick)) for options in variants]
+    baseline = not (args.no_baseline or args.quick)
+    runs = [
+        measure(options, baseline, args.picture if index == 0 else None)
+        for index, options in enumerate(variants)
+    ]
     headers = [
         "command", "part", "size", "defects flagged", "false alarms", "wall time", "CPU time",
     ]  # fmt: skip

@@ -58,8 +58,17 @@ def render(mesh: str, seed: int, size: int, args: argparse.Namespace) -> Path:
     good = max(args.calibration) + args.camera_good
     counts = ViewCounts(train=max(args.candidates), test_per_defect=args.defect_views,
                         test_good=good)  # fmt: skip
-    name = f"{mesh.replace(':', '-')}-s{seed}-{size}px-{counts.train}-{good}-{args.defect_views}"
-    data = render_dataset([mesh], args.work / name, counts, size=size, seed=seed)
+    views = f"{counts.train}-{good}-{args.defect_views}"
+    if args.frame is None:
+        name = f"{mesh.replace(':', '-')}-s{seed}-{size}px-{views}"
+        data = render_dataset([mesh], args.work / name, counts, size=size, seed=seed)
+    else:
+        from padformer_edge.demo.plan import CAMERA_FRAME
+        from padformer_edge_training.synth.frames import FrameSpec, parse_frame_size
+
+        spec = FrameSpec(*parse_frame_size(args.frame), **CAMERA_FRAME)
+        name = f"{mesh.replace(':', '-')}-s{seed}-{args.frame}-{views}"
+        data = render_dataset([mesh], args.work / name, counts, seed=seed, frame=spec)
     (class_dir,) = [d for d in data.iterdir() if d.is_dir()]
     return class_dir
 
@@ -83,8 +92,10 @@ def score_config(class_dir: Path, candidates: int, shots: int, args: argparse.Na
     profiles = args.work / "profiles"
     shutil.rmtree(profiles, ignore_errors=True)
     started = time.process_time()
+    belt = class_dir.parent / "belt.png"  # a framed render's empty belt: the profile's photo
     create_profile(profiles, PROFILE, resolve_model(None), pool, shots=shots,
-                   settings=DetectionSettings(metric=PRODUCT_METRIC, device="cpu"))  # fmt: skip
+                   settings=DetectionSettings(metric=PRODUCT_METRIC, device="cpu"),
+                   background=belt if belt.is_file() else None)  # fmt: skip
     detector = load_profile(profiles, PROFILE).build_detector("cpu", calibrating=True)
     created = time.process_time() - started
     good = list_images(class_dir / "test" / "good")
@@ -131,7 +142,7 @@ def run(args: argparse.Namespace) -> None:
         cpu = float(np.mean([r["cpu_s"] for r in rows]))
         worst = min(r["flagged"] / r["defects"] for r in rows)
         table_rows.append([
-            f"{size} px", f"{shots} of {candidates}", calibration, f"{target:.0%}",
+            args.frame or f"{size} px", f"{shots} of {candidates}", calibration, f"{target:.0%}",
             f"{flagged} of {defects} ({flagged / defects:.0%})", f"{worst:.0%}",
             f"{alarms} of {good} ({alarms / good:.0%})", f"{100 * mean_auroc:.1f}",
             f"{cpu:.0f} s",
@@ -142,12 +153,19 @@ def run(args: argparse.Namespace) -> None:
             "false_alarms": alarms, "camera_good": good, "auroc": mean_auroc, "cpu_s": cpu,
         })  # fmt: skip
     headers = [
-        "render size", "references", "calibration views", "target", "defects flagged",
-        "worst render", "false alarms", "image AUROC", "CPU (profile + scoring)",
+        "frame" if args.frame else "render size", "references", "calibration views", "target",
+        "defects flagged", "worst render", "false alarms", "image AUROC", "CPU (profile + scoring)",
     ]  # fmt: skip
     renders = ", ".join(f"{mesh} seed {seed}" for mesh, seed in args.render)
     body = (
-        f"Validation renders: {renders} (the demo shows builtin:duck seed 0). Each has "
+        f"Validation renders: {renders} (the demo shows builtin:duck seed 0). "
+        + (
+            f"Camera frames of {args.frame} as the demo camera's (`demo.plan.CAMERA_FRAME`), "
+            "each profile made with the render's empty-belt photo (`--background`). "
+            if args.frame
+            else ""
+        )
+        + "Each has "
         f"{max(args.candidates)} candidate views, {args.defect_views} views of each of Burrs, "
         f"Missing and Stains and {max(args.calibration) + args.camera_good} good views: the "
         f"first N calibrate the threshold ({TARGET_FPR:.0%} target, `calibrate`'s rule), the "
@@ -172,6 +190,9 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--work", type=Path, default=Path("data/demo-validation"))
     found.add_argument("--size", type=int, action="append", default=None,
                        help="Render size in pixels (repeat; default 224).")  # fmt: skip
+    found.add_argument("--frame", default=None,
+                       help="Render camera frames of WIDTHxHEIGHT as the demo's camera "
+                       "(plan.CAMERA_FRAME), found against their belt photo.")  # fmt: skip
     found.add_argument("--candidates", type=int, action="append", default=None,
                        help="Candidate views (repeat; default 24).")  # fmt: skip
     found.add_argument("--shots", type=int, action="append", default=None,

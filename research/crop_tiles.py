@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import markdown_table, parse_and_run, print_json_line, update_docs_section
 from padformer_edge.detect.detection import Detection
 from padformer_edge.detect.framed import Framing, framed_references, no_part
-from padformer_edge.detect.framing import crop
 from padformer_edge.detect.images import read_image, resize_square, to_unit_tensor
 from padformer_edge.detect.locate import BeltModel
 from padformer_edge.detect.map_geometry import frame_map
@@ -93,11 +92,11 @@ class TiledScorer:
 
     def _one(self, frame: np.ndarray) -> Detection:
         assert self.inner.detector is not None, "prepare() comes first"
-        _, box = self.framing.cut(frame)
-        if box is None:
+        _, box, part = self.framing.part(frame)
+        if box is None or part is None:
             self.no_part += 1
             return no_part(frame, 0.0)
-        found = self.inner.detector.detect(tiles(crop(frame, box), self.read))
+        found = self.inner.detector.detect(tiles(part, self.read))
         if self.read == 1:  # the product's map, pasted as detect.framed pastes it
             joined = found[0].anomaly_map
         else:  # each tile's map at its 320 px, side by side

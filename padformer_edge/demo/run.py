@@ -31,7 +31,7 @@ from padformer_edge.demo.line import (
     wait_for_alerts,
     wait_until_finished,
 )
-from padformer_edge.demo.plan import DemoPlan
+from padformer_edge.demo.plan import CAMERA_FRAME, DemoPlan
 from padformer_edge.detect.images import list_images
 from padformer_edge.detect.settings import DetectionSettings
 from padformer_edge.errors import UserError
@@ -156,6 +156,13 @@ def _camera_images(class_dir: Path, plan: DemoPlan) -> tuple[list[Path], list[tu
     return calibration, sorted(shots, key=lambda item: (int(item[1].stem), item[0]))
 
 
+def _camera_frame(size: str) -> Any:
+    """The demo camera's frames (``plan.CAMERA_FRAME``) at ``size`` (WIDTHxHEIGHT)."""
+    from padformer_edge_training.synth.frames import FrameSpec, parse_frame_size
+
+    return FrameSpec(*parse_frame_size(size), **CAMERA_FRAME)
+
+
 def _tidy_database(database: Path) -> None:
     """Leave the database file alone in the demo's folder: the daemon has stopped and
     the last reader was read-only, so the write-ahead log, its index and the migration
@@ -203,11 +210,19 @@ def _run_in(
     steps = 4 if checkpoint is not None else 5
     step = iter(range(1, steps + 1))
 
-    say(f"{next(step)}/{steps} rendering {plan.mesh} at {plan.size} px {model_note}...")
     counts = ViewCounts(train=plan.train_views, test_per_defect=plan.test_per_defect,
                         test_good=plan.test_good_views)  # fmt: skip
-    data = render_dataset([plan.mesh], work / "data", counts, size=plan.size, seed=0)
+    if plan.frame is None:
+        say(f"{next(step)}/{steps} rendering {plan.mesh} at {plan.size} px {model_note}...")
+        data = render_dataset([plan.mesh], work / "data", counts, size=plan.size, seed=0)
+    else:
+        say(f"{next(step)}/{steps} rendering {plan.mesh} in {plan.frame} camera frames of a "
+            f"belt {model_note}...")  # fmt: skip
+        data = render_dataset(
+            [plan.mesh], work / "data", counts, seed=0, frame=_camera_frame(plan.frame)
+        )
     (class_dir,) = [d for d in data.iterdir() if d.is_dir()]
+    background = data / "belt.png" if plan.frame is not None else None
 
     facts = None
     if checkpoint is None:
@@ -220,6 +235,7 @@ def _run_in(
     create_profile(
         profiles, PRODUCT, checkpoint, class_dir / "train" / "good", shots=plan.shots,
         settings=DetectionSettings(passes=plan.passes, metric=plan.metric),
+        background=background,
     )  # fmt: skip
     calibration_dir = work / "calibration-good"
     calibration_dir.mkdir()
@@ -236,7 +252,7 @@ def _run_in(
     daemon.start(ready_timeout_s=300)
     try:
         for index, (label, image) in enumerate(shots):
-            deliver_as_camera(image, work / "camera", f"{index:03d}-{label}.png")
+            deliver_as_camera(image, work / "camera", f"{index:03d}-{label}{image.suffix}")
             time.sleep(0.2)  # a camera's pace, so results arrive as the parts do
         wait_until_finished(
             work / "results.sqlite3", len(shots), daemon, timeout_s=120 + 10 * len(shots)

@@ -6,9 +6,11 @@ changes, and the whole frame squeezed to the scorer's input reads the part at a 
 of its pixels among cells that are mostly belt (docs/research.md#framed-quality). Each
 frame is located first (``detect.locate`` with the belt model of that photo); a frame
 with no part is a result of its own, never a score of the belt; a found part's square
-crop (``detect.framing``) is what the profile's own detector scores, and its map is
-pasted back at the crop's box, so the heatmap has the frame's size. References are cut
-the same way when the detector is built (``framed_references``).
+crop (``detect.framing``), brought to the belt photo's light by the frame's belt
+(``Located.light``) and with the belt around the part painted out, is what the
+profile's own detector scores, and its map is pasted back
+at the crop's box, so the heatmap has the frame's size. References are cut and relit the
+same way when the detector is built (``framed_references``).
 
 Numpy and OpenCV only here: the wrapped detector may be torch's or the line's.
 """
@@ -23,16 +25,30 @@ from typing import Any
 import numpy as np
 
 from padformer_edge.detect.detection import Detection, InspectionDetector
-from padformer_edge.detect.framing import MARGIN, crop, crop_box, paste, same_size
+from padformer_edge.detect.framing import (
+    MARGIN,
+    belt_out,
+    crop,
+    crop_box,
+    paste,
+    relight,
+    same_size,
+)
 from padformer_edge.detect.locate import BeltModel, Located, locate
 from padformer_edge.detect.wrapping import WrappedDetector
 from padformer_edge.errors import UserError
 
+LIGHT = "belt exposure"  # how a crop is brought to the photo's light (framing.relight)
+SURROUND = "belt painted out"  # what the crop shows around the part (framing.belt_out)
+
 
 def framing_signature(background_sha256: str, margin: float = MARGIN) -> dict[str, Any]:
     """What a framed profile's scoring signature adds (``detect.signature``): the belt
-    photo the part is found against and the crop's margin."""
-    return {"background": background_sha256, "margin": margin}
+    photo the part is found against, the crop's margin, how its light is matched and
+    what surrounds the part (a threshold set on crops read otherwise is not this
+    profile's)."""
+    return {"background": background_sha256, "margin": margin, "light": LIGHT,
+            "surround": SURROUND}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,21 @@ class Framing:
             return found, None
         return found, crop_box(found.box, frame.shape[0], frame.shape[1], self.margin)
 
+    def part(
+        self, frame: np.ndarray
+    ) -> tuple[Located, tuple[int, int, int, int] | None, np.ndarray | None]:
+        """``cut`` and the crop the scorer reads (None: no part), under the belt photo's
+        light and with the belt around the part painted out: what every frame and every
+        reference goes through."""
+        found, box = self.cut(frame)
+        if box is None:
+            return found, None, None
+        part = relight(crop(frame, box), found.light)
+        if found.part_mask is not None:
+            colour = self.belt.mean.reshape(-1, 3).mean(axis=0)  # the photo's belt colour
+            part = belt_out(part, box, found.part_mask, frame.shape, colour)
+        return found, box, part
+
 
 def framed_references(
     references: Sequence[np.ndarray], framing: Framing, names: Sequence[str] | None = None
@@ -63,14 +94,14 @@ def framed_references(
     on this belt is refused with its name, since it would teach the scorer the belt."""
     crops = []
     for index, reference in enumerate(references):
-        _, box = framing.cut(reference)
-        if box is None:
+        _, _, part = framing.part(reference)
+        if part is None:
             name = names[index] if names else f"reference {index}"
             raise UserError(
                 f"{name} shows no part against the belt photo; take the references on the "
                 "camera's belt with the part in view, or give that camera's empty-belt photo."
             )
-        crops.append(np.ascontiguousarray(crop(reference, box)))
+        crops.append(part)
     return same_size(crops)
 
 
@@ -100,16 +131,12 @@ class FramedDetector(WrappedDetector):
         cuts, spent = [], []
         for image in images:
             start = time.perf_counter()
-            cuts.append(self.framing.cut(image))
+            cuts.append(self.framing.part(image))
             spent.append(time.perf_counter() - start)
-        crops = [
-            crop(image, box)
-            for image, (_, box) in zip(images, cuts, strict=True)
-            if box is not None
-        ]
+        crops = [part for _, _, part in cuts if part is not None]
         scored = iter(self.inner.detect(crops, reconstruction=reconstruction) if crops else [])
         results = []
-        for image, (found, box), seconds in zip(images, cuts, spent, strict=True):
+        for image, (found, box, _), seconds in zip(images, cuts, spent, strict=True):
             if box is None:
                 results.append(no_part(image, seconds))
                 continue

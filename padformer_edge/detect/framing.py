@@ -17,11 +17,14 @@ import math
 import cv2
 import numpy as np
 
+from padformer_edge.detect.locate import BeltLight
 from padformer_edge.detect.map_geometry import frame_map
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels; x1 and y1 exclusive
 
-MARGIN = 0.2  # chosen on validation: docs/research.md#framed-crop
+MARGIN = 0.1  # chosen on validation: docs/research.md#framed-crop
+MAX_EXPOSURE = 2.0  # a light drift beyond this factor is scaled back by this factor only
+BELT_GROW = 2  # work pixels of belt kept around the part before the paint
 
 
 def crop_box(box: Box, height: int, width: int, margin: float = MARGIN) -> Box:
@@ -46,6 +49,53 @@ def crop(frame: np.ndarray, box: Box) -> np.ndarray:
     """The frame's pixels inside ``box`` (a view: nothing is copied)."""
     x0, y0, x1, y1 = box
     return frame[y0:y1, x0:x1]
+
+
+def relight(pixels: np.ndarray, light: BeltLight | None) -> np.ndarray:
+    """``pixels`` (8-bit, channels last) under the belt photo's light: each pixel's
+    departure from the frame's belt colour, divided by the frame's exposure (one gain for
+    every channel, ``BeltLight.exposure``), added to the photo's belt colour. The belt then
+    has the photo's colour exactly, and a part lit brighter or dimmer by the same lamps is
+    scaled back; chosen on validation over one gain per channel or a shift alone
+    (docs/research.md#framed-light). ``light`` None leaves the pixels as they are."""
+    if light is None:
+        return pixels
+    seen = np.asarray(light.seen, dtype=np.float32)
+    photo = np.asarray(light.photo, dtype=np.float32)
+    exposure = np.float32(min(max(light.exposure, 1 / MAX_EXPOSURE), MAX_EXPOSURE))
+    matched = (pixels.astype(np.float32) - seen) / exposure + photo
+    return np.clip(np.rint(matched), 0, 255).astype(np.uint8)
+
+
+def belt_out(
+    pixels: np.ndarray,
+    box: Box,
+    part_mask: np.ndarray,
+    frame_shape: tuple[int, ...],
+    colour: np.ndarray,
+) -> np.ndarray:
+    """The crop ``pixels`` (cut at ``box`` from a frame of ``frame_shape``) with the belt
+    around the part painted ``colour``: the belt travels, so its seams, marks and weave
+    are never where a reference showed them, and the comparator reads each of its cells as
+    a change (docs/research.md#framed-light). ``part_mask`` is the locator's work-scale
+    part; grown by ``BELT_GROW`` work pixels and read bilinearly at every crop pixel, it
+    is the weight of the pixel against the paint, so the silhouette's edge stays soft."""
+    grow = 2 * BELT_GROW + 1
+    grown = cv2.dilate(part_mask.astype(np.uint8), np.ones((grow, grow), np.uint8))
+    height, width = frame_shape[:2]
+    rows, cols = part_mask.shape
+    x0, y0, x1, y1 = box
+    map_x = ((np.arange(x0, x1, dtype=np.float32) + 0.5) * (cols / width) - 0.5)[None, :]
+    map_y = ((np.arange(y0, y1, dtype=np.float32) + 0.5) * (rows / height) - 0.5)[:, None]
+    map_x, map_y = (
+        np.broadcast_to(map_x, (y1 - y0, x1 - x0)),
+        np.broadcast_to(map_y, (y1 - y0, x1 - x0)),
+    )
+    weight = cv2.remap(grown.astype(np.float32), np.ascontiguousarray(map_x),
+                       np.ascontiguousarray(map_y), cv2.INTER_LINEAR,
+                       borderMode=cv2.BORDER_REPLICATE)[..., None]  # fmt: skip
+    painted = pixels.astype(np.float32) * weight + colour.astype(np.float32) * (1 - weight)
+    return np.clip(np.rint(painted), 0, 255).astype(np.uint8)
 
 
 def paste(crop_map: np.ndarray, box: Box, height: int, width: int) -> np.ndarray:

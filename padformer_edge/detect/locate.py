@@ -10,13 +10,18 @@ colours (their mean and covariance, after the lamps' smooth shading is taken out
 where the belt's fine weave and the sensor's noise have averaged away. ``method="diff"``
 keeps the pixel difference to the photo as the comparison a benchmark measures.
 
+The belt is also the one thing in every frame whose colour is known: the pixels it
+explains, against the photo's colour at the same places, give the light's drift since the
+photo was taken (a lamp's ageing, the camera's exposure and white balance), per channel,
+as ``Located.light`` (docs/research.md#framed-light).
+
 Numpy and OpenCV only: the torch-free line install imports this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -24,6 +29,7 @@ import numpy as np
 from padformer_edge.errors import UserError
 
 METHODS = ("colour", "diff")
+MIN_BELT_SHARE = 0.05  # the light is read from the belt when at least this share shows
 
 
 @dataclass(frozen=True)
@@ -56,13 +62,33 @@ class LocateSettings:
 
 
 @dataclass(frozen=True)
+class BeltLight:
+    """The belt's mean colour per channel at the work pixels the belt explains in one
+    frame (``seen``) and in the belt model at the same pixels (``photo``): what the
+    lamps, the exposure and the white balance did since the photo was taken."""
+
+    seen: tuple[float, float, float]
+    photo: tuple[float, float, float]
+
+    @property
+    def exposure(self) -> float:
+        """One gain for every channel: the mean of the channels' ratios seen / photo."""
+        return float(np.mean(np.divide(self.seen, self.photo)))
+
+
+@dataclass(frozen=True)
 class Located:
     """Where the part is: ``box`` (x0, y0, x1, y1 in frame pixels, x1 and y1 exclusive,
     margin included and clipped to the frame) or None for a frame with no part; ``cut``
-    when the part runs off the frame's edge, so only what is visible can be scored."""
+    when the part runs off the frame's edge, so only what is visible can be scored;
+    ``light``, the belt's colour in this frame against the photo's (None: no part, or too
+    little belt to tell); ``part_mask``, the part's pixels at the work scale (those no
+    belt colour explains, near the part's pieces), for painting the belt out of its crop."""
 
     box: tuple[int, int, int, int] | None
     cut: bool = False
+    light: BeltLight | None = None
+    part_mask: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def found(self) -> bool:
@@ -185,6 +211,11 @@ def _colour(image: np.ndarray, what: str) -> np.ndarray:
 def foreground(frame: np.ndarray, belt: BeltModel) -> tuple[np.ndarray, np.ndarray]:
     """Work-scale mask of the pixels the belt does not explain, and this frame's light:
     the median change of the frame's colours from the belt's, per channel."""
+    return _foreground(_work_image(frame, belt), belt)
+
+
+def _work_image(frame: np.ndarray, belt: BeltModel) -> np.ndarray:
+    """The frame at the belt model's work scale, refused when the model is another size's."""
     settings = belt.settings
     shape = work_shape(frame.shape[0], frame.shape[1], settings.work_side)
     small = _shrink(_colour(frame, "the frame"), shape, settings.blur)
@@ -194,6 +225,11 @@ def foreground(frame: np.ndarray, belt: BeltModel) -> tuple[np.ndarray, np.ndarr
             f"the frame is {shape[1]}x{shape[0]}; photograph the belt with the camera's own "
             "frame size."
         )
+    return small
+
+
+def _foreground(small: np.ndarray, belt: BeltModel) -> tuple[np.ndarray, np.ndarray]:
+    settings = belt.settings
     if settings.method == "diff":
         if belt.photo is None:
             raise UserError("locate method 'diff' needs a belt photo; give the empty belt's.")
@@ -203,6 +239,22 @@ def foreground(frame: np.ndarray, belt: BeltModel) -> tuple[np.ndarray, np.ndarr
     residual = small - belt.mean
     light = np.median(residual.reshape(-1, 3), axis=0)
     return _not_belt(residual - light, belt), light
+
+
+def belt_light(small: np.ndarray, mask: np.ndarray, belt: BeltModel) -> BeltLight | None:
+    """The belt's colour in this frame and in the model, over the work pixels that are
+    belt (the foreground grown by two pixels left out, so the part's blurred rim does not
+    count); None where too little belt shows to say (a part filling the frame)."""
+    grown = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    shown = ~grown
+    if shown.sum() < MIN_BELT_SHARE * shown.size:
+        return None
+    photo = np.broadcast_to(belt.mean, small.shape)[shown].mean(axis=0)
+    seen = np.maximum(small[shown].mean(axis=0), 1.0)  # a black frame has no light to read
+    return BeltLight(
+        (float(seen[0]), float(seen[1]), float(seen[2])),
+        (float(photo[0]), float(photo[1]), float(photo[2])),
+    )
 
 
 def _not_belt(residual: np.ndarray, belt: BeltModel) -> np.ndarray:
@@ -224,7 +276,8 @@ def locate(frame: np.ndarray, belt: BeltModel) -> Located:
     whole). The box is taken from the unopened foreground near the chosen pieces, so a
     thin arm of the part opened away still counts, and redrawn by the fine pass."""
     settings = belt.settings
-    mask, light = foreground(frame, belt)
+    small = _work_image(frame, belt)
+    mask, light = _foreground(small, belt)
     shape = mask.shape
     opened = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=8)
@@ -245,7 +298,8 @@ def locate(frame: np.ndarray, belt: BeltModel) -> Located:
                 box = _union(box, _stat_box(stats[piece]))
                 grown = True
     reach = cv2.dilate(np.isin(labels, chosen).astype(np.uint8), np.ones((5, 5), np.uint8))
-    rows, cols = np.nonzero(mask & reach.astype(bool))
+    part_mask = mask & reach.astype(bool)
+    rows, cols = np.nonzero(part_mask)
     height, width = frame.shape[:2]
     sy, sx = height / shape[0], width / shape[1]
     work_box = (cols.min(), rows.min(), cols.max() + 1, rows.max() + 1)
@@ -254,7 +308,8 @@ def locate(frame: np.ndarray, belt: BeltModel) -> Located:
     found = (work_box[0] * sx, work_box[1] * sy, work_box[2] * sx, work_box[3] * sy)
     if belt.fine is not None and settings.method == "colour":
         found = _refine(frame, belt.fine, found, reach.astype(bool), light) or found
-    return _in_frame(found, cut, frame, settings)
+    located = _in_frame(found, cut, frame, settings)
+    return replace(located, light=belt_light(small, mask, belt), part_mask=part_mask)
 
 
 def _refine(

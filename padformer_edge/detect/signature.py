@@ -68,6 +68,10 @@ def signature_text(signature: Signature) -> str:
         framing = signature["framing"]
         text += f"; part cropped against belt {framing['background'][:12]}"
         text += f" with margin {framing['margin']:g}"
+        if "light" in framing:  # earlier framed profiles did not match the light
+            text += f", light matched by {framing['light']}"
+        if "surround" in framing:
+            text += f", {framing['surround']}"
     if signature.get("ignore_regions"):  # detect.regions: parts of the frame left out
         text += "; ignoring " + ", ".join(r["name"] for r in signature["ignore_regions"])
     return text + (f"; {HIDDEN_ONLY_TEXT}" if signature["hidden_patches_only"] else "")

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from padformer_edge.detect.framed import Framing
+from padformer_edge.detect.framed import LIGHT, SURROUND, Framing
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.locate import BeltModel
 from padformer_edge.errors import UserError
@@ -61,6 +61,10 @@ def load_framing(folder: Path, entry: BackgroundEntry, profile: str) -> Framing:
 
 def framed_slot(slot: ReferenceSlot, framing: Framing) -> ReferenceSlot:
     """The reference cache's slot for cropped references: keyed by the belt photo and the
-    margin too, so a cache of whole references (or other crops) is never read for them."""
-    named = f"framing {framing.background_sha256} margin {framing.margin:g}"
+    margin and light too, so a cache of whole references (or other crops) is never read
+    for them."""
+    named = (
+        f"framing {framing.background_sha256} margin {framing.margin:g} light {LIGHT} "
+        f"surround {SURROUND}"
+    )
     return replace(slot, reference_sha256s=(*slot.reference_sha256s, named))

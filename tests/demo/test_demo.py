@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import pytest
 import torch
 import yaml
@@ -53,9 +54,11 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     assert "the profile took 3 reference views" in result.stdout
     assert "training the" not in result.stdout and "How briefly" not in result.stdout
     assert not (out / "run").exists()  # no training step, no run folder
-    assert "rendering builtin:duck at 64 px (a part the generic model never trained on)" in (
+    # the shipped model's demo shows a line camera: frames of a belt, the part found in each
+    assert "rendering builtin:duck in 320x256 camera frames of a belt (a part the generic" in (
         result.stdout
     )
+    assert {p.suffix for p in (out / "camera").iterdir()} == {".jpg"}
     # a compare profile reads the comparator, not the generic model: the demo says which
     assert "The model: the compare score's shipped weights comparator" in result.stdout
     assert "a compare profile reads no PADFormer checkpoint" in result.stdout
@@ -69,10 +72,21 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     # shipped checkpoint it never reads (issue 62)
     assert profile["detection"]["metric"] == "compare" and profile["model"] is None
     assert profile["weights"]["sha256"] == profile["detection"]["comparator"]
+    assert profile["background"]["file"] == "background.png"  # the belt photo it locates with
     # benchmarks/demo_figures.py's PatchCore row reads the same folder: every camera
     # image once, split by its truth as the result database splits it
     from padformer_edge_training.evaluation.demo_figures import baseline_figures, database_figures
 
+    engine = open_engine(str(out / "results.sqlite3"), read_only=True)
+    rows = list_inspections(engine, Filters(), limit=100)
+    engine.dispose()
+    assert all(r.part_box for r in rows)  # every frame's part found, its box stored
+    # the docs' picture of it: the frame at 480 px high with the box, beside the heatmap
+    from benchmarks.demo_figures import picture
+
+    shown = picture(out, tmp_path / "picture.jpg")
+    drawn = cv2.imread(str(tmp_path / "picture.jpg"))
+    assert (out / "camera" / shown).is_file() and drawn.shape == (480, 600 + 8 + 480, 3)
     flagged, defects, false_alarms, good = baseline_figures(out, "2@64")
     _, db_defects, _, db_good = database_figures(out / "results.sqlite3")
     assert (defects, good) == (db_defects, db_good) and defects > 0 and good > 0

@@ -11,7 +11,15 @@ import cv2
 import numpy as np
 import pytest
 
-from padformer_edge.detect.locate import BeltModel, Located, LocateSettings, box_iou, locate
+from padformer_edge.detect.framing import relight
+from padformer_edge.detect.locate import (
+    BeltLight,
+    BeltModel,
+    Located,
+    LocateSettings,
+    box_iou,
+    locate,
+)
 from padformer_edge.errors import UserError
 from padformer_edge_training.synth.frames import Framer, FrameSpec, Placement
 
@@ -71,6 +79,64 @@ def test_an_empty_belt_is_no_part(framer: Framer) -> None:
     for belt in _models(framer).values():
         for seed in range(6):  # the belt moved and the light changed every time
             assert locate(_empty(framer, seed), belt) == Located(None)
+
+
+def _lit_frames(framer: Framer, drifts: list[tuple[float, tuple[float, float, float]]]):
+    """The same frame of the part under each (gain for every channel, shift per channel)."""
+    rgb, cover = _part(120)
+    placement = Placement(120, 90, 60, 37, 1.0, (0.0, 0.0, 0.0))
+    flat = framer.paste(placement, rgb, cover).astype(np.float32)
+    return [
+        np.clip(np.rint(flat * np.float32(gain) + np.float32(shift)), 0, 255).astype(np.uint8)
+        for gain, shift in drifts
+    ]
+
+
+def test_the_belt_reads_the_light_and_relight_undoes_an_exposure_drift() -> None:
+    """One frame under the photo's light and the same frame brighter, as a drifting lamp or
+    exposure makes it: the belt's colour is read in each, and the brighter crop relit is
+    the first one's."""
+    framer = Framer(FrameSpec(320, 256, belt="belt", light=0.2), 11, (0, 0, 0))
+    steady_frame, bright_frame = _lit_frames(framer, [(1.0, (0, 0, 0)), (1.15, (0, 0, 0))])
+    belt = BeltModel.from_photo(framer.belt_photo())
+    steady, bright = locate(steady_frame, belt), locate(bright_frame, belt)
+    assert steady.light is not None and bright.light is not None
+    assert box_iou(bright.box, steady.box) >= 0.95
+    # each 8-bit frame is rounded by at most half a level per pixel, so the belt's mean
+    # colour seen in it moves by at most that: half a level of the darkest channel's mean
+    level = min(steady.light.photo)
+    assert abs(bright.light.exposure / steady.light.exposure - 1.15) <= 1.15 * 1.0 / level
+    x0, y0, x1, y1 = steady.box
+    undone = relight(bright_frame[y0:y1, x0:x1], bright.light).astype(int)
+    again = relight(steady_frame[y0:y1, x0:x1], steady.light).astype(int)
+    # the exposure's own error (one level, above) on the brightest pixel, and each rounding
+    assert np.abs(undone - again).max() <= 255 * 1.0 / level + 2
+
+
+def test_relight_gives_the_belt_the_photos_colour_under_any_drift() -> None:
+    """A colour cast too (a shift per channel): the belt around the part comes out with the
+    photo's mean colour at the pixels it was read on, whatever the drift."""
+    framer = Framer(FrameSpec(320, 256, belt="belt", light=0.2), 11, (0, 0, 0))
+    (frame,) = _lit_frames(framer, [(0.9, (6.0, -5.0, 3.0))])
+    found = locate(frame, BeltModel.from_photo(framer.belt_photo()))
+    assert found.light is not None
+    band = frame[:, :40]  # the belt's strip left of the part (x 90 onwards)
+    relit = relight(band, found.light).reshape(-1, 3).mean(axis=0)
+    # the strip's own colour is not the whole belt's: the drift, not the texture, is undone
+    before = band.reshape(-1, 3).mean(axis=0) - np.asarray(found.light.photo)
+    after = relit - np.asarray(found.light.photo)
+    assert np.abs(after).max() <= 0.25 * np.abs(before).max() + 1.0
+
+
+def test_relight_is_the_identity_without_a_light_and_stays_in_eight_bits() -> None:
+    pixels = np.array([[[10, 100, 250]]], np.uint8)
+    assert relight(pixels, None) is pixels
+    light = BeltLight(seen=(110.0, 90.0, 100.0), photo=(100.0, 100.0, 100.0))
+    assert light.exposure == pytest.approx(1.0)
+    # (p - seen) / 1 + photo: the cast alone is undone, channel by channel, clipped at 255
+    assert relight(pixels, light).tolist() == [[[0, 110, 250]]]
+    bright = BeltLight(seen=(150.0, 150.0, 150.0), photo=(100.0, 100.0, 100.0))
+    assert relight(np.array([[[255, 150, 0]]], np.uint8), bright).tolist() == [[[170, 100, 0]]]
 
 
 def test_a_part_cut_by_the_edge_says_so(framer: Framer) -> None:

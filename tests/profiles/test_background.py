@@ -5,6 +5,7 @@ a frame of the belt alone answered "no part", a part the frame cuts flagged."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import cv2
@@ -12,7 +13,6 @@ import numpy as np
 import pytest
 
 from padformer_edge.detect.framed import FramedDetector
-from padformer_edge.detect.framing import crop
 from padformer_edge.detect.images import read_image
 from padformer_edge.detect.map_geometry import frame_map
 from padformer_edge.errors import UserError
@@ -61,7 +61,9 @@ def test_create_records_the_photo_and_frames_are_read_at_the_part(tmp_path, came
     assert x1 - x0 == y1 - y0 and not found.part_cut and not found.no_part
     # the heatmap is the frame's: the crop's own map at the crop's place, 0 elsewhere
     assert found.anomaly_map.shape == frame.shape[:2]
-    alone = detector.inner.detect([crop(frame, found.part_box)])[0]
+    _, box_read, part = detector.framing.part(frame)  # the crop, under the photo's light
+    assert box_read == found.part_box and part.shape[:2] == (y1 - y0, x1 - x0)
+    alone = detector.inner.detect([part])[0]
     at_crop = frame_map(alone.anomaly_map, (y1 - y0, x1 - x0))  # the crop's own map
     # the same bilinear taps either way; float32 sums of four products differ by rounding
     tolerance = 4 * np.finfo(np.float32).eps * float(at_crop.max())
@@ -153,3 +155,24 @@ def test_calibration_refuses_a_frame_of_the_empty_belt(tmp_path, camera, checkpo
     with pytest.raises(UserError, match=r"1\.png shows no part against the profile's belt"):
         score_files(detector, good)
     assert score_files(detector, good[:1]).shape == (1,)
+
+
+def test_a_threshold_set_before_the_light_was_matched_is_refused(tmp_path, camera, checkpoint):
+    """A framed profile calibrated by a version that scored crops under the frame's own
+    light holds a threshold for other scores: it is refused with the command that fixes it."""
+    refs, photo = camera
+    root = tmp_path / "profiles"
+    create_profile(root, "belted", checkpoint, refs, settings=FAST, background=photo)
+    pin_threshold(load_profile(root, "belted"), 0.5)
+    profile = load_profile(root, "belted")
+    detector = profile.build_detector()
+    assert detector.scoring["framing"]["light"] == "belt exposure"
+    profile.check_scoring(detector.scoring)  # its own threshold holds
+    path = profile.folder / "profile.yaml"
+    text = path.read_text()
+    assert text.count("light: belt exposure") == 1  # the calibration's record of the framing
+    path.write_text(re.sub(r"\n *light: belt exposure\n", "\n", text))
+    earlier = load_profile(root, "belted")
+    refused = r"light matched by belt exposure, belt painted out\); run .*calibrate belted"
+    with pytest.raises(UserError, match=refused):
+        earlier.check_scoring(earlier.build_detector().scoring)

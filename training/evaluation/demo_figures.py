@@ -37,26 +37,44 @@ def database_figures(database: Path) -> tuple[int, int, int, int]:
 
 def baseline_figures(out: Path, config: str) -> tuple[int, int, int, int]:
     """(defects flagged, defects, good flagged, good) of PatchCore ``config`` on the demo's
-    own images, references and calibration views left in ``out``."""
+    own images, references and calibration views left in ``out``. A framed demo's profile
+    reads each frame's located part; PatchCore is given the same crops (found against the
+    profile's belt photo and relit as the profile does), the stronger of its two readings."""
     import numpy as np
     import yaml
 
-    from padformer_edge.detect.images import read_image
+    from padformer_edge.detect.framed import Framing
+    from padformer_edge.detect.framing import same_size
+    from padformer_edge.detect.images import list_images, read_image
+    from padformer_edge.detect.locate import BeltModel
     from padformer_edge.profiles.thresholds import false_alarm_threshold
     from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 
     profile_dir = next((out / "profiles").iterdir())
     profile = yaml.safe_load((profile_dir / "profile.yaml").read_text(encoding="utf-8"))
-    references = [read_image(profile_dir / "references" / r["file"]) for r in profile["references"]]
+    background = profile.get("background")
+    framing = None
+    if background:
+        belt = BeltModel.from_photo(read_image(profile_dir / background["file"]))
+        framing = Framing(belt, background["sha256"])
+
+    def part(path: Path) -> np.ndarray | None:
+        image = read_image(path)
+        return image if framing is None else framing.part(image)[2]
+
+    references = [part(profile_dir / "references" / r["file"]) for r in profile["references"]]
+    references = same_size([r for r in references if r is not None])  # as framed_references
     scorer = PatchCoreScorer(*parse_config(config))
     scorer.prepare(references)
 
     def scores(paths: list[Path]) -> np.ndarray:
-        return np.array([scorer.score([read_image(p)])[0].score for p in paths])
+        """Each image's score; a frame without a part is never flagged, as on the line."""
+        crops = [part(p) for p in paths]
+        return np.array([-np.inf if c is None else scorer.score([c])[0].score for c in crops])
 
-    calibration = scores(sorted((out / "calibration-good").glob("*.png")))
+    calibration = scores(list_images(out / "calibration-good"))
     threshold = false_alarm_threshold(calibration, profile["calibration"]["target_fpr"]).value
-    camera = sorted((out / "camera").glob("*.png"))
+    camera = list_images(out / "camera")
     flagged = scores(camera) > threshold
     good = np.array([p.stem.endswith("-good") for p in camera])
     return int(flagged[~good].sum()), int((~good).sum()), int(flagged[good].sum()), int(good.sum())
