@@ -35,7 +35,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import markdown_table, print_json_line, update_docs_section
-from padformer_edge_training.evaluation.demo_figures import baseline_figures, database_figures
+from padformer_edge_training.evaluation.demo_figures import (
+    baseline_figures,
+    database_figures,
+    picture,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATION = REPO / "benchmarks" / "validation.json"
@@ -63,47 +67,6 @@ def run_demo(out: Path, options: list[str]) -> tuple[str, float, float]:
         tail = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise SystemExit(f"the demo exited with status {result.returncode}: {tail}")
     return result.stdout, seconds, cpu
-
-
-def picture(out: Path, path: Path) -> str:
-    """Write what the line saw of the demo's first defective part that was flagged (else
-    its first defect) into ``path``: the camera's frame with the part's box the daemon
-    stored, beside the daemon's own heatmap at that box. Returns the frame's file name."""
-    import cv2
-    import numpy as np
-
-    from padformer_edge.store.engine import open_engine
-    from padformer_edge.store.history import Filters, list_inspections
-
-    engine = open_engine(str(out / "results.sqlite3"), read_only=True)
-    try:
-        rows = list_inspections(engine, Filters(), limit=1000)
-    finally:
-        engine.dispose()
-    defects = sorted(
-        (r for r in rows if not Path(r.source_path).stem.endswith("-good") and r.part_box),
-        key=lambda r: (not r.is_anomaly, r.id),
-    )
-    if not defects:
-        raise SystemExit("the demo stored no defective part with a box; nothing to show.")
-    row = defects[0]
-    frame = cv2.imread(row.source_path)
-    heatmap = cv2.imread(row.heatmap_path)
-    x0, y0, x1, y1 = (int(v) for v in row.part_box.split(","))
-    scale = heatmap.shape[1] / frame.shape[1]  # the overlay is stored at a screen's size
-    part = heatmap[round(y0 * scale) : round(y1 * scale), round(x0 * scale) : round(x1 * scale)]
-    height = 480
-    shown = cv2.resize(frame, (round(frame.shape[1] * height / frame.shape[0]), height),
-                       interpolation=cv2.INTER_AREA)  # fmt: skip
-    factor = height / frame.shape[0]
-    corner = (round(x0 * factor), round(y0 * factor))
-    cv2.rectangle(shown, corner, (round(x1 * factor), round(y1 * factor)), (0, 255, 255), 2)
-    part = cv2.resize(part, (height, height), interpolation=cv2.INTER_LINEAR)
-    gap = np.full((height, 8, 3), 255, np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not cv2.imwrite(str(path), np.hstack([shown, gap, part]), [cv2.IMWRITE_JPEG_QUALITY, 85]):
-        raise SystemExit(f"could not write {path}")
-    return Path(row.source_path).name
 
 
 def measure(options: list[str], baseline: bool, picture_path: Path | None = None) -> dict:

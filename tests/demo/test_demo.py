@@ -82,7 +82,7 @@ def test_quick_demo_runs_the_whole_line_with_the_shipped_model(
     engine.dispose()
     assert all(r.part_box for r in rows)  # every frame's part found, its box stored
     # the docs' picture of it: the frame at 480 px high with the box, beside the heatmap
-    from benchmarks.demo_figures import picture
+    from padformer_edge_training.evaluation.demo_figures import picture
 
     shown = picture(out, tmp_path / "picture.jpg")
     drawn = cv2.imread(str(tmp_path / "picture.jpg"))
