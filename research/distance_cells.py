@@ -8,10 +8,11 @@ earlier 192-px comparator's distance alone (its own cells) and its learned compa
 product's score before the 320-px default). Each ``--comparator-cells SIZE[ nN][ s2+3]`` is
 the distance alone on the cells a comparator of that input size and neighbourhood reads (its
 own normalisation: what a correction would be added to), and each ``--model PATH`` a trained
-comparator's learned comparison; each ``--readout`` (stage C: ``comparator_readouts``) reads
-those rows another way. Every row sees the same references and test images. Rows are cached
-in ``--cache`` by render, kinds, row, references, seed and images per label, so that
-PatchCore's hours of CPU are spent once per render. Margins are paired bootstrap intervals
+comparator's learned comparison; each ``--readout`` (stage C:
+``research/comparator_readouts.py``) reads those rows another way. Every row sees the
+same references and test images. Rows are cached in ``--cache`` by render, kinds, row,
+references, seed and images per label, so that PatchCore's hours of CPU are spent once
+per render. Margins are paired bootstrap intervals
 over the test images, against the first ``--patchcore`` row and against the 192-px distance
 (or the rows ``--bar`` names); with several ``--data`` renders (the test seeds) every figure
 is the mean over them and the intervals redraw the renders too.
@@ -47,10 +48,6 @@ from benchmarks.common import (
 from padformer_edge.errors import UserError
 from padformer_edge.files.digest import file_sha256
 from padformer_edge_training.data.layouts import index_dataset
-from padformer_edge_training.evaluation.comparator_readouts import (
-    ComparatorReadout,
-    parse_readout,
-)
 from padformer_edge_training.evaluation.protocol import (
     METRICS,
     EvalOptions,
@@ -65,6 +62,7 @@ from padformer_edge_training.evaluation.uncertainty import (
     margin_over_renders,
 )
 from research.cell_distance import CellDistanceScorer, parse_cells
+from research.comparator_readouts import ComparatorReadout, ReadoutScorer, parse_readout
 
 SHIPPED_DISTANCE = "192-px comparator: distance alone"
 SHIPPED_COMPARISON = "192-px comparator: learned comparison"
@@ -125,11 +123,10 @@ def build(kind: object) -> object:
         readout = rest[0]
         from padformer_edge.methods.compare.checkpoint import load_comparator
         from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
-        from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
         if family == "model":
             model, _ = load_comparator(text)
-            return ComparatorScorer(model, str(text), readout=readout)
+            return ReadoutScorer(model, str(text), readout=readout)
         from padformer_edge.model.config import BACKBONES, DEFAULT_BACKBONE
 
         size, side, stages = comparator_cells(text)
@@ -140,7 +137,7 @@ def build(kind: object) -> object:
         )  # fmt: skip
         fresh = ComparisonModel(config)
         fresh.features.load_imagenet()
-        return ComparatorScorer(fresh, text, correction=False, readout=readout)
+        return ReadoutScorer(fresh, text, correction=False, readout=readout)
     if family == "patchcore":
         from padformer_edge_training.evaluation.patchcore import PatchCoreScorer, parse_config
 

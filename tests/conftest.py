@@ -67,7 +67,8 @@ SLOW_PATHS = (
     "detect/test_detect_cli.py", "methods/compare/test_compare_profiles.py",
     "research/",
     "cli/test_cli_usage.py",
-    "detect/test_scoring_config.py", "weights/test_shipped_model.py", "test_growth_benchmark.py",
+    "methods/padformer/test_fused_scoring.py", "weights/test_shipped_model.py",
+    "test_growth_benchmark.py",
 )  # fmt: skip
 """Tests under these paths (relative to tests/; a folder, a file, or a file name's start)
 are marked ``slow``: they start daemons, browsers, nginx, the CLI or other pytest processes,

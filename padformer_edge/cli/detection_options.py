@@ -25,7 +25,6 @@ from padformer_edge.detect.settings import (
 )
 from padformer_edge.devices.runtimes import DEVICES, RUNTIMES
 from padformer_edge.errors import UserError
-from padformer_edge.methods.padformer.fused_scoring import scoring_changes
 from padformer_edge.methods.registry import metrics
 
 _DEFAULT = DetectionSettings()
@@ -140,9 +139,7 @@ def detection_settings(params: Mapping[str, Any]) -> DetectionSettings:
     none is renamed on the way. A value the schema refuses is a ``UserError`` naming its
     option and what was given."""
     values = {OPTIONS[name][0]: value for name, value in params.items() if name in OPTIONS}
-    if values.get("scoring"):  # the methods whose section reads them take them
-        values["scoring"] = scoring_changes(values["scoring"])
-    else:
+    if not values.get("scoring"):  # given, the items are read by the sections that take them
         values.pop("scoring", None)
     try:
         return DetectionSettings(**values)

@@ -74,11 +74,12 @@ def looks_complete(path: Path, size: int) -> bool:
     return has_trailer(sniff(head), tail)
 
 
-def fingerprint(path: Path, max_bytes: int) -> tuple[str, int]:
+def fingerprint(path: Path, max_bytes: int, info: os.stat_result | None = None) -> tuple[str, int]:
     """(sha256, size) without following symlinks; oversized files, links and special
     entries get a descriptive stand-in digest so they can still be recorded once, without
-    reading gigabytes, the link's target, or a FIFO that would block."""
-    info = os.lstat(path)
+    reading gigabytes, the link's target, or a FIFO that would block. ``info``: the
+    path's ``lstat`` when the caller took it already (intake's, for the row it queues)."""
+    info = os.lstat(path) if info is None else info
     if stat.S_ISLNK(info.st_mode):
         return _digest(f"symlink:{os.fsencode(os.readlink(path))!r}".encode()), info.st_size
     if not stat.S_ISREG(info.st_mode):

@@ -356,7 +356,7 @@ class Intake:
         (``folders``: ``stored_name``'s, for the step)."""
         try:
             info = os.lstat(path)
-            sha256, size = fingerprint(path, self.max_bytes)
+            sha256, size = fingerprint(path, self.max_bytes, info)
         except OSError:
             return None  # vanished while hashing; nothing to record
         name, exact = stored_name(path, folders)

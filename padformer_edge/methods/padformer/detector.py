@@ -44,6 +44,7 @@ from padformer_edge.devices.allocator import retain_freed_memory
 from padformer_edge.errors import UserError
 from padformer_edge.methods.padformer.metrics import resolve_metric, scoring_signature
 from padformer_edge.methods.padformer.passes import call_inputs, score_query
+from padformer_edge.methods.padformer.settings import DETECTOR_METRIC
 from padformer_edge.model.padformer import PADFormer, Reconstruction, ReferenceCache
 
 
@@ -88,7 +89,7 @@ class Detector(GroupedDetection):
         encodings: EncodingStore | None = None,
         runner: GraphRunner | None = None,
     ) -> None:
-        settings = DetectionSettings(metric="auto") if settings is None else settings
+        settings = DetectionSettings(metric=DETECTOR_METRIC) if settings is None else settings
         retain_freed_memory()  # every call frees tens of MB that the next one needs again
         self.settings = settings
         onnx = settings.runtime != "torch"  # the exported graphs, in either runtime

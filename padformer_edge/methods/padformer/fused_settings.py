@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_serializer
+from pydantic import Field, field_serializer, field_validator
 
 from padformer_edge.detect.settings import MethodSettings
-from padformer_edge.methods.padformer.fused_scoring import ScoringConfig
+from padformer_edge.methods.padformer.fused_scoring import ScoringConfig, scoring_changes
 
 SCORING_HELP = (
     "the fused and distance metrics' settings, each job's keys optional: what is left out "
@@ -21,6 +21,17 @@ class ScoredSettings(MethodSettings):
     """A section whose metric reads the fused score's settings (``scoring``)."""
 
     scoring: ScoringConfig = Field(default_factory=ScoringConfig, description=SCORING_HELP)
+
+    @field_validator("scoring", mode="before")
+    @classmethod
+    def _read_option_items(cls, value: Any) -> Any:
+        """The command line's ``--scoring JOB.KEY=VALUE`` items (a list of strings) read
+        here, by the method that owns them, so the CLI hands them over unread and imports
+        no method; a file's nested mapping passes through. A malformed item is a
+        ``UserError`` naming it (``scoring_changes``)."""
+        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+            return scoring_changes(value)
+        return value
 
     @field_serializer("scoring")
     def _set_scoring_only(self, scoring: ScoringConfig) -> dict[str, Any]:

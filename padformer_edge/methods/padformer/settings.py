@@ -8,13 +8,19 @@ from pydantic import Field, model_validator
 
 from padformer_edge.methods.padformer.fused_settings import ScoredSettings
 
+DETECTOR_METRIC = "auto"
+"""The metric PADFormer's ``Detector`` scores with when it is given no settings: the
+product's default (``detect.settings.PRODUCT_METRIC``, the learned comparison) runs on
+another detector, and ``auto`` is what a PADFormer model scores best by itself (the fused
+score for edge models, lab otherwise)."""
+
 
 class PadformerSettings(ScoredSettings):
     """``metric: auto, lab, rgb or feature``: ``scoring`` is read by ``auto`` only (the
     fused score, on models with CNN tokens); the paper's errors have no settings."""
 
     metric: Literal["auto", "lab", "rgb", "feature"] = Field(
-        "auto",
+        DETECTOR_METRIC,
         description="auto: the fused score for edge models, else lab; lab, rgb: the colour "
         "error; feature: the predicted-feature error",
     )

@@ -15,7 +15,9 @@ consistency filter or the maximum). Each readout is named by a short word:
   their mean, their maximum, or the mean kept where their variance is above its median
   (``consistency_filter``); then today's smoothing and maximum.
 
-Readouts are evaluation options: the one that wins on validation is built into the product.
+Readouts are research options: the one that wins on validation is built into the product
+(``s2``, which ``ComparatorScorer`` reads by itself). ``ReadoutScorer`` is that scorer
+with a readout.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from padformer_edge.detect.tensor_ops import upsample
 from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.model import ComparisonModel
 from padformer_edge.methods.compare.scorer import SCORE_SIGMA, ReferenceCells
+from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 
 CELL = 8  # model pixels per cell of the stride-8 grid
 COMBINES = ("mean", "max", "filter")
@@ -158,3 +161,27 @@ def read(
         k = min(readout.top_k, cells.numel())
         return float(cells.flatten().topk(k).values.mean()), amap
     return float(amap.max()), amap
+
+
+class ReadoutScorer(ComparatorScorer):
+    """``ComparatorScorer`` reading its cell map by ``readout`` (``ComparatorReadout()``:
+    the product's, exactly as the plain scorer reads it)."""
+
+    def __init__(
+        self,
+        model: ComparisonModel,
+        name: str,
+        correction: bool = True,
+        readout: ComparatorReadout | None = None,
+    ) -> None:
+        super().__init__(model, name, correction)
+        self.readout = readout or ComparatorReadout()
+
+    def cell_maps(self, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        assert self.references is not None, "prepare() comes first"
+        return readout_maps(self.model, queries, self.references, self.readout, self.correction)
+
+    def read(
+        self, model_map: torch.Tensor, cells: torch.Tensor, query_size: tuple[int, int]
+    ) -> tuple[float, torch.Tensor]:
+        return read(model_map, cells, query_size, self.model.config.input_size, self.readout)

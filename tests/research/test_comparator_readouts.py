@@ -1,5 +1,4 @@
-"""Stage C's readouts of the comparator's cell map, and the benchmark's readout rows and
-its mean over several renders."""
+"""Stage C's readouts of the comparator's cell map (research/comparator_readouts.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +13,15 @@ from padformer_edge.errors import UserError
 from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells, squares
 from padformer_edge_training.data.layouts import index_dataset
-from padformer_edge_training.evaluation.comparator_readouts import (
+from research.comparator_readouts import (
     ComparatorReadout,
+    ReadoutScorer,
     moved,
     moved_back,
     parse_readout,
     pass_offsets,
     readout_maps,
 )
-from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
 from tests.compare_readout import read_score
 
 CPU = torch.device("cpu")
@@ -59,11 +58,12 @@ def test_a_pass_moved_and_moved_back_lands_where_it_was() -> None:
 
 
 def test_the_default_readout_is_the_products(model, tiny_data: Path) -> None:
-    """``s2`` reads the cell scores exactly as the detector does (one computation)."""
+    """``s2`` reads the cell scores exactly as the detector does (one computation), and a
+    top-K readout averages the K highest cells."""
     index = index_dataset(tiny_data)
     refs = [read_image(p) for p in index.good_train()["duck"][:2]]
     query = read_image(index.good_train()["duck"][2])
-    scorer = ComparatorScorer(model, "x")
+    scorer = ReadoutScorer(model, "x")
     scorer.prepare(refs)
     found = scorer.score([query])[0]
     cells = reference_cells(model, [to_unit_tensor(r, CPU) for r in refs])
@@ -71,7 +71,7 @@ def test_the_default_readout_is_the_products(model, tiny_data: Path) -> None:
     amap = read_score(score, query.shape[:2], model.config.input_size)
     np.testing.assert_array_equal(found.anomaly_map, amap.numpy())
     assert found.score == float(amap.max())
-    top = ComparatorScorer(model, "x", readout=parse_readout("top3"))
+    top = ReadoutScorer(model, "x", readout=parse_readout("top3"))
     top.prepare(refs)
     expected = float(score.flatten().topk(3).values.mean())
     assert top.score([query])[0].score == pytest.approx(expected)
