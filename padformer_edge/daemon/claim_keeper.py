@@ -26,6 +26,7 @@ stay in its SQLite file and outbox, nothing lost; it stops with the refusal sent
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -248,7 +249,10 @@ class ClaimKeeper:
         every ``PLANT_RETRY_S`` while it is still to be taken or the plant does not
         answer (the forwarder waits for the claim: a backlog drains soon after an outage)."""
         now = time.monotonic()
-        next_local = next_plant = now + self.every_s
+        next_local = now + self.every_s
+        # Without a plant there is no plant beat to wait for: a finite deadline that is
+        # never moved on would pass and turn the wait below into a spin holding the GIL.
+        next_plant = math.inf if self.plant is None else now + self.every_s
         if self.plant is not None and not self.plant.held:
             next_plant = now + min(self.every_s, PLANT_RETRY_S)
         while not self._stop.wait(max(0.0, min(next_local, next_plant) - time.monotonic())):
