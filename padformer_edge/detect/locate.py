@@ -108,10 +108,24 @@ def _shrink(image: np.ndarray, shape: tuple[int, int], blur: float) -> np.ndarra
     return cv2.GaussianBlur(small, (0, 0), blur) if blur > 0 else small
 
 
+SHADING_SIGMA_PX = 16.0
+"""The shading blur is made on the image shrunk until its sigma is about this many pixels,
+then brought back: a blur so wide keeps nothing a shrunk image loses. At the fine scale
+(1280 px) the blur at full size cost 4.9 s of CPU per belt photo, every time a profile
+was made, calibrated or loaded; shrunk, 5 ms, within 0.004 of a level of it."""
+
+
 def _shading(small: np.ndarray) -> np.ndarray:
     """The lamps' smooth light across the image: a blur an eighth of the image wide."""
     sigma = max(small.shape[:2]) / 8
-    return cv2.GaussianBlur(small, (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
+    shrink = max(1, int(sigma // SHADING_SIGMA_PX))
+    if shrink == 1:
+        return cv2.GaussianBlur(small, (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
+    height, width = small.shape[:2]
+    size = (max(1, round(width / shrink)), max(1, round(height / shrink)))
+    tiny = cv2.resize(small, size, interpolation=cv2.INTER_AREA)
+    tiny = cv2.GaussianBlur(tiny, (0, 0), sigma / shrink, borderType=cv2.BORDER_REFLECT)
+    return cv2.resize(tiny, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
 @dataclass(frozen=True)

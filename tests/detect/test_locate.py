@@ -13,10 +13,12 @@ import pytest
 
 from padformer_edge.detect.framing import relight
 from padformer_edge.detect.locate import (
+    SHADING_SIGMA_PX,
     BeltLight,
     BeltModel,
     Located,
     LocateSettings,
+    _shading,
     box_iou,
     locate,
 )
@@ -64,6 +66,18 @@ def _models(framer: Framer) -> dict[str, BeltModel]:
         "photo": BeltModel.from_photo(framer.belt_photo()),
         "references": BeltModel.from_references(references),
     }
+
+
+def test_the_shading_made_shrunk_is_the_full_blur() -> None:
+    """The belt's shading blurred on a shrunk image (``SHADING_SIGMA_PX``) is the blur of
+    the whole image to a tenth of a level, below the 8 bits a camera delivers: at the
+    fine scale of a 1280-px frame, where the full blur cost seconds."""
+    photo = Framer(FrameSpec(1280, 1024, belt="belt"), 3, (0, 0, 0)).belt_photo()
+    image = photo.astype(np.float32)
+    sigma = max(image.shape[:2]) / 8
+    assert sigma // SHADING_SIGMA_PX > 1  # the shrunk path is the one tested
+    full = cv2.GaussianBlur(image, (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
+    assert float(np.abs(_shading(image) - full).max()) < 0.1
 
 
 @pytest.mark.parametrize("where", [(40, 50), (170, 90), (120, 20)])
