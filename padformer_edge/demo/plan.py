@@ -103,7 +103,12 @@ QUICK = DemoPlan(
 CAMERA_FRAME = {"part_scale": (0.15, 0.6), "belt": "belt", "light": 0.1, "colour": 6.0,
                 "noise": 2.0, "jpeg": 95}  # fmt: skip
 GENERIC = replace(
-    FULL, size=224, train_views=48, shots=12, calibration_views=24, metric=PRODUCT_METRIC,
+    FULL,
+    size=224,
+    train_views=48,
+    shots=12,
+    calibration_views=24,
+    metric=PRODUCT_METRIC,
     frame="1280x1024",
 )
 GENERIC_QUICK = replace(QUICK, metric=PRODUCT_METRIC, frame="320x256")

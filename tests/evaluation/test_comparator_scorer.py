@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
 from padformer_edge.detect.images import read_image, to_unit_tensor
-from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells
 from padformer_edge_training.data.layouts import index_dataset
 from padformer_edge_training.evaluation.comparator_scorer import ComparatorScorer
@@ -18,16 +16,8 @@ from tests.compare_readout import read_score
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(scope="module")
-def model() -> ComparisonModel:
-    torch.manual_seed(0)
-    net = ComparisonModel(ComparatorConfig(input_size=64, dim=16, depth=1, heads=2, top_k=2))
-    net.features.load_imagenet()
-    torch.nn.init.normal_(net.comparator.head.weight, std=0.5)  # a correction that is not 0
-    return net.eval()
-
-
-def test_the_scorer_reads_as_the_product(model, tiny_data: Path) -> None:
+def test_the_scorer_reads_as_the_product(tiny_comparator, tiny_data: Path) -> None:
+    model = tiny_comparator
     """The scorer's map and score are the detector's (one computation), and without the
     correction they are the distance alone on the same cells."""
     index = index_dataset(tiny_data)

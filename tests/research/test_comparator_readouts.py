@@ -10,7 +10,6 @@ import torch
 
 from padformer_edge.detect.images import read_image, to_unit_tensor
 from padformer_edge.errors import UserError
-from padformer_edge.methods.compare.model import ComparatorConfig, ComparisonModel
 from padformer_edge.methods.compare.scorer import compare, reference_cells, squares
 from padformer_edge_training.data.layouts import index_dataset
 from research.comparator_readouts import (
@@ -25,15 +24,6 @@ from research.comparator_readouts import (
 from tests.compare_readout import read_score
 
 CPU = torch.device("cpu")
-
-
-@pytest.fixture(scope="module")
-def model() -> ComparisonModel:
-    torch.manual_seed(0)
-    net = ComparisonModel(ComparatorConfig(input_size=64, dim=16, depth=1, heads=2, top_k=2))
-    net.features.load_imagenet()
-    torch.nn.init.normal_(net.comparator.head.weight, std=0.5)  # a correction that is not 0
-    return net.eval()
 
 
 def test_a_readout_reads_back_from_its_word() -> None:
@@ -57,9 +47,10 @@ def test_a_pass_moved_and_moved_back_lands_where_it_was() -> None:
     assert torch.equal(back[..., :12, :13], image[:, :1, :12, :13])
 
 
-def test_the_default_readout_is_the_products(model, tiny_data: Path) -> None:
+def test_the_default_readout_is_the_products(tiny_comparator, tiny_data: Path) -> None:
     """``s2`` reads the cell scores exactly as the detector does (one computation), and a
     top-K readout averages the K highest cells."""
+    model = tiny_comparator
     index = index_dataset(tiny_data)
     refs = [read_image(p) for p in index.good_train()["duck"][:2]]
     query = read_image(index.good_train()["duck"][2])
@@ -77,9 +68,10 @@ def test_the_default_readout_is_the_products(model, tiny_data: Path) -> None:
     assert top.score([query])[0].score == pytest.approx(expected)
 
 
-def test_passes_combine_as_named(model, tiny_data: Path) -> None:
+def test_passes_combine_as_named(tiny_comparator, tiny_data: Path) -> None:
     """Four passes: the mean, the maximum, and the mean where the passes' variance is
     above its median, of the same four moved-back maps."""
+    model = tiny_comparator
     index = index_dataset(tiny_data)
     refs = reference_cells(
         model, [to_unit_tensor(read_image(p), CPU) for p in index.good_train()["lego"][:2]]
