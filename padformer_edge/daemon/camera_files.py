@@ -17,8 +17,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from padformer_edge.images.decode import (
     DEFAULT_MAX_PIXELS,
@@ -31,6 +30,9 @@ from padformer_edge.images.decode import (
     signature_reason,
     sniff,
 )
+
+if TYPE_CHECKING:  # the arrays come from the decoder; a daemon that refuses loads no numpy
+    import numpy as np
 
 
 class Refused(Exception):

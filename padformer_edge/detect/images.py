@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from padformer_edge.detect.readout_constants import MIN_SIDE
 from padformer_edge.errors import UserError
 from padformer_edge.images.decode import (
@@ -25,6 +23,7 @@ from padformer_edge.images.decode import (
 )
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: the line install has none
+    import numpy as np  # and numpy where arrays are read: a daemon that refuses needs none
     import torch
 
 
@@ -65,6 +64,8 @@ def list_images(folder: str | Path) -> list[Path]:
 
 def check_rgb_array(image: np.ndarray, what: str, min_side: int = 1) -> None:
     """Reject arrays that are not ``H x W x 3`` ``uint8`` with sides of ``min_side`` or more."""
+    import numpy as np
+
     if (
         not isinstance(image, np.ndarray)
         or image.dtype != np.uint8
@@ -93,6 +94,7 @@ def to_unit_tensor(image: np.ndarray, device: torch.device | str) -> torch.Tenso
     copy is done). The uint8 image crosses, not its float version: a quarter of the bytes.
     On the CPU nothing is copied: the array is used where it lies.
     """
+    import numpy as np
     import torch
 
     target = torch.device(device)
