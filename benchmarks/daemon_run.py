@@ -59,16 +59,24 @@ def make_profile(
     references: list[np.ndarray] | None = None,
     metric: str = "auto",
     model_batch: int | None = None,
+    frames: tuple[list[np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """A profile with an explicit threshold no score reaches (no alerts): random weights of
-    ``preset`` on smooth photos, or (``references`` given) the shipped model on them."""
+    ``preset`` on smooth photos, or (``references`` given) the shipped model on them.
+    ``frames``: random weights on these reference frames with this empty-belt photo, a
+    framed profile (``profile create --background``) that finds the part in each frame."""
     torch.manual_seed(0)
     source = root / "sources"
     (source / "references").mkdir(parents=True, exist_ok=True)
+    background = None
     if references is None:
         checkpoint = source / "model.safetensors"
         save_checkpoint(checkpoint, build_model(preset))
         references = [smooth_photo(size, seed, cells=6) for seed in range(4)]
+        if frames is not None:
+            references, belt = frames
+            background = source / "belt.png"
+            background.write_bytes(png(belt))
     else:
         from padformer_edge.weights import locate_generic_model
 
@@ -79,8 +87,9 @@ def make_profile(
         passes=passes, device=device, max_batch=model_batch or passes, metric=metric
     )
     profile = create_profile(
-        root / "profiles", "bench", checkpoint, source / "references", settings=settings
-    ).profile
+        root / "profiles", "bench", checkpoint, source / "references", settings=settings,
+        background=background,
+    ).profile  # fmt: skip
     pin_threshold(profile, float("1e30"))
 
 

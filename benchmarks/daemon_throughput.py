@@ -268,8 +268,10 @@ def main() -> None:
         "--camera-images", type=int, default=40, help="--stored-maps: images per 5 MP set"
     )
     parser.add_argument(
-        "--sets", default="224-png,5mp-jpeg,5mp-png", type=lambda text: text.split(","),
-        help="--stored-maps: the image sets, of 224-png, 5mp-jpeg, 5mp-png",
+        "--sets", default="224-png,5mp-jpeg,5mp-png,5mp-framed",
+        type=lambda text: text.split(","),
+        help="--stored-maps: the image sets, of 224-png, 5mp-jpeg, 5mp-png, 5mp-framed (5 MP "
+        "JPEG frames of a part on the belt, found by a framed profile)",
     )  # fmt: skip
     parser.add_argument(
         "--arrivals", default="write", type=lambda text: text.split(","),

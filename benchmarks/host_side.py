@@ -52,12 +52,14 @@ class ImageSet:
     height: int
     width: int
     suffix: str
+    framed: bool = False  # camera frames of a part on the belt, read by a framed profile
 
 
 SETS = (
     ImageSet("224-png", "224 px PNG", 224, 224, ".png"),
     ImageSet("5mp-jpeg", "5 MP JPEG", *CAMERA_SIZE, ".jpg"),
     ImageSet("5mp-png", "5 MP PNG", *CAMERA_SIZE, ".png"),
+    ImageSet("5mp-framed", "5 MP JPEG frame, part located", *CAMERA_SIZE, ".jpg", True),
 )
 SET_KEYS = tuple(image_set.key for image_set in SETS)
 
@@ -68,6 +70,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "intake": ("intake.py:step", "intake.py:on_any_event"),
     "claim and backlog": ("queue.py:claim_batch", "worker.py:backlog"),
     "read and decode": ("worker.py:read_decode", "worker.py:load"),
+    "find the part": ("framed.py:detect",),  # a framed profile's: locate, crop, map back
     "heatmap": ("heatmap.py:write_heatmap",),
     "image statistics": ("worker.py:image_statistics",),
     "commit (store, alerts, drift, log)": ("worker.py:commit_all",),
@@ -109,6 +112,36 @@ def camera_photo(height: int, width: int, seed: int) -> np.ndarray:
                         interpolation=cv2.INTER_LINEAR)  # fmt: skip
     scene += rng.normal(0.0, 3.0, (height, width, 3)).astype(np.float32)
     return scene.clip(0, 255).astype(np.uint8)
+
+
+FRAMED_PART_SCALE = (0.15, 0.3)
+"""The framed set's part, as a share of the frame's shorter side: issue 63's CPU target's
+parts (up to 0.3 of the frame's side)."""
+FRAMED_REFERENCES = 4
+
+
+def framed_set(height: int, width: int) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """(``DISTINCT`` camera frames, ``FRAMED_REFERENCES`` reference frames, the empty-belt
+    photo): a textured part (``camera_photo`` inside an ellipse) at a random size, place
+    and light on the synth's travelling belt, with its sensor noise, as ``synth --frame``
+    makes frames; the framed profile finds the part in each against the photo."""
+    from padformer_edge_training.synth.frames import Framer, FrameSpec
+
+    spec = FrameSpec(width, height, FRAMED_PART_SCALE, "belt", light=0.1, colour=6, noise=2)
+    shot = Framer(spec, 7, (0, 0, 0))
+    rng = np.random.default_rng(2100)
+
+    def frame(index: int) -> np.ndarray:
+        placement = shot.place(rng)
+        side = placement.tile
+        covered = np.zeros((side, side), np.uint8)
+        cv2.ellipse(covered, (side // 2, side // 2), (side * 9 // 20, side // 3), 30, 0, 360,
+                    1, -1)  # fmt: skip
+        part = camera_photo(side, side, 3000 + index)
+        return shot.compose(placement, rng, part, covered > 0)
+
+    frames = [frame(i) for i in range(DISTINCT + FRAMED_REFERENCES)]
+    return frames[:DISTINCT], frames[DISTINCT:], shot.belt_photo()
 
 
 WAITS = (
@@ -158,29 +191,36 @@ def top_functions(stats: pstats.Stats, count: int) -> list[tuple[str, float]]:
 
 
 def store_detections(
-    work: Path, image_set: ImageSet, payloads: list[bytes]
+    profiles: Path, image_set: ImageSet, payloads: list[bytes]
 ) -> tuple[Path, list[float]]:
     """Detect the set's distinct images (decoded as the daemon decodes them) and the
-    profile's first reference (the daemon's warm-up image) with the profile's real
-    detector; store them for ``stored_maps.py``. Returns the store and the set's scores."""
+    profile's first reference (the daemon's warm-up image) with the real detector of the
+    profile under ``profiles``; store them for ``stored_maps.py``. A framed profile's
+    detections are stored by part crop, where its stored-map detector looks them up.
+    Returns the store and the set's scores."""
     from benchmarks.stored_maps import save_store
     from padformer_edge.daemon.camera_files import decode
+    from padformer_edge.detect.framed import FramedDetector
     from padformer_edge.detect.images import read_image
     from padformer_edge.profiles.profile import load_profile
 
-    profile = load_profile(work / "profiles", "bench")
+    profile = load_profile(profiles, "bench")
     detector = profile.build_detector("cpu", calibrating=True)
     images = [decode(data, image_set.suffix) for data in payloads]
-    detections = [detector.detect([image])[0] for image in images]
     reference = read_image(profile.reference_paths[0])
-    store = work / f"stored-{image_set.suffix[1:]}-{image_set.width}.npz"
+    if isinstance(detector, FramedDetector):  # the inner detector reads the part's crop
+        inner, crop = detector.inner, detector.framing.part
+        images, reference = [crop(image)[2] for image in images], crop(reference)[2]
+        detector = inner
+    detections = [detector.detect([image])[0] for image in images]
+    store = profiles.parent / f"stored-{image_set.key}.npz"
     pairs = [*zip(images, detections, strict=True), (reference, detector.detect([reference])[0])]
     save_store(store, pairs)
-    calibrate(work, [d.score for d in detections], images)
+    calibrate(profiles, [d.score for d in detections], images)
     return store, [d.score for d in detections]
 
 
-def calibrate(work: Path, scores: list[float], images: list[np.ndarray]) -> float:
+def calibrate(profiles: Path, scores: list[float], images: list[np.ndarray]) -> float:
     """Set the profile's threshold between the two highest scores (one image in ten
     above it) and keep the scores and image statistics as a calibration does, with that
     share as the expected false-alarm rate, so the drift watch runs and stays quiet."""
@@ -189,7 +229,7 @@ def calibrate(work: Path, scores: list[float], images: list[np.ndarray]) -> floa
     from padformer_edge.profiles.schema import CalibrationResult
     from padformer_edge.profiles.versions import save_profile
 
-    profile = load_profile(work / "profiles", "bench")
+    profile = load_profile(profiles, "bench")
     ranked = sorted(scores)
     threshold = (ranked[-1] + ranked[-2]) / 2
     assert profile.calibration is not None
@@ -224,12 +264,19 @@ def measure_set(
     args: argparse.Namespace, work: Path, image_set: ImageSet, images: int
 ) -> list[dict]:
     """One set: its payloads, the stored detections, a daemon run per way of arriving
-    (``--arrivals``) and, for the first, a profiled one. One result per arrival."""
-    distinct = [
-        encoded(camera_photo(image_set.height, image_set.width, 2000 + i), image_set.suffix)
-        for i in range(DISTINCT)
-    ]
-    store, _ = store_detections(work, image_set, distinct)
+    (``--arrivals``) and, for the first, a profiled one. One result per arrival. A framed
+    set has a framed profile of its own (``work/framed``) on its reference frames."""
+    if image_set.framed:
+        frames, references, belt = framed_set(image_set.height, image_set.width)
+        make_profile(work / "framed", args.preset, args.passes, 224, "cpu", None, args.metric,
+                     args.model_batch, frames=(references, belt))  # fmt: skip
+        profiles = work / "framed" / "profiles"
+    else:
+        size = (image_set.height, image_set.width)
+        frames = [camera_photo(*size, 2000 + i) for i in range(DISTINCT)]
+        profiles = work / "profiles"
+    distinct = [encoded(frame, image_set.suffix) for frame in frames]
+    store, _ = store_detections(profiles, image_set, distinct)
     payloads = [distinct[i % DISTINCT] for i in range(images)]
     results = []
     for index, arrival in enumerate(args.arrivals):
@@ -255,7 +302,8 @@ def run_once(
     wall, cpu, latencies, *_ = run_daemon(
         run_dir, payloads, args.cameras, args.batch, args.threads, "cpu", rate=args.rate,
         max_wait_ms=args.max_wait_ms, burst_max_batch=args.burst_max_batch,
-        suffix=image_set.suffix, profiles=work / "profiles", launcher=[*launcher, "--"],
+        suffix=image_set.suffix, profiles=store.parent / "profiles",  # the store's own
+        launcher=[*launcher, "--"],
         arrival=arrival, worker_settings=settings,
     )  # fmt: skip
     share, detect_ms = recorded(run_dir / "results.sqlite3")
@@ -276,6 +324,7 @@ def measure_arrival(
     )
     result = {
         "set": image_set.name,
+        "framed": image_set.framed,
         "width": image_set.width,
         "height": image_set.height,
         "format": image_set.suffix[1:],
@@ -400,6 +449,16 @@ def render(run: dict) -> str:
         "image. Latency: from each file closed (written in place, which intake takes after "
         f"stable_ms {run.get('stable_ms', '')}) or renamed into place (taken at once) "
         "to its row committed. "
+        + (
+            "The framed set: 2448x2048 frames of a textured part "
+            f"{FRAMED_PART_SCALE[0]:g}-{FRAMED_PART_SCALE[1]:g} of the frame's shorter side "
+            "on the synth's belt (light, colour shift, sensor noise), read by a profile made "
+            "with the belt photo (`--background`): finding the part, cutting, relighting "
+            "and painting its crop and putting its map back in the frame are the product's "
+            "own, only the crop's scoring is stored. "
+            if any(s.get("framed") for s in every)
+            else ""
+        )
         + (
             "Shares: the same burst again under cProfile on each thread's CPU clock, each "
             "stage by the functions that do it (cumulative, so a stage includes what it "

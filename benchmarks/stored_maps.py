@@ -38,7 +38,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from padformer_edge.detect.detection import Detection, GroupedDetection, call_timings
+from padformer_edge.detect.detection import (
+    Detection,
+    GroupedDetection,
+    InspectionDetector,
+    call_timings,
+)
 
 SAMPLES_PER_SIDE = 32
 
@@ -105,15 +110,23 @@ class StoredMapDetector(GroupedDetection):
 
 
 def use_stored_maps(store: Path) -> None:
-    """Make every profile this process opens build a ``StoredMapDetector`` on ``store``."""
+    """Make every profile this process opens build a ``StoredMapDetector`` on ``store``;
+    a framed profile's finds the part in each frame first as the product's does (the
+    store then holds the detections of the part crops)."""
     from padformer_edge.profiles.profile import Profile
 
     stored = load_store(store)
 
     def build_detector(
         self: Profile, device: str | None = None, runtime: str | None = None, **_: object
-    ) -> StoredMapDetector:
-        return StoredMapDetector(stored, self.detection.max_batch)
+    ) -> InspectionDetector:
+        detector = StoredMapDetector(stored, self.detection.max_batch)
+        framing = self.framing()
+        if framing is None:
+            return detector
+        from padformer_edge.detect.framed import FramedDetector
+
+        return FramedDetector(detector, framing)  # each frame's part found, as on a line
 
     Profile.build_detector = build_detector  # type: ignore[method-assign,assignment]
 

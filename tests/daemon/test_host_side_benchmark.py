@@ -27,11 +27,30 @@ def test_the_stored_map_daemon_measures_and_profiles_the_host_side(tmp_path: Pat
     assert run["detect_ms_max"] == 0.0  # every row answered by the stored detections
     assert run["cpu_ms_per_image"] > 0 and run["images_per_s"] > 0
     shares = run["stage_share"]
-    assert all(share > 0 for share in shares.values()), shares  # every stage found
+    assert shares.pop("find the part") == 0  # a framed profile's stage: none here
+    assert all(share > 0 for share in shares.values()), shares  # every other stage found
     assert sum(shares.values()) <= 1.0
     assert (tmp_path / "prof" / "png-224.prof").stat().st_size > 0
     assert "| 224 px PNG (224x224) | 20 |" in done.stdout
     assert "| host_threads=3, heatmap_format=png-stored |" in done.stdout
+
+
+def test_camera_frames_are_located_by_the_framed_profile(tmp_path: Path) -> None:
+    """The framed set: its profile made with the belt photo finds the part in every frame
+    (its detection time is the locating's, the crop's scoring stored), one alert in ten."""
+    out = tmp_path / "framed.json"
+    done = run_benchmark(
+        "daemon_throughput.py", "--stored-maps", "--sets", "5mp-framed", "--camera-images",
+        "10", "--preset", "tiny", "--passes", "2", "--metric", "rgb", "--json-out", str(out),
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    (run,) = json.loads(out.read_text())["sets"]
+    assert run["set"] == "5 MP JPEG frame, part located" and run["framed"]
+    assert (run["width"], run["height"], run["images"]) == (2448, 2048, 10)
+    assert run["anomaly_share"] == 1 / 10
+    assert run["detect_ms_max"] > 0  # the part found in each frame, at a cost
+    assert "The framed set: 2448x2048 frames" in done.stdout
 
 
 def test_a_worker_setting_without_a_value_is_refused_in_one_sentence() -> None:
